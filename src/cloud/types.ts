@@ -1,0 +1,103 @@
+import type { V1Node, V1NodeAddress, V1Service, V1LoadBalancerStatus } from '@kubernetes/client-node';
+import type { KubeTransport } from '../kube/transport.ts';
+import type { Logger } from '../log.ts';
+
+/**
+ * The provider contract: the TypeScript mirror of k8s.io/cloud-provider's cloud.go (InstancesV2,
+ * LoadBalancer, Routes). Types only; providers implement it, controllers call it.
+ *
+ * Beyond upstream: existence is three-valued. A provider that cannot tell (API down, timeout,
+ * parse failure) answers `unknown` instead of throwing, and nothing ever acts on `unknown`.
+ */
+
+export type Existence = 'exists' | 'not-found' | 'unknown';
+
+export interface InstanceMetadata {
+  providerID: string;
+  instanceType: string;
+  nodeAddresses: V1NodeAddress[];
+  zone: string;
+  region: string;
+  additionalLabels?: Record<string, string>;
+}
+
+export interface Instances {
+  /** Whether the node's machine exists. Never throws for "cannot tell": answers unknown. */
+  instanceExists(node: V1Node, signal?: AbortSignal): Promise<Existence>;
+  /** Whether the machine is shut down; undefined when unknown. */
+  instanceShutdown(node: V1Node, signal?: AbortSignal): Promise<boolean | undefined>;
+  /** Metadata for initialisation; null when the provider has none for this node (not an error). */
+  instanceMetadata(node: V1Node, signal?: AbortSignal): Promise<InstanceMetadata | null>;
+  /**
+   * Optional bulk answer (beyond upstream): existence of many nodes in one call, so the lifecycle
+   * controller makes one provider call per period instead of one per NotReady node.
+   */
+  instancesExist?(nodes: V1Node[], signal?: AbortSignal): Promise<Map<string, Existence>>;
+}
+
+export interface LoadBalancerResult {
+  status: V1LoadBalancerStatus;
+  exists: boolean;
+}
+
+export interface LoadBalancer {
+  getLoadBalancer(clusterName: string, service: V1Service, signal?: AbortSignal): Promise<LoadBalancerResult>;
+  getLoadBalancerName(clusterName: string, service: V1Service): string;
+  ensureLoadBalancer(clusterName: string, service: V1Service, nodes: V1Node[], signal?: AbortSignal): Promise<V1LoadBalancerStatus | undefined>;
+  updateLoadBalancer(clusterName: string, service: V1Service, nodes: V1Node[], signal?: AbortSignal): Promise<void>;
+  ensureLoadBalancerDeleted(clusterName: string, service: V1Service, signal?: AbortSignal): Promise<void>;
+  /** Classes this provider owns besides the default (class unset); beyond upstream. */
+  readonly loadBalancerClasses?: readonly string[];
+}
+
+export interface Route {
+  name: string;
+  targetNode: string;
+  targetNodeAddresses: V1NodeAddress[];
+  destinationCIDR: string;
+  blackhole: boolean;
+}
+
+export interface Routes {
+  listRoutes(clusterName: string, signal?: AbortSignal): Promise<Route[]>;
+  createRoute(clusterName: string, nameHint: string, route: Route, signal?: AbortSignal): Promise<void>;
+  deleteRoute(clusterName: string, route: Route, signal?: AbortSignal): Promise<void>;
+}
+
+/** What the app hands a provider at start (upstream: Initialize(clientBuilder, stop)). */
+export interface ProviderContext {
+  transport: KubeTransport;
+  logger: Logger;
+  signal: AbortSignal;
+}
+
+export interface CloudProvider {
+  readonly providerName: string;
+  initialize?(ctx: ProviderContext): Promise<void> | void;
+  readonly instances?: Instances;
+  readonly loadBalancer?: LoadBalancer;
+  readonly routes?: Routes;
+  /** Releases watchers and timers; called on shutdown. */
+  close?(): Promise<void> | void;
+}
+
+/** Thrown by a load balancer to say "implemented elsewhere": the controller skips quietly. */
+export class ImplementedElsewhereError extends Error {
+  constructor(message = 'load balancer implemented elsewhere') {
+    super(message);
+    this.name = 'ImplementedElsewhereError';
+  }
+}
+
+/** Thrown to requeue after exactly `seconds` instead of the exponential backoff. */
+export class RetryAfterError extends Error {
+  constructor(readonly seconds: number, message = `retry after ${seconds}s`) {
+    super(message);
+    this.name = 'RetryAfterError';
+  }
+}
+
+/** Upstream's DefaultLoadBalancerName: "a" + UID without dashes, cut to 32 characters. */
+export function defaultLoadBalancerName(service: V1Service): string {
+  return ('a' + (service.metadata?.uid ?? '').replaceAll('-', '')).slice(0, 32);
+}
