@@ -1,0 +1,67 @@
+/**
+ * Builds the single-file executables with Bun.build's `compile` (not the CLI, so plugins could
+ * be added here if ever needed). Usage: bun scripts/build.ts [--target host|all]
+ *   host (default): dist/edge-ccm and dist/edge-ccm-linux-amd64 (same file)
+ *   all:            also dist/edge-ccm-linux-arm64, cross-compiled offline from the aarch64
+ *                   runtime of the same Bun version (npm package @oven/bun-linux-aarch64,
+ *                   fetched once into the cache by scripts/fetch-bun-runtime.sh).
+ */
+import { $ } from 'bun';
+import { copyFileSync, existsSync, mkdirSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import pkg from '../package.json' with { type: 'json' };
+
+const root = resolve(import.meta.dir, '..');
+const dist = join(root, 'dist');
+const target = process.argv.includes('--target') ? process.argv[process.argv.indexOf('--target') + 1] : 'host';
+if (target !== 'host' && target !== 'all') {
+  console.error(`--target must be host or all (got ${target})`);
+  process.exit(2);
+}
+
+const commit = (await $`git -C ${root} rev-parse --short=12 HEAD`.quiet().nothrow()).stdout.toString().trim() || 'unknown';
+const dirty = (await $`git -C ${root} status --porcelain --untracked-files=no`.quiet().nothrow()).stdout.toString().trim() ? '-dirty' : '';
+
+async function compile(outfile: string, compileTarget: Bun.Build.CompileTarget, executablePath?: string): Promise<void> {
+  const started = performance.now();
+  const result = await Bun.build({
+    entrypoints: [join(root, 'src/main.ts')],
+    format: 'esm',
+    minify: true,
+    bytecode: true,
+    sourcemap: 'none',
+    define: {
+      EDGE_CCM_VERSION: JSON.stringify(pkg.version),
+      EDGE_CCM_COMMIT: JSON.stringify(commit + dirty),
+    },
+    compile: {
+      target: compileTarget,
+      outfile,
+      ...(executablePath ? { executablePath } : {}),
+      // A compiled binary would otherwise read .env and bunfig.toml from its working directory:
+      // a CCM's behaviour must come from its flags and config only.
+      autoloadDotenv: false,
+      autoloadBunfig: false,
+      autoloadTsconfig: false,
+      autoloadPackageJson: false,
+    },
+  });
+  if (!result.success) {
+    for (const log of result.logs) console.error(log);
+    process.exit(1);
+  }
+  const mb = (statSync(outfile).size / 1024 / 1024).toFixed(1);
+  console.log(`built ${outfile} (${mb} MiB) in ${((performance.now() - started) / 1000).toFixed(1)}s`);
+}
+
+mkdirSync(dist, { recursive: true });
+const hostOut = join(dist, 'edge-ccm-linux-amd64');
+await compile(hostOut, 'bun-linux-x64');
+copyFileSync(hostOut, join(dist, 'edge-ccm'));
+await $`chmod +x ${join(dist, 'edge-ccm')}`;
+
+if (target === 'all') {
+  const runtime = (await $`bash ${join(root, 'scripts/fetch-bun-runtime.sh')} linux-aarch64`.text()).trim();
+  if (!existsSync(runtime)) throw new Error(`aarch64 runtime missing at ${runtime}`);
+  await compile(join(dist, 'edge-ccm-linux-arm64'), 'bun-linux-arm64', runtime);
+}

@@ -1,0 +1,50 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+
+/**
+ * Where scripts/build-control-plane.sh leaves kube-apiserver and etcd. The versions are read from
+ * the script's own default lines (honouring the same environment overrides), so they are defined
+ * in one place and the tests never build anything themselves.
+ */
+
+const BUILD_SCRIPT = join(import.meta.dir, '../../scripts/build-control-plane.sh');
+
+export const CONTROL_PLANE_BINARIES = ['etcd', 'kube-apiserver'] as const;
+export type ControlPlaneBinary = (typeof CONTROL_PLANE_BINARIES)[number];
+
+/** Reads `NAME="${ENV_VAR:-default}"` from the build script and applies the override the script would. */
+function scriptVersion(name: 'K8S_VERSION' | 'ETCD_VERSION', script: string): string {
+  const match = new RegExp(`^${name}="\\$\\{(\\w+):-([^}]+)\\}"`, 'm').exec(script);
+  if (!match?.[1] || !match[2]) throw new Error(`${BUILD_SCRIPT} has no ${name}="\${VAR:-default}" line`);
+  return process.env[match[1]] || match[2];
+}
+
+export function controlPlaneVersions(): { k8s: string; etcd: string } {
+  const script = readFileSync(BUILD_SCRIPT, 'utf8');
+  return { k8s: scriptVersion('K8S_VERSION', script), etcd: scriptVersion('ETCD_VERSION', script) };
+}
+
+/** Same resolution as the script: EDGE_CCM_CACHE, else $XDG_CACHE_HOME/edge-ccm, else ~/.cache/edge-ccm. */
+export function controlPlaneBinDir(): string {
+  const cacheRoot = process.env.EDGE_CCM_CACHE || join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'edge-ccm');
+  const { k8s, etcd } = controlPlaneVersions();
+  return join(cacheRoot, 'control-plane', `k8s-${k8s}-etcd-${etcd}`);
+}
+
+/** The one-line install hint when a binary is missing, or undefined when both are there. */
+export function missingBinaryMessage(dir = controlPlaneBinDir()): string | undefined {
+  // kube-apiserver first: it is the one that takes long to build, so the one users miss.
+  for (const name of [...CONTROL_PLANE_BINARIES].reverse()) {
+    if (!existsSync(join(dir, name))) return `${name} not found in ${dir}: run \`bash scripts/install.sh\` (builds it from its Go module)`;
+  }
+  return undefined;
+}
+
+/** Paths of both binaries; throws the install hint when one is missing. */
+export function controlPlaneBinaries(): Record<ControlPlaneBinary, string> {
+  const dir = controlPlaneBinDir();
+  const missing = missingBinaryMessage(dir);
+  if (missing) throw new Error(missing);
+  return { etcd: join(dir, 'etcd'), 'kube-apiserver': join(dir, 'kube-apiserver') };
+}
