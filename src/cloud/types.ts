@@ -56,6 +56,8 @@ export interface Route {
   targetNodeAddresses: V1NodeAddress[];
   destinationCIDR: string;
   blackhole: boolean;
+  /** The provider records targetNodeAddresses, so an address change means delete and re-create. */
+  enableNodeAddresses?: boolean;
 }
 
 export interface Routes {

@@ -56,7 +56,7 @@ export async function createCertificateAuthority(dir: string, name: string, comm
   const configPath = join(dir, `${name}.cnf`);
   await writeExtensionConfig(configPath, [
     'basicConstraints = critical,CA:TRUE',
-    'keyUsage = critical,digitalSignature,keyEncipherment,keyCertSign,cRLSign',
+    'keyUsage = critical,digitalSignature,keyCertSign,cRLSign',
     'subjectKeyIdentifier = hash',
   ]);
   await openssl(['req', '-x509', ...EC_KEY, '-keyout', keyPath, '-out', certPath, '-days', VALID_DAYS,
@@ -71,7 +71,7 @@ export async function issueCertificate(ca: CertificateAuthority, dir: string, na
   const altNames = [...(req.dnsNames ?? []).map((d) => `DNS:${d}`), ...(req.ipAddresses ?? []).map((ip) => `IP:${ip}`)];
   await writeExtensionConfig(configPath, [
     'basicConstraints = critical,CA:FALSE',
-    'keyUsage = critical,digitalSignature,keyEncipherment',
+    'keyUsage = critical,digitalSignature',
     `extendedKeyUsage = ${req.usage === 'server' ? 'serverAuth' : 'clientAuth'}`,
     'authorityKeyIdentifier = keyid',
     ...(altNames.length ? [`subjectAltName = ${altNames.join(',')}`] : []),

@@ -1,0 +1,163 @@
+import type { V1Node } from '@kubernetes/client-node';
+import { Counter, type Registry } from 'prom-client';
+import type { Route, Routes } from '../../cloud/types.ts';
+import { errorMessage } from '../../kube/errors.ts';
+import { NODES, ResourceClient } from '../../kube/resources.ts';
+import { sleep } from '../../kube/token-bucket.ts';
+import type { Prefix } from '../../net/ip.ts';
+import type { Controller, ControllerContext } from '../types.ts';
+import { networkCondition, planRoutes, podCIDRs, type RouteAction } from './plan.ts';
+
+/** Upstream's cap on route operations in flight at once. */
+export const MAX_CONCURRENT_ROUTE_OPERATIONS = 200;
+
+const syncTotals = new WeakMap<Registry, Counter>();
+function routeSyncTotal(registry: Registry): Counter {
+  let c = syncTotals.get(registry);
+  if (!c) {
+    c = new Counter({ name: 'route_controller_route_sync_total', help: 'A metric counting the amount of times routes have been synced with the cloud provider.', registers: [registry] });
+    syncTotals.set(registry, c);
+  }
+  return c;
+}
+
+export interface RouteControllerOptions {
+  clusterCIDRs: Prefix[];
+  reconciliationPeriodMs: number;
+}
+
+/**
+ * node-route-controller: one route per node pod CIDR in the provider's route table, and the
+ * node's NetworkUnavailable condition saying whether its routes exist. The whole cluster is
+ * reconciled at once, every period, and also soon after a node's CIDRs or addresses change.
+ */
+export class RouteController implements Controller {
+  readonly name = 'node-route-controller';
+  private readonly nodes: ResourceClient<V1Node>;
+  private readonly syncTotal: Counter;
+  private readonly routes: Routes;
+  private wake?: () => void;
+
+  constructor(
+    private readonly ctx: ControllerContext,
+    private readonly opts: RouteControllerOptions,
+  ) {
+    if (!ctx.cloud.routes) throw new Error('route controller needs a provider with routes');
+    this.routes = ctx.cloud.routes;
+    this.nodes = new ResourceClient<V1Node>(ctx.transport, NODES);
+    this.syncTotal = routeSyncTotal(ctx.registry);
+  }
+
+  async run(signal: AbortSignal): Promise<void> {
+    this.ctx.nodeInformer.addHandlers({
+      onAdd: () => this.wake?.(),
+      onDelete: () => this.wake?.(),
+      onUpdate: (a, b) => {
+        if (JSON.stringify(podCIDRs(a)) !== JSON.stringify(podCIDRs(b)) || JSON.stringify(a.status?.addresses) !== JSON.stringify(b.status?.addresses)) this.wake?.();
+      },
+    });
+    if (!(await this.ctx.nodeInformer.waitForSync(signal))) return;
+    this.ctx.logger.info('starting route controller', { controller: this.name });
+    while (!signal.aborted) {
+      try {
+        await this.reconcile(signal);
+      } catch (e) {
+        if (signal.aborted) break;
+        this.ctx.logger.error("couldn't reconcile node routes", { controller: this.name, error: errorMessage(e) });
+      }
+      await this.waitForNextRound(signal);
+    }
+  }
+
+  /** Sleeps one period, or less when a node change asks for a round (at most one a second). */
+  private async waitForNextRound(signal: AbortSignal): Promise<void> {
+    const woken = new Promise<void>((resolve) => (this.wake = resolve));
+    await Promise.race([sleep(this.opts.reconciliationPeriodMs, signal).catch(() => {}), woken, new Promise((r) => signal.addEventListener('abort', r, { once: true }))]);
+    this.wake = undefined;
+    if (!signal.aborted) await sleep(1000, signal).catch(() => {});
+  }
+
+  async reconcile(signal?: AbortSignal): Promise<void> {
+    this.syncTotal.inc();
+    const existing = await this.routes.listRoutes(this.ctx.clusterName, signal);
+    const nodes = this.ctx.nodeInformer.store.list().filter((n) => this.ctx.isManagedNode(n));
+    const plan = planRoutes(nodes, existing, this.opts.clusterCIDRs);
+    const limit = new Semaphore(MAX_CONCURRENT_ROUTE_OPERATIONS);
+
+    const deletions = plan.toDelete.map((route) =>
+      limit.run(async () => {
+        try {
+          await this.routes.deleteRoute(this.ctx.clusterName, route, signal);
+          this.ctx.logger.info('deleted route', { controller: this.name, route: route.name, cidr: route.destinationCIDR });
+        } catch (e) {
+          this.ctx.logger.error('could not delete route', { controller: this.name, route: route.name, cidr: route.destinationCIDR, error: errorMessage(e) });
+        }
+      }),
+    );
+    // An update deletes and re-creates the same CIDR: creation must not race the deletion.
+    if (plan.deleteBeforeCreate) await Promise.all(deletions);
+
+    const creations = plan.toCreate.map(({ nameHint, route }) =>
+      limit.run(() => this.createRoute(nameHint, route, nodes, plan.actions, signal)),
+    );
+    await Promise.all([...deletions, ...creations]);
+
+    await Promise.all(
+      nodes.map(async (node) => {
+        const actions = plan.actions.get(node.metadata?.name ?? '');
+        if (!actions) return;
+        const created = actions.size > 0 && [...actions.values()].every((a) => a !== 'add' && a !== 'update');
+        await this.updateNetworkCondition(node, created, signal);
+      }),
+    );
+  }
+
+  private async createRoute(nameHint: string, route: Route, nodes: V1Node[], actions: Map<string, Map<string, RouteAction>>, signal?: AbortSignal): Promise<void> {
+    try {
+      await this.routes.createRoute(this.ctx.clusterName, nameHint, route, signal);
+      actions.get(route.targetNode)?.set(route.destinationCIDR, 'keep');
+      this.ctx.logger.info('created route', { controller: this.name, node: route.targetNode, cidr: route.destinationCIDR });
+    } catch (e) {
+      const msg = `Could not create route ${nameHint} ${route.destinationCIDR} for node ${route.targetNode}: ${errorMessage(e)}`;
+      const node = nodes.find((n) => n.metadata?.name === route.targetNode);
+      this.ctx.recorder.event(
+        { apiVersion: 'v1', kind: 'Node', metadata: { name: route.targetNode, uid: node?.metadata?.uid } },
+        'Warning',
+        'FailedToCreateRoute',
+        msg,
+      );
+      this.ctx.logger.error('could not create route', { controller: this.name, node: route.targetNode, cidr: route.destinationCIDR, error: errorMessage(e) });
+    }
+  }
+
+  private async updateNetworkCondition(node: V1Node, routesCreated: boolean, signal?: AbortSignal): Promise<void> {
+    const condition = networkCondition(node, routesCreated, new Date());
+    if (!condition) return;
+    const name = node.metadata?.name ?? '';
+    try {
+      // Strategic merge on status: conditions merge by type, so the kubelet's own conditions and
+      // concurrent writers are untouched and no resourceVersion round trip is needed.
+      await this.nodes.patch(name, 'strategic', { status: { conditions: [condition] } }, { subresource: 'status', signal });
+    } catch (e) {
+      this.ctx.logger.error('error updating node network condition', { controller: this.name, node: name, error: errorMessage(e) });
+    }
+  }
+}
+
+/** At most `max` operations in flight (upstream's buffered channel). */
+class Semaphore {
+  private active = 0;
+  private readonly waiting: (() => void)[] = [];
+  constructor(private readonly max: number) {}
+
+  async run<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.active >= this.max) await new Promise<void>((r) => this.waiting.push(r));
+    this.active++;
+    try {
+      return await fn();
+    } finally {
+      this.active--;
+      this.waiting.shift()?.();
+    }
+  }
+}

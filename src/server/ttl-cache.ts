@@ -1,0 +1,81 @@
+/**
+ * A bounded map whose entries expire, for the authentication and authorization caches. When
+ * full, the entry written longest ago goes first: a Map keeps insertion order, so that is its
+ * first key.
+ */
+export class TtlCache<V> {
+  private readonly entries = new Map<string, { value: V; expiresAt: number }>();
+
+  constructor(
+    private readonly maxEntries: number,
+    private readonly now: () => number = () => performance.now(),
+  ) {
+    if (maxEntries < 1) throw new Error(`cache size must be at least 1, got ${maxEntries}`);
+  }
+
+  get(key: string): V | undefined {
+    const entry = this.entries.get(key);
+    if (!entry) return undefined;
+    if (this.now() >= entry.expiresAt) {
+      this.entries.delete(key);
+      return undefined;
+    }
+    return entry.value;
+  }
+
+  set(key: string, value: V, ttlMs: number): void {
+    if (ttlMs <= 0) return; // a TTL of 0 turns caching off, as upstream's
+    this.entries.delete(key);
+    while (this.entries.size >= this.maxEntries) {
+      const oldest = this.entries.keys().next();
+      if (oldest.done) break;
+      this.entries.delete(oldest.value);
+    }
+    this.entries.set(key, { value, expiresAt: this.now() + ttlMs });
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+}
+
+export interface CachedLookupOptions<V> {
+  maxEntries: number;
+  /** How long an answer is kept, chosen per answer (upstream keeps allows and denies for different times). */
+  ttlMs: (value: V) => number;
+  now?: () => number;
+}
+
+/**
+ * Answers from a TtlCache, loading a missing key once however many callers ask for it at the
+ * same time (a burst of scrapes with one token makes one TokenReview). Failed loads are not
+ * cached, so an API server hiccup is retried by the next request, as upstream does.
+ */
+export class CachedLookup<V> {
+  private readonly cache: TtlCache<V>;
+  private readonly inFlight = new Map<string, Promise<V>>();
+
+  constructor(private readonly options: CachedLookupOptions<V>) {
+    this.cache = new TtlCache(options.maxEntries, options.now);
+  }
+
+  get(key: string, load: () => Promise<V>): Promise<V> {
+    const cached = this.cache.get(key);
+    if (cached !== undefined) return Promise.resolve(cached);
+    let pending = this.inFlight.get(key);
+    if (!pending) {
+      pending = load()
+        .then((value) => {
+          this.cache.set(key, value, this.options.ttlMs(value));
+          return value;
+        })
+        .finally(() => this.inFlight.delete(key));
+      this.inFlight.set(key, pending);
+    }
+    return pending;
+  }
+
+  get size(): number {
+    return this.cache.size;
+  }
+}

@@ -1,0 +1,33 @@
+import { writeFile } from 'node:fs/promises';
+import { KubeConfig } from '@kubernetes/client-node';
+import { stringify } from 'yaml';
+import { BunKubeTransport, type TransportOptions } from '../../src/kube/transport.ts';
+
+/** Kubeconfig files for the test cluster, with everything embedded so the file stands alone. */
+
+export type KubeconfigCredentials = { clientCertPem: string; clientKeyPem: string } | { token: string };
+
+const b64 = (s: string) => Buffer.from(s).toString('base64');
+
+export async function writeKubeconfig(path: string, server: string, caPem: string, userName: string, credentials: KubeconfigCredentials): Promise<string> {
+  const user = 'token' in credentials
+    ? { token: credentials.token }
+    : { 'client-certificate-data': b64(credentials.clientCertPem), 'client-key-data': b64(credentials.clientKeyPem) };
+  const config = {
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [{ name: 'edge-ccm-test', cluster: { server, 'certificate-authority-data': b64(caPem) } }],
+    users: [{ name: userName, user }],
+    contexts: [{ name: userName, context: { cluster: 'edge-ccm-test', user: userName } }],
+    'current-context': userName,
+  };
+  await writeFile(path, stringify(config), { mode: 0o600 });
+  return path;
+}
+
+/** A transport authenticating as whoever the kubeconfig file says; no client-side rate limit by default. */
+export function transportFor(kubeconfigPath: string, options: TransportOptions = { qps: 0 }): BunKubeTransport {
+  const kc = new KubeConfig();
+  kc.loadFromFile(kubeconfigPath);
+  return new BunKubeTransport(kc, options);
+}
