@@ -19,5 +19,5 @@ export function formatFlagError(error: FlagError): string {
   return `${error.flag}: ${error.message}`;
 }
 
-/** Exit code for bad command lines, as the upstream binaries (cobra/pflag usage errors). */
+/** Exit code for a bad command line (ccm-contract section 1). */
 export const FLAG_ERROR_EXIT_CODE = 2;

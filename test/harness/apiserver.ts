@@ -11,7 +11,8 @@ export class ApiServerProcess {
   constructor(
     private readonly binary: string,
     private readonly flags: string[],
-    private readonly logPath: string,
+    /** Where its apiserver.log and apiserver.pid go. */
+    private readonly dir: string,
     private readonly readyz: { url: string; tls: { ca: string; cert: string; key: string } },
     private readonly readyTimeoutMs: number,
   ) {}
@@ -27,7 +28,7 @@ export class ApiServerProcess {
   /** Starts it unless it is running, and waits for /readyz. */
   async start(): Promise<void> {
     if (this.running) return;
-    const proc = LoggedProcess.spawn('kube-apiserver', [this.binary, ...this.flags], this.logPath);
+    const proc = LoggedProcess.spawn('apiserver', [this.binary, ...this.flags], this.dir);
     this.proc = proc;
     try {
       await waitUntilReady('kube-apiserver', proc, () => this.isReady(), this.readyTimeoutMs);

@@ -32,7 +32,13 @@ export interface ControlPlane {
   serviceAccountToken(namespace: string, name: string): Promise<string>;
   restartApiServer(): Promise<void>;   // SIGKILL kube-apiserver by pid and start it again on the same port, wait for /readyz
   stopApiServer(): Promise<void>; startApiServer(): Promise<void>;
-  compactEtcd(): Promise<void>;        // compact etcd to its current revision, so old resourceVersions give 410 Gone on watch
+  /**
+   * Compacts etcd to its current revision, so old resourceVersions give 410 Gone on watch. Then
+   * restarts kube-apiserver (as restartApiServer): its watch cache keeps serving events etcd has
+   * compacted away, and only a cache rebuilt from the current revision answers 410 for older
+   * ones. Open watches are cut, as by a real API server restart.
+   */
+  compactEtcd(): Promise<void>;
   stop(): Promise<void>;               // kills what it started (by pid), removes the temp dir
 }
 
@@ -92,7 +98,7 @@ async function launch(opts: { extraApiServerFlags?: string[] }): Promise<LocalCo
         auditPolicyFile,
         auditLogPath,
       }, opts.extraApiServerFlags),
-      join(dir, 'apiserver.log'),
+      dir,
       { url: `${server}/readyz`, tls: { ca: ca.certPem, cert: admin.certPem, key: admin.keyPem } },
       READY_TIMEOUT_MS,
     );
@@ -187,8 +193,9 @@ class LocalControlPlane implements ControlPlane {
     return this.parts.apiServer.start();
   }
 
-  compactEtcd(): Promise<void> {
-    return this.parts.etcd.compact();
+  async compactEtcd(): Promise<void> {
+    await this.parts.etcd.compact();
+    await this.restartApiServer();
   }
 
   async stop(): Promise<void> {

@@ -24,7 +24,7 @@ export class EtcdServer {
       // Throwaway data: durability buys nothing and fsync is most of a write's cost.
       '--unsafe-no-fsync',
       '--log-level=warn',
-    ], join(dir, 'etcd.log'));
+    ], dir);
     const etcd = new EtcdServer(endpoint, proc);
     try {
       await waitUntilReady('etcd', proc, async () => {

@@ -1,15 +1,23 @@
-import { closeSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Subprocess } from 'bun';
 
 /**
- * Child processes and temp dirs the harness owns. Everything is tracked by pid and path, so a
- * failed test, a Ctrl-C or a plain process exit still ends the processes and removes the dirs:
- * the 'exit' handler can only run synchronous code, hence SIGKILL and rmSync there.
+ * Child processes and temp dirs the harness owns, cleaned up however the test process ends:
+ * - stop() paths kill by pid and remove the dir;
+ * - a plain `bun script.ts` that ends or is interrupted runs the 'exit' / SIGINT / SIGTERM
+ *   handlers below (synchronous code only there, hence SIGKILL and rmSync);
+ * - `bun test` emits no 'exit' event, and a SIGKILLed process runs nothing at all, so each
+ *   owned dir also gets a watchdog: a shell blocked reading a pipe from this process. The
+ *   kernel closes the pipe when this process dies, however it dies; the watchdog then kills
+ *   the pids recorded in the dir's *.pid files and removes the dir.
  */
 
 const livePids = new Set<number>();
-const ownedDirs = new Set<string>();
+const watchdogs = new Map<string, Subprocess>();
 let handlersInstalled = false;
+
+const WATCHDOG_SCRIPT = 'cat >/dev/null; for f in "$1"/*.pid; do [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null; done; rm -rf "$1"';
 
 function cleanUpSync(): void {
   for (const pid of livePids) {
@@ -20,8 +28,11 @@ function cleanUpSync(): void {
     }
   }
   livePids.clear();
-  for (const dir of ownedDirs) rmSync(dir, { recursive: true, force: true });
-  ownedDirs.clear();
+  for (const [dir, watchdog] of watchdogs) {
+    watchdog.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  }
+  watchdogs.clear();
 }
 
 function installHandlers(): void {
@@ -37,27 +48,35 @@ function installHandlers(): void {
   }
 }
 
-/** Registers a temp dir to be removed at process exit unless released earlier. */
+/** Takes charge of a temp dir: it is removed, and processes spawned into it killed, when this process ends. */
 export function ownDir(dir: string): void {
   installHandlers();
-  ownedDirs.add(dir);
+  if (watchdogs.has(dir)) return;
+  const watchdog = Bun.spawn({ cmd: ['sh', '-c', WATCHDOG_SCRIPT, 'edge-ccm-watchdog', dir], stdin: 'pipe', stdout: 'ignore', stderr: 'ignore' });
+  watchdog.unref(); // it must never keep the test process alive; the Map keeps its pipe open
+  watchdogs.set(dir, watchdog);
 }
 
+/** Removes an owned dir now and dismisses its watchdog. */
 export function removeOwnedDir(dir: string): void {
   rmSync(dir, { recursive: true, force: true });
-  ownedDirs.delete(dir);
+  watchdogs.get(dir)?.kill('SIGKILL');
+  watchdogs.delete(dir);
 }
 
-/** A child process whose stdout and stderr go to a log file. */
+/** A child process whose stdout and stderr go to DIR/NAME.log, its pid in DIR/NAME.pid while it runs. */
 export class LoggedProcess {
   private constructor(
     readonly name: string,
     readonly logPath: string,
+    private readonly pidFile: string,
     private readonly proc: Subprocess,
   ) {}
 
-  static spawn(name: string, cmd: string[], logPath: string): LoggedProcess {
+  static spawn(name: string, cmd: string[], dir: string): LoggedProcess {
     installHandlers();
+    const logPath = join(dir, `${name}.log`);
+    const pidFile = join(dir, `${name}.pid`);
     const fd = openSync(logPath, 'a');
     let proc: Subprocess;
     try {
@@ -65,16 +84,20 @@ export class LoggedProcess {
     } finally {
       closeSync(fd); // the child holds its own copy
     }
+    // Unreferenced: a script that forgets stop() still ends, and the 'exit' handler cleans up.
+    proc.unref();
     livePids.add(proc.pid);
-    void proc.exited.then(() => livePids.delete(proc.pid));
-    return new LoggedProcess(name, logPath, proc);
+    writeFileSync(pidFile, String(proc.pid));
+    const child = new LoggedProcess(name, logPath, pidFile, proc);
+    void proc.exited.then(() => child.forget());
+    return child;
   }
 
   get pid(): number {
     return this.proc.pid;
   }
 
-  /** Resolves with the exit code (or signal number) once the process has ended. */
+  /** Resolves with the exit code once the process has ended. */
   get exited(): Promise<number> {
     return this.proc.exited;
   }
@@ -87,7 +110,7 @@ export class LoggedProcess {
   async kill(): Promise<void> {
     if (this.running) this.proc.kill('SIGKILL');
     await this.proc.exited;
-    livePids.delete(this.proc.pid);
+    this.forget();
   }
 
   /** The last lines of the log, for error messages. */
@@ -97,5 +120,11 @@ export class LoggedProcess {
     } catch (e) {
       return `(no log at ${this.logPath}: ${String(e)})`;
     }
+  }
+
+  /** Once it has exited its pid may be reused: nothing may kill it any more. */
+  private forget(): void {
+    livePids.delete(this.proc.pid);
+    rmSync(this.pidFile, { force: true });
   }
 }

@@ -1,13 +1,22 @@
 import type { V1Node, V1NodeAddress } from '@kubernetes/client-node';
-import type { InstanceMetadata } from '../../cloud/types.ts';
 import { ANNOTATION_PROVIDED_NODE_IP, isUninitialized, nodeAddresses } from '../../kube/node-helpers.ts';
-import { ipEqual, isIPv4, isUnspecified, parseIP, type IP } from './ip.ts';
+import { parseIP, type IP } from '../../net/ip.ts';
 
 /**
  * Which addresses a node should carry, from the provider's answer and the kubelet's node-IP
  * annotation (upstream: updateNodeAddress, updateNodeAddressesFromNodeIP,
  * GetNodeAddressesFromNodeIP, ParseNodeIPAnnotation, nodeAddressesChangeDetected).
  */
+
+/**
+ * An address as Go's ParseIPSloppy + net.IP compare it: no surrounding spaces, and an
+ * IPv4-mapped IPv6 address is the IPv4 address (same family, equal).
+ */
+function parseNodeIP(text: string): IP | undefined {
+  const ip = text === text.trim() ? parseIP(text) : undefined;
+  if (ip?.family === 6 && ip.value >> 32n === 0xffffn) return { family: 4, value: ip.value & 0xffffffffn };
+  return ip;
+}
 
 export class ProvidedNodeIPError extends Error {
   constructor(message: string) {
@@ -20,15 +29,15 @@ export class ProvidedNodeIPError extends Error {
 export function parseProvidedNodeIP(annotation: string): { text: string; ip: IP }[] {
   const parsed: { text: string; ip: IP }[] = [];
   for (const text of annotation.split(',')) {
-    const ip = parseIP(text);
+    const ip = parseNodeIP(text);
     if (!ip) throw new ProvidedNodeIPError(`failed to parse node IP "${annotation}": could not parse "${text}"`);
     parsed.push({ text, ip });
   }
   const [first, second] = parsed.map((p) => p.ip);
-  if (parsed.length > 2 || (first && second && isIPv4(first) === isIPv4(second))) {
+  if (parsed.length > 2 || (first && second && first.family === second.family)) {
     throw new ProvidedNodeIPError(`failed to parse node IP "${annotation}": must contain either a single IP or a dual-stack pair of IPs`);
   }
-  if (first && second && (isUnspecified(first) || isUnspecified(second))) {
+  if (first && second && (first.value === 0n || second.value === 0n)) {
     throw new ProvidedNodeIPError(`failed to parse node IP "${annotation}": dual-stack node IP cannot include '0.0.0.0' or '::'`);
   }
   return parsed;
@@ -45,8 +54,8 @@ export function addressesMatchingNodeIPs(annotation: string, cloudAddresses: rea
   for (const { text, ip: nodeIP } of parseProvidedNodeIP(annotation)) {
     let matched = false;
     for (const address of cloudAddresses) {
-      const ip = parseIP(address.address);
-      if (ip && ipEqual(ip, nodeIP)) {
+      const ip = parseNodeIP(address.address);
+      if (ip && ip.family === nodeIP.family && ip.value === nodeIP.value) {
         enforced.push({ type: address.type, address: address.address });
         enforcedTypes.add(address.type);
         matched = true;
@@ -79,16 +88,16 @@ export function nodeAddressesChangeDetected(current: readonly V1NodeAddress[], d
 
 export type AddressDecision =
   | { action: 'write'; addresses: V1NodeAddress[] }
-  | { action: 'skip'; reason: string };
+  | { action: 'skip'; reason: string }
+  | { action: 'invalid-node-ip'; reason: string };
 
 /**
- * What to do with the node's status.addresses given the provider's metadata (upstream
+ * What to do with the node's status.addresses given the provider's addresses (upstream
  * updateNodeAddress). Tainted nodes are never touched here: their addresses are written right
  * after initialisation removes the taint.
  */
-export function decideNodeAddresses(node: V1Node, metadata: Pick<InstanceMetadata, 'nodeAddresses'>): AddressDecision {
+export function decideNodeAddresses(node: V1Node, cloudAddresses: readonly V1NodeAddress[]): AddressDecision {
   if (isUninitialized(node)) return { action: 'skip', reason: 'node is still tainted' };
-  const cloudAddresses = metadata.nodeAddresses ?? [];
   if (cloudAddresses.length === 0) return { action: 'skip', reason: 'cloud provider returned no addresses' };
 
   let addresses = [...cloudAddresses];
@@ -99,7 +108,7 @@ export function decideNodeAddresses(node: V1Node, metadata: Pick<InstanceMetadat
   try {
     addresses = applyProvidedNodeIP(node, addresses);
   } catch (e) {
-    if (e instanceof ProvidedNodeIPError) return { action: 'skip', reason: e.message };
+    if (e instanceof ProvidedNodeIPError) return { action: 'invalid-node-ip', reason: e.message };
     throw e;
   }
   if (!nodeAddressesChangeDetected(nodeAddresses(node), addresses)) return { action: 'skip', reason: 'addresses unchanged' };

@@ -84,23 +84,25 @@ export class Reflector<T extends KubeObject> {
   async run(signal: AbortSignal): Promise<void> {
     while (!signal.aborted) {
       let listedNow = false;
+      let step: 'list' | 'watch' = 'list';
       try {
         if (this.resourceVersion === undefined) {
           await this.list(signal);
           listedNow = true;
         }
+        step = 'watch';
         await this.watch(signal);
       } catch (e) {
         if (signal.aborted) break;
         if (isGone(e)) {
-          this.log.info('resource version too old, listing again', { resourceVersion: this.resourceVersion, error: errorMessage(e) });
+          this.log.info('resource version too old, listing again', { step, resourceVersion: this.resourceVersion, error: errorMessage(e) });
           this.resourceVersion = undefined;
           // A watch opened from a fresh list that is refused at once means a misbehaving server:
           // back off rather than list in a tight loop.
           if (!(listedNow && this.eventsInWatch === 0)) continue;
         }
         const delay = this.backoff.next();
-        this.log.warn('list/watch failed, retrying', { error: errorMessage(e), retryInMs: Math.round(delay), resourceVersion: this.resourceVersion });
+        this.log.warn('list/watch failed, retrying', { step, error: errorMessage(e), retryInMs: Math.round(delay), resourceVersion: this.resourceVersion });
         try {
           await this.sleep(delay, signal);
         } catch {
@@ -148,7 +150,7 @@ export class Reflector<T extends KubeObject> {
     const path = this.client.collectionPath(this.opts.namespace);
     const query: Record<string, QueryValue> = {
       ...this.selectors(),
-      resourceVersion: this.resourceVersion,
+      resourceVersion: undefined,
       allowWatchBookmarks: true,
       timeoutSeconds: this.opts.watchTimeoutSeconds?.() ?? Math.floor(300 * (1 + Math.random())),
     };

@@ -1,0 +1,84 @@
+import type { V1Node, V1Service } from '@kubernetes/client-node';
+import type { Registry } from 'prom-client';
+import type { CloudProvider } from '../cloud/types.ts';
+import { CloudNodeController } from '../controllers/node/index.ts';
+import { CloudNodeLifecycleController, type LifecycleOptions } from '../controllers/nodelifecycle/index.ts';
+import { RouteController } from '../controllers/route/route-controller.ts';
+import { ServiceController } from '../controllers/service/index.ts';
+import type { Controller, ControllerContext } from '../controllers/types.ts';
+import type { EventRecorder } from '../kube/event-recorder.ts';
+import { Informer, stripManagedFields } from '../kube/informer/index.ts';
+import { NODES, SERVICES } from '../kube/resources.ts';
+import type { KubeTransport } from '../kube/transport.ts';
+import type { Logger } from '../log.ts';
+import type { Prefix } from '../net/ip.ts';
+import type { ControllerName } from '../options/controllers.ts';
+
+/** What the controllers need from the command line, already parsed and validated. */
+export interface ControllerSettings {
+  enabled: ReadonlySet<ControllerName>;
+  clusterName: string;
+  concurrentNodeSyncs: number;
+  concurrentServiceSyncs: number;
+  nodeStatusUpdateFrequencyMs: number;
+  configureCloudRoutes: boolean;
+  clusterCIDRs: Prefix[];
+  routeReconciliationPeriodMs: number;
+  lifecycle: LifecycleOptions;
+}
+
+export interface ControllerDeps {
+  transport: KubeTransport;
+  recorderFor(component: string): EventRecorder;
+  logger: Logger;
+  registry: Registry;
+  cloud: CloudProvider;
+  isManagedNode(node: V1Node): boolean;
+}
+
+export interface ControllerSet {
+  informers: Informer<never>[];
+  controllers: Controller[];
+}
+
+/**
+ * Builds the enabled controllers whose capability the provider has (a missing capability is
+ * logged once and the controller is not started), sharing one node and one service informer.
+ */
+export function buildControllers(settings: ControllerSettings, deps: ControllerDeps): { informers: { nodes: Informer<V1Node>; services: Informer<V1Service> }; controllers: Controller[] } {
+  const log = deps.logger;
+  const nodes = new Informer<V1Node>({ transport: deps.transport, type: NODES, transform: stripManagedFields, logger: log.with({ informer: 'nodes' }) });
+  const services = new Informer<V1Service>({ transport: deps.transport, type: SERVICES, transform: stripManagedFields, logger: log.with({ informer: 'services' }) });
+  const context = (component: string): ControllerContext => ({
+    transport: deps.transport,
+    recorder: deps.recorderFor(component),
+    logger: log.with({ controller: component }),
+    registry: deps.registry,
+    cloud: deps.cloud,
+    clusterName: settings.clusterName,
+    nodeInformer: nodes,
+    serviceInformer: services,
+    isManagedNode: deps.isManagedNode,
+  });
+  const controllers: Controller[] = [];
+  const want = (name: ControllerName, capable: boolean, why: string): boolean => {
+    if (!settings.enabled.has(name)) return false;
+    if (!capable) log.info(`${name} not started: ${why}`, { controller: name });
+    return capable;
+  };
+  const cloud = deps.cloud;
+  if (want('cloud-node-controller', !!cloud.instances, `provider ${cloud.providerName} has no instances`)) {
+    controllers.push(new CloudNodeController(context('cloud-node-controller'), { workers: settings.concurrentNodeSyncs, nodeStatusUpdateFrequencyMs: settings.nodeStatusUpdateFrequencyMs }));
+  }
+  if (want('cloud-node-lifecycle-controller', !!cloud.instances, `provider ${cloud.providerName} has no instances`)) {
+    controllers.push(new CloudNodeLifecycleController(context('cloud-node-lifecycle-controller'), settings.lifecycle));
+  }
+  if (want('service-lb-controller', !!cloud.loadBalancer, `provider ${cloud.providerName} has no load balancers`)) {
+    controllers.push(new ServiceController(context('service-lb-controller'), { workers: settings.concurrentServiceSyncs }));
+  }
+  const routesWhy = !settings.configureCloudRoutes ? '--configure-cloud-routes=false' : `provider ${cloud.providerName} has no routes`;
+  if (want('node-route-controller', settings.configureCloudRoutes && !!cloud.routes, routesWhy)) {
+    controllers.push(new RouteController(context('node-route-controller'), { clusterCIDRs: settings.clusterCIDRs, reconciliationPeriodMs: settings.routeReconciliationPeriodMs }));
+  }
+  return { informers: { nodes, services }, controllers };
+}

@@ -1,0 +1,31 @@
+import { KubeConfig } from '@kubernetes/client-node';
+import { existsSync } from 'node:fs';
+
+/**
+ * The client configuration as upstream's clientcmd.BuildConfigFromFlags: --kubeconfig (and
+ * --master overriding its server), else the in-cluster service account, else the default
+ * kubeconfig locations. The service-account token is re-read as it rotates (client-node's
+ * token-file authenticator, refreshed by the transport).
+ */
+export function loadKubeConfig(opts: { kubeconfig?: string; master?: string }): KubeConfig {
+  const kc = new KubeConfig();
+  if (opts.kubeconfig) {
+    if (!existsSync(opts.kubeconfig)) throw new Error(`--kubeconfig: file ${opts.kubeconfig} does not exist`);
+    kc.loadFromFile(opts.kubeconfig);
+  } else if (process.env.KUBERNETES_SERVICE_HOST && process.env.KUBERNETES_SERVICE_PORT) {
+    kc.loadFromCluster();
+  } else if (opts.master) {
+    kc.loadFromClusterAndUser({ name: 'master', server: opts.master, skipTLSVerify: false }, { name: 'anonymous' });
+  } else {
+    kc.loadFromDefault();
+  }
+  if (opts.master) {
+    const current = kc.getCurrentCluster();
+    if (!current) throw new Error('kubeconfig has no current cluster to apply --master to');
+    // Clusters are plain objects in client-node: replace the server of the current one.
+    const clusters = kc.getClusters().map((c) => (c.name === current.name ? { ...c, server: opts.master! } : c));
+    kc.clusters = clusters;
+  }
+  if (!kc.getCurrentCluster()) throw new Error('no Kubernetes API server configured: give --kubeconfig or --master, or run in a cluster');
+  return kc;
+}

@@ -1,0 +1,218 @@
+import type { V1Node, V1NodeAddress } from '@kubernetes/client-node';
+import type { InstanceMetadata, Instances } from '../../cloud/types.ts';
+import { errorMessage, isConflict, isNotFound } from '../../kube/errors.ts';
+import { isUninitialized, nodeAgeMs, nodeEventSubject, nodeName } from '../../kube/node-helpers.ts';
+import { sleep } from '../../kube/token-bucket.ts';
+import { WorkQueue, defaultControllerRateLimiter, processNextItem } from '../../kube/workqueue/index.ts';
+import type { Logger } from '../../log.ts';
+import type { Controller, ControllerContext } from '../types.ts';
+import { ProvidedNodeIPError, decideNodeAddresses } from './addresses.ts';
+import { fetchInstanceMetadata, planInitialization, type InitializationPlan } from './initialize.ts';
+import { labelsToReconcile } from './labels.ts';
+import { nodeControllerMetrics, type NodeControllerMetrics } from './metrics.ts';
+import { ApiNodeWriter, type NodeWriter } from './node-writer.ts';
+import { parallelizeUntil } from './parallelize.ts';
+
+export interface CloudNodeControllerOptions {
+  /** --concurrent-node-syncs: workers initialising nodes, and the concurrency of the periodic status pass. */
+  workers: number;
+  /** --node-status-update-frequency: period of the address refresh of initialised nodes. */
+  nodeStatusUpdateFrequencyMs: number;
+}
+
+/** Seams for tests; the app passes none. */
+export interface CloudNodeControllerDeps {
+  writer?: NodeWriter;
+}
+
+export const EVENT_SYNCED = 'Synced';
+export const EVENT_PROVIDED_NODE_IP_INVALID = 'ProvidedNodeIPInvalid';
+
+/** Upstream UpdateNodeSpecBackoff: 20 attempts, 50ms with jitter 1.0 (50-100ms). */
+const CONFLICT_ATTEMPTS = 20;
+const CONFLICT_BACKOFF_MS = 50;
+
+/**
+ * The cloud node controller (upstream controllers/node): initialises nodes registered with the
+ * uninitialized taint from the provider's instance metadata, keeps the GA labels of initialised
+ * nodes in line with their beta labels, and refreshes their addresses periodically.
+ */
+export class CloudNodeController implements Controller {
+  readonly name = 'cloud-node-controller';
+  readonly queue: WorkQueue<string>;
+  private readonly instances: Instances;
+  private readonly writer: NodeWriter;
+  private readonly metrics: NodeControllerMetrics;
+  private readonly log: Logger;
+
+  constructor(
+    private readonly ctx: ControllerContext,
+    private readonly opts: CloudNodeControllerOptions,
+    deps: CloudNodeControllerDeps = {},
+  ) {
+    if (!ctx.cloud.instances) throw new Error('cloud provider does not support instances');
+    this.instances = ctx.cloud.instances;
+    this.writer = deps.writer ?? new ApiNodeWriter(ctx.transport);
+    this.metrics = nodeControllerMetrics(ctx.registry);
+    this.log = ctx.logger.with({ controller: this.name });
+    this.queue = new WorkQueue<string>('Nodes', { rateLimiter: defaultControllerRateLimiter<string>() });
+    // Registered at construction, as upstream: nodes listed before run() show up as adds.
+    ctx.nodeInformer.addHandlers({
+      onAdd: (node) => this.enqueue(node),
+      onUpdate: (_old, node) => this.enqueue(node),
+    });
+  }
+
+  async run(signal: AbortSignal): Promise<void> {
+    this.log.info('waiting for informer caches to sync');
+    if (!(await this.ctx.nodeInformer.waitForSync(signal))) {
+      this.queue.shutDown();
+      return;
+    }
+    const workers = Array.from({ length: Math.max(1, this.opts.workers) }, () => this.runWorker(signal));
+    const statusLoop = this.runStatusLoop(signal);
+    await new Promise<void>((resolve) => {
+      if (signal.aborted) resolve();
+      else signal.addEventListener('abort', () => resolve(), { once: true });
+    });
+    this.queue.shutDown();
+    await Promise.all([...workers, statusLoop]);
+  }
+
+  private enqueue(node: V1Node): void {
+    if (this.ctx.isManagedNode(node)) this.queue.add(nodeName(node));
+  }
+
+  private async runWorker(signal: AbortSignal): Promise<void> {
+    const onError = (name: string, error: unknown) =>
+      this.log.info('error syncing node, requeuing', { node: name, error: errorMessage(error) });
+    while (await processNextItem(this.queue, (name) => this.syncNode(name, signal), onError));
+  }
+
+  /** upstream wait.UntilWithContext: a pass at once, then one period after each pass ends. */
+  private async runStatusLoop(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      await this.updateNodeStatus(signal);
+      await sleep(this.opts.nodeStatusUpdateFrequencyMs, signal).catch(() => {});
+    }
+  }
+
+  /**
+   * One queue item: initialise the node if it carries the uninitialized taint, else only reconcile
+   * its GA labels (no cloud call). Throws to be retried with backoff.
+   */
+  async syncNode(name: string, signal?: AbortSignal): Promise<void> {
+    const node = this.ctx.nodeInformer.store.get(name);
+    if (!node || !this.ctx.isManagedNode(node)) return;
+    if (!isUninitialized(node)) return this.reconcileLabels(node, signal);
+    return this.initializeNode(node, signal);
+  }
+
+  private async reconcileLabels(node: V1Node, signal?: AbortSignal): Promise<void> {
+    const labels = labelsToReconcile(node);
+    if (Object.keys(labels).length === 0) return;
+    try {
+      await this.writer.setLabels(nodeName(node), labels, signal);
+    } catch (e) {
+      if (isNotFound(e)) return;
+      throw new Error(`failed to update labels for node ${nodeName(node)}: ${errorMessage(e)}`);
+    }
+  }
+
+  private async initializeNode(cached: V1Node, signal?: AbortSignal): Promise<void> {
+    const name = nodeName(cached);
+    const log = this.log.with({ node: name });
+    log.info('initializing node with cloud provider');
+
+    const metadata = await fetchInstanceMetadata(this.instances, cached, signal).catch((e: unknown) => {
+      throw new Error(`failed to get instance metadata for node ${name}: ${errorMessage(e)}`);
+    });
+    if (metadata === null) {
+      // The provider has nothing for this node (yet): leave it tainted, without retrying.
+      log.info('skip sync node because cloud provided nil metadata');
+      return;
+    }
+
+    // Upstream order: first the node write (providerID, labels, taint removal), then the
+    // addresses on the status, once the node is no longer tainted.
+    let node = cached;
+    let initialized: V1Node | undefined;
+    for (let attempt = 1; initialized === undefined; attempt++) {
+      const plan = this.planOrWarn(node, metadata);
+      for (const { key, reason } of plan.discardedLabels) log.warn('discarding node label from cloud provider', { label: key, reason });
+      try {
+        initialized = await this.writer.initialize(name, plan.patch, signal);
+      } catch (e) {
+        if (isNotFound(e)) return;
+        if (!isConflict(e) || attempt >= CONFLICT_ATTEMPTS) throw e;
+        await sleep(CONFLICT_BACKOFF_MS * (1 + Math.random()), signal);
+        node = await this.writer.get(name, signal);
+        // Someone else initialised it meanwhile: nothing left to do here.
+        if (!isUninitialized(node)) return;
+      }
+    }
+    observeAge(this.metrics.taintRemovalDelay, initialized);
+
+    await this.updateNodeAddresses(initialized, metadata.nodeAddresses, log, signal);
+    log.info('successfully initialized node with cloud provider');
+    this.ctx.recorder.event(nodeEventSubject(cached), 'Normal', EVENT_SYNCED, 'Node synced successfully');
+    observeAge(this.metrics.initialNodeSyncDelay, initialized);
+  }
+
+  /** The initialisation plan; a node IP the provider does not know is a Warning event and an error (retried). */
+  private planOrWarn(node: V1Node, metadata: InstanceMetadata): InitializationPlan {
+    try {
+      return planInitialization(node, metadata);
+    } catch (e) {
+      if (!(e instanceof ProvidedNodeIPError)) throw e;
+      const message = `provided node ip for node "${nodeName(node)}" is not valid: ${e.message}`;
+      this.ctx.recorder.event(nodeEventSubject(node), 'Warning', EVENT_PROVIDED_NODE_IP_INVALID, message);
+      throw new Error(`failed to get node modifiers from cloud provider: ${message}`);
+    }
+  }
+
+  /**
+   * The periodic pass (upstream UpdateNodeStatus): every initialised managed node gets one
+   * metadata call and an address write when its addresses changed; `workers` at a time.
+   */
+  async updateNodeStatus(signal?: AbortSignal): Promise<void> {
+    const started = performance.now();
+    const nodes = this.ctx.nodeInformer.store.list().filter((n) => this.ctx.isManagedNode(n) && !isUninitialized(n));
+    await parallelizeUntil(signal, this.opts.workers, nodes.length, async (i) => {
+      const node = nodes[i]!;
+      const log = this.log.with({ node: nodeName(node) });
+      try {
+        const metadata = await this.instances.instanceMetadata(node, signal);
+        // No metadata, nothing to compare the addresses with.
+        if (metadata === null) return;
+        await this.updateNodeAddresses(node, metadata.nodeAddresses, log, signal);
+      } catch (e) {
+        log.error('error getting instance metadata for node addresses', { error: errorMessage(e) });
+      }
+    });
+    this.log.debug(2, 'updated node status', { nodes: nodes.length, ms: Math.round(performance.now() - started) });
+  }
+
+  /** Writes the node's addresses when they changed. Errors are logged, not retried (upstream). */
+  private async updateNodeAddresses(node: V1Node, cloudAddresses: V1NodeAddress[], log: Logger, signal?: AbortSignal): Promise<void> {
+    const decision = decideNodeAddresses(node, cloudAddresses);
+    if (decision.action === 'skip') {
+      log.debug(5, 'not updating node addresses', { reason: decision.reason });
+      return;
+    }
+    if (decision.action === 'invalid-node-ip') {
+      log.error('failed to update node addresses', { error: decision.reason });
+      return;
+    }
+    try {
+      await this.writer.setAddresses(nodeName(node), decision.addresses, signal);
+    } catch (e) {
+      log.error('error patching node with cloud ip addresses', { error: errorMessage(e) });
+    }
+  }
+}
+
+function observeAge(histogram: NodeControllerMetrics['taintRemovalDelay'], node: V1Node): void {
+  const ageMs = nodeAgeMs(node);
+  if (ageMs !== undefined) histogram.observe(ageMs / 1000);
+}

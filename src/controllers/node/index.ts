@@ -1,0 +1,14 @@
+export { CloudNodeController, EVENT_PROVIDED_NODE_IP_INVALID, EVENT_SYNCED, type CloudNodeControllerDeps, type CloudNodeControllerOptions } from './controller.ts';
+export {
+  ProvidedNodeIPError,
+  addressesMatchingNodeIPs,
+  applyProvidedNodeIP,
+  decideNodeAddresses,
+  nodeAddressesChangeDetected,
+  parseProvidedNodeIP,
+  type AddressDecision,
+} from './addresses.ts';
+export { MissingProviderIDError, fetchInstanceMetadata, planInitialization, type InitializationPatch, type InitializationPlan } from './initialize.ts';
+export { cloudLabels, isKubernetesNamespacedLabel, labelsToReconcile, type CloudLabels } from './labels.ts';
+export { nodeControllerMetrics, type NodeControllerMetrics } from './metrics.ts';
+export { ApiNodeWriter, type NodeWriter } from './node-writer.ts';

@@ -1,0 +1,65 @@
+import type { V1Node, V1Taint } from '@kubernetes/client-node';
+import type { InstanceMetadata, Instances } from '../../cloud/types.ts';
+import { TAINT_EXTERNAL_CLOUD_PROVIDER, nodeName, taintsWithout } from '../../kube/node-helpers.ts';
+import { applyProvidedNodeIP } from './addresses.ts';
+import { cloudLabels, type CloudLabels } from './labels.ts';
+
+/**
+ * The decisions of initialising a tainted node (upstream syncNode, getInstanceMetadata,
+ * getNodeModifiersFromCloudProvider), as pure functions of the node and the provider's answer.
+ */
+
+export class MissingProviderIDError extends Error {
+  constructor(node: string) {
+    super(`cloud provider does not set node provider ID for node ${node}`);
+    this.name = 'MissingProviderIDError';
+  }
+}
+
+/**
+ * Asks the provider for the node's metadata. null means "the provider has nothing for this node":
+ * not an error, the node is left alone. A providerID is required: from the provider, else from
+ * spec.providerID (set by the kubelet's --provider-id); neither is an error, so it is retried.
+ */
+export async function fetchInstanceMetadata(instances: Instances, node: V1Node, signal?: AbortSignal): Promise<InstanceMetadata | null> {
+  const metadata = await instances.instanceMetadata(node, signal);
+  if (metadata === null || metadata.providerID !== '') return metadata;
+  const specProviderID = node.spec?.providerID ?? '';
+  if (specProviderID === '') throw new MissingProviderIDError(nodeName(node));
+  return { ...metadata, providerID: specProviderID };
+}
+
+/** The node write of initialisation: a JSON merge patch (ApiNodeWriter.initialize says why). */
+export interface InitializationPatch {
+  metadata: { resourceVersion?: string; labels?: Record<string, string> };
+  spec: { providerID?: string; taints: V1Taint[] };
+}
+
+export interface InitializationPlan {
+  patch: InitializationPatch;
+  /** Additional labels from the provider that were left out (reserved namespace, key already set). */
+  discardedLabels: CloudLabels['discarded'];
+}
+
+/**
+ * The initialisation write for this node: providerID only when the node has none, the cloud
+ * labels, and the taints minus every uninitialized taint. Throws ProvidedNodeIPError when the
+ * kubelet's node IP is not among the provider's addresses, so the taint stays until it is.
+ * Pure, and computed again from the fresh node after a conflict (upstream's node modifiers).
+ */
+export function planInitialization(node: V1Node, metadata: InstanceMetadata): InitializationPlan {
+  // Validate only: the addresses themselves are written on the status after the taint is gone.
+  applyProvidedNodeIP(node, metadata.nodeAddresses ?? []);
+
+  const patch: InitializationPatch = {
+    // The precondition makes the API refuse the patch (409) if the node changed since we read it:
+    // a merge patch replaces the taint list whole, and must not drop a taint added meanwhile.
+    metadata: { resourceVersion: node.metadata?.resourceVersion },
+    spec: { taints: taintsWithout(node, TAINT_EXTERNAL_CLOUD_PROVIDER) },
+  };
+  if (!node.spec?.providerID && metadata.providerID) patch.spec.providerID = metadata.providerID;
+  const { labels, discarded } = cloudLabels(node, metadata);
+  if (Object.keys(labels).length > 0) patch.metadata.labels = labels;
+  return { patch, discardedLabels: discarded };
+}
+

@@ -1,0 +1,58 @@
+import type { V1Node, V1NodeAddress } from '@kubernetes/client-node';
+import { NODES, ResourceClient } from '../../kube/resources.ts';
+import type { KubeTransport } from '../../kube/transport.ts';
+import type { InitializationPatch } from './initialize.ts';
+
+/**
+ * The cloud node controller's writes to the API, one method each, so the reason for each patch
+ * type sits next to the request. All go out with field manager edge-ccm (ResourceClient).
+ */
+export interface NodeWriter {
+  /** Reads the node from the API (after a conflict, when the informer's copy may lag). */
+  get(name: string, signal?: AbortSignal): Promise<V1Node>;
+  initialize(name: string, patch: InitializationPatch, signal?: AbortSignal): Promise<V1Node>;
+  setLabels(name: string, labels: Record<string, string>, signal?: AbortSignal): Promise<V1Node>;
+  setAddresses(name: string, addresses: V1NodeAddress[], signal?: AbortSignal): Promise<V1Node>;
+}
+
+export class ApiNodeWriter implements NodeWriter {
+  private readonly nodes: ResourceClient<V1Node>;
+
+  constructor(transport: KubeTransport) {
+    this.nodes = new ResourceClient<V1Node>(transport, NODES);
+  }
+
+  get(name: string, signal?: AbortSignal): Promise<V1Node> {
+    return this.nodes.get(name, { signal });
+  }
+
+  /**
+   * Upstream does a PUT of the whole node (Update in a retry-on-conflict loop). We send a JSON
+   * merge patch instead: only the fields we change travel, and the patch carries
+   * metadata.resourceVersion, so it has the PUT's optimistic concurrency (409 when the node
+   * changed) without re-sending a node we may only partly know. Not strategic: removing one key
+   * from the taint list with a strategic patch needs delete directives per taint, while the merge
+   * patch's whole-list replacement is exact under the resourceVersion precondition.
+   */
+  initialize(name: string, patch: InitializationPatch, signal?: AbortSignal): Promise<V1Node> {
+    return this.nodes.patch(name, 'merge', patch, { signal });
+  }
+
+  /**
+   * Merge patch of metadata.labels: a map, so it only adds or sets the keys we name. No
+   * resourceVersion precondition (upstream has none either): the values come from the node's own
+   * beta labels, and a later change to those triggers another reconciliation.
+   */
+  setLabels(name: string, labels: Record<string, string>, signal?: AbortSignal): Promise<V1Node> {
+    return this.nodes.patch(name, 'merge', { metadata: { labels } }, { signal });
+  }
+
+  /**
+   * Merge patch on the status subresource: the address list is replaced whole, which is what we
+   * want (a strategic patch merges addresses by type and cannot express two addresses of one type
+   * or a new order). Upstream patches node status too (PatchNodeStatus), without a precondition.
+   */
+  setAddresses(name: string, addresses: V1NodeAddress[], signal?: AbortSignal): Promise<V1Node> {
+    return this.nodes.patch(name, 'merge', { status: { addresses } }, { subresource: 'status', signal });
+  }
+}

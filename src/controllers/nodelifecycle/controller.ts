@@ -1,0 +1,254 @@
+import type { V1Node } from '@kubernetes/client-node';
+import type { Existence, Instances } from '../../cloud/types.ts';
+import { errorMessage } from '../../kube/errors.ts';
+import { nodeEventSubject, nodeName } from '../../kube/node-helpers.ts';
+import { sleep } from '../../kube/token-bucket.ts';
+import { type Clock, systemClock } from '../../kube/workqueue/index.ts';
+import type { Logger } from '../../log.ts';
+import { formatGoDuration } from '../../options/duration.ts';
+import type { Controller, ControllerContext } from '../types.ts';
+import { type BreakerVerdict, DeletionWindow, evaluateBreaker } from './breaker.ts';
+import { type HoldReason, type NotFoundStreak, decide, needsExistenceCheck } from './decide.ts';
+import { EXISTENCE_CHECK_CONCURRENCY, askExistence, askShutdown, forEachLimited } from './existence.ts';
+import { ANNOTATION_ACKNOWLEDGE_DELETION, QUARANTINE_TAINT, SHUTDOWN_TAINT, isDeletionAcknowledged } from './keys.ts';
+import { type HeldReason, NodeLifecycleMetrics } from './metrics.ts';
+import { ApiNodeWriter, type NodeWriter } from './node-writer.ts';
+import { type LifecycleOptions, type LifecycleOptionsInput, resolveLifecycleOptions } from './options.ts';
+
+/** Seams for tests: time and the API writes. */
+export interface LifecycleControllerDeps {
+  clock?: Clock;
+  writer?: NodeWriter;
+}
+
+/** What one pass did; returned for logs and tests. */
+export interface MonitorReport {
+  answers: Map<string, Existence>;
+  held: Map<string, HeldReason>;
+  quarantined: string[];
+  deleted: string[];
+  breaker: BreakerVerdict<V1Node>;
+}
+
+/**
+ * cloud-node-lifecycle-controller: every monitor period, look at every managed node; a Ready node
+ * loses the shutdown taint, a NotReady one is checked against the provider: shut down -> tainted,
+ * gone -> deleted. Beyond upstream, "gone" must survive a grace period, N answers in a row, the
+ * deletion policy, the protection annotation and the circuit breaker before anything is deleted.
+ */
+export class CloudNodeLifecycleController implements Controller {
+  readonly name = 'cloud-node-lifecycle-controller';
+  readonly options: LifecycleOptions;
+  private readonly instances: Instances;
+  private readonly metrics: NodeLifecycleMetrics;
+  private readonly log: Logger;
+  private readonly clock: Clock;
+  private readonly writer: NodeWriter;
+  private readonly streaks = new Map<string, NotFoundStreak>();
+  /** Last hold reason logged per node, so a held node is announced once, not every period. */
+  private readonly announced = new Map<string, HeldReason>();
+  private readonly deletions: DeletionWindow;
+  /** UIDs deleted but maybe still in the informer's store: never judged (or counted) twice. */
+  private readonly deletedUids = new Set<string>();
+  private breakerOpen = false;
+
+  constructor(
+    private readonly ctx: ControllerContext,
+    opts: LifecycleOptionsInput = {},
+    deps: LifecycleControllerDeps = {},
+  ) {
+    if (!ctx.cloud.instances) throw new Error('cloud provider does not support instances');
+    this.instances = ctx.cloud.instances;
+    this.options = resolveLifecycleOptions(opts);
+    this.metrics = NodeLifecycleMetrics.for(ctx.registry);
+    this.log = ctx.logger.with({ controller: this.name });
+    this.clock = deps.clock ?? systemClock;
+    this.writer = deps.writer ?? new ApiNodeWriter(ctx.transport);
+    this.deletions = new DeletionWindow(this.options.breaker.windowMs);
+  }
+
+  async run(signal: AbortSignal): Promise<void> {
+    if (!(await this.ctx.nodeInformer.waitForSync(signal))) return;
+    this.log.info('starting cloud node lifecycle controller', {
+      period: formatGoDuration(this.options.monitorPeriodMs),
+      policy: this.options.deletionPolicy,
+      grace: formatGoDuration(this.options.gracePeriodMs),
+      threshold: this.options.notFoundThreshold,
+    });
+    // Upstream's wait.UntilWithContext: the period runs from the end of one pass to the next.
+    while (!signal.aborted) {
+      try {
+        await this.monitorNodes(signal);
+      } catch (e) {
+        if (signal.aborted) break;
+        this.log.error('node lifecycle pass failed', { error: errorMessage(e) });
+      }
+      await sleep(this.options.monitorPeriodMs, signal).catch(() => {});
+    }
+  }
+
+  /** One pass over every managed node (upstream MonitorNodes). */
+  async monitorNodes(signal?: AbortSignal): Promise<MonitorReport> {
+    const now = this.clock.now();
+    const nodes = this.ctx.nodeInformer.store.list().filter((n) => this.ctx.isManagedNode(n));
+    this.forgetAbsent(nodes);
+
+    const answers = await askExistence(this.instances, nodes.filter(needsExistenceCheck), {
+      timeoutMs: this.options.providerTimeoutMs,
+      signal,
+      onError: (failed, error) => this.log.error('error checking if nodes exist in the cloud provider', { nodes: failed.map(nodeName), error }),
+    });
+    for (const answer of answers.values()) this.metrics.existenceAnswers.inc({ answer });
+
+    const report: Omit<MonitorReport, 'breaker'> = { answers, held: new Map(), quarantined: [], deleted: [] };
+    const writes: (() => Promise<void>)[] = [];
+    const candidates: V1Node[] = [];
+    for (const node of nodes) {
+      const name = nodeName(node);
+      if (this.deletedUids.has(node.metadata?.uid ?? '')) continue; // deleted; the informer has not caught up yet
+      const { action, streak } = decide(node, answers.get(name), this.streaks.get(name), now, this.options);
+      if (streak) this.streaks.set(name, streak);
+      else this.streaks.delete(name);
+      if (action.kind !== 'hold') this.announced.delete(name);
+      switch (action.kind) {
+        case 'ready':
+          if (action.removeTaints.length > 0) writes.push(() => this.removeTaints(node, action.removeTaints, signal));
+          break;
+        case 'exists':
+          writes.push(() => this.handleExisting(node, action.removeTaints, signal));
+          break;
+        case 'unknown':
+          this.log.debug(2, 'cloud provider cannot tell whether node exists; doing nothing', { node: name });
+          break;
+        case 'hold':
+          this.hold(node, action.reason, report, streak);
+          break;
+        case 'quarantine':
+          this.hold(node, 'policy', report, streak);
+          report.quarantined.push(name);
+          if (!action.alreadyTainted) writes.push(() => this.quarantine(node, signal));
+          break;
+        case 'delete':
+          candidates.push(node);
+          break;
+      }
+    }
+    await forEachLimited(writes, EXISTENCE_CHECK_CONCURRENCY, (write) => write());
+
+    const verdict = evaluateBreaker({
+      candidates,
+      acknowledged: isDeletionAcknowledged,
+      managedCount: nodes.filter((n) => !this.deletedUids.has(n.metadata?.uid ?? '')).length,
+      recentDeletions: this.deletions.count(now),
+      overridden: this.options.breakerAcknowledged === true,
+    }, this.options.breaker);
+    this.setBreaker(verdict);
+    for (const node of verdict.held) this.holdByBreaker(node, verdict, report);
+    for (const node of verdict.deletable) {
+      if (await this.deleteNode(node, now, signal)) report.deleted.push(nodeName(node));
+    }
+    return { ...report, breaker: verdict };
+  }
+
+  private forgetAbsent(nodes: V1Node[]): void {
+    const present = new Set(nodes.map(nodeName));
+    for (const name of this.streaks.keys()) if (!present.has(name)) this.streaks.delete(name);
+    for (const name of this.announced.keys()) if (!present.has(name)) this.announced.delete(name);
+    const presentUids = new Set(nodes.map((n) => n.metadata?.uid ?? ''));
+    for (const uid of this.deletedUids) if (!presentUids.has(uid)) this.deletedUids.delete(uid);
+  }
+
+  private hold(node: V1Node, reason: HoldReason, report: Omit<MonitorReport, 'breaker'>, streak: NotFoundStreak | undefined): void {
+    const name = nodeName(node);
+    report.held.set(name, reason);
+    this.metrics.deletionsHeld.inc({ reason });
+    const fields = { node: name, reason, notFoundAnswers: streak?.count, notFoundFor: streak && formatGoDuration(this.clock.now() - streak.since) };
+    if (reason === 'grace') {
+      this.log.debug(2, 'node not found in the cloud provider; waiting for the grace period and threshold', fields);
+    } else if (this.announced.get(name) !== reason) {
+      this.log.info(reason === 'protected' ? 'node not found in the cloud provider but protected from deletion; keeping it' : `node not found in the cloud provider; keeping it (deletion policy ${this.options.deletionPolicy})`, fields);
+    }
+    this.announced.set(name, reason);
+  }
+
+  private setBreaker(verdict: BreakerVerdict<V1Node>): void {
+    this.metrics.breakerOpen.set(verdict.open ? 1 : 0);
+    const fields = { gone: verdict.gone, allowed: verdict.allowed, managed: verdict.population, window: formatGoDuration(this.options.breaker.windowMs) };
+    if (verdict.open && !this.breakerOpen) {
+      this.log.error('node deletion circuit breaker open: too many nodes judged gone at once, deleting none of them', { ...fields, held: verdict.held.map(nodeName) });
+    } else if (!verdict.open && this.breakerOpen) {
+      this.log.info('node deletion circuit breaker closed', fields);
+    }
+    this.breakerOpen = verdict.open;
+  }
+
+  private holdByBreaker(node: V1Node, verdict: BreakerVerdict<V1Node>, report: Omit<MonitorReport, 'breaker'>): void {
+    const name = nodeName(node);
+    report.held.set(name, 'breaker');
+    this.metrics.deletionsHeld.inc({ reason: 'breaker' });
+    this.ctx.recorder.event(nodeEventSubject(node), 'Warning', 'NodeDeletionHeld',
+      `Not deleting node ${name} although it does not exist in the cloud provider: ${verdict.gone} of ${verdict.population} managed nodes ` +
+      `were judged gone within ${formatGoDuration(this.options.breaker.windowMs)}, more than the ${verdict.allowed} allowed. ` +
+      `If the machine is really gone, annotate the node ${ANNOTATION_ACKNOWLEDGE_DELETION}=true`);
+  }
+
+  /** Upstream: a Normal DeletingNode event, then the delete; a Warning DeletingNodeFailed on failure. */
+  private async deleteNode(node: V1Node, now: number, signal?: AbortSignal): Promise<boolean> {
+    const name = nodeName(node);
+    const subject = nodeEventSubject(node);
+    this.log.info('deleting node since it is no longer present in cloud provider', { node: name });
+    this.ctx.recorder.event(subject, 'Normal', 'DeletingNode', `Deleting node ${name} because it does not exist in the cloud provider`);
+    try {
+      const outcome = await this.writer.deleteNode(node, signal);
+      if (outcome === 'replaced') {
+        this.log.info('node was re-registered since it was judged gone; keeping the new one', { node: name });
+        return false;
+      }
+      this.deletedUids.add(node.metadata?.uid ?? '');
+      // An acknowledged deletion was the operator's call: it does not count against the breaker.
+      if (!isDeletionAcknowledged(node)) this.deletions.record(now);
+      this.streaks.delete(name);
+      if (outcome === 'deleted') this.metrics.nodesDeleted.inc();
+      return outcome === 'deleted';
+    } catch (e) {
+      this.log.error('unable to delete node', { node: name, error: errorMessage(e) });
+      this.ctx.recorder.event(subject, 'Warning', 'DeletingNodeFailed', `Failed deleting node ${name}: ${errorMessage(e)}`);
+      return false;
+    }
+  }
+
+  /** Upstream: a node that exists and is shut down gets the shutdown taint. */
+  private async handleExisting(node: V1Node, removeTaints: string[], signal?: AbortSignal): Promise<void> {
+    if (removeTaints.length > 0) await this.removeTaints(node, removeTaints, signal);
+    const shutdown = await askShutdown(this.instances, node, {
+      timeoutMs: this.options.providerTimeoutMs,
+      signal,
+      onError: (_, error) => this.log.error('error checking if node is shutdown', { node: nodeName(node), error }),
+    });
+    if (shutdown !== true) return;
+    try {
+      await this.writer.addTaint(node, SHUTDOWN_TAINT, signal);
+    } catch (e) {
+      this.log.error('failed to apply shutdown taint to node, it may have been deleted', { node: nodeName(node), error: errorMessage(e) });
+    }
+  }
+
+  private async quarantine(node: V1Node, signal?: AbortSignal): Promise<void> {
+    const name = nodeName(node);
+    try {
+      if (!(await this.writer.addTaint(node, QUARANTINE_TAINT, signal))) return;
+      this.ctx.recorder.event(nodeEventSubject(node), 'Warning', 'NodeQuarantined',
+        `Node ${name} does not exist in the cloud provider; tainted ${QUARANTINE_TAINT.key}:${QUARANTINE_TAINT.effect} and kept (deletion policy taint)`);
+    } catch (e) {
+      this.log.error('failed to apply quarantine taint to node', { node: name, error: errorMessage(e) });
+    }
+  }
+
+  private async removeTaints(node: V1Node, keys: string[], signal?: AbortSignal): Promise<void> {
+    try {
+      await this.writer.removeTaints(node, keys, signal);
+    } catch (e) {
+      this.log.error('error patching node taints', { node: nodeName(node), taints: keys, error: errorMessage(e) });
+    }
+  }
+}

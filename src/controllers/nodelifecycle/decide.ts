@@ -1,0 +1,95 @@
+import type { V1Node } from '@kubernetes/client-node';
+import type { Existence } from '../../cloud/types.ts';
+import { hasTaint, isNodeReady } from '../../kube/node-helpers.ts';
+import { QUARANTINE_TAINT, SHUTDOWN_TAINT, isProtected } from './keys.ts';
+import type { LifecycleOptions } from './options.ts';
+
+/**
+ * The pure core of the lifecycle controller: given one node, the provider's answer about its
+ * machine and what we remember about earlier answers, say what to do. No I/O, no clock.
+ *
+ * Memory rules (documented in docs/operations.md):
+ * - the grace timer starts at the first "not found" and is cleared only by "exists", by the node
+ *   turning Ready, or by the Node object being replaced (new UID);
+ * - the count of consecutive "not found" answers is reset by any other answer, "unknown" included;
+ * - deletion needs both: timer >= grace period AND count >= threshold.
+ */
+
+/** What we remember about one node's run of "not found" answers. */
+export interface NotFoundStreak {
+  /** The Node object the streak belongs to: a re-registered node (new UID) starts afresh. */
+  uid: string;
+  /** When the first "not found" of the run was answered (clock ms). */
+  since: number;
+  /** Consecutive "not found" answers, reset by "unknown" and "exists". */
+  count: number;
+}
+
+export type HoldReason = 'grace' | 'protected' | 'policy';
+
+export type LifecycleAction =
+  /** Ready: remove our taints (shutdown, quarantine) that are on the node, if any. */
+  | { kind: 'ready'; removeTaints: string[] }
+  /** The machine exists: remove the quarantine taint if present, then ask whether it is shut down. */
+  | { kind: 'exists'; removeTaints: string[] }
+  /** The provider could not tell: do nothing. */
+  | { kind: 'unknown' }
+  /** Gone, but not acted on (yet). */
+  | { kind: 'hold'; reason: HoldReason }
+  /** Gone, policy `taint`: add the quarantine taint, keep the object. */
+  | { kind: 'quarantine'; alreadyTainted: boolean }
+  /** Gone, policy `delete`: a deletion candidate, still subject to the breaker. */
+  | { kind: 'delete' };
+
+export interface Decision {
+  action: LifecycleAction;
+  /** What to remember for the next period; undefined = forget the node. */
+  streak: NotFoundStreak | undefined;
+}
+
+/** Whether the node needs the provider's opinion (upstream: Ready False, Unknown or missing). */
+export function needsExistenceCheck(node: V1Node): boolean {
+  return !isNodeReady(node);
+}
+
+/** `answer` is undefined when the provider was not asked (Ready nodes); a NotReady node without one counts as unknown. */
+export function decide(
+  node: V1Node,
+  answer: Existence | undefined,
+  previous: NotFoundStreak | undefined,
+  now: number,
+  opts: Pick<LifecycleOptions, 'deletionPolicy' | 'gracePeriodMs' | 'notFoundThreshold'>,
+): Decision {
+  const uid = node.metadata?.uid ?? '';
+  const streak = previous?.uid === uid ? previous : undefined;
+  const ourTaintsPresent = (keys: string[]) => keys.filter((k) => hasTaint(node, k));
+
+  if (isNodeReady(node)) {
+    return { action: { kind: 'ready', removeTaints: ourTaintsPresent([SHUTDOWN_TAINT.key, QUARANTINE_TAINT.key]) }, streak: undefined };
+  }
+  switch (answer) {
+    case 'exists':
+      return { action: { kind: 'exists', removeTaints: ourTaintsPresent([QUARANTINE_TAINT.key]) }, streak: undefined };
+    case 'unknown':
+    case undefined:
+      return { action: { kind: 'unknown' }, streak: streak && { ...streak, count: 0 } };
+    case 'not-found': {
+      const next: NotFoundStreak = streak ? { ...streak, count: streak.count + 1 } : { uid, since: now, count: 1 };
+      return { action: goneAction(node, next, now, opts), streak: next };
+    }
+  }
+}
+
+function goneAction(node: V1Node, streak: NotFoundStreak, now: number, opts: Pick<LifecycleOptions, 'deletionPolicy' | 'gracePeriodMs' | 'notFoundThreshold'>): LifecycleAction {
+  const confirmed = now - streak.since >= opts.gracePeriodMs && streak.count >= opts.notFoundThreshold;
+  if (!confirmed) return { kind: 'hold', reason: 'grace' };
+  if (isProtected(node)) return { kind: 'hold', reason: 'protected' };
+  switch (opts.deletionPolicy) {
+    case 'never':
+      return { kind: 'hold', reason: 'policy' };
+    case 'taint':
+      return { kind: 'quarantine', alreadyTainted: hasTaint(node, QUARANTINE_TAINT.key) };
+    case 'delete':
+      return { kind: 'delete' };
+  }
+}

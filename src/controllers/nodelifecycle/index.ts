@@ -1,0 +1,26 @@
+/** The cloud node lifecycle controller's public face. */
+export { CloudNodeLifecycleController, type LifecycleControllerDeps, type MonitorReport } from './controller.ts';
+export { type Decision, type HoldReason, type LifecycleAction, type NotFoundStreak, decide, needsExistenceCheck } from './decide.ts';
+export { type BreakerInput, type BreakerVerdict, DeletionWindow, allowedGone, evaluateBreaker } from './breaker.ts';
+export { EXISTENCE_CHECK_CONCURRENCY, ProviderTimeoutError, askExistence, askShutdown, withTimeout } from './existence.ts';
+export {
+  ANNOTATION_ACKNOWLEDGE_DELETION,
+  ANNOTATION_PROTECT_FROM_DELETION,
+  QUARANTINE_TAINT,
+  SHUTDOWN_TAINT,
+  TAINT_INSTANCE_NOT_FOUND,
+  isDeletionAcknowledged,
+  isProtected,
+} from './keys.ts';
+export { type HeldReason, NodeLifecycleMetrics } from './metrics.ts';
+export { ApiNodeWriter, type DeleteOutcome, type NodeWriter, TAINT_UPDATE_ATTEMPTS } from './node-writer.ts';
+export {
+  type BreakerOptions,
+  DEFAULT_LIFECYCLE_OPTIONS,
+  DELETION_POLICIES,
+  type DeletionPolicy,
+  type LifecycleOptions,
+  type LifecycleOptionsInput,
+  UPSTREAM_COMPATIBLE_OPTIONS,
+  resolveLifecycleOptions,
+} from './options.ts';

@@ -1,0 +1,57 @@
+import { Counter, Gauge, type Registry } from 'prom-client';
+import type { Existence } from '../../cloud/types.ts';
+import type { HoldReason } from './decide.ts';
+
+/** Why a deletion was held back: the decision's reasons plus the circuit breaker. */
+export type HeldReason = HoldReason | 'breaker';
+
+/** The lifecycle controller's metrics (beyond upstream, which has none). */
+export class NodeLifecycleMetrics {
+  readonly nodesDeleted: Counter;
+  /** Counted once per node per period in which its deletion was held back. */
+  readonly deletionsHeld: Counter<'reason'>;
+  readonly existenceAnswers: Counter<'answer'>;
+  readonly breakerOpen: Gauge;
+
+  private constructor(registry: Registry) {
+    const registers = [registry];
+    this.nodesDeleted = new Counter({
+      name: 'edge_ccm_nodes_deleted_total',
+      help: 'Nodes deleted because their machine no longer exists in the cloud provider.',
+      registers,
+    });
+    this.deletionsHeld = new Counter({
+      name: 'edge_ccm_node_deletions_held_total',
+      help: 'Periods in which a node whose machine was not found was kept, by reason (breaker, grace, policy, protected).',
+      labelNames: ['reason'],
+      registers,
+    });
+    this.existenceAnswers = new Counter({
+      name: 'edge_ccm_instance_existence_answers_total',
+      help: 'Answers of the cloud provider to "does this node\'s machine exist", by answer (exists, not-found, unknown).',
+      labelNames: ['answer'],
+      registers,
+    });
+    this.breakerOpen = new Gauge({
+      name: 'edge_ccm_node_deletion_breaker_open',
+      help: '1 while the node deletion circuit breaker holds back deletions, else 0.',
+      registers,
+    });
+    // Every series exists from the start, so alerts and rate() see zeros rather than nothing.
+    for (const reason of ['breaker', 'grace', 'policy', 'protected'] satisfies HeldReason[]) this.deletionsHeld.inc({ reason }, 0);
+    for (const answer of ['exists', 'not-found', 'unknown'] satisfies Existence[]) this.existenceAnswers.inc({ answer }, 0);
+    this.breakerOpen.set(0);
+  }
+
+  private static readonly byRegistry = new WeakMap<Registry, NodeLifecycleMetrics>();
+
+  /** The metrics of a registry, created on first use (a registry refuses a name registered twice). */
+  static for(registry: Registry): NodeLifecycleMetrics {
+    let metrics = this.byRegistry.get(registry);
+    if (!metrics) {
+      metrics = new NodeLifecycleMetrics(registry);
+      this.byRegistry.set(registry, metrics);
+    }
+    return metrics;
+  }
+}

@@ -1,0 +1,89 @@
+import type { V1Node, V1Taint } from '@kubernetes/client-node';
+import { isConflict, isNotFound } from '../../kube/errors.ts';
+import { nodeName, taintsWith } from '../../kube/node-helpers.ts';
+import { NODES, ResourceClient } from '../../kube/resources.ts';
+import type { KubeTransport } from '../../kube/transport.ts';
+
+/** The lifecycle controller's only writes to the API: taints on, taints off, delete. */
+export interface NodeWriter {
+  /** Adds the taint unless already there; false when nothing was written (present, or node gone). */
+  addTaint(node: V1Node, taint: V1Taint, signal?: AbortSignal): Promise<boolean>;
+  /** Removes every taint with one of these keys; false when nothing was written. */
+  removeTaints(node: V1Node, keys: readonly string[], signal?: AbortSignal): Promise<boolean>;
+  /** Deletes exactly this Node object (its UID), never a newer one of the same name. */
+  deleteNode(node: V1Node, signal?: AbortSignal): Promise<DeleteOutcome>;
+}
+
+/** `replaced`: a Node of that name exists but with another UID (re-registered), so it was kept. */
+export type DeleteOutcome = 'deleted' | 'already-gone' | 'replaced';
+
+/** Upstream retries taint updates 5 times on conflict (updateTaintBackoff). */
+export const TAINT_UPDATE_ATTEMPTS = 5;
+
+export class ApiNodeWriter implements NodeWriter {
+  private readonly nodes: ResourceClient<V1Node>;
+
+  constructor(transport: KubeTransport) {
+    this.nodes = new ResourceClient<V1Node>(transport, NODES);
+  }
+
+  addTaint(node: V1Node, taint: V1Taint, signal?: AbortSignal): Promise<boolean> {
+    return this.updateTaints(node, (n) => {
+      const taints = taintsWith(n, taint);
+      return taints === (n.spec?.taints ?? []) ? undefined : taints;
+    }, signal);
+  }
+
+  removeTaints(node: V1Node, keys: readonly string[], signal?: AbortSignal): Promise<boolean> {
+    return this.updateTaints(node, (n) => {
+      const current = n.spec?.taints ?? [];
+      const taints = current.filter((t) => !keys.includes(t.key));
+      return taints.length === current.length ? undefined : taints;
+    }, signal);
+  }
+
+  async deleteNode(node: V1Node, signal?: AbortSignal): Promise<DeleteOutcome> {
+    try {
+      // A UID precondition: the decision was about this object; a node re-registered under the
+      // same name since (new UID) answers 409 and is kept.
+      await this.nodes.delete(nodeName(node), { uid: node.metadata?.uid, signal });
+      return 'deleted';
+    } catch (e) {
+      if (isNotFound(e)) return 'already-gone';
+      if (isConflict(e)) return 'replaced';
+      throw e;
+    }
+  }
+
+  /**
+   * Starts from the cached node (no extra GET in the common case); on conflict re-reads it and
+   * recomputes, like upstream's RetryOnConflict around AddOrUpdateTaintOnNode.
+   */
+  private async updateTaints(cached: V1Node, compute: (node: V1Node) => V1Taint[] | undefined, signal?: AbortSignal): Promise<boolean> {
+    let node = cached;
+    for (let attempt = 1; ; attempt++) {
+      const taints = compute(node);
+      if (taints === undefined) return false;
+      try {
+        // A merge patch replaces spec.taints whole (taints have no merge key); the resourceVersion
+        // in the patch makes it conditional, so a taint someone else added meanwhile is never
+        // overwritten: we get 409, re-read and recompute. The UID guards against a re-registered node.
+        await this.nodes.patch(nodeName(node), 'merge', {
+          metadata: { uid: node.metadata?.uid, resourceVersion: node.metadata?.resourceVersion },
+          spec: { taints },
+        }, { signal });
+        return true;
+      } catch (e) {
+        if (isNotFound(e)) return false;
+        if (!isConflict(e) || attempt >= TAINT_UPDATE_ATTEMPTS) throw e;
+      }
+      try {
+        node = await this.nodes.get(nodeName(node), { signal });
+      } catch (e) {
+        if (isNotFound(e)) return false;
+        throw e;
+      }
+      if (node.metadata?.uid !== cached.metadata?.uid) return false;
+    }
+  }
+}

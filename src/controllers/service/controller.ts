@@ -1,0 +1,166 @@
+import type { V1Node, V1Service } from '@kubernetes/client-node';
+import { errorMessage } from '../../kube/errors.ts';
+import { objectKey } from '../../kube/informer/index.ts';
+import { ResourceClient, SERVICES } from '../../kube/resources.ts';
+import { needsCleanup, needsUpdate, shouldSyncUpdatedNode, wantsLoadBalancer } from '../../kube/service-helpers.ts';
+import { ItemExponentialFailureRateLimiter, WorkQueue, type Clock } from '../../kube/workqueue/index.ts';
+import type { Controller, ControllerContext } from '../types.ts';
+import { LoadBalancerSync, retryAfterSeconds } from './load-balancer-sync.ts';
+import { ServiceControllerMetrics } from './metrics.ts';
+
+/**
+ * The service load-balancer controller (upstream controllers/service): keeps a cloud load
+ * balancer, with the service's finalizer and ingress status, for every Service that wants one,
+ * and points each at the eligible nodes.
+ *
+ * Service events queue the service's key when something its load balancer depends on changed;
+ * node events queue one node-sync pass over every load balancer. `workers` service workers run,
+ * plus one node-sync worker that updates up to `workers` load balancers at once.
+ */
+
+export interface ServiceControllerOptions {
+  /** --concurrent-service-syncs. */
+  workers: number;
+  /** Time source for the queues' delays (tests). */
+  clock?: Clock;
+}
+
+// Per-item retry delay: 5s doubling to 300s (upstream minRetryDelay / maxRetryDelay).
+export const MIN_RETRY_DELAY_MS = 5_000;
+export const MAX_RETRY_DELAY_MS = 300_000;
+
+export class ServiceController implements Controller {
+  readonly name = 'service-lb-controller';
+  readonly serviceQueue: WorkQueue<string>;
+  /** Node names; one key or many, a pass syncs every load balancer, so bursts of node events coalesce. */
+  readonly nodeQueue: WorkQueue<string>;
+  readonly sync: LoadBalancerSync;
+  private readonly ownedClasses: readonly string[];
+  private readonly workers: number;
+
+  constructor(
+    private readonly ctx: ControllerContext,
+    opts: ServiceControllerOptions,
+  ) {
+    const balancer = ctx.cloud.loadBalancer;
+    if (!balancer) throw new Error('the cloud provider does not support external load balancers');
+    this.ownedClasses = balancer.loadBalancerClasses ?? [];
+    this.workers = Math.max(1, opts.workers);
+    const queueOptions = () => ({
+      rateLimiter: new ItemExponentialFailureRateLimiter<string>(MIN_RETRY_DELAY_MS, MAX_RETRY_DELAY_MS),
+      clock: opts.clock,
+    });
+    this.serviceQueue = new WorkQueue<string>('service', queueOptions());
+    this.nodeQueue = new WorkQueue<string>('node', queueOptions());
+    const services = new ResourceClient<V1Service>(ctx.transport, SERVICES);
+    this.sync = new LoadBalancerSync({
+      balancer,
+      clusterName: ctx.clusterName,
+      ownedClasses: this.ownedClasses,
+      recorder: ctx.recorder,
+      logger: ctx.logger.with({ controller: this.name }),
+      metrics: ServiceControllerMetrics.for(ctx.registry),
+      getService: (key) => ctx.serviceInformer.store.get(key),
+      listNodes: () => ctx.nodeInformer.store.list().filter((n) => ctx.isManagedNode(n)),
+      // A strategic merge patch on the status subresource: see patches.ts for why.
+      patchServiceStatus: async (service, patch, signal) => {
+        await services.patch(service.metadata?.name ?? '', 'strategic', patch, {
+          namespace: service.metadata?.namespace,
+          subresource: 'status',
+          signal,
+        });
+      },
+    });
+    this.registerHandlers();
+  }
+
+  async run(signal: AbortSignal): Promise<void> {
+    const log = this.ctx.logger.with({ controller: this.name });
+    const stop = () => {
+      this.serviceQueue.shutDown();
+      this.nodeQueue.shutDown();
+    };
+    signal.addEventListener('abort', stop, { once: true });
+    log.info('Starting service controller');
+    try {
+      const synced = await Promise.all([this.ctx.serviceInformer.waitForSync(signal), this.ctx.nodeInformer.waitForSync(signal)]);
+      if (!synced.every(Boolean)) return;
+      const serviceWorkers = Array.from({ length: this.workers }, async () => {
+        while (await this.processNextServiceItem(signal));
+      });
+      // One node-sync worker, so only one node-sync pass runs at a time.
+      const nodeWorker = (async () => {
+        while (await this.processNextNodeItem(signal));
+      })();
+      await Promise.all([...serviceWorkers, nodeWorker]);
+    } finally {
+      stop();
+      signal.removeEventListener('abort', stop);
+      log.info('Shutting down service controller');
+    }
+  }
+
+  /**
+   * One service-worker turn: sync a key, then forget its backoff, requeue it after the
+   * provider's "retry after", or requeue it with backoff. False once the queue is shut down.
+   */
+  async processNextServiceItem(signal?: AbortSignal): Promise<boolean> {
+    const next = await this.serviceQueue.get();
+    if (next.shutdown) return false;
+    const key = next.item;
+    try {
+      await this.sync.syncService(key, signal);
+      this.serviceQueue.forget(key);
+    } catch (e) {
+      const seconds = retryAfterSeconds(e);
+      const log = this.ctx.logger.with({ controller: this.name, service: key });
+      if (seconds !== undefined) {
+        log.warn('error processing service (retrying after the delay the provider asked for)', { error: errorMessage(e), seconds });
+        this.serviceQueue.addAfter(key, seconds * 1000);
+      } else {
+        if (!signal?.aborted) log.error('error processing service (retrying with exponential backoff)', { error: errorMessage(e) });
+        this.serviceQueue.addRateLimited(key);
+      }
+    } finally {
+      this.serviceQueue.done(key);
+    }
+    return true;
+  }
+
+  /** One node-sync turn: a pass over every load balancer; failed services go to the service queue. */
+  async processNextNodeItem(signal?: AbortSignal): Promise<boolean> {
+    const next = await this.nodeQueue.get();
+    if (next.shutdown) return false;
+    try {
+      for (const key of await this.sync.syncNodes(this.workers, signal)) this.serviceQueue.add(key);
+    } finally {
+      this.nodeQueue.forget(next.item);
+      this.nodeQueue.done(next.item);
+    }
+    return true;
+  }
+
+  private registerHandlers(): void {
+    const classes = this.ownedClasses;
+    const enqueueService = (service: V1Service) => this.serviceQueue.add(objectKey(service));
+    this.ctx.serviceInformer.addHandlers({
+      // Cleanup on add too: it repairs what a restart interrupted.
+      onAdd: (service) => {
+        if (wantsLoadBalancer(service, classes) || needsCleanup(service, classes)) enqueueService(service);
+      },
+      onUpdate: (oldService, service) => {
+        if (needsUpdate(oldService, service, classes) || needsCleanup(service, classes)) enqueueService(service);
+      },
+      // No delete handler: a service with our finalizer is cleaned up when its deletion timestamp appears.
+    });
+    const enqueueNode = (node: V1Node) => this.nodeQueue.add(objectKey(node));
+    this.ctx.nodeInformer.addHandlers({
+      onAdd: enqueueNode,
+      onUpdate: (oldNode, node) => {
+        const managedChanged = this.ctx.isManagedNode(oldNode) !== this.ctx.isManagedNode(node);
+        if (managedChanged || shouldSyncUpdatedNode(oldNode, node)) enqueueNode(node);
+      },
+      onDelete: enqueueNode,
+    });
+  }
+}

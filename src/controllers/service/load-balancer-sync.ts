@@ -1,0 +1,336 @@
+import type { V1LoadBalancerStatus, V1Node, V1Service } from '@kubernetes/client-node';
+import { ImplementedElsewhereError, RetryAfterError, type LoadBalancer } from '../../cloud/types.ts';
+import { errorMessage, isNotFound } from '../../kube/errors.ts';
+import type { EventRecorder } from '../../kube/event-recorder.ts';
+import {
+  hasForeignLoadBalancerClass,
+  hasLBFinalizer,
+  needsCleanup,
+  nodeEligibleForLoadBalancer,
+  nodesSufficientlyEqual,
+  wantsLoadBalancer,
+} from '../../kube/service-helpers.ts';
+import type { Logger } from '../../log.ts';
+import {
+  DELETE_FAILED_REASON,
+  EVENTS,
+  SYNC_FAILED_REASON,
+  UPDATE_FAILED_REASON,
+  deleteFailedMessage,
+  loggableNodeNames,
+  serviceSubject,
+  syncFailedMessage,
+  updateFailedMessage,
+} from './events.ts';
+import type { ServiceControllerMetrics } from './metrics.ts';
+import { addFinalizerPatch, loadBalancerStatusPatch, removeFinalizerPatch, type StrategicPatch } from './patches.ts';
+
+/**
+ * What the service controller does for one service key and for one node change, without the
+ * queues around it (upstream syncService, syncLoadBalancerIfNeeded and syncNodes).
+ *
+ * State, as upstream: the last service state each key was synced with (so node syncs and
+ * deletions of services without finalizer know the service), and the node set each load
+ * balancer was last given (so a node sync skips load balancers whose nodes did not change).
+ */
+
+export interface LoadBalancerSyncDeps {
+  balancer: LoadBalancer;
+  clusterName: string;
+  /** Classes the provider owns besides "no class" (beyond upstream). */
+  ownedClasses: readonly string[];
+  recorder: EventRecorder;
+  logger: Logger;
+  metrics: ServiceControllerMetrics;
+  /** The informer's current object for a key, or undefined when it is gone. */
+  getService(key: string): V1Service | undefined;
+  /** Every node this process manages, eligible or not (the informer's store, filtered). */
+  listNodes(): V1Node[];
+  /** Sends a strategic merge patch to services/NAME/status. */
+  patchServiceStatus(service: V1Service, patch: StrategicPatch, signal?: AbortSignal): Promise<void>;
+}
+
+/** What a sync did: ensured a load balancer, deleted one, or left a foreign service alone. */
+export type LoadBalancerOperation = 'ensure' | 'delete' | 'skip';
+
+export function serviceKey(service: V1Service): string {
+  return `${service.metadata?.namespace ?? ''}/${service.metadata?.name ?? ''}`;
+}
+
+/**
+ * The "retry after N seconds" a provider asked for, anywhere in the error's cause chain.
+ * Beyond upstream, which only honours it from ensureLoadBalancer: the contract says any.
+ */
+export function retryAfterSeconds(error: unknown): number | undefined {
+  for (let e: unknown = error, depth = 0; e && depth < 10; e = (e as { cause?: unknown }).cause, depth++) {
+    if (e instanceof RetryAfterError) return e.seconds;
+  }
+  return undefined;
+}
+
+/** An error with upstream's wording that keeps the provider's error as its cause. */
+function wrap(context: string, cause: unknown): Error {
+  return new Error(`${context}: ${errorMessage(cause)}`, { cause });
+}
+
+export class LoadBalancerSync {
+  private readonly serviceCache = new Map<string, V1Service>();
+  private readonly lastSyncedNodes = new Map<string, V1Node[]>();
+
+  constructor(private readonly deps: LoadBalancerSyncDeps) {}
+
+  /** Syncs one service key; throws to ask for a retry. */
+  async syncService(key: string, signal?: AbortSignal): Promise<void> {
+    const started = performance.now();
+    try {
+      const service = this.deps.getService(key);
+      if (!service) await this.processServiceDeletion(key, signal);
+      else await this.processServiceCreateOrUpdate(service, key, signal);
+    } finally {
+      this.deps.logger.debug(4, 'Finished syncing service', { service: key, seconds: (performance.now() - started) / 1000 });
+    }
+  }
+
+  /**
+   * Updates the hosts of every cached load balancer whose eligible node set changed since its
+   * last sync, `workers` at a time. Returns the keys of services to retry through the service queue.
+   */
+  async syncNodes(workers: number, signal?: AbortSignal): Promise<Set<string>> {
+    const started = performance.now();
+    try {
+      const services = [...this.serviceCache.values()];
+      this.deps.logger.debug(2, 'Syncing backends for all LB services', { services: services.length });
+      const retry = await this.updateLoadBalancerHosts(services, workers, signal);
+      this.deps.logger.debug(2, 'Updated load balancers to direct traffic to the updated set of nodes', {
+        updated: services.length - retry.size,
+        total: services.length,
+      });
+      return retry;
+    } finally {
+      this.deps.metrics.nodeSyncLatency.observe((performance.now() - started) / 1000);
+    }
+  }
+
+  /** Node sync for the given services; the keys of those that failed. */
+  async updateLoadBalancerHosts(services: readonly (V1Service | undefined)[], workers: number, signal?: AbortSignal): Promise<Set<string>> {
+    const retry = new Set<string>();
+    await forEachParallel(services, workers, async (service) => {
+      if (service && (await this.nodeSyncService(service, signal))) retry.add(serviceKey(service));
+    });
+    return retry;
+  }
+
+  /** The eligible nodes a load balancer should send traffic to now. */
+  eligibleNodes(): V1Node[] {
+    return this.deps.listNodes().filter(nodeEligibleForLoadBalancer);
+  }
+
+  /** Ensures or deletes the service's load balancer and writes its finalizer and status. */
+  async syncLoadBalancerIfNeeded(service: V1Service, key: string, signal?: AbortSignal): Promise<LoadBalancerOperation> {
+    const { ownedClasses } = this.deps;
+    // Another controller's class, never ours: not even a provider call (beyond upstream, which would
+    // look the load balancer up). With our finalizer it is still cleaned up below.
+    if (hasForeignLoadBalancerClass(service, ownedClasses) && !hasLBFinalizer(service)) return 'skip';
+    const previous = service.status?.loadBalancer;
+    let next: V1LoadBalancerStatus;
+    let op: LoadBalancerOperation;
+    if (!wantsLoadBalancer(service, ownedClasses) || needsCleanup(service, ownedClasses)) {
+      op = 'delete';
+      next = {};
+      await this.deleteLoadBalancer(service, key, signal);
+    } else {
+      op = 'ensure';
+      const status = await this.ensureLoadBalancer(service, key, signal);
+      if (!status) return op; // implemented elsewhere: nothing of ours to record
+      next = status;
+    }
+    try {
+      const patch = loadBalancerStatusPatch(previous, next);
+      if (patch) {
+        this.deps.logger.debug(2, 'Patching status for service', { service: key });
+        await this.deps.patchServiceStatus(service, patch, signal);
+      }
+    } catch (e) {
+      // Not found: the service went away right after its finalizer was removed; nothing to write.
+      if (!isNotFound(e)) throw wrap('failed to update load balancer status', e);
+    }
+    return op;
+  }
+
+  private async processServiceCreateOrUpdate(service: V1Service, key: string, signal?: AbortSignal): Promise<void> {
+    const cached = this.serviceCache.get(key);
+    if (cached && cached.metadata?.uid !== service.metadata?.uid) {
+      // Deleted and re-created under the same name, which only a service without finalizer can do.
+      await this.processLoadBalancerDelete(cached, key, signal);
+    }
+    // Cached even before success: deletion without finalizer needs the last known state.
+    this.serviceCache.set(key, service);
+    let op: LoadBalancerOperation;
+    try {
+      op = await this.syncLoadBalancerIfNeeded(service, key, signal);
+    } catch (e) {
+      this.deps.recorder.event(serviceSubject(service), 'Warning', SYNC_FAILED_REASON, syncFailedMessage(errorMessage(e)));
+      throw e;
+    }
+    if (op !== 'ensure') this.serviceCache.delete(key);
+  }
+
+  private async processServiceDeletion(key: string, signal?: AbortSignal): Promise<void> {
+    const cached = this.serviceCache.get(key);
+    // Never synced, or its load balancer is already gone: nothing left to do.
+    if (!cached) return;
+    this.deps.logger.debug(2, 'Service has been deleted. Attempting to cleanup load balancer resources', { service: key });
+    await this.processLoadBalancerDelete(cached, key, signal);
+    this.serviceCache.delete(key);
+  }
+
+  /** Deletion without finalizer (the service is already gone from the API). */
+  private async processLoadBalancerDelete(service: V1Service, key: string, signal?: AbortSignal): Promise<void> {
+    if (!wantsLoadBalancer(service, this.deps.ownedClasses)) return;
+    const subject = serviceSubject(service);
+    this.deps.recorder.event(subject, ...event(EVENTS.deleting));
+    try {
+      await this.deps.balancer.ensureLoadBalancerDeleted(this.deps.clusterName, service, signal);
+    } catch (e) {
+      this.deps.recorder.event(subject, 'Warning', DELETE_FAILED_REASON, deleteFailedMessage(errorMessage(e)));
+      throw e;
+    }
+    this.lastSyncedNodes.delete(key);
+    this.deps.recorder.event(subject, ...event(EVENTS.deleted));
+  }
+
+  private async deleteLoadBalancer(service: V1Service, key: string, signal?: AbortSignal): Promise<void> {
+    const { balancer, clusterName, recorder, logger } = this.deps;
+    const subject = serviceSubject(service);
+    let exists: boolean;
+    try {
+      exists = (await balancer.getLoadBalancer(clusterName, service, signal)).exists;
+    } catch (e) {
+      throw wrap('failed to check if load balancer exists before cleanup', e);
+    }
+    if (exists) {
+      logger.debug(2, 'Deleting existing load balancer for service', { service: key });
+      recorder.event(subject, ...event(EVENTS.deleting));
+      try {
+        await balancer.ensureLoadBalancerDeleted(clusterName, service, signal);
+      } catch (e) {
+        if (!(e instanceof ImplementedElsewhereError)) throw wrap('failed to delete load balancer', e);
+        logger.debug(4, 'LoadBalancer implemented by a different controller, ignoring error on deletion', { service: key });
+      }
+    }
+    this.lastSyncedNodes.delete(key);
+    // Always remove the finalizer once the load balancer is gone, so the service can be deleted.
+    const patch = removeFinalizerPatch(service);
+    if (patch) {
+      logger.debug(2, 'Removing finalizer from service', { service: key });
+      try {
+        await this.deps.patchServiceStatus(service, patch, signal);
+      } catch (e) {
+        throw wrap('failed to remove load balancer cleanup finalizer', e);
+      }
+    }
+    recorder.event(subject, ...event(EVENTS.deleted));
+  }
+
+  /** The provider's status, or undefined when the provider says the load balancer is handled elsewhere. */
+  private async ensureLoadBalancer(service: V1Service, key: string, signal?: AbortSignal): Promise<V1LoadBalancerStatus | undefined> {
+    const { balancer, clusterName, recorder, logger } = this.deps;
+    const subject = serviceSubject(service);
+    logger.debug(2, 'Ensuring load balancer for service', { service: key });
+    recorder.event(subject, ...event(EVENTS.ensuring));
+    // Always add the finalizer before creating anything, so the service cannot be deleted before its load balancer.
+    const patch = addFinalizerPatch(service);
+    if (patch) {
+      logger.debug(2, 'Adding finalizer to service', { service: key });
+      try {
+        await this.deps.patchServiceStatus(service, patch, signal);
+      } catch (e) {
+        throw wrap('failed to add load balancer cleanup finalizer', e);
+      }
+    }
+    let status: V1LoadBalancerStatus | undefined;
+    try {
+      const nodes = this.eligibleNodes();
+      if (nodes.length === 0) recorder.event(subject, ...event(EVENTS.noNodes));
+      this.lastSyncedNodes.set(key, nodes);
+      // Providers reject protocols they do not support here, as an error.
+      status = await balancer.ensureLoadBalancer(clusterName, service, nodes, signal);
+    } catch (e) {
+      if (e instanceof ImplementedElsewhereError) {
+        logger.debug(4, 'LoadBalancer implemented by a different controller, ignoring', { service: key });
+        return undefined;
+      }
+      throw wrap('failed to ensure load balancer', e);
+    }
+    if (!status) throw new Error('service status returned by ensureLoadBalancer is missing');
+    recorder.event(subject, ...event(EVENTS.ensured));
+    return status;
+  }
+
+  /** Returns true when the service should be retried. */
+  private async nodeSyncService(service: V1Service, signal?: AbortSignal): Promise<boolean> {
+    if (!wantsLoadBalancer(service, this.deps.ownedClasses)) return false;
+    const key = serviceKey(service);
+    let newNodes: V1Node[];
+    try {
+      newNodes = this.eligibleNodes();
+    } catch (e) {
+      this.deps.logger.error('failed to retrieve node list', { service: key, error: errorMessage(e) });
+      this.deps.metrics.nodeSyncErrors.inc();
+      return true;
+    }
+    const oldNodes = (this.lastSyncedNodes.get(key) ?? []).filter(nodeEligibleForLoadBalancer);
+    // Stored before the update, successful or not: a failure is retried by a full service sync,
+    // and storing now keeps this node sync and that service sync from both updating the hosts.
+    this.lastSyncedNodes.set(key, newNodes);
+    if (nodesSufficientlyEqual(oldNodes, newNodes)) return false;
+    try {
+      await this.updateHosts(service, newNodes, signal);
+    } catch (e) {
+      this.deps.logger.error('failed to update load balancer hosts', { service: key, error: errorMessage(e) });
+      this.deps.metrics.nodeSyncErrors.inc();
+      return true;
+    }
+    return false;
+  }
+
+  private async updateHosts(service: V1Service, hosts: V1Node[], signal?: AbortSignal): Promise<void> {
+    const { balancer, clusterName, recorder, logger, metrics } = this.deps;
+    const subject = serviceSubject(service);
+    const key = serviceKey(service);
+    const started = performance.now();
+    metrics.loadBalancerSyncs.inc();
+    try {
+      logger.debug(2, 'Updating backends for load balancer', { service: key, nodes: hosts.length, names: loggableNodeNames(hosts) });
+      try {
+        await balancer.updateLoadBalancer(clusterName, service, hosts, signal);
+      } catch (e) {
+        if (e instanceof ImplementedElsewhereError) return;
+        // Only an error if the load balancer still exists.
+        try {
+          if (!(await balancer.getLoadBalancer(clusterName, service, signal)).exists) return;
+        } catch (getError) {
+          logger.error('failed to check if load balancer exists', { service: key, error: errorMessage(getError) });
+        }
+        recorder.event(subject, 'Warning', UPDATE_FAILED_REASON, updateFailedMessage(hosts, errorMessage(e)));
+        throw e;
+      }
+      recorder.event(subject, ...event(hosts.length === 0 ? EVENTS.noNodes : EVENTS.updated));
+    } finally {
+      metrics.updateLoadBalancerHostLatency.observe((performance.now() - started) / 1000);
+    }
+  }
+}
+
+function event(e: { type: 'Normal' | 'Warning'; reason: string; message: string }): ['Normal' | 'Warning', string, string] {
+  return [e.type, e.reason, e.message];
+}
+
+/** Runs fn over the items with at most `workers` running at once (upstream ParallelizeUntil). */
+async function forEachParallel<T>(items: readonly T[], workers: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const runner = async () => {
+    while (next < items.length) await fn(items[next++] as T);
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(workers, items.length)) }, runner));
+}

@@ -1,0 +1,57 @@
+/**
+ * How a flag is presented to people, shared by --help and docs/flags.md: the type word and the
+ * default as pflag prints them (durations in Go form, strings quoted, lists as [a,b], zero values
+ * omitted).
+ */
+import { formatGoDuration } from './duration.ts';
+import { FLAG_GROUPS, FLAGS, type AnyFlagDef, type FlagGroup } from './flags.ts';
+
+const KIND_TYPE_NAMES: Record<AnyFlagDef['kind'], string> = {
+  string: 'string',
+  bool: '',
+  int: 'int',
+  float: 'float',
+  duration: 'duration',
+  list: 'strings',
+};
+
+/** The word after the flag name in --help ("duration", "int32"); empty for booleans. */
+export function flagTypeName(def: AnyFlagDef): string {
+  return def.typeName ?? KIND_TYPE_NAMES[def.kind];
+}
+
+/** "-v, --v" or "--kubeconfig". */
+export function flagNames(def: AnyFlagDef): string {
+  return def.shorthand === undefined ? `--${def.name}` : `-${def.shorthand}, --${def.name}`;
+}
+
+/** The default as pflag shows it, or undefined when it is the type's zero value (not shown). */
+export function flagDefaultText(def: AnyFlagDef): string | undefined {
+  switch (def.kind) {
+    case 'bool':
+      return def.default ? 'true' : undefined;
+    case 'int':
+    case 'float':
+      return def.default === 0 ? undefined : String(def.default);
+    case 'duration':
+      return def.default === 0 ? undefined : formatGoDuration(def.default);
+    case 'list':
+      return def.default.length === 0 ? undefined : `[${def.default.join(',')}]`;
+    case 'string':
+      if (def.default === '') return undefined;
+      return flagTypeName(def) === 'string' ? JSON.stringify(def.default) : def.default;
+  }
+}
+
+/** Flags of each group, sorted by name as pflag lists them; groups in FLAG_GROUPS order. */
+export function flagsByGroup(): [FlagGroup, AnyFlagDef[]][] {
+  return FLAG_GROUPS.map((group): [FlagGroup, AnyFlagDef[]] => [
+    group,
+    FLAGS.filter((def) => def.group === group).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
+  ]).filter(([, defs]) => defs.length > 0);
+}
+
+/** "Secure serving" from "secure serving", as upstream titles its sections. */
+export function groupTitle(group: FlagGroup): string {
+  return group.charAt(0).toUpperCase() + group.slice(1);
+}

@@ -1,0 +1,492 @@
+/**
+ * The one table of command-line flags. Parsing, validation, --help and docs/flags.md are all
+ * driven from it. Names, defaults, groups and help texts follow the upstream
+ * cloud-controller-manager (k8s.io/cloud-provider options, component-base, apiserver delegated
+ * auth) so existing manifests keep working; the "edge-ccm" group holds our own additions.
+ */
+import * as v from 'valibot';
+import { CONTROLLER_ALIASES, CONTROLLER_NAMES, resolveControllers } from './controllers.ts';
+import { formatGoDuration, parseGoDuration } from './duration.ts';
+import type { FlagKind, FlagKindValue } from './values.ts';
+import { parseIP } from '../net/ip.ts';
+
+/** Help sections, in upstream's order; ours last. */
+export const FLAG_GROUPS = [
+  'generic',
+  'cloud-node-controller',
+  'service-lb-controller',
+  'secure serving',
+  'authentication',
+  'authorization',
+  'misc',
+  'global',
+  'edge-ccm',
+] as const;
+export type FlagGroup = (typeof FLAG_GROUPS)[number];
+
+export interface FlagDef<Key extends string = string, Kind extends FlagKind = FlagKind, Value = FlagKindValue[Kind]> {
+  /** Long name, without dashes. */
+  readonly name: string;
+  readonly shorthand?: string;
+  /** Property of Options that receives the value. */
+  readonly key: Key;
+  readonly kind: Kind;
+  readonly default: FlagKindValue[Kind];
+  readonly group: FlagGroup;
+  readonly help: string;
+  /** The value's type as upstream's --help prints it, when it is not the kind's (int32, ip, Level). */
+  readonly typeName?: string;
+  /** Constraints on this flag alone; may narrow the type (a picklist). Cross-flag rules live in validate.ts. */
+  readonly schema?: v.GenericSchema<FlagKindValue[Kind], Value>;
+}
+
+function flag<const Key extends string, Kind extends FlagKind, Value = FlagKindValue[Kind]>(
+  def: FlagDef<Key, Kind, Value>,
+): FlagDef<Key, Kind, Value> {
+  return def;
+}
+
+const greaterThanZero = v.pipe(
+  v.number(),
+  v.check((ms: number) => ms > 0, (issue) => `must be greater than zero, got ${formatGoDuration(issue.input as number)}`),
+);
+const atLeastOne = v.pipe(
+  v.number(),
+  v.check((n: number) => n >= 1, (issue) => `must be a positive number, got ${issue.input}`),
+);
+const LOGGING_FORMATS = ['json', 'text'] as const;
+
+export const FLAGS = [
+  // generic
+  flag({
+    name: 'cloud-provider',
+    key: 'cloudProvider',
+    kind: 'string',
+    default: '',
+    group: 'generic',
+    help: 'The provider for cloud services: the name of a provider built into edge-ccm. Required.',
+  }),
+  flag({
+    name: 'cloud-config',
+    key: 'cloudConfig',
+    kind: 'string',
+    default: '',
+    group: 'generic',
+    help: 'The path to the cloud provider configuration file. Empty string for no configuration file.',
+  }),
+  flag({
+    name: 'controllers',
+    key: 'controllers',
+    kind: 'list',
+    default: ['*'],
+    group: 'generic',
+    help:
+      "A list of controllers to enable. '*' enables all on-by-default controllers, 'foo' enables the controller " +
+      "named 'foo', '-foo' disables the controller named 'foo'.\n" +
+      `All controllers: ${CONTROLLER_NAMES.join(', ')}\n` +
+      `Aliases: ${Object.entries(CONTROLLER_ALIASES).map(([alias, name]) => `${alias} (${name})`).join(', ')}\n` +
+      'Disabled-by-default controllers: none',
+    schema: v.pipe(
+      v.array(v.string()),
+      v.rawCheck(({ dataset, addIssue }) => {
+        if (!dataset.typed) return;
+        const selection = resolveControllers(dataset.value);
+        if (!selection.ok) for (const message of selection.errors) addIssue({ message });
+      }),
+    ),
+  }),
+  flag({
+    name: 'leader-elect',
+    key: 'leaderElect',
+    kind: 'bool',
+    default: true,
+    group: 'generic',
+    help:
+      'Start a leader election client and gain leadership before executing the main loop. Enable this when ' +
+      'running replicated components for high availability.',
+  }),
+  flag({
+    name: 'leader-elect-lease-duration',
+    key: 'leaderElectLeaseDurationMs',
+    kind: 'duration',
+    default: parseGoDuration('15s'),
+    group: 'generic',
+    help:
+      'The duration that non-leader candidates will wait after observing a leadership renewal until attempting ' +
+      'to acquire leadership of a led but unrenewed leader slot. This is effectively the maximum duration that a ' +
+      'leader can be stopped before it is replaced by another candidate. This is only applicable if leader ' +
+      'election is enabled.',
+  }),
+  flag({
+    name: 'leader-elect-renew-deadline',
+    key: 'leaderElectRenewDeadlineMs',
+    kind: 'duration',
+    default: parseGoDuration('10s'),
+    group: 'generic',
+    help:
+      'The interval between attempts by the acting master to renew a leadership slot before it stops leading. ' +
+      'This must be less than the lease duration. This is only applicable if leader election is enabled.',
+  }),
+  flag({
+    name: 'leader-elect-retry-period',
+    key: 'leaderElectRetryPeriodMs',
+    kind: 'duration',
+    default: parseGoDuration('2s'),
+    group: 'generic',
+    help:
+      'The duration the clients should wait between attempting acquisition and renewal of a leadership. This ' +
+      'is only applicable if leader election is enabled.',
+  }),
+  flag({
+    name: 'leader-elect-resource-lock',
+    key: 'leaderElectResourceLock',
+    kind: 'string',
+    default: 'leases',
+    group: 'generic',
+    help:
+      "The type of resource object that is used for locking during leader election. Supported options are 'leases'.",
+  }),
+  flag({
+    name: 'leader-elect-resource-name',
+    key: 'leaderElectResourceName',
+    kind: 'string',
+    default: 'cloud-controller-manager',
+    group: 'generic',
+    help: 'The name of resource object that is used for locking during leader election.',
+  }),
+  flag({
+    name: 'leader-elect-resource-namespace',
+    key: 'leaderElectResourceNamespace',
+    kind: 'string',
+    default: 'kube-system',
+    group: 'generic',
+    help: 'The namespace of resource object that is used for locking during leader election.',
+  }),
+  flag({
+    name: 'kube-api-qps',
+    key: 'kubeApiQps',
+    kind: 'float',
+    default: 20,
+    group: 'generic',
+    typeName: 'float32',
+    help: 'QPS to use while talking with kubernetes apiserver.',
+    schema: v.pipe(
+      v.number(),
+      v.check((n: number) => n > 0, (issue) => `must be greater than 0, got ${issue.input}`),
+    ),
+  }),
+  flag({
+    name: 'kube-api-burst',
+    key: 'kubeApiBurst',
+    kind: 'int',
+    default: 30,
+    group: 'generic',
+    typeName: 'int32',
+    help: 'Burst to use while talking with kubernetes apiserver.',
+    schema: v.pipe(
+      v.number(),
+      v.check((n: number) => n >= 1, (issue) => `must be at least 1, got ${issue.input}`),
+    ),
+  }),
+  flag({
+    name: 'kube-api-content-type',
+    key: 'kubeApiContentType',
+    kind: 'string',
+    default: 'application/vnd.kubernetes.protobuf',
+    group: 'generic',
+    help:
+      'Content type of requests sent to apiserver. Accepted for compatibility: edge-ccm always sends JSON.',
+  }),
+  flag({
+    name: 'min-resync-period',
+    key: 'minResyncPeriodMs',
+    kind: 'duration',
+    default: parseGoDuration('12h'),
+    group: 'generic',
+    help: 'The resync period in reflectors will be random between MinResyncPeriod and 2*MinResyncPeriod.',
+    schema: greaterThanZero,
+  }),
+  flag({
+    name: 'use-service-account-credentials',
+    key: 'useServiceAccountCredentials',
+    kind: 'bool',
+    default: false,
+    group: 'generic',
+    help: 'If true, use individual service account credentials for each controller.',
+  }),
+  flag({
+    name: 'node-monitor-period',
+    key: 'nodeMonitorPeriodMs',
+    kind: 'duration',
+    default: parseGoDuration('5s'),
+    group: 'generic',
+    help: 'The period for syncing NodeStatus in cloud-node-lifecycle-controller.',
+    schema: greaterThanZero,
+  }),
+  flag({
+    name: 'route-reconciliation-period',
+    key: 'routeReconciliationPeriodMs',
+    kind: 'duration',
+    default: parseGoDuration('10s'),
+    group: 'generic',
+    help: "The period for reconciling routes created for Nodes by cloud provider.",
+    schema: greaterThanZero,
+  }),
+  flag({
+    name: 'configure-cloud-routes',
+    key: 'configureCloudRoutes',
+    kind: 'bool',
+    default: true,
+    group: 'generic',
+    help: "Should CIDRs allocated to Nodes (their podCIDRs) be configured as routes on the cloud provider.",
+  }),
+  flag({
+    name: 'cluster-cidr',
+    key: 'clusterCIDR',
+    kind: 'string',
+    default: '',
+    group: 'generic',
+    help:
+      'CIDR Range for Pods in cluster: comma separated, at most one IPv4 and one IPv6 CIDR. Required when ' +
+      'routes are configured (--configure-cloud-routes and a provider with routes).',
+  }),
+  flag({
+    name: 'allocate-node-cidrs',
+    key: 'allocateNodeCIDRs',
+    kind: 'bool',
+    default: false,
+    group: 'generic',
+    help:
+      'Should CIDRs for Pods be allocated and set on the cloud provider. Accepted for compatibility: edge-ccm ' +
+      'does not allocate node CIDRs.',
+  }),
+  flag({
+    name: 'cluster-name',
+    key: 'clusterName',
+    kind: 'string',
+    default: 'kubernetes',
+    group: 'generic',
+    help: 'The instance prefix for the cluster.',
+  }),
+  // one section per controller, as upstream
+  flag({
+    name: 'concurrent-node-syncs',
+    key: 'concurrentNodeSyncs',
+    kind: 'int',
+    default: 1,
+    group: 'cloud-node-controller',
+    typeName: 'int32',
+    help: 'Number of workers concurrently synchronizing nodes.',
+    schema: atLeastOne,
+  }),
+  flag({
+    name: 'concurrent-service-syncs',
+    key: 'concurrentServiceSyncs',
+    kind: 'int',
+    default: 1,
+    group: 'service-lb-controller',
+    typeName: 'int32',
+    help:
+      'The number of services that are allowed to sync concurrently. Larger number = more responsive service ' +
+      'management, but more CPU (and network) load',
+    schema: atLeastOne,
+  }),
+  // secure serving
+  flag({
+    name: 'bind-address',
+    key: 'bindAddress',
+    kind: 'string',
+    default: '0.0.0.0',
+    group: 'secure serving',
+    typeName: 'ip',
+    help:
+      'The IP address on which to listen for the --secure-port port. The associated interface(s) must be ' +
+      'reachable by the rest of the cluster, and by CLI/web clients. If an unspecified address (0.0.0.0 or ::), ' +
+      'all interfaces will be used.',
+    schema: v.pipe(
+      v.string(),
+      v.check((s: string) => parseIP(s) !== undefined, (issue) => `invalid IP address ${JSON.stringify(issue.input)}`),
+    ),
+  }),
+  flag({
+    name: 'secure-port',
+    key: 'securePort',
+    kind: 'int',
+    default: 10258,
+    group: 'secure serving',
+    typeName: 'int',
+    help: "The port on which to serve HTTPS with authentication and authorization. If 0, don't serve HTTPS at all.",
+    schema: v.pipe(
+      v.number(),
+      v.check(
+        (n: number) => n >= 0 && n <= 65535,
+        (issue) => `${issue.input} must be between 0 and 65535, inclusive. 0 for turning off secure port`,
+      ),
+    ),
+  }),
+  flag({
+    name: 'tls-cert-file',
+    key: 'tlsCertFile',
+    kind: 'string',
+    default: '',
+    group: 'secure serving',
+    help:
+      'File containing the default x509 Certificate for HTTPS. (CA cert, if any, concatenated after server ' +
+      'cert). If HTTPS serving is enabled, and --tls-cert-file and --tls-private-key-file are not provided, a ' +
+      'self-signed certificate and key are generated in memory.',
+  }),
+  flag({
+    name: 'tls-private-key-file',
+    key: 'tlsPrivateKeyFile',
+    kind: 'string',
+    default: '',
+    group: 'secure serving',
+    help: 'File containing the default x509 private key matching --tls-cert-file.',
+  }),
+  // delegated authentication and authorization
+  flag({
+    name: 'authentication-kubeconfig',
+    key: 'authenticationKubeconfig',
+    kind: 'string',
+    default: '',
+    group: 'authentication',
+    help:
+      "kubeconfig file pointing at the 'core' kubernetes server with enough rights to create " +
+      'tokenreviews.authentication.k8s.io. This is optional. If empty, the in-cluster configuration or ' +
+      '--kubeconfig is used.',
+  }),
+  flag({
+    name: 'authentication-skip-lookup',
+    key: 'authenticationSkipLookup',
+    kind: 'bool',
+    default: false,
+    group: 'authentication',
+    help:
+      'If false, the authentication-kubeconfig will be used to lookup missing authentication configuration ' +
+      'from the cluster.',
+  }),
+  flag({
+    name: 'authorization-kubeconfig',
+    key: 'authorizationKubeconfig',
+    kind: 'string',
+    default: '',
+    group: 'authorization',
+    help:
+      "kubeconfig file pointing at the 'core' kubernetes server with enough rights to create " +
+      'subjectaccessreviews.authorization.k8s.io. This is optional. If empty, the in-cluster configuration or ' +
+      '--kubeconfig is used.',
+  }),
+  flag({
+    name: 'authorization-always-allow-paths',
+    key: 'authorizationAlwaysAllowPaths',
+    kind: 'list',
+    default: ['/healthz', '/readyz', '/livez'],
+    group: 'authorization',
+    help:
+      "A list of HTTP paths to skip during authorization, i.e. these are authorized without contacting the " +
+      "'core' kubernetes server.",
+  }),
+  // misc
+  flag({
+    name: 'kubeconfig',
+    key: 'kubeconfig',
+    kind: 'string',
+    default: '',
+    group: 'misc',
+    help:
+      'Path to kubeconfig file with authorization and master location information (the master location can ' +
+      'be overridden by the master flag).',
+  }),
+  flag({
+    name: 'master',
+    key: 'master',
+    kind: 'string',
+    default: '',
+    group: 'misc',
+    help: 'The address of the Kubernetes API server (overrides any value in kubeconfig).',
+  }),
+  flag({
+    name: 'node-status-update-frequency',
+    key: 'nodeStatusUpdateFrequencyMs',
+    kind: 'duration',
+    default: parseGoDuration('5m'),
+    group: 'misc',
+    help: "Specifies how often the controller updates nodes' status.",
+    schema: greaterThanZero,
+  }),
+  // global
+  flag({
+    name: 'help',
+    shorthand: 'h',
+    key: 'help',
+    kind: 'bool',
+    default: false,
+    group: 'global',
+    help: 'help for edge-ccm',
+  }),
+  flag({
+    name: 'logging-format',
+    key: 'loggingFormat',
+    kind: 'string',
+    default: 'text',
+    group: 'global',
+    help: 'Sets the log format. Permitted formats: "json", "text".',
+    schema: v.picklist(
+      LOGGING_FORMATS,
+      (issue) => `unsupported log format ${JSON.stringify(issue.input)} (permitted: ${LOGGING_FORMATS.join(', ')})`,
+    ),
+  }),
+  flag({
+    name: 'v',
+    shorthand: 'v',
+    key: 'verbosity',
+    kind: 'int',
+    default: 0,
+    group: 'global',
+    typeName: 'Level',
+    help: 'number for the log level verbosity',
+    schema: v.pipe(
+      v.number(),
+      v.check((n: number) => n >= 0, (issue) => `must not be negative, got ${issue.input}`),
+    ),
+  }),
+  flag({
+    name: 'version',
+    key: 'version',
+    kind: 'bool',
+    default: false,
+    group: 'global',
+    help: 'Print version information and quit.',
+  }),
+  // beyond upstream
+  flag({
+    name: 'shutdown-grace-period',
+    key: 'shutdownGracePeriodMs',
+    kind: 'duration',
+    default: parseGoDuration('30s'),
+    group: 'edge-ccm',
+    help: 'How long in-flight syncs may take to finish after SIGTERM before the process exits.',
+    schema: v.pipe(
+      v.number(),
+      v.check((ms: number) => ms >= 0, (issue) => `must not be negative, got ${formatGoDuration(issue.input as number)}`),
+    ),
+  }),
+] as const;
+
+export type AnyFlagDef = (typeof FLAGS)[number];
+
+type FlagValueOf<D> = D extends FlagDef<string, FlagKind, infer Value> ? Value : never;
+
+/** One property per flag, typed after validation (durations in milliseconds). */
+export type FlagValues = { -readonly [D in AnyFlagDef as D['key']]: FlagValueOf<D> };
+
+export type FlagKey = keyof FlagValues;
+
+export function flagByKey(key: string): AnyFlagDef | undefined {
+  return FLAGS.find((def) => def.key === key);
+}
+
+/** "--name" as written on a command line. */
+export function flagLabel(def: { name: string }): string {
+  return `--${def.name}`;
+}

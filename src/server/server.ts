@@ -1,0 +1,67 @@
+import type { Hono } from 'hono';
+import { createServerApp, type ServerAppOptions } from './app.ts';
+import type { ServerEnv } from './auth-middleware.ts';
+import { loadServingTls } from './tls.ts';
+
+export interface ServerOptions extends ServerAppOptions {
+  /** --bind-address (default 0.0.0.0 in the flags). */
+  bindAddress: string;
+  /** --secure-port; 0 turns serving off, as upstream. */
+  securePort: number;
+  tlsCertFile?: string;
+  tlsKeyFile?: string;
+  /** Listen on a port the kernel picks, whatever securePort says (tests only). */
+  ephemeralPortForTests?: boolean;
+}
+
+export interface StartedServer {
+  /** The port listened on; 0 when serving is off. */
+  port: number;
+  /** The CA of the in-memory self-signed certificate, when one was made (clients can trust it). */
+  selfSignedCaPem?: string;
+}
+
+export interface CcmServer {
+  app: Hono<ServerEnv>;
+  start(): Promise<StartedServer>;
+  /** Stops accepting connections and waits for requests in flight; safe to call twice. */
+  stop(): Promise<void>;
+}
+
+/** The HTTPS endpoint of the process: always TLS, on Bun.serve. */
+export function createServer(opts: ServerOptions): CcmServer {
+  if (!Number.isInteger(opts.securePort) || opts.securePort < 0 || opts.securePort > 65535) {
+    throw new Error(`--secure-port must be between 0 and 65535, got ${opts.securePort}`);
+  }
+  const app = createServerApp(opts);
+  const log = opts.logger;
+  let server: ReturnType<typeof Bun.serve> | undefined;
+
+  return {
+    app,
+    async start() {
+      if (server) throw new Error('server already started');
+      if (opts.securePort === 0 && !opts.ephemeralPortForTests) {
+        log.info('secure serving is off (--secure-port=0)');
+        return { port: 0 };
+      }
+      const tls = await loadServingTls(opts);
+      server = Bun.serve({
+        hostname: opts.bindAddress,
+        port: opts.ephemeralPortForTests ? 0 : opts.securePort,
+        tls: { cert: tls.cert, key: tls.key },
+        fetch: app.fetch,
+      });
+      const port = server.port ?? 0;
+      log.info('serving securely', {
+        address: opts.bindAddress, port, certificate: tls.selfSignedCaPem ? 'self-signed' : opts.tlsCertFile,
+      });
+      return { port, ...(tls.selfSignedCaPem ? { selfSignedCaPem: tls.selfSignedCaPem } : {}) };
+    },
+    async stop() {
+      const running = server;
+      server = undefined;
+      await running?.stop();
+    },
+  };
+}

@@ -1,0 +1,112 @@
+import { afterEach, beforeAll, describe, expect, test } from 'bun:test';
+import type { V1Node, V1Service } from '@kubernetes/client-node';
+import { AGGREGATE_PREFIX, type CoreEvent, EventBroadcaster } from '../../src/kube/events.ts';
+import { EVENTS, NODES, ResourceClient, SERVICES } from '../../src/kube/resources.ts';
+import type { KubeTransport } from '../../src/kube/transport.ts';
+import { silentLogger } from '../../src/log.ts';
+import { sharedControlPlane } from '../harness/control-plane.ts';
+import { transportFor } from '../harness/kubeconfig.ts';
+
+let api: KubeTransport;
+let events: ResourceClient<CoreEvent>;
+let namespace: string;
+const broadcasters: EventBroadcaster[] = [];
+
+beforeAll(async () => {
+  const cp = await sharedControlPlane();
+  api = transportFor(cp.adminKubeconfig);
+  events = new ResourceClient<CoreEvent>(api, EVENTS);
+  namespace = `events-${crypto.randomUUID().slice(0, 8)}`;
+  await api.request({ method: 'POST', path: '/api/v1/namespaces', body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } } });
+}, 300_000);
+
+afterEach(async () => {
+  for (const b of broadcasters.splice(0)) await b.close();
+});
+
+function newBroadcaster(): EventBroadcaster {
+  const b = new EventBroadcaster({ transport: api, logger: silentLogger, instance: 'ccm-test-host' });
+  broadcasters.push(b);
+  return b;
+}
+
+/** A Service as the informer hands it over: kind and apiVersion set, server-assigned uid. */
+async function createService(name: string): Promise<V1Service> {
+  const created = await new ResourceClient<V1Service>(api, SERVICES).create(
+    { apiVersion: 'v1', kind: 'Service', metadata: { name, namespace }, spec: { type: 'ClusterIP', ports: [{ port: 80 }] } },
+    { namespace },
+  );
+  return { ...created, apiVersion: 'v1', kind: 'Service' };
+}
+
+async function eventsAbout(ns: string, name: string): Promise<CoreEvent[]> {
+  const list = await events.list({ namespace: ns, query: { fieldSelector: `involvedObject.name=${name}` } });
+  return list.items;
+}
+
+describe('events against a real API server', () => {
+  test('a Node event is written to "default" with source, reporting and involved object fields', async () => {
+    const nodeName = `node-${crypto.randomUUID().slice(0, 8)}`;
+    const node = await new ResourceClient<V1Node>(api, NODES).create({ apiVersion: 'v1', kind: 'Node', metadata: { name: nodeName } });
+    const b = newBroadcaster();
+    b.recorder('cloud-node-controller').event({ ...node, apiVersion: 'v1', kind: 'Node' }, 'Normal', 'Synced', 'Node synced successfully');
+    await b.flush();
+    const written = await eventsAbout('default', nodeName);
+    expect(written).toHaveLength(1);
+    const e = written[0]!;
+    expect(e).toMatchObject({
+      type: 'Normal',
+      reason: 'Synced',
+      message: 'Node synced successfully',
+      count: 1,
+      source: { component: 'cloud-node-controller' },
+      reportingComponent: 'cloud-node-controller',
+      reportingInstance: 'ccm-test-host',
+      involvedObject: { apiVersion: 'v1', kind: 'Node', name: nodeName, uid: node.metadata!.uid! },
+    });
+    expect(e.metadata.namespace).toBe('default');
+    expect(e.metadata.name).toStartWith(`${nodeName}.`);
+    expect(e.firstTimestamp).toBe(e.lastTimestamp);
+    expect(e.firstTimestamp).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+  }, 60_000);
+
+  test('100 identical events make one Event whose count stops at the spam filter burst (25)', async () => {
+    const svc = await createService('web');
+    const b = newBroadcaster();
+    const rec = b.recorder('service-controller');
+    // Flushing now and then makes the later ones real PATCHes of the first.
+    for (let i = 1; i <= 100; i++) {
+      rec.event(svc, 'Warning', 'SyncLoadBalancerFailed', 'Error syncing load balancer: provider unavailable');
+      if (i % 10 === 0) await b.flush();
+    }
+    await b.flush();
+    const written = await eventsAbout(namespace, 'web');
+    expect(written).toHaveLength(1);
+    expect(written[0]).toMatchObject({
+      type: 'Warning',
+      reason: 'SyncLoadBalancerFailed',
+      count: 25,
+      involvedObject: { kind: 'Service', name: 'web', namespace, uid: svc.metadata!.uid! },
+    });
+    expect(written[0]!.metadata.namespace).toBe(namespace);
+  }, 60_000);
+
+  test('12 different messages for one object and reason: 9 Events, then one combined Event counting the rest', async () => {
+    const svc = await createService('api');
+    const b = newBroadcaster();
+    const rec = b.recorder('service-controller');
+    for (let i = 0; i < 12; i++) {
+      rec.event(svc, 'Warning', 'SyncLoadBalancerFailed', `error ${i}`);
+      if (i % 4 === 3) await b.flush();
+    }
+    await b.flush();
+    const written = await eventsAbout(namespace, 'api');
+    expect(written).toHaveLength(10);
+    const combined = written.filter((e) => e.message.startsWith(AGGREGATE_PREFIX));
+    expect(combined).toHaveLength(1);
+    expect(combined[0]).toMatchObject({ count: 3, message: `${AGGREGATE_PREFIX}error 11` });
+    expect(written.filter((e) => !e.message.startsWith(AGGREGATE_PREFIX)).map((e) => e.message).sort()).toEqual(
+      Array.from({ length: 9 }, (_, i) => `error ${i}`).sort(),
+    );
+  }, 60_000);
+});
