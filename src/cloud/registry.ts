@@ -15,12 +15,29 @@ export interface ProviderFactoryInput {
 
 export type ProviderFactory = (input: ProviderFactoryInput) => CloudProvider | Promise<CloudProvider>;
 
+/** One problem in a provider's config file, located for the operator. */
+export interface ConfigProblem {
+  /** Path inside the document, e.g. machines[3].addresses[0]. */
+  path: string;
+  line?: number;
+  message: string;
+}
+
+/** Checks a config file's text without starting anything (the `validate` command). */
+export type ConfigValidator = (text: string, path: string) => ConfigProblem[];
+
 export class ProviderRegistry {
   private readonly factories = new Map<string, ProviderFactory>();
+  private readonly validators = new Map<string, ConfigValidator>();
 
-  register(name: string, factory: ProviderFactory): void {
+  register(name: string, factory: ProviderFactory, validator?: ConfigValidator): void {
     if (this.factories.has(name)) throw new Error(`cloud provider ${JSON.stringify(name)} registered twice`);
     this.factories.set(name, factory);
+    if (validator) this.validators.set(name, validator);
+  }
+
+  validator(name: string): ConfigValidator | undefined {
+    return this.validators.get(name);
   }
 
   names(): string[] {

@@ -292,8 +292,11 @@ export class LeaderElector {
         return false;
       }
       this.lease = current;
-      // Unlike upstream, also check the holder on the server: a lease lost meanwhile is not ours to clear.
-      if (!this.isLeader() || current.spec?.holderIdentity !== this.options.identity) return true;
+      // Unlike upstream, look at the holder on the server: a lease lost meanwhile is not ours to clear.
+      const seen = current.spec ?? {};
+      const seenJson = recordJson(seen);
+      if (seenJson !== this.observedJson) this.observe(seen, seenJson);
+      if (!this.isLeader()) return true;
       const now = formatMicroTime(this.clock.wallMs());
       const spec: LeaseSpec = {
         holderIdentity: '',

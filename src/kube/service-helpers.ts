@@ -1,4 +1,4 @@
-import type { V1LoadBalancerStatus, V1Node, V1Service, V1ServicePort } from '@kubernetes/client-node';
+import type { V1LoadBalancerIngress, V1LoadBalancerStatus, V1Node, V1Service, V1ServicePort } from '@kubernetes/client-node';
 
 /**
  * Decisions about Services and the nodes behind their load balancers, shared by every controller
@@ -78,9 +78,17 @@ export function portsEqualForLB(x: readonly V1ServicePort[], y: readonly V1Servi
   });
 }
 
-/** Upstream LoadBalancerStatusEqual: only the ingress points count. */
+/**
+ * Upstream LoadBalancerStatusEqual: only the ingress points count. Beyond upstream, an IP
+ * ingress without ipMode equals one with "VIP": the API server fills that default in, so a
+ * provider that leaves ipMode out would otherwise get its unchanged status rewritten every sync.
+ */
 export function loadBalancerStatusEqual(a: V1LoadBalancerStatus | undefined, b: V1LoadBalancerStatus | undefined): boolean {
-  return semanticEqual(a?.ingress, b?.ingress);
+  return semanticEqual(a?.ingress?.map(withDefaultIPMode), b?.ingress?.map(withDefaultIPMode));
+}
+
+function withDefaultIPMode(ingress: V1LoadBalancerIngress): V1LoadBalancerIngress {
+  return ingress.ip && !ingress.ipMode ? { ...ingress, ipMode: 'VIP' } : ingress;
 }
 
 /**

@@ -117,6 +117,8 @@ export class FakeCloud implements CloudProvider {
   readonly ensureCalls: FakeLoadBalancerCall[] = [];
   readonly updateCalls: FakeLoadBalancerCall[] = [];
   readonly deleteCalls: V1Service[] = [];
+  /** Every createRoute call with its name hint (the route controller passes the node UID). */
+  readonly createRouteCalls: { clusterName: string; nameHint: string; route: Route }[] = [];
   /** Routes by `${clusterName}/${route.name}`. */
   readonly routeTable = new Map<string, { clusterName: string; route: Route }>();
 
@@ -260,7 +262,7 @@ export class FakeCloud implements CloudProvider {
     return {
       loadBalancerClasses: classes,
       getLoadBalancerName: (_cluster, svc) => defaultLoadBalancerName(svc),
-      getLoadBalancer: async (clusterName, svc, signal): Promise<LoadBalancerResult> => {
+      getLoadBalancer: async (_clusterName, svc, signal): Promise<LoadBalancerResult> => {
         await this.call('getLoadBalancer', key(svc), signal);
         const lb = this.balancers.get(defaultLoadBalancerName(svc));
         return lb ? { exists: true, status: structuredClone(lb.status) } : { exists: false, status: {} };
@@ -303,6 +305,7 @@ export class FakeCloud implements CloudProvider {
       },
       createRoute: async (clusterName, nameHint, route, signal) => {
         // As upstream's fake: the name is derived from cluster, node and CIDR; the hint is ignored.
+        this.createRouteCalls.push({ clusterName, nameHint, route: structuredClone(route) });
         const name = `${clusterName}-${route.targetNode}-${route.destinationCIDR}`;
         await this.call('createRoute', name, signal);
         const id = `${clusterName}/${name}`;

@@ -149,6 +149,7 @@ describe('leader election against a real API server', () => {
     expect(await a.done).toBe('lost');
     expect(stopped).toBe(1);
     expect(a.leading()).toBe(false);
+    expect(a.elector.isLeader()).toBe(false);
     // Losing does not clear someone else's lease.
     expect((await leaseSpec(name)).holderIdentity).toBe('intruder');
   }, 120_000);

@@ -76,6 +76,7 @@ describe('FakeCloud', () => {
     const routes = cloud.routes!;
     const route = { name: '', targetNode: 'n1', targetNodeAddresses: [], destinationCIDR: '10.244.1.0/24', blackhole: false };
     await routes.createRoute('c', 'uid-1', route);
+    expect(cloud.createRouteCalls.map((c) => c.nameHint)).toEqual(['uid-1']);
     await expect(routes.createRoute('c', 'uid-1', route)).rejects.toThrow('already exists');
     cloud.addRoute('other', { ...route, name: 'x' });
     expect((await routes.listRoutes('c')).map((r) => r.name)).toEqual(['c-n1-10.244.1.0/24']);

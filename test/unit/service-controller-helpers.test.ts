@@ -187,6 +187,12 @@ describe('load balancer status equality and patches', () => {
     expect(loadBalancerStatusEqual({ ingress: [{ ip: '8.8.8.8' }] }, { ingress: [{ ip: '8.8.8.8', hostname: 'lb' }] })).toBe(false);
   });
 
+  test('an IP ingress without ipMode equals the API server default VIP, not Proxy', () => {
+    expect(loadBalancerStatusEqual({ ingress: [{ ip: '8.8.8.8', ipMode: 'VIP' }] }, { ingress: [{ ip: '8.8.8.8' }] })).toBe(true);
+    expect(loadBalancerStatusEqual({ ingress: [{ ip: '8.8.8.8', ipMode: 'Proxy' }] }, { ingress: [{ ip: '8.8.8.8' }] })).toBe(false);
+    expect(loadBalancerStatusEqual({ ingress: [{ hostname: 'lb', ipMode: 'VIP' }] }, { ingress: [{ hostname: 'lb' }] })).toBe(false);
+  });
+
   test('status patch (upstream TestPatchStatus)', () => {
     const ingress = [{ ip: '8.8.8.8' }];
     expect(loadBalancerStatusPatch({ ingress }, { ingress: [{ ip: '8.8.8.8' }] })).toBeUndefined(); // no-op add

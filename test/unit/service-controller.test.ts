@@ -388,8 +388,7 @@ describe('ensuring a load balancer', () => {
     const svc = newService('svc', 'LoadBalancer');
     const { controller, cloud, transport, recorder } = setup({ nodes: [makeNode('n1')], services: [svc] });
     cloud.ensureStatus = () => undefined;
-    expect(controller.sync.syncService(key(svc))).rejects.toThrow('service status returned by ensureLoadBalancer is missing');
-    await Bun.sleep(0);
+    await expect(controller.sync.syncService(key(svc))).rejects.toThrow('service status returned by ensureLoadBalancer is missing');
     expect(transport.patches().map((p) => p.body)).toEqual([{ metadata: { finalizers: [LB_CLEANUP_FINALIZER] } }]);
     expect(recorder.events.at(-1)).toMatchObject({
       type: 'Warning',
@@ -617,15 +616,20 @@ describe('node changes (upstream TestNodeChangesForStableNodeSetEnabled / TestNo
   });
 
   test('metrics: one sync and one latency sample per updated load balancer, one latency sample per pass', async () => {
-    const { registry, controller, cloud } = await nodeSync([node1], [node1, node2]);
+    const { registry, controller, cloud, nodes } = await nodeSync([node1], [node1, node2]);
     expect(await metricValue(registry, 'service_controller_loadbalancer_sync_total')).toBe(3);
     expect(await metricValue(registry, 'service_controller_update_loadbalancer_host_latency_seconds', '_count')).toBe(3);
     expect(await metricValue(registry, 'service_controller_nodesync_latency_seconds', '_count')).toBe(1);
     expect(await metricValue(registry, 'service_controller_nodesync_error_total')).toBe(0);
+    // A failing pass: nodes unchanged attempts nothing; a new node makes three failed updates.
     cloud.failWith('updateLoadBalancer', new Error('x'));
-    controller.sync; // same controller, a failing pass
     await controller.sync.syncNodes(1);
-    expect(await metricValue(registry, 'service_controller_nodesync_error_total')).toBe(0); // nodes unchanged: nothing attempted
+    expect(await metricValue(registry, 'service_controller_nodesync_error_total')).toBe(0);
+    nodes.set(node3);
+    await controller.sync.syncNodes(1);
+    expect(await metricValue(registry, 'service_controller_nodesync_error_total')).toBe(3);
+    expect(await metricValue(registry, 'service_controller_loadbalancer_sync_total')).toBe(6);
+    expect(await metricValue(registry, 'service_controller_nodesync_latency_seconds', '_count')).toBe(3);
   });
 });
 

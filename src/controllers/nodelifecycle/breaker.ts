@@ -5,20 +5,21 @@ import type { BreakerOptions } from './options.ts';
  * outage, a permission change or a wrong region than reality, so the controller refuses to
  * delete more than a share (or number) of its nodes within a window.
  *
- * Counted as "gone": nodes deleted (without acknowledgement) within the window plus every node
- * confirmed gone right now. Current candidates never age out of the window, so a long outage
- * cannot outwait the breaker. At least one node may always go, so 1- and 2-node clusters can
- * still replace a dead machine.
+ * Counted as "gone": nodes deleted within the window plus every node confirmed gone right now.
+ * Current candidates never age out of the window, so a long outage cannot outwait the breaker.
+ * At least one node may always go, so 1- and 2-node clusters can still replace a dead machine.
+ * While open, only nodes an operator acknowledged are deleted; they still count as gone, so
+ * acknowledging one node never lets another through.
  */
 
 export interface BreakerInput<N> {
   /** Nodes confirmed gone this period under policy `delete`. */
   candidates: readonly N[];
-  /** Candidates an operator acknowledged: always deletable, not counted. */
+  /** Candidates an operator acknowledged: deletable even while the breaker is open. */
   acknowledged: (node: N) => boolean;
   /** Managed nodes in the cluster now. */
   managedCount: number;
-  /** Unacknowledged deletions still inside the window. */
+  /** Deletions still inside the window. */
   recentDeletions: number;
   /** Operator lets everything through (flag). */
   overridden: boolean;
@@ -28,7 +29,7 @@ export interface BreakerVerdict<N> {
   open: boolean;
   /** How many nodes may be gone within the window. */
   allowed: number;
-  /** How many are: recent deletions + unacknowledged candidates. */
+  /** How many are: recent deletions + candidates. */
   gone: number;
   /** Managed nodes the share applies to: those present plus those recently deleted. */
   population: number;
@@ -44,23 +45,21 @@ export function allowedGone(opts: BreakerOptions, population: number): number {
 }
 
 export function evaluateBreaker<N>(input: BreakerInput<N>, opts: BreakerOptions): BreakerVerdict<N> {
-  const acknowledged = input.candidates.filter(input.acknowledged);
-  const unacknowledged = input.candidates.filter((n) => !input.acknowledged(n));
   const population = input.managedCount + input.recentDeletions;
   const allowed = allowedGone(opts, population);
-  const gone = input.recentDeletions + unacknowledged.length;
+  const gone = input.recentDeletions + input.candidates.length;
   const open = !input.overridden && gone > allowed;
   return {
     open,
     allowed,
     gone,
     population,
-    deletable: open ? acknowledged : [...input.candidates],
-    held: open ? unacknowledged : [],
+    deletable: open ? input.candidates.filter(input.acknowledged) : [...input.candidates],
+    held: open ? input.candidates.filter((n) => !input.acknowledged(n)) : [],
   };
 }
 
-/** Times of unacknowledged deletions, forgotten once they leave the window. */
+/** Times of deletions, forgotten once they leave the window. */
 export class DeletionWindow {
   private times: number[] = [];
 

@@ -205,8 +205,7 @@ export class CloudNodeLifecycleController implements Controller {
         return false;
       }
       this.deletedUids.add(node.metadata?.uid ?? '');
-      // An acknowledged deletion was the operator's call: it does not count against the breaker.
-      if (!isDeletionAcknowledged(node)) this.deletions.record(now);
+      this.deletions.record(now);
       this.streaks.delete(name);
       if (outcome === 'deleted') this.metrics.nodesDeleted.inc();
       return outcome === 'deleted';

@@ -1,0 +1,247 @@
+import { readFileSync } from 'node:fs';
+import type { V1Node } from '@kubernetes/client-node';
+import type { CloudProvider } from '../cloud/types.ts';
+import type { ProviderRegistry } from '../cloud/registry.ts';
+import type { Controller } from '../controllers/types.ts';
+import { resolveLifecycleOptions } from '../controllers/nodelifecycle/index.ts';
+import { errorMessage } from '../kube/errors.ts';
+import { EventBroadcaster } from '../kube/events.ts';
+import { LeaderElector, makeIdentity } from '../kube/leader-election.ts';
+import { BunKubeTransport } from '../kube/transport.ts';
+import { createLogger, type Logger } from '../log.ts';
+import { parsePrefix, type Prefix } from '../net/ip.ts';
+import { parseClusterCIDRs, type Options } from '../options/index.ts';
+import { delegatingAuth } from '../server/delegating-auth.ts';
+import { HealthChecks } from '../server/health.ts';
+import { createServer } from '../server/server.ts';
+import { versionLine } from '../version.ts';
+import { buildControllers, type ControllerSettings } from './controllers.ts';
+import { loadKubeConfig } from './kubeconfig.ts';
+import { ControllerManagerMetrics, createRegistry, restClientObserver } from './metrics.ts';
+import { nodeOwnershipPredicate } from './node-ownership.ts';
+
+/** A problem with the command line or its files: the process exits 2, as upstream. */
+export class ConfigurationError extends Error {}
+
+/**
+ * The controller manager process: provider, client, server, leader election, controllers and
+ * an orderly shutdown. Resolves with the process exit code.
+ */
+export async function runControllerManager(options: Options, providers: ProviderRegistry, stop: AbortSignal): Promise<number> {
+  const logger = createLogger({ format: options.loggingFormat, verbosity: options.verbosity });
+  logger.info('starting', { version: versionLine() });
+
+  const cloud = await createProvider(options, providers, logger);
+  const settings = controllerSettings(options, cloud);
+  const isManagedNode = ownership(options);
+
+  const kubeConfig = loadKubeConfig({ kubeconfig: options.kubeconfig || undefined, master: options.master || undefined });
+  const registry = createRegistry();
+  const transport = new BunKubeTransport(kubeConfig, {
+    qps: options.kubeApiQps,
+    burst: options.kubeApiBurst,
+    userAgent: `edge-ccm/${versionLine().split(' ')[1]}`,
+    observe: restClientObserver(registry),
+  });
+
+  const checks = new HealthChecks();
+  checks.add('ping', () => {});
+  const auth = delegatingAuth(authTransport(options, transport));
+  const server = createServer({
+    bindAddress: options.bindAddress,
+    securePort: options.securePort,
+    tlsCertFile: options.tlsCertFile || undefined,
+    tlsKeyFile: options.tlsPrivateKeyFile || undefined,
+    alwaysAllowPaths: options.authorizationAlwaysAllowPaths,
+    authenticator: auth.authenticator,
+    authorizer: auth.authorizer,
+    registry,
+    checks,
+    logger: logger.with({ component: 'server' }),
+  });
+  const served = await server.start();
+  if (served.port) logger.info('serving health and metrics', { url: `https://${options.bindAddress}:${served.port}` });
+
+  const events = new EventBroadcaster({ transport, logger });
+  const managerMetrics = new ControllerManagerMetrics(registry);
+  const controllersStop = new AbortController();
+  const electionStop = new AbortController();
+  let shuttingDown = false;
+  let runningControllers: Promise<void> | undefined;
+
+  const startControllers = async (signal: AbortSignal): Promise<void> => {
+    await cloud.initialize?.({ transport, logger: logger.with({ provider: cloud.providerName }), signal });
+    const { informers, controllers } = buildControllers(settings, {
+      transport,
+      recorderFor: (component) => events.recorder(component),
+      logger,
+      registry,
+      cloud,
+      isManagedNode,
+    });
+    for (const c of controllers) if (c.healthCheck) checks.add(c.name, () => c.healthCheck!(), { endpoints: ['healthz', 'readyz'] });
+    const informerRuns = [informers.nodes.run(signal), informers.services.run(signal)];
+    checks.add('informer-sync', () => {
+      if (!informers.nodes.hasSynced() || !informers.services.hasSynced()) throw new Error('informers not synced yet');
+    }, { endpoints: ['readyz'] });
+    await Promise.all([...controllers.map((c) => runController(c, signal, managerMetrics, logger)), ...informerRuns]);
+  };
+
+  const onSignal = (name: string) => {
+    if (shuttingDown) return;
+    shuttingDown = true;
+    logger.info('shutting down', { signal: name });
+    controllersStop.abort(new Error(`received ${name}`));
+  };
+  stop.addEventListener('abort', () => onSignal(String(stop.reason ?? 'stop')), { once: true });
+
+  let exitCode = 0;
+  if (options.leaderElect) {
+    const elector = new LeaderElector({
+      transport,
+      namespace: options.leaderElectResourceNamespace,
+      name: options.leaderElectResourceName,
+      identity: makeIdentity(),
+      leaseDurationMs: options.leaderElectLeaseDurationMs,
+      renewDeadlineMs: options.leaderElectRenewDeadlineMs,
+      retryPeriodMs: options.leaderElectRetryPeriodMs,
+      logger: logger.with({ component: 'leader-election' }),
+      registry,
+      events: events.recorder('cloud-controller-manager'),
+      releaseOnCancel: true,
+      onStartedLeading: (leading) => {
+        const both = AbortSignal.any([leading, controllersStop.signal]);
+        runningControllers = startControllers(both).catch((e) => {
+          logger.error('controllers failed', { error: errorMessage(e) });
+          exitCode = 1;
+          controllersStop.abort(e);
+        });
+      },
+      onStoppedLeading: () => {
+        if (!shuttingDown) {
+          // As upstream: a replica that lost its lease exits at once; its supervisor restarts it.
+          logger.error('leader election lost', { identity: elector.identity });
+          process.exit(1);
+        }
+      },
+    });
+    checks.add('leaderElection', () => {
+      const err = elector.check();
+      if (err) throw err;
+    }, { endpoints: ['healthz', 'livez'] });
+    // The election ends (and releases the lease) only after the controllers stopped, so a
+    // standby never runs while our in-flight syncs are still writing.
+    controllersStop.signal.addEventListener('abort', async () => {
+      await drain(runningControllers, options.shutdownGracePeriodMs, logger);
+      electionStop.abort(new Error('shutdown'));
+    }, { once: true });
+    await elector.run(electionStop.signal);
+  } else {
+    runningControllers = startControllers(controllersStop.signal).catch((e) => {
+      logger.error('controllers failed', { error: errorMessage(e) });
+      exitCode = 1;
+    });
+    await new Promise<void>((resolve) => controllersStop.signal.addEventListener('abort', () => resolve(), { once: true }));
+    await drain(runningControllers, options.shutdownGracePeriodMs, logger);
+  }
+
+  await events.close(2_000);
+  await server.stop();
+  await cloud.close?.();
+  logger.info('stopped');
+  return exitCode;
+}
+
+async function runController(c: Controller, signal: AbortSignal, metrics: ControllerManagerMetrics, logger: Logger): Promise<void> {
+  metrics.started(c.name);
+  logger.info('started controller', { controller: c.name });
+  try {
+    await c.run(signal);
+  } finally {
+    metrics.stopped(c.name);
+  }
+}
+
+/** Waits for in-flight work, but no longer than the shutdown grace period. */
+async function drain(running: Promise<void> | undefined, graceMs: number, logger: Logger): Promise<void> {
+  if (!running) return;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timedOut = new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), graceMs)));
+  const outcome = await Promise.race([running.then(() => 'done' as const), timedOut]);
+  clearTimeout(timer);
+  if (outcome === 'timeout') logger.warn('in-flight work did not finish within the shutdown grace period', { gracePeriodMs: graceMs });
+}
+
+async function createProvider(options: Options, providers: ProviderRegistry, logger: Logger): Promise<CloudProvider> {
+  if (!providers.has(options.cloudProvider)) {
+    throw new ConfigurationError(`--cloud-provider: unknown cloud provider "${options.cloudProvider}" (known: ${providers.names().join(', ')})`);
+  }
+  let config: string | undefined;
+  if (options.cloudConfig) {
+    try {
+      config = readFileSync(options.cloudConfig, 'utf8');
+    } catch (e) {
+      throw new ConfigurationError(`--cloud-config: cannot read ${options.cloudConfig}: ${errorMessage(e)}`);
+    }
+  }
+  try {
+    return await providers.create(options.cloudProvider, { config, configPath: options.cloudConfig || undefined, logger: logger.with({ provider: options.cloudProvider }) });
+  } catch (e) {
+    throw new ConfigurationError(`--cloud-config: ${errorMessage(e)}`);
+  }
+}
+
+function controllerSettings(options: Options, cloud: CloudProvider): ControllerSettings {
+  let clusterCIDRs: Prefix[] = [];
+  const routesRun = options.enabledControllers.has('node-route-controller') && options.configureCloudRoutes && !!cloud.routes;
+  if (routesRun) {
+    const parsed = parseClusterCIDRs(options.clusterCIDR);
+    if (!parsed.ok) throw new ConfigurationError(parsed.errors.map((e) => `--cluster-cidr: ${e}`).join('\n'));
+    clusterCIDRs = [parsed.cidrs.ipv4, parsed.cidrs.ipv6].filter((c): c is string => !!c).map((c) => parsePrefix(c, true)!);
+    if (clusterCIDRs.length === 0) throw new ConfigurationError('--cluster-cidr: required when routes are configured (or pass --configure-cloud-routes=false)');
+  }
+  let lifecycle;
+  try {
+    lifecycle = resolveLifecycleOptions({
+      monitorPeriodMs: options.nodeMonitorPeriodMs,
+      deletionPolicy: options.nodeDeletionPolicy as 'delete' | 'taint' | 'never',
+      gracePeriodMs: options.nodeDeletionGracePeriodMs,
+      notFoundThreshold: options.nodeDeletionNotFoundThreshold,
+      breaker: {
+        maxShare: options.nodeDeletionBreakerMaxShare,
+        maxCount: options.nodeDeletionBreakerMaxCount > 0 ? options.nodeDeletionBreakerMaxCount : undefined,
+        windowMs: options.nodeDeletionBreakerWindowMs,
+      },
+      breakerAcknowledged: options.nodeDeletionBreakerAcknowledged,
+      providerTimeoutMs: options.nodeLifecycleProviderTimeoutMs,
+    });
+  } catch (e) {
+    throw new ConfigurationError(errorMessage(e));
+  }
+  return {
+    enabled: options.enabledControllers,
+    clusterName: options.clusterName,
+    concurrentNodeSyncs: options.concurrentNodeSyncs,
+    concurrentServiceSyncs: options.concurrentServiceSyncs,
+    nodeStatusUpdateFrequencyMs: options.nodeStatusUpdateFrequencyMs,
+    configureCloudRoutes: options.configureCloudRoutes,
+    clusterCIDRs,
+    routeReconciliationPeriodMs: options.routeReconciliationPeriodMs,
+    lifecycle,
+  };
+}
+
+function ownership(options: Options): (node: V1Node) => boolean {
+  try {
+    return nodeOwnershipPredicate({ providerIDPrefixes: options.managedNodeProviderIDPrefixes, labelSelector: options.managedNodeSelector || undefined });
+  } catch (e) {
+    throw new ConfigurationError(`--managed-node-selector: ${errorMessage(e)}`);
+  }
+}
+
+/** Delegated auth talks to the API server named by --authentication-kubeconfig, else ours. */
+function authTransport(options: Options, fallback: BunKubeTransport): BunKubeTransport {
+  const path = options.authenticationKubeconfig || options.authorizationKubeconfig;
+  if (!path) return fallback;
+  return new BunKubeTransport(loadKubeConfig({ kubeconfig: path }), { qps: 0 });
+}

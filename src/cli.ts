@@ -1,0 +1,62 @@
+import type { ProviderRegistry } from './cloud/registry.ts';
+import { ConfigurationError, runControllerManager } from './app/app.ts';
+import { FLAG_ERROR_EXIT_CODE, FlagErrors, parseArgs, renderHelp } from './options/index.ts';
+import { runSelfTest } from './selftest.ts';
+import { runValidate } from './validate.ts';
+import { versionLine } from './version.ts';
+
+/**
+ * The command line: flags -> subcommand or controller manager -> exit code. Shared by the real
+ * entry point (src/main.ts) and the test entry point that also links the fake provider.
+ */
+export async function runCli(argv: string[], providers: ProviderRegistry): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs(argv);
+  } catch (e) {
+    if (!(e instanceof FlagErrors)) throw e;
+    for (const err of e.errors) console.error(`error: ${err.flag}: ${err.message}`);
+    console.error("Run 'edge-ccm --help' for usage.");
+    return FLAG_ERROR_EXIT_CODE;
+  }
+  const { options, command, args } = parsed;
+  if (options.help) {
+    console.log(renderHelp());
+    return 0;
+  }
+  if (options.version) {
+    console.log(versionLine());
+    return 0;
+  }
+  switch (command) {
+    case undefined:
+      break;
+    case 'validate':
+      return runValidate(argv.filter((a) => a !== 'validate'), providers);
+    case 'selftest': {
+      const i = args.indexOf('--kubeconfig');
+      const path = i >= 0 ? args[i + 1] : args.find((a) => a.startsWith('--kubeconfig='))?.slice('--kubeconfig='.length);
+      if (!path) {
+        console.error('error: selftest: --kubeconfig is required');
+        return FLAG_ERROR_EXIT_CODE;
+      }
+      return runSelfTest(path);
+    }
+    default:
+      console.error(`error: unknown command "${command}" (commands: validate, selftest)`);
+      return FLAG_ERROR_EXIT_CODE;
+  }
+
+  const stop = new AbortController();
+  for (const sig of ['SIGTERM', 'SIGINT'] as const) process.on(sig, () => stop.abort(sig));
+  try {
+    return await runControllerManager(options, providers, stop.signal);
+  } catch (e) {
+    if (e instanceof ConfigurationError) {
+      for (const line of e.message.split('\n')) console.error(`error: ${line}`);
+      return FLAG_ERROR_EXIT_CODE;
+    }
+    console.error(`error: ${e instanceof Error ? e.message : String(e)}`);
+    return 1;
+  }
+}

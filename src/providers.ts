@@ -1,0 +1,9 @@
+import type { ProviderRegistry } from './cloud/registry.ts';
+
+/**
+ * The providers linked into the binary. Each registers itself by name; --cloud-provider picks
+ * one. Adding a provider is one import and one line here.
+ */
+export function registerProviders(registry: ProviderRegistry): void {
+  void registry;
+}

@@ -1,0 +1,39 @@
+import type { ProviderRegistry } from './cloud/registry.ts';
+
+/**
+ * `edge-ccm validate --cloud-provider NAME --cloud-config FILE`: checks a provider's config
+ * without a cluster; prints every problem with its path and line; exit 0 valid, 1 invalid, 2 usage.
+ */
+export async function runValidate(argv: string[], providers: ProviderRegistry): Promise<number> {
+  const flag = (name: string): string | undefined => {
+    const i = argv.indexOf(`--${name}`);
+    if (i >= 0) return argv[i + 1];
+    return argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+  };
+  const provider = flag('cloud-provider');
+  const configPath = flag('cloud-config');
+  if (!provider || !configPath) {
+    console.error('error: validate needs --cloud-provider and --cloud-config');
+    return 2;
+  }
+  const validator = providers.validator(provider);
+  if (!validator) {
+    console.error(`error: --cloud-provider: "${provider}" has no config validator (known: ${providers.names().join(', ')})`);
+    return 2;
+  }
+  let text: string;
+  try {
+    text = await Bun.file(configPath).text();
+  } catch (e) {
+    console.error(`error: --cloud-config: cannot read ${configPath}: ${(e as Error).message}`);
+    return 2;
+  }
+  const problems = validator(text, configPath);
+  if (problems.length === 0) {
+    console.log(`${configPath}: valid ${provider} configuration`);
+    return 0;
+  }
+  for (const p of problems) console.error(`${configPath}:${p.line ?? '?'}: ${p.path}: ${p.message}`);
+  console.error(`${problems.length} problem${problems.length === 1 ? '' : 's'} found`);
+  return 1;
+}

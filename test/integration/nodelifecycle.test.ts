@@ -1,0 +1,259 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import type { CoreV1Event, V1Node, V1Taint } from '@kubernetes/client-node';
+import { Registry } from 'prom-client';
+import {
+  ANNOTATION_ACKNOWLEDGE_DELETION,
+  ApiNodeWriter,
+  CloudNodeLifecycleController,
+  type LifecycleOptionsInput,
+  SHUTDOWN_TAINT,
+} from '../../src/controllers/nodelifecycle/index.ts';
+import type { ControllerContext } from '../../src/controllers/types.ts';
+import { isNotFound } from '../../src/kube/errors.ts';
+import { EventBroadcaster } from '../../src/kube/events.ts';
+import { Informer } from '../../src/kube/informer/index.ts';
+import { EVENTS, NODES, ResourceClient } from '../../src/kube/resources.ts';
+import { sleep } from '../../src/kube/token-bucket.ts';
+import type { KubeTransport } from '../../src/kube/transport.ts';
+import { createLogger } from '../../src/log.ts';
+import { FakeCloud } from '../fakes/fake-cloud.ts';
+import { type ControlPlane, sharedControlPlane } from '../harness/control-plane.ts';
+import { transportFor } from '../harness/kubeconfig.ts';
+
+// The lifecycle controller against a real API server: nodes are created NotReady (no kubelet
+// runs, so their status stays as written) and the fake provider plays outages and removals.
+
+const PREFIX = `nlc-${process.pid}-`;
+const GRACE_MS = 1_500;
+const OPTIONS: LifecycleOptionsInput = { monitorPeriodMs: 300, gracePeriodMs: GRACE_MS, notFoundThreshold: 2, providerTimeoutMs: 200 };
+const WAIT_MS = 60_000;
+
+let cp: ControlPlane;
+let transport: KubeTransport;
+let nodes: ResourceClient<V1Node>;
+let events: ResourceClient<CoreV1Event>;
+let nodeInformer: Informer<V1Node>;
+let broadcaster: EventBroadcaster;
+const stopInformer = new AbortController();
+let informerRun: Promise<void> | undefined;
+const logger = createLogger({ write: () => {} });
+
+beforeAll(async () => {
+  cp = await sharedControlPlane();
+  transport = transportFor(cp.adminKubeconfig);
+  nodes = new ResourceClient<V1Node>(transport, NODES);
+  events = new ResourceClient<CoreV1Event>(transport, EVENTS);
+  nodeInformer = new Informer<V1Node>({ transport, type: NODES, logger });
+  broadcaster = new EventBroadcaster({ transport, logger });
+  informerRun = nodeInformer.run(stopInformer.signal);
+  expect(await nodeInformer.waitForSync(AbortSignal.timeout(WAIT_MS))).toBe(true);
+}, 240_000);
+
+afterAll(async () => {
+  stopInformer.abort();
+  await informerRun?.catch(() => {});
+  await broadcaster?.close(1_000);
+  if (nodes) {
+    const ours = (await nodes.list()).items.filter((n) => n.metadata?.name?.startsWith(PREFIX));
+    await Promise.allSettled(ours.map((n) => nodes.delete(n.metadata!.name!)));
+  }
+});
+
+async function pollUntil<T>(what: string, probe: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = WAIT_MS): Promise<T> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined && value !== false) return value;
+    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+/** Creates NotReady nodes (Ready=False, as a node whose kubelet stopped) and waits for the informer to see them. */
+async function createNotReadyNodes(scenario: string, count: number, taints?: V1Taint[]): Promise<string[]> {
+  const names = Array.from({ length: count }, (_, i) => `${PREFIX}${scenario}-${i}`);
+  for (const name of names) {
+    await nodes.create({ apiVersion: 'v1', kind: 'Node', metadata: { name, labels: { 'kubernetes.io/hostname': name } }, spec: { taints } });
+    await setReady(name, 'False');
+  }
+  await pollUntil('the informer to see the NotReady nodes', () =>
+    names.every((n) => nodeInformer.store.get(n)?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'False')));
+  return names;
+}
+
+async function setReady(name: string, status: 'True' | 'False'): Promise<void> {
+  const now = new Date().toISOString();
+  // Merge patch of status: the whole conditions list is ours to set here (no kubelet runs).
+  await nodes.patch(name, 'merge', {
+    status: { conditions: [{ type: 'Ready', status, reason: status === 'True' ? 'KubeletReady' : 'KubeletNotReady', message: 'set by test', lastHeartbeatTime: now, lastTransitionTime: now }] },
+  }, { subresource: 'status' });
+}
+
+async function nodeExists(name: string): Promise<boolean> {
+  try {
+    await nodes.get(name);
+    return true;
+  } catch (e) {
+    if (isNotFound(e)) return false;
+    throw e;
+  }
+}
+
+async function eventsFor(name: string, reason: string): Promise<CoreV1Event[]> {
+  await broadcaster.flush();
+  const list = await events.list({ namespace: 'default', query: { fieldSelector: `involvedObject.name=${name},reason=${reason}` } });
+  return list.items;
+}
+
+/** Runs a controller that manages exactly these nodes until the returned stop() is called. */
+function startController(cloud: FakeCloud, names: string[], opts: LifecycleOptionsInput = OPTIONS) {
+  const managed = new Set(names);
+  const registry = new Registry();
+  const ctx: ControllerContext = {
+    transport,
+    recorder: broadcaster.recorder('cloud-node-lifecycle-controller'),
+    logger,
+    registry,
+    cloud,
+    clusterName: 'it',
+    nodeInformer,
+    serviceInformer: undefined as unknown as ControllerContext['serviceInformer'],
+    // The control plane is shared with other test files: only this scenario's nodes are ours.
+    isManagedNode: (n) => managed.has(n.metadata?.name ?? ''),
+  };
+  const controller = new CloudNodeLifecycleController(ctx, opts);
+  const abort = new AbortController();
+  const run = controller.run(abort.signal);
+  const metric = async (name: string) => (await registry.getSingleMetric(name)?.get())?.values[0]?.value;
+  return {
+    controller,
+    metric,
+    stop: async () => {
+      abort.abort();
+      await run;
+    },
+  };
+}
+
+describe('cloud node lifecycle controller against a real API server', () => {
+  test('a provider outage (errors, hangs, unknown) longer than the grace period deletes nothing', async () => {
+    const names = await createNotReadyNodes('outage', 4);
+    const cloud = new FakeCloud();
+    cloud.failWith('instanceExists', new Error('503 Service Unavailable'));
+    const c = startController(cloud, names);
+    try {
+      const phase = (calls: number) => pollUntil(`${calls} provider calls`, () => cloud.count('instanceExists') >= calls);
+      const started = performance.now();
+      await phase(4 * 4); // four periods of errors
+      cloud.clearFailures();
+      cloud.latencyMs = 60_000; // hangs past the 200ms timeout
+      await phase(8 * 4);
+      cloud.latencyMs = 0;
+      cloud.defaults.existence = 'unknown';
+      await phase(12 * 4);
+      // Longer than the grace period in all, with every node NotReady the whole time.
+      await pollUntil('the grace period to pass twice', () => performance.now() - started > 2 * GRACE_MS);
+      await phase(cloud.count('instanceExists') + 4);
+      for (const name of names) expect(await nodeExists(name)).toBe(true);
+      expect(await c.metric('edge_ccm_nodes_deleted_total')).toBe(0);
+    } finally {
+      await c.stop();
+    }
+  }, 120_000);
+
+  test('a machine really removed is deleted after the grace period, with a DeletingNode event; the others stay', async () => {
+    const names = await createNotReadyNodes('removed', 4);
+    const gone = names[2]!;
+    const cloud = new FakeCloud();
+    cloud.setNode(gone, { existence: 'not-found' });
+    const started = performance.now();
+    const c = startController(cloud, names);
+    try {
+      await pollUntil(`${gone} to be deleted`, async () => !(await nodeExists(gone)));
+      expect(performance.now() - started).toBeGreaterThanOrEqual(GRACE_MS);
+      expect(cloud.count('instanceExists', gone)).toBeGreaterThanOrEqual(2);
+      for (const name of names.filter((n) => n !== gone)) expect(await nodeExists(name)).toBe(true);
+      const deleting = await eventsFor(gone, 'DeletingNode');
+      expect(deleting.map((e) => [e.type, e.message])).toEqual([['Normal', `Deleting node ${gone} because it does not exist in the cloud provider`]]);
+      expect(await c.metric('edge_ccm_nodes_deleted_total')).toBe(1);
+    } finally {
+      await c.stop();
+    }
+  }, 120_000);
+
+  test('half the nodes vanishing at once trips the breaker: nothing deleted, Warning events; an acknowledged node then goes', async () => {
+    const names = await createNotReadyNodes('breaker', 4);
+    const [a, b] = [names[0]!, names[1]!];
+    const cloud = new FakeCloud();
+    cloud.setNode(a, { existence: 'not-found' }).setNode(b, { existence: 'not-found' });
+    const c = startController(cloud, names);
+    try {
+      const held = await pollUntil('NodeDeletionHeld events', async () => {
+        const found = [...(await eventsFor(a, 'NodeDeletionHeld')), ...(await eventsFor(b, 'NodeDeletionHeld'))];
+        return found.length === 2 ? found : undefined;
+      });
+      expect(held.every((e) => e.type === 'Warning' && e.message?.includes('2 of 4 managed nodes'))).toBe(true);
+      expect(await c.metric('edge_ccm_node_deletion_breaker_open')).toBe(1);
+      // Several more periods: still nothing deleted.
+      const calls = cloud.count('instanceExists');
+      await pollUntil('more periods', () => cloud.count('instanceExists') >= calls + 5 * 4);
+      for (const name of names) expect(await nodeExists(name)).toBe(true);
+
+      // The operator confirms one machine is really gone.
+      await nodes.patch(a, 'merge', { metadata: { annotations: { [ANNOTATION_ACKNOWLEDGE_DELETION]: 'true' } } });
+      await pollUntil(`${a} to be deleted`, async () => !(await nodeExists(a)));
+      expect(await nodeExists(b)).toBe(true);
+    } finally {
+      await c.stop();
+    }
+  }, 120_000);
+
+  test('shutdown taint added to a NotReady shut-down node and removed once it is Ready; foreign taints kept', async () => {
+    const foreign: V1Taint = { key: 'example.com/foreign', value: 'x', effect: 'NoExecute' };
+    const [name] = await createNotReadyNodes('shutdown', 1, [foreign]);
+    const cloud = new FakeCloud();
+    cloud.setNode(name!, { shutdown: true });
+    const c = startController(cloud, [name!]);
+    try {
+      await pollUntil('the shutdown taint', async () => (await nodes.get(name!)).spec?.taints?.some((t) => t.key === SHUTDOWN_TAINT.key));
+      expect((await nodes.get(name!)).spec?.taints).toEqual([foreign, { key: SHUTDOWN_TAINT.key, effect: 'NoSchedule' }]);
+      await setReady(name!, 'True');
+      await pollUntil('the shutdown taint to go', async () => !(await nodes.get(name!)).spec?.taints?.some((t) => t.key === SHUTDOWN_TAINT.key));
+      expect((await nodes.get(name!)).spec?.taints).toEqual([foreign]);
+    } finally {
+      await c.stop();
+    }
+  }, 120_000);
+});
+
+describe('ApiNodeWriter against a real API server', () => {
+  test('a taint written from a stale copy does not lose a taint added meanwhile (conflict, re-read, retry)', async () => {
+    const [name] = await createNotReadyNodes('conflict', 1);
+    const writer = new ApiNodeWriter(transport);
+    const stale = await nodes.get(name!);
+    const other: V1Taint = { key: 'example.com/added-meanwhile', effect: 'NoSchedule' };
+    await nodes.patch(name!, 'merge', { spec: { taints: [other] } });
+    expect(await writer.addTaint(stale, SHUTDOWN_TAINT)).toBe(true);
+    expect((await nodes.get(name!)).spec?.taints?.map((t) => t.key)).toEqual([other.key, SHUTDOWN_TAINT.key]);
+
+    const stale2 = await nodes.get(name!);
+    await nodes.patch(name!, 'merge', { metadata: { labels: { touched: 'yes' } } }); // bumps resourceVersion
+    expect(await writer.removeTaints(stale2, [SHUTDOWN_TAINT.key])).toBe(true);
+    expect((await nodes.get(name!)).spec?.taints?.map((t) => t.key)).toEqual([other.key]);
+    expect(await writer.removeTaints(await nodes.get(name!), [SHUTDOWN_TAINT.key])).toBe(false);
+  }, 60_000);
+
+  test('delete carries a UID precondition: a node re-registered under the same name is kept', async () => {
+    const [name] = await createNotReadyNodes('reregistered', 1);
+    const writer = new ApiNodeWriter(transport);
+    const old = await nodes.get(name!);
+    await nodes.delete(name!);
+    await nodes.create({ apiVersion: 'v1', kind: 'Node', metadata: { name } });
+    expect(await writer.deleteNode(old)).toBe('replaced');
+    expect(await nodeExists(name!)).toBe(true);
+    expect(await writer.addTaint(old, SHUTDOWN_TAINT)).toBe(false); // nor tainted from the old copy
+    expect((await nodes.get(name!)).spec?.taints).toBeUndefined();
+    expect(await writer.deleteNode(await nodes.get(name!))).toBe('deleted');
+    expect(await writer.deleteNode(old)).toBe('already-gone');
+  }, 60_000);
+});
