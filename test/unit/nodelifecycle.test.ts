@@ -558,6 +558,11 @@ describe('controller: circuit breaker', () => {
     expect(report.breaker.open).toBe(true);
     expect(report.deleted).toEqual(['n1']);
     expect([...report.held.entries()].filter(([, r]) => r === 'breaker').map(([n]) => n).sort()).toEqual(['n0', 'n2', 'n3']);
+    // The acknowledged deletion still counts: the others stay held.
+    h.nodeInformer.store.delete(nodes[1]!);
+    const next = await h.period();
+    expect(next.breaker).toMatchObject({ open: true, gone: 4, population: 4 });
+    expect(next.deleted).toEqual([]);
   });
 
   test('breakerAcknowledged lets the whole batch through', async () => {
