@@ -186,11 +186,12 @@ describe('options', () => {
     const o = resolveLifecycleOptions({ breaker: { maxCount: 3 }, gracePeriodMs: undefined });
     expect(o.breaker).toEqual({ maxShare: 0.2, maxCount: 3, windowMs: 600_000 });
     expect(o.gracePeriodMs).toBe(300_000);
+    expect(resolveLifecycleOptions({ breaker: { maxCount: 0 } }).breaker).toEqual({ maxShare: 0.2, windowMs: 600_000 }); // the flag's "no cap"
   });
   test('rejects values that defeat the safety rules', () => {
     const bad: LifecycleOptionsInput[] = [
       { notFoundThreshold: 0 }, { notFoundThreshold: 1.5 }, { gracePeriodMs: -1 }, { deletionPolicy: 'remove' as DeletionPolicy },
-      { breaker: { maxShare: 1.5 } }, { breaker: { maxShare: -0.1 } }, { breaker: { maxCount: 0 } }, { monitorPeriodMs: 0 }, { providerTimeoutMs: 0 },
+      { breaker: { maxShare: 1.5 } }, { breaker: { maxShare: -0.1 } }, { breaker: { maxCount: -1 } }, { breaker: { maxCount: 2.5 } }, { monitorPeriodMs: 0 }, { providerTimeoutMs: 0 },
     ];
     for (const input of bad) expect(() => resolveLifecycleOptions(input)).toThrow(/invalid node lifecycle options/);
   });

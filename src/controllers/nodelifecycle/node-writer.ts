@@ -67,9 +67,10 @@ export class ApiNodeWriter implements NodeWriter {
       try {
         // A merge patch replaces spec.taints whole (taints have no merge key); the resourceVersion
         // in the patch makes it conditional, so a taint someone else added meanwhile is never
-        // overwritten: we get 409, re-read and recompute. The UID guards against a re-registered node.
+        // overwritten: we get 409, re-read and recompute. A re-registered node (same name, new
+        // UID) never has our copy's resourceVersion either, so it too answers 409 and is left alone.
         await this.nodes.patch(nodeName(node), 'merge', {
-          metadata: { uid: node.metadata?.uid, resourceVersion: node.metadata?.resourceVersion },
+          metadata: { resourceVersion: node.metadata?.resourceVersion },
           spec: { taints },
         }, { signal });
         return true;

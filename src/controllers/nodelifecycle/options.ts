@@ -9,7 +9,7 @@ export const DELETION_POLICIES: readonly DeletionPolicy[] = ['delete', 'taint', 
 export interface BreakerOptions {
   /** --node-deletion-breaker-max-share: share of managed nodes that may be judged gone within the window (0..1; 1 turns the breaker off). */
   maxShare: number;
-  /** --node-deletion-breaker-max-count: absolute cap on nodes judged gone within the window; unset = no absolute cap. */
+  /** --node-deletion-breaker-max-count: absolute cap on nodes judged gone within the window; unset (or 0, as the flag writes it) = no absolute cap. */
   maxCount?: number;
   /** --node-deletion-breaker-window: how long a deletion keeps counting against the breaker. */
   windowMs: number;
@@ -58,6 +58,7 @@ export function resolveLifecycleOptions(input: LifecycleOptionsInput = {}): Life
     ...definedOnly(input),
     breaker: { ...d.breaker, ...definedOnly(input.breaker ?? {}) },
   };
+  if (opts.breaker.maxCount === 0) delete opts.breaker.maxCount; // the flag's "0: no absolute cap"
   const problems: string[] = [];
   if (!(opts.monitorPeriodMs > 0)) problems.push('monitor period must be positive');
   if (!DELETION_POLICIES.includes(opts.deletionPolicy)) problems.push(`deletion policy must be one of ${DELETION_POLICIES.join(', ')}, not ${JSON.stringify(opts.deletionPolicy)}`);
@@ -65,7 +66,7 @@ export function resolveLifecycleOptions(input: LifecycleOptionsInput = {}): Life
   if (!Number.isInteger(opts.notFoundThreshold) || opts.notFoundThreshold < 1) problems.push('not-found threshold must be an integer of at least 1');
   if (!(opts.breaker.maxShare >= 0 && opts.breaker.maxShare <= 1)) problems.push('breaker max share must be between 0 and 1');
   const maxCount = opts.breaker.maxCount;
-  if (maxCount !== undefined && (!Number.isInteger(maxCount) || maxCount < 1)) problems.push('breaker max count must be an integer of at least 1');
+  if (maxCount !== undefined && (!Number.isInteger(maxCount) || maxCount < 1)) problems.push('breaker max count must be a whole number (0: no absolute cap)');
   if (!(opts.breaker.windowMs >= 0)) problems.push('breaker window must not be negative');
   if (!(opts.providerTimeoutMs > 0)) problems.push('provider timeout must be positive');
   if (problems.length > 0) throw new Error(`invalid node lifecycle options: ${problems.join('; ')}`);

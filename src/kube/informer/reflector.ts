@@ -150,7 +150,7 @@ export class Reflector<T extends KubeObject> {
     const path = this.client.collectionPath(this.opts.namespace);
     const query: Record<string, QueryValue> = {
       ...this.selectors(),
-      resourceVersion: undefined,
+      resourceVersion: this.resourceVersion,
       allowWatchBookmarks: true,
       timeoutSeconds: this.opts.watchTimeoutSeconds?.() ?? Math.floor(300 * (1 + Math.random())),
     };
