@@ -1,8 +1,10 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test';
-import type { V1ConfigMap } from '@kubernetes/client-node';
+import { createServer, connect, type Server, type Socket } from 'node:net';
+import { readFile } from 'node:fs/promises';
+import { KubeConfig, type V1ConfigMap } from '@kubernetes/client-node';
 import { Informer } from '../../src/kube/informer/informer.ts';
 import { CONFIGMAPS, ResourceClient } from '../../src/kube/resources.ts';
-import type { KubeTransport } from '../../src/kube/transport.ts';
+import { BunKubeTransport, type KubeTransport } from '../../src/kube/transport.ts';
 import { createLogger } from '../../src/log.ts';
 import { type ControlPlane, startControlPlane } from '../harness/control-plane.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
@@ -45,20 +47,77 @@ async function eventually(what: string, check: () => boolean | Promise<boolean>,
   }
 }
 
+/**
+ * A TCP proxy in front of the API server that can cut the informer off (drop its connections,
+ * refuse new ones) while the server stays up for everyone else: a network partition, during
+ * which the test can change things the informer cannot see.
+ */
+class PartitionProxy {
+  private readonly sockets = new Set<Socket>();
+  private cutOff = false;
+
+  private constructor(private readonly server: Server, readonly url: string) {}
+
+  static async start(target: URL): Promise<PartitionProxy> {
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as { port: number };
+    const proxy = new PartitionProxy(server, `https://127.0.0.1:${port}`);
+    server.on('connection', (client) => proxy.relay(client, Number(target.port)));
+    return proxy;
+  }
+
+  /** A transport that reaches the API server through this proxy, as the admin. */
+  async transport(kubeconfigPath: string, server: string): Promise<KubeTransport> {
+    const kc = new KubeConfig();
+    kc.loadFromString((await readFile(kubeconfigPath, 'utf8')).replace(server, this.url));
+    return new BunKubeTransport(kc, { qps: 0 });
+  }
+
+  cut(): void {
+    this.cutOff = true;
+    for (const socket of this.sockets) socket.destroy();
+  }
+
+  heal(): void {
+    this.cutOff = false;
+  }
+
+  async close(): Promise<void> {
+    this.cut();
+    await new Promise((resolve) => this.server.close(resolve));
+  }
+
+  private relay(client: Socket, port: number): void {
+    if (this.cutOff) return void client.destroy();
+    const upstream = connect(port, '127.0.0.1');
+    for (const [socket, other] of [[client, upstream], [upstream, client]] as const) {
+      this.sockets.add(socket);
+      socket.on('error', () => other.destroy());
+      socket.on('close', () => {
+        this.sockets.delete(socket);
+        other.destroy();
+      });
+    }
+    client.pipe(upstream).pipe(client);
+  }
+}
+
 interface Recorded {
   events: string[];
   deleted: Set<string>;
 }
 
 /** Starts an informer on one namespace, records what its handlers hear, and registers it for cleanup. */
-function startInformer(namespace: string, opts: { pageSize?: number; resyncMs?: number } = {}) {
+function startInformer(namespace: string, opts: { pageSize?: number; resyncMs?: number; transport?: KubeTransport } = {}) {
   const logLines: string[] = [];
   const informer = new Informer<V1ConfigMap>({
-    transport: transportFor(cp.adminKubeconfig),
+    transport: opts.transport ?? transportFor(cp.adminKubeconfig),
     type: CONFIGMAPS,
     namespace,
-    logger: createLogger({ format: 'json', write: (line) => { logLines.push(line); console.error(line); } }),
-    ...opts,
+    logger: createLogger({ format: 'json', write: (line) => logLines.push(line) }),
+    pageSize: opts.pageSize,
+    resyncMs: opts.resyncMs,
   });
   const recorded: Recorded = { events: [], deleted: new Set() };
   informer.addHandlers({
@@ -183,6 +242,36 @@ describe('informer against a real kube-apiserver', () => {
     // And it keeps watching afterwards.
     await client.create({ metadata: { name: 'later', namespace: ns }, data: { v: '0' } });
     await eventually('the create after recovery', () => recorded.events.includes('add later'));
+  }, 300_000);
+
+  test('objects deleted while it is cut off from the server reach onDelete through the relist after 410', async () => {
+    const ns = 'informer-partition';
+    await createNamespace(transportFor(cp.adminKubeconfig), ns);
+    for (const name of ['keep', 'change', 'remove']) await configMaps().create({ metadata: { name, namespace: ns }, data: { v: '0' } });
+    const proxy = await PartitionProxy.start(new URL(cp.server));
+    try {
+      const { informer, recorded, logLines } = startInformer(ns, { transport: await proxy.transport(cp.adminKubeconfig, cp.server) });
+      expect(await informer.waitForSync(AbortSignal.timeout(60_000))).toBe(true);
+      recorded.events.length = 0;
+      const logged = (msg: string) => logLines.some((l) => JSON.parse(l).msg === msg);
+
+      proxy.cut();
+      await eventually('the informer to lose its watch', () => logged('list/watch failed, retrying'));
+      const client = configMaps();
+      await client.create({ metadata: { name: 'added', namespace: ns }, data: { v: '0' } });
+      await client.patch('change', 'merge', { data: { v: '1' } }, { namespace: ns });
+      await client.delete('remove', { namespace: ns });
+      await cp.compactEtcd(); // the informer's resourceVersion is gone: only a relist can catch up
+      expect(recorded.events).toEqual([]);
+      proxy.heal();
+
+      await eventually('a relist after 410', () => logged('resource version too old, listing again'), 120_000);
+      await eventually('the relist difference', () => recorded.events.length >= 3);
+      expect(recorded.events.sort()).toEqual(['add added', 'delete remove', 'update change 0->1']);
+      expect(storeState(informer)).toEqual(await serverState(ns));
+    } finally {
+      await proxy.close();
+    }
   }, 300_000);
 
   test('after etcd compaction and a reconnect it relists on 410 and matches the server, deletes included', async () => {

@@ -9,11 +9,14 @@ import { formatGoDuration } from '../../options/duration.ts';
 import type { Controller, ControllerContext } from '../types.ts';
 import { type BreakerVerdict, DeletionWindow, evaluateBreaker } from './breaker.ts';
 import { type HoldReason, type NotFoundStreak, decide, needsExistenceCheck } from './decide.ts';
-import { EXISTENCE_CHECK_CONCURRENCY, askExistence, askShutdown, forEachLimited } from './existence.ts';
+import { askExistence, askShutdown, forEachLimited } from './existence.ts';
 import { ANNOTATION_ACKNOWLEDGE_DELETION, QUARANTINE_TAINT, SHUTDOWN_TAINT, isDeletionAcknowledged } from './keys.ts';
 import { type HeldReason, NodeLifecycleMetrics } from './metrics.ts';
 import { ApiNodeWriter, type NodeWriter } from './node-writer.ts';
 import { type LifecycleOptions, type LifecycleOptionsInput, resolveLifecycleOptions } from './options.ts';
+
+/** Taint writes (and the shutdown questions before them) in flight at once. */
+export const WRITE_CONCURRENCY = 10;
 
 /** Seams for tests: time and the API writes. */
 export interface LifecycleControllerDeps {
@@ -133,7 +136,7 @@ export class CloudNodeLifecycleController implements Controller {
           break;
       }
     }
-    await forEachLimited(writes, EXISTENCE_CHECK_CONCURRENCY, (write) => write());
+    await forEachLimited(writes, WRITE_CONCURRENCY, (write) => write());
 
     const verdict = evaluateBreaker({
       candidates,

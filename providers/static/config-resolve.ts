@@ -1,0 +1,280 @@
+import type { V1NodeAddress } from '@kubernetes/client-node';
+import { parseLabelSelector } from '../../src/kube/label-selector.ts';
+import { formatIP, parseIP } from '../../src/net/ip.ts';
+import { firstOverlap, parseAddressRange, subtractRanges, type AddressRange } from './address-ranges.ts';
+import {
+  PROVIDER_ID_PREFIX,
+  type LoadBalancerConfig,
+  type Machine,
+  type PoolConfig,
+  type RedfishTarget,
+  type StaticConfig,
+} from './config-model.ts';
+import { MATCH_CRITERIA, type RawDefaults, type RawMachine, type RawPool, type RawRedfish, type RawStaticConfig } from './config-schema.ts';
+
+/**
+ * Second pass over a config that has the right shape: gives it meaning (group defaults merged,
+ * addresses and selectors parsed, duplicates refused, secrets read) and reports every problem
+ * with the path of the value at fault.
+ */
+
+export type ConfigPath = (string | number)[];
+
+export interface ConfigIssue {
+  path: ConfigPath;
+  message: string;
+}
+
+/** Where secrets come from; tests replace it. */
+export interface SecretSource {
+  readFile(path: string): string;
+  env(name: string): string | undefined;
+}
+
+export const DEFAULT_REDFISH_TIMEOUT_SECONDS = 5;
+export const DEFAULT_REDFISH_CACHE_SECONDS = 30;
+
+export function resolveStaticConfig(raw: RawStaticConfig, secrets: SecretSource): { config: StaticConfig; issues: ConfigIssue[] } {
+  const issues: ConfigIssue[] = [];
+  const report = (path: ConfigPath, message: string) => issues.push({ path, message });
+  const machines = resolveMachines(raw, secrets, report);
+  const loadBalancer = resolveLoadBalancer(raw, report);
+  const inv = raw.inventory ?? {};
+  return {
+    config: {
+      inventory: { authoritative: inv.authoritative ?? false, matchBy: inv.matchBy ?? MATCH_CRITERIA, machines },
+      loadBalancer,
+    },
+    issues,
+  };
+}
+
+type Report = (path: ConfigPath, message: string) => void;
+
+// ---- machines ----
+
+function resolveMachines(raw: RawStaticConfig, secrets: SecretSource, report: Report): Machine[] {
+  const inv = raw.inventory ?? {};
+  const base: ConfigPath = ['inventory'];
+  const sites = inv.sites ?? {};
+  const racks = inv.racks ?? {};
+  if (inv.defaults) checkLabels(inv.defaults, [...base, 'defaults'], report);
+  for (const [name, site] of Object.entries(sites)) checkLabels(site, [...base, 'sites', name], report);
+  for (const [name, rack] of Object.entries(racks)) {
+    checkLabels(rack, [...base, 'racks', name], report);
+    if (rack.site !== undefined && !Object.hasOwn(sites, rack.site)) {
+      report([...base, 'racks', name, 'site'], `unknown site ${JSON.stringify(rack.site)} (not in inventory.sites)`);
+    }
+  }
+  const readSecret = cachedSecrets(secrets);
+  const machines: Machine[] = [];
+  const seen = new DuplicateTracker(report);
+  (inv.machines ?? []).forEach((m, i) => {
+    const path: ConfigPath = [...base, 'machines', i];
+    checkLabels(m, path, report);
+    const rack = m.rack === undefined ? undefined : racks[m.rack];
+    if (m.rack !== undefined && !rack) report([...path, 'rack'], `unknown rack ${JSON.stringify(m.rack)} (not in inventory.racks)`);
+    if (m.site !== undefined && rack?.site !== undefined && m.site !== rack.site) {
+      report([...path, 'site'], `site ${JSON.stringify(m.site)} differs from the site of rack ${JSON.stringify(m.rack)} (${JSON.stringify(rack.site)})`);
+    }
+    const siteName = m.site ?? rack?.site;
+    const site = siteName === undefined ? undefined : sites[siteName];
+    if (m.site !== undefined && !site) report([...path, 'site'], `unknown site ${JSON.stringify(m.site)} (not in inventory.sites)`);
+    const layers: RawDefaults[] = [inv.defaults ?? {}, site ?? {}, rack ?? {}, m];
+    const machine = buildMachine(m, siteName, layers, path, report, readSecret);
+    seen.check(machine, path, m);
+    machines.push(machine);
+  });
+  return machines;
+}
+
+function buildMachine(m: RawMachine, site: string | undefined, layers: RawDefaults[], path: ConfigPath, report: Report, readSecret: SecretSource): Machine {
+  const nearest = <K extends keyof RawDefaults>(key: K): RawDefaults[K] => layers.reduce<RawDefaults[K]>((found, l) => l[key] ?? found, undefined);
+  const addresses: V1NodeAddress[] = [];
+  (m.addresses ?? []).forEach((a, j) => {
+    if (a.type === 'InternalIP' || a.type === 'ExternalIP') {
+      const ip = parseIP(a.address);
+      if (!ip) report([...path, 'addresses', j, 'address'], `invalid IP address ${JSON.stringify(a.address)} for type ${a.type}`);
+      addresses.push({ type: a.type, address: ip ? formatIP(ip) : a.address });
+    } else addresses.push({ type: a.type, address: a.address });
+  });
+  if (m.hostname !== undefined && !addresses.some((a) => a.type === 'Hostname' && a.address === m.hostname)) {
+    addresses.push({ type: 'Hostname', address: m.hostname });
+  }
+  const redfishLayers = layers.map((l) => l.redfish).filter((r): r is RawRedfish => r !== undefined);
+  const redfishPath = m.redfish ? [...path, 'redfish'] : path;
+  const redfish = redfishLayers.length ? resolveRedfish(Object.assign({}, ...redfishLayers) as RawRedfish, redfishPath, report, readSecret) : undefined;
+  return {
+    id: m.id,
+    providerID: PROVIDER_ID_PREFIX + m.id,
+    nodeName: m.nodeName ?? m.id,
+    hostname: m.hostname,
+    site,
+    rack: m.rack,
+    addresses,
+    instanceType: nearest('instanceType') ?? '',
+    zone: nearest('zone') ?? '',
+    region: nearest('region') ?? '',
+    labels: Object.assign({}, ...layers.map((l) => l.labels ?? {})) as Record<string, string>,
+    power: nearest('power') ?? 'on',
+    decommissioned: m.decommissioned ?? false,
+    redfish,
+  };
+}
+
+/** Merged Redfish settings of one machine; undefined (no Redfish) when no layer names an endpoint. */
+function resolveRedfish(r: RawRedfish, path: ConfigPath, report: Report, secrets: SecretSource): RedfishTarget | undefined {
+  if (r.endpoint === undefined) return undefined;
+  const where = 'redfish: ';
+  const url = new URL(r.endpoint);
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') report(path, `${where}endpoint must be an http or https URL`);
+  if (r.username === undefined) report(path, `${where}username is required (here or in the rack, site or inventory.defaults)`);
+  const sources = [r.password !== undefined, r.passwordFile !== undefined, r.passwordEnv !== undefined].filter(Boolean).length;
+  if (sources !== 1) report(path, `${where}exactly one of password, passwordFile or passwordEnv is required (found ${sources})`);
+  let password = r.password ?? '';
+  try {
+    if (r.passwordFile !== undefined) password = secrets.readFile(r.passwordFile).replace(/\r?\n$/, '');
+  } catch (e) {
+    report(path, `${where}cannot read passwordFile ${r.passwordFile}: ${(e as Error).message}`);
+  }
+  if (r.passwordEnv !== undefined) {
+    const value = secrets.env(r.passwordEnv);
+    if (value === undefined) report(path, `${where}environment variable ${r.passwordEnv} (passwordEnv) is not set`);
+    password = value ?? '';
+  }
+  let ca: string | undefined;
+  try {
+    if (r.caFile !== undefined) ca = secrets.readFile(r.caFile);
+  } catch (e) {
+    report(path, `${where}cannot read caFile ${r.caFile}: ${(e as Error).message}`);
+  }
+  return {
+    endpoint: r.endpoint.replace(/\/+$/, ''),
+    systemId: r.systemId,
+    auth: r.auth ?? 'basic',
+    username: r.username ?? '',
+    password,
+    ca,
+    insecureSkipVerify: r.insecureSkipVerify ?? false,
+    timeoutMs: (r.timeoutSeconds ?? DEFAULT_REDFISH_TIMEOUT_SECONDS) * 1000,
+    cacheMs: (r.cacheSeconds ?? DEFAULT_REDFISH_CACHE_SECONDS) * 1000,
+  };
+}
+
+/** Reads each secret file once per load: a 500-machine inventory shares a handful of files. */
+function cachedSecrets(secrets: SecretSource): SecretSource {
+  const files = new Map<string, string | Error>();
+  return {
+    readFile(path) {
+      if (!files.has(path)) {
+        try {
+          files.set(path, secrets.readFile(path));
+        } catch (e) {
+          files.set(path, e instanceof Error ? e : new Error(String(e)));
+        }
+      }
+      const got = files.get(path)!;
+      if (got instanceof Error) throw got;
+      return got;
+    },
+    env: (name) => secrets.env(name),
+  };
+}
+
+function checkLabels(layer: RawDefaults, path: ConfigPath, report: Report): void {
+  for (const [key, value] of Object.entries(layer.labels ?? {})) {
+    // The selector parser is the project's one label grammar; separators would split the pair, so refuse them first.
+    try {
+      if (/[\s,()!=]/.test(key + value)) throw new Error('labels may hold only letters, digits, "-", "_", "." and one "/" in the key');
+      parseLabelSelector(`${key}=${value}`);
+    } catch (e) {
+      report([...path, 'labels', key], `invalid label ${JSON.stringify(key)}: ${JSON.stringify(value)}: ${(e as Error).message}`);
+    }
+  }
+}
+
+/**
+ * Ids are unique among all machines; node names, hostnames and IP addresses among machines in
+ * service (a decommissioned machine's address may already belong to its successor).
+ */
+class DuplicateTracker {
+  private readonly owners = new Map<string, string>();
+  constructor(private readonly report: Report) {}
+
+  check(machine: Machine, path: ConfigPath, raw: RawMachine): void {
+    const where = `machines[${path.at(-1)}]`;
+    this.claim(`id:${machine.id}`, where, [...path, 'id'], `duplicate machine id ${JSON.stringify(machine.id)}`);
+    if (machine.decommissioned) return;
+    this.claim(`node:${machine.nodeName}`, where, [...path, raw.nodeName !== undefined ? 'nodeName' : 'id'], `duplicate node name ${JSON.stringify(machine.nodeName)}`);
+    machine.addresses.forEach((a) => {
+      const isIP = a.type === 'InternalIP' || a.type === 'ExternalIP';
+      const key = isIP ? `ip:${a.address}` : a.type === 'Hostname' ? `host:${a.address}` : undefined;
+      const j = raw.addresses?.findIndex((r) => r.type === a.type && (isIP ? parseIP(r.address) && formatIP(parseIP(r.address)!) : r.address) === a.address) ?? -1;
+      const at = j >= 0 ? [...path, 'addresses', j, 'address'] : [...path, 'hostname'];
+      if (key) this.claim(key, where, at, `duplicate ${isIP ? 'address' : 'hostname'} ${JSON.stringify(a.address)}`);
+    });
+  }
+
+  private claim(key: string, where: string, path: ConfigPath, message: string): void {
+    const owner = this.owners.get(key);
+    if (owner !== undefined && owner !== where) this.report(path, `${message} (also in inventory.${owner})`);
+    else this.owners.set(key, where);
+  }
+}
+
+// ---- load balancer ----
+
+function resolveLoadBalancer(raw: RawStaticConfig, report: Report): LoadBalancerConfig {
+  const lb = raw.loadBalancer ?? {};
+  const pools: PoolConfig[] = [];
+  const names = new Map<string, number>();
+  (lb.pools ?? []).forEach((p, i) => {
+    const path: ConfigPath = ['loadBalancer', 'pools', i];
+    const first = names.get(p.name);
+    if (first !== undefined) report([...path, 'name'], `duplicate pool name ${JSON.stringify(p.name)} (also loadBalancer.pools[${first}])`);
+    else names.set(p.name, i);
+    const pool = resolvePool(p, path, report);
+    if (!pool) return;
+    for (const other of pools) {
+      const overlap = firstOverlap(pool.ranges, other.ranges);
+      if (overlap) report([...path, 'addresses'], `pool ${JSON.stringify(p.name)} overlaps pool ${JSON.stringify(other.name)} at ${formatIP(overlap)}`);
+    }
+    pools.push(pool);
+  });
+  // Array.prototype.sort is stable: equal priorities keep file order.
+  pools.sort((a, b) => b.priority - a.priority);
+  return { classes: lb.classes ?? [], pools };
+}
+
+function resolvePool(p: RawPool, path: ConfigPath, report: Report): PoolConfig | undefined {
+  const parseAll = (texts: string[], key: string): AddressRange[] =>
+    texts.flatMap((text, j) => {
+      const r = parseAddressRange(text);
+      if (typeof r === 'string') {
+        report([...path, key, j], r);
+        return [];
+      }
+      return [r];
+    });
+  const ranges = subtractRanges(parseAll(p.addresses, 'addresses'), parseAll(p.exclude ?? [], 'exclude'));
+  let serviceSelector;
+  if (p.serviceSelector !== undefined) {
+    try {
+      serviceSelector = parseLabelSelector(p.serviceSelector);
+    } catch (e) {
+      report([...path, 'serviceSelector'], `invalid label selector: ${(e as Error).message}`);
+    }
+  }
+  if (ranges.length === 0) {
+    report([...path, 'addresses'], `pool ${JSON.stringify(p.name)} has no addresses left after exclusions`);
+    return undefined;
+  }
+  return {
+    name: p.name,
+    ranges,
+    namespaces: p.namespaces,
+    serviceSelector,
+    priority: p.priority ?? 0,
+    autoAssign: p.autoAssign ?? true,
+  };
+}

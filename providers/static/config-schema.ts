@@ -1,0 +1,89 @@
+import * as v from 'valibot';
+
+/**
+ * The shape of the static provider's --cloud-config file, checked with valibot. Only shapes and
+ * types live here (every object is strict, so an unknown key is an error); meaning (addresses,
+ * ranges, selectors, duplicates, secrets) is checked by config-resolve.ts. Every field is
+ * documented in docs/providers/static.md.
+ */
+
+const nonEmpty = v.pipe(v.string(), v.nonEmpty('must not be empty'));
+
+export const NODE_ADDRESS_TYPES = ['InternalIP', 'ExternalIP', 'Hostname', 'InternalDNS', 'ExternalDNS'] as const;
+export const MATCH_CRITERIA = ['providerID', 'nodeName', 'hostname', 'address'] as const;
+export type MatchCriterion = (typeof MATCH_CRITERIA)[number];
+
+const RedfishSchema = v.strictObject({
+  endpoint: v.optional(v.pipe(v.string(), v.url('must be a URL such as https://10.0.1.11'))),
+  systemId: v.optional(nonEmpty),
+  auth: v.optional(v.picklist(['basic', 'session'])),
+  username: v.optional(nonEmpty),
+  password: v.optional(v.string()),
+  passwordFile: v.optional(nonEmpty),
+  passwordEnv: v.optional(nonEmpty),
+  caFile: v.optional(nonEmpty),
+  insecureSkipVerify: v.optional(v.boolean()),
+  timeoutSeconds: v.optional(v.pipe(v.number(), v.minValue(0.001, 'must be more than 0'))),
+  cacheSeconds: v.optional(v.pipe(v.number(), v.minValue(0, 'must not be negative'))),
+});
+export type RawRedfish = v.InferOutput<typeof RedfishSchema>;
+
+/** What a machine, its rack, its site and the inventory defaults may each set; the nearest wins. */
+const inheritable = {
+  region: v.optional(v.string()),
+  zone: v.optional(v.string()),
+  instanceType: v.optional(v.string()),
+  labels: v.optional(v.record(v.string(), v.string())),
+  power: v.optional(v.picklist(['on', 'off'])),
+  redfish: v.optional(RedfishSchema),
+};
+
+const DefaultsSchema = v.strictObject(inheritable);
+export type RawDefaults = v.InferOutput<typeof DefaultsSchema>;
+
+const RackSchema = v.strictObject({ ...inheritable, site: v.optional(nonEmpty) });
+export type RawRack = v.InferOutput<typeof RackSchema>;
+
+const AddressSchema = v.strictObject({
+  type: v.picklist(NODE_ADDRESS_TYPES),
+  address: nonEmpty,
+});
+
+const MachineSchema = v.strictObject({
+  ...inheritable,
+  id: v.pipe(nonEmpty, v.regex(/^[^\s/]+$/, 'must not contain spaces or slashes (it becomes providerID static://ID)')),
+  nodeName: v.optional(nonEmpty),
+  hostname: v.optional(nonEmpty),
+  site: v.optional(nonEmpty),
+  rack: v.optional(nonEmpty),
+  addresses: v.optional(v.array(AddressSchema)),
+  decommissioned: v.optional(v.boolean()),
+});
+export type RawMachine = v.InferOutput<typeof MachineSchema>;
+
+const PoolSchema = v.strictObject({
+  name: v.pipe(nonEmpty, v.regex(/^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/, 'must be letters, digits, "-", "_" or "." (it is a metric label and an annotation value)')),
+  addresses: v.pipe(v.array(v.string()), v.minLength(1, 'must list at least one CIDR, range or address')),
+  exclude: v.optional(v.array(v.string())),
+  namespaces: v.optional(v.array(nonEmpty)),
+  serviceSelector: v.optional(v.string()),
+  priority: v.optional(v.pipe(v.number(), v.integer('must be an integer'))),
+  autoAssign: v.optional(v.boolean()),
+});
+export type RawPool = v.InferOutput<typeof PoolSchema>;
+
+export const StaticConfigSchema = v.strictObject({
+  inventory: v.optional(v.strictObject({
+    authoritative: v.optional(v.boolean()),
+    matchBy: v.optional(v.pipe(v.array(v.picklist(MATCH_CRITERIA)), v.minLength(1, 'must list at least one criterion'))),
+    defaults: v.optional(DefaultsSchema),
+    sites: v.optional(v.record(nonEmpty, DefaultsSchema)),
+    racks: v.optional(v.record(nonEmpty, RackSchema)),
+    machines: v.optional(v.array(MachineSchema)),
+  })),
+  loadBalancer: v.optional(v.strictObject({
+    classes: v.optional(v.array(nonEmpty)),
+    pools: v.optional(v.array(PoolSchema)),
+  })),
+});
+export type RawStaticConfig = v.InferOutput<typeof StaticConfigSchema>;

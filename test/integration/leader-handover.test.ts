@@ -1,0 +1,90 @@
+import { afterAll, beforeAll, expect, test } from 'bun:test';
+import { join } from 'node:path';
+import { writeFileSync } from 'node:fs';
+import type { V1Node } from '@kubernetes/client-node';
+import { sharedControlPlane, type ControlPlane } from '../harness/control-plane.ts';
+import { CcmProcess, tempDir } from '../harness/ccm-process.ts';
+import { transportFor } from '../harness/kubeconfig.ts';
+import { NODES, ResourceClient } from '../../src/kube/resources.ts';
+
+/** Two replicas on one Lease: only the leader acts; SIGKILL of the leader hands over. */
+const UNINITIALIZED = { key: 'node.cloudprovider.kubernetes.io/uninitialized', value: 'true', effect: 'NoSchedule' };
+const LEASE = `handover-${process.pid}`;
+let cp: ControlPlane;
+const procs: CcmProcess[] = [];
+
+beforeAll(async () => {
+  cp = await sharedControlPlane();
+}, 240_000);
+afterAll(async () => {
+  await Promise.all(procs.map((p) => p.stop('SIGKILL')));
+});
+
+function replica(dir: string, lease = LEASE, leaseDuration = '3s'): CcmProcess {
+  const p = CcmProcess.fake([
+    '--cloud-provider=fake', `--cloud-config=${join(dir, 'fake.json')}`, `--kubeconfig=${cp.adminKubeconfig}`,
+    '--secure-port=0', '--controllers=cloud-node', `--leader-elect-resource-name=${lease}`,
+    `--leader-elect-lease-duration=${leaseDuration}`, '--leader-elect-renew-deadline=2s', '--leader-elect-retry-period=500ms',
+  ]);
+  procs.push(p);
+  return p;
+}
+
+test('only the leader initialises nodes, and a standby takes over after SIGKILL', async () => {
+  const dir = tempDir('edge-ccm-handover-');
+  writeFileSync(join(dir, 'fake.json'), JSON.stringify({ autoMetadata: { instanceType: 't', zone: 'z', region: 'r' } }));
+  const a = replica(dir);
+  await a.waitForLog('successfully acquired lease');
+  const b = replica(dir);
+  await b.waitForLog('attempting to acquire leader lease');
+
+  const nodes = new ResourceClient<V1Node>(transportFor(cp.adminKubeconfig), NODES);
+  const name = `handover-${process.pid}-1`;
+  await nodes.create({ metadata: { name }, spec: { taints: [UNINITIALIZED] } });
+  await a.waitForLog(`node=${name}`);
+  expect(b.logs()).not.toContain('successfully acquired lease');
+  expect(b.logs()).not.toContain(`node=${name}`);
+
+  const killedAt = performance.now();
+  a.proc.kill('SIGKILL');
+  await b.waitForLog('successfully acquired lease', 15_000);
+  const takeoverMs = performance.now() - killedAt;
+  console.log(`standby took over ${takeoverMs.toFixed(0)}ms after SIGKILL (lease 3s + retry 0.5s)`);
+
+  const second = `handover-${process.pid}-2`;
+  await nodes.create({ metadata: { name: second }, spec: { taints: [UNINITIALIZED] } });
+  await b.waitForLog(`node=${second}`);
+  for (const n of [name, second]) await nodes.delete(n);
+}, 90_000);
+
+test('SIGTERM releases the lease so a standby takes over at once', async () => {
+  const dir = tempDir('edge-ccm-release-');
+  writeFileSync(join(dir, 'fake.json'), JSON.stringify({}));
+  // A 60s lease: without the release the standby would wait a minute.
+  const lease = `release-${process.pid}`;
+  const a = replica(dir, lease, '60s');
+  await a.waitForLog('successfully acquired lease');
+  const b = replica(dir, lease, '60s');
+  await b.waitForLog('attempting to acquire leader lease');
+  const stoppedAt = performance.now();
+  expect(await a.stop('SIGTERM')).toBe(0);
+  await b.waitForLog('successfully acquired lease', 15_000);
+  const ms = performance.now() - stoppedAt;
+  console.log(`standby took over ${ms.toFixed(0)}ms after SIGTERM`);
+  expect(ms).toBeLessThan(30_000);
+}, 90_000);
+
+test('a leader that loses its lease exits non-zero at once', async () => {
+  const dir = tempDir('edge-ccm-lost-');
+  writeFileSync(join(dir, 'fake.json'), JSON.stringify({}));
+  const lease = `lost-${process.pid}`;
+  const a = replica(dir, lease);
+  await a.waitForLog('successfully acquired lease');
+  // Someone else takes the Lease over (as an operator or a split brain would).
+  const admin = transportFor(cp.adminKubeconfig);
+  const path = `/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/${lease}`;
+  const current = await admin.request<{ spec: Record<string, unknown> }>({ method: 'GET', path });
+  await admin.request({ method: 'PUT', path, body: { ...current, spec: { ...current.spec, holderIdentity: 'intruder', leaseDurationSeconds: 3600, renewTime: new Date().toISOString().replace('Z', '000Z') } } });
+  expect(await a.exited()).not.toBe(0);
+  expect(a.logs()).toContain('leader election lost');
+}, 60_000);
