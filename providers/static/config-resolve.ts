@@ -81,30 +81,43 @@ function resolveMachines(raw: RawStaticConfig, secrets: SecretSource, report: Re
     const site = siteName === undefined ? undefined : sites[siteName];
     if (m.site !== undefined && !site) report([...path, 'site'], `unknown site ${JSON.stringify(m.site)} (not in inventory.sites)`);
     const layers: RawDefaults[] = [inv.defaults ?? {}, site ?? {}, rack ?? {}, m];
-    const machine = buildMachine(m, siteName, layers, path, report, readSecret);
-    seen.check(machine, path, m);
+    const { machine, addressPaths } = buildMachine(m, siteName, layers, path, report, readSecret);
+    seen.check(machine, path, m, addressPaths);
     machines.push(machine);
   });
   return machines;
 }
 
-function buildMachine(m: RawMachine, site: string | undefined, layers: RawDefaults[], path: ConfigPath, report: Report, readSecret: SecretSource): Machine {
+function buildMachine(
+  m: RawMachine,
+  site: string | undefined,
+  layers: RawDefaults[],
+  path: ConfigPath,
+  report: Report,
+  readSecret: SecretSource,
+): { machine: Machine; addressPaths: ConfigPath[] } {
   const nearest = <K extends keyof RawDefaults>(key: K): RawDefaults[K] => layers.reduce<RawDefaults[K]>((found, l) => l[key] ?? found, undefined);
   const addresses: V1NodeAddress[] = [];
+  const addressPaths: ConfigPath[] = [];
   (m.addresses ?? []).forEach((a, j) => {
+    const at = [...path, 'addresses', j, 'address'];
+    let address = a.address;
     if (a.type === 'InternalIP' || a.type === 'ExternalIP') {
       const ip = parseIP(a.address);
-      if (!ip) report([...path, 'addresses', j, 'address'], `invalid IP address ${JSON.stringify(a.address)} for type ${a.type}`);
-      addresses.push({ type: a.type, address: ip ? formatIP(ip) : a.address });
-    } else addresses.push({ type: a.type, address: a.address });
+      if (!ip) report(at, `invalid IP address ${JSON.stringify(a.address)} for type ${a.type}`);
+      else address = formatIP(ip); // canonical text, so matching compares addresses, not spellings
+    }
+    addresses.push({ type: a.type, address });
+    addressPaths.push(at);
   });
   if (m.hostname !== undefined && !addresses.some((a) => a.type === 'Hostname' && a.address === m.hostname)) {
     addresses.push({ type: 'Hostname', address: m.hostname });
+    addressPaths.push([...path, 'hostname']);
   }
   const redfishLayers = layers.map((l) => l.redfish).filter((r): r is RawRedfish => r !== undefined);
   const redfishPath = m.redfish ? [...path, 'redfish'] : path;
   const redfish = redfishLayers.length ? resolveRedfish(Object.assign({}, ...redfishLayers) as RawRedfish, redfishPath, report, readSecret) : undefined;
-  return {
+  const machine: Machine = {
     id: m.id,
     providerID: PROVIDER_ID_PREFIX + m.id,
     nodeName: m.nodeName ?? m.id,
@@ -120,6 +133,7 @@ function buildMachine(m: RawMachine, site: string | undefined, layers: RawDefaul
     decommissioned: m.decommissioned ?? false,
     redfish,
   };
+  return { machine, addressPaths };
 }
 
 /** Merged Redfish settings of one machine; undefined (no Redfish) when no layer names an endpoint. */
@@ -201,17 +215,15 @@ class DuplicateTracker {
   private readonly owners = new Map<string, string>();
   constructor(private readonly report: Report) {}
 
-  check(machine: Machine, path: ConfigPath, raw: RawMachine): void {
+  check(machine: Machine, path: ConfigPath, raw: RawMachine, addressPaths: ConfigPath[]): void {
     const where = `machines[${path.at(-1)}]`;
     this.claim(`id:${machine.id}`, where, [...path, 'id'], `duplicate machine id ${JSON.stringify(machine.id)}`);
     if (machine.decommissioned) return;
     this.claim(`node:${machine.nodeName}`, where, [...path, raw.nodeName !== undefined ? 'nodeName' : 'id'], `duplicate node name ${JSON.stringify(machine.nodeName)}`);
-    machine.addresses.forEach((a) => {
+    machine.addresses.forEach((a, j) => {
       const isIP = a.type === 'InternalIP' || a.type === 'ExternalIP';
       const key = isIP ? `ip:${a.address}` : a.type === 'Hostname' ? `host:${a.address}` : undefined;
-      const j = raw.addresses?.findIndex((r) => r.type === a.type && (isIP ? parseIP(r.address) && formatIP(parseIP(r.address)!) : r.address) === a.address) ?? -1;
-      const at = j >= 0 ? [...path, 'addresses', j, 'address'] : [...path, 'hostname'];
-      if (key) this.claim(key, where, at, `duplicate ${isIP ? 'address' : 'hostname'} ${JSON.stringify(a.address)}`);
+      if (key) this.claim(key, where, addressPaths[j]!, `duplicate ${isIP ? 'address' : 'hostname'} ${JSON.stringify(a.address)}`);
     });
   }
 
