@@ -102,11 +102,8 @@ function buildMachine(
   (m.addresses ?? []).forEach((a, j) => {
     const at = [...path, 'addresses', j, 'address'];
     let address = a.address;
-    if (a.type === 'InternalIP' || a.type === 'ExternalIP') {
-      const ip = parseIP(a.address);
-      if (!ip) report(at, `invalid IP address ${JSON.stringify(a.address)} for type ${a.type}`);
-      else address = formatIP(ip); // canonical text, so matching compares addresses, not spellings
-    }
+    // Canonical text, so matching compares addresses, not spellings (the schema checked they parse).
+    if (a.type === 'InternalIP' || a.type === 'ExternalIP') address = formatIP(parseIP(a.address)!);
     addresses.push({ type: a.type, address });
     addressPaths.push(at);
   });
@@ -259,24 +256,10 @@ function resolveLoadBalancer(raw: RawStaticConfig, report: Report): LoadBalancer
 }
 
 function resolvePool(p: RawPool, path: ConfigPath, report: Report): PoolConfig | undefined {
-  const parseAll = (texts: string[], key: string): AddressRange[] =>
-    texts.flatMap((text, j) => {
-      const r = parseAddressRange(text);
-      if (typeof r === 'string') {
-        report([...path, key, j], r);
-        return [];
-      }
-      return [r];
-    });
-  const ranges = subtractRanges(parseAll(p.addresses, 'addresses'), parseAll(p.exclude ?? [], 'exclude'));
-  let serviceSelector;
-  if (p.serviceSelector !== undefined) {
-    try {
-      serviceSelector = parseLabelSelector(p.serviceSelector);
-    } catch (e) {
-      report([...path, 'serviceSelector'], `invalid label selector: ${(e as Error).message}`);
-    }
-  }
+  // The schema checked every entry and the selector parse.
+  const parseAll = (texts: string[]) => texts.map((text) => parseAddressRange(text) as AddressRange);
+  const ranges = subtractRanges(parseAll(p.addresses), parseAll(p.exclude ?? []));
+  const serviceSelector = p.serviceSelector === undefined ? undefined : parseLabelSelector(p.serviceSelector);
   if (ranges.length === 0) {
     report([...path, 'addresses'], `pool ${JSON.stringify(p.name)} has no addresses left after exclusions`);
     return undefined;

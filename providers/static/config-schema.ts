@@ -1,10 +1,14 @@
 import * as v from 'valibot';
+import { parseLabelSelector } from '../../src/kube/label-selector.ts';
+import { parseIP } from '../../src/net/ip.ts';
+import { parseAddressRange } from './address-ranges.ts';
 
 /**
- * The shape of the static provider's --cloud-config file, checked with valibot. Only shapes and
- * types live here (every object is strict, so an unknown key is an error); meaning (addresses,
- * ranges, selectors, duplicates, secrets) is checked by config-resolve.ts. Every field is
- * documented in docs/providers/static.md.
+ * The shape of the static provider's --cloud-config file, checked with valibot: types, every
+ * object strict (an unknown key is an error), and each value that can be judged alone (an
+ * address, a range, a selector), so one pass reports them all. What needs the whole file
+ * (references, duplicates, overlaps, merged settings, secrets) is config-resolve.ts's.
+ * Every field is documented in docs/providers/static.md.
  */
 
 const nonEmpty = v.pipe(v.string(), v.nonEmpty('must not be empty'));
@@ -44,10 +48,37 @@ export type RawDefaults = v.InferOutput<typeof DefaultsSchema>;
 const RackSchema = v.strictObject({ ...inheritable, site: v.optional(nonEmpty) });
 export type RawRack = v.InferOutput<typeof RackSchema>;
 
-const AddressSchema = v.strictObject({
-  type: v.picklist(NODE_ADDRESS_TYPES),
-  address: nonEmpty,
-});
+const AddressSchema = v.pipe(
+  v.strictObject({ type: v.picklist(NODE_ADDRESS_TYPES), address: nonEmpty }),
+  v.forward(
+    v.partialCheck(
+      [['type'], ['address']],
+      (a) => (a.type !== 'InternalIP' && a.type !== 'ExternalIP') || parseIP(a.address) !== undefined,
+      (issue) => `invalid IP address ${JSON.stringify((issue.input as { address: string }).address)}`,
+    ),
+    ['address'],
+  ),
+);
+
+/** A CIDR, a range FIRST-LAST or one address. */
+const addressRange = v.pipe(
+  v.string(),
+  v.check((s) => typeof parseAddressRange(s) !== 'string', (issue) => parseAddressRange(issue.input as string) as string),
+);
+
+const labelSelector = v.pipe(
+  v.string(),
+  v.check((s) => selectorError(s) === undefined, (issue) => `invalid label selector: ${selectorError(issue.input as string)}`),
+);
+
+function selectorError(s: string): string | undefined {
+  try {
+    parseLabelSelector(s);
+    return undefined;
+  } catch (e) {
+    return (e as Error).message;
+  }
+}
 
 const MachineSchema = v.strictObject({
   ...inheritable,
@@ -63,10 +94,10 @@ export type RawMachine = v.InferOutput<typeof MachineSchema>;
 
 const PoolSchema = v.strictObject({
   name: v.pipe(nonEmpty, v.regex(/^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/, 'must be letters, digits, "-", "_" or "." (it is a metric label and an annotation value)')),
-  addresses: v.pipe(v.array(v.string()), v.minLength(1, 'must list at least one CIDR, range or address')),
-  exclude: v.optional(v.array(v.string())),
+  addresses: v.pipe(v.array(addressRange), v.minLength(1, 'must list at least one CIDR, range or address')),
+  exclude: v.optional(v.array(addressRange)),
   namespaces: v.optional(v.array(nonEmpty)),
-  serviceSelector: v.optional(v.string()),
+  serviceSelector: v.optional(labelSelector),
   priority: v.optional(v.pipe(v.number(), v.integer('must be an integer'))),
   autoAssign: v.optional(v.boolean()),
 });

@@ -119,6 +119,16 @@ const SAMPLES: Record<string, [text: string, value: unknown]> = {
   'logging-format': ['json', 'json'],
   v: ['4', 4],
   'shutdown-grace-period': ['0', 0],
+  'managed-node-provider-id-prefixes': ['static://,metal://', ['static://', 'metal://']],
+  'managed-node-selector': ['edge-ccm.io/managed=true', 'edge-ccm.io/managed=true'],
+  'node-deletion-policy': ['taint', 'taint'],
+  'node-deletion-grace-period': ['90s', 90_000],
+  'node-deletion-not-found-threshold': ['5', 5],
+  'node-deletion-breaker-max-share': ['0.5', 0.5],
+  'node-deletion-breaker-max-count': ['7', 7],
+  'node-deletion-breaker-window': ['1h', 3_600_000],
+  'node-deletion-breaker-acknowledged': ['true', true],
+  'node-lifecycle-provider-timeout': ['3s', 3_000],
 };
 const NOT_SAMPLED = new Set(['help', 'version']); // they stop validation; tested on their own
 /** Flags that are only valid together with another. */
