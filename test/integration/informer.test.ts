@@ -158,7 +158,7 @@ describe('informer against a real kube-apiserver', () => {
     expect((await client.get('pre-1', { namespace: ns })).metadata?.managedFields?.length).toBeGreaterThan(0);
 
     const { informer, recorded, logLines, abort, done } = startInformer(ns, { pageSize: 2 });
-    // Registered first: a handler that throws must not keep the events from the others.
+    // A handler that throws or rejects must not keep events from the handlers after it (`late` below).
     informer.addHandlers({
       onAdd: () => { throw new Error('boom'); },
       onUpdate: () => Promise.reject(new Error('async boom')),

@@ -185,3 +185,12 @@ test('run resolves promptly when aborted during a backoff wait', async () => {
   await running; // would hang for an hour if the wait ignored the signal
   expect(reflector.hasSynced()).toBe(false);
 });
+
+test('waitForSync answers false when its signal aborts before the first list', async () => {
+  const informer = new Informer<V1ConfigMap>({ transport: new ScriptedTransport([], [], () => {}), type: CONFIGMAPS });
+  const abort = new AbortController();
+  const waiting = informer.waitForSync(abort.signal);
+  abort.abort();
+  expect(await waiting).toBe(false);
+  expect(informer.hasSynced()).toBe(false);
+});

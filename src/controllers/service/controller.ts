@@ -133,6 +133,9 @@ export class ServiceController implements Controller {
     if (next.shutdown) return false;
     try {
       for (const key of await this.sync.syncNodes(this.workers, signal)) this.serviceQueue.add(key);
+    } catch (e) {
+      // syncNodes reports per service; anything else must not end the only node-sync worker.
+      this.ctx.logger.error('node sync failed', { controller: this.name, error: errorMessage(e) });
     } finally {
       this.nodeQueue.forget(next.item);
       this.nodeQueue.done(next.item);

@@ -1,0 +1,64 @@
+import type { V1Node } from '@kubernetes/client-node';
+import type { Existence, InstanceMetadata, Instances } from '../../src/cloud/types.ts';
+import type { Machine } from './config-model.ts';
+import type { Inventory } from './inventory.ts';
+import { isShutdown, type RedfishClientPool } from './redfish.ts';
+
+/** Labels every machine in a site or rack gets, besides its configured labels. */
+export const SITE_LABEL = 'edge-ccm.io/site';
+export const RACK_LABEL = 'edge-ccm.io/rack';
+
+/**
+ * InstancesV2 over the inventory. The inventory is read through a function on every call, so a
+ * reloaded file takes effect at once and a failed reload leaves the last good one in force.
+ */
+export class StaticInstances implements Instances {
+  constructor(
+    private readonly inventory: () => Inventory,
+    private readonly redfish: RedfishClientPool,
+  ) {}
+
+  async instanceExists(node: V1Node): Promise<Existence> {
+    return this.inventory().existence(node);
+  }
+
+  async instancesExist(nodes: V1Node[]): Promise<Map<string, Existence>> {
+    const inventory = this.inventory(); // one configuration for the whole answer
+    return new Map(nodes.map((n) => [n.metadata?.name ?? '', inventory.existence(n)]));
+  }
+
+  /**
+   * `power: off` says shut down; otherwise the BMC, when Redfish is configured (no answer:
+   * undefined); otherwise running. Unknown or decommissioned machines: undefined.
+   */
+  async instanceShutdown(node: V1Node, signal?: AbortSignal): Promise<boolean | undefined> {
+    const machine = this.inventory().match(node);
+    if (!machine || machine.decommissioned) return undefined;
+    if (machine.power === 'off') return true;
+    if (machine.redfish) {
+      const { systemId, ...connection } = machine.redfish;
+      return isShutdown(await this.redfish.client(connection).powerState(systemId, signal));
+    }
+    return false;
+  }
+
+  async instanceMetadata(node: V1Node): Promise<InstanceMetadata | null> {
+    const machine = this.inventory().match(node);
+    if (!machine || machine.decommissioned) return null;
+    return machineMetadata(machine);
+  }
+}
+
+export function machineMetadata(machine: Machine): InstanceMetadata {
+  const additionalLabels: Record<string, string> = { ...machine.labels };
+  if (machine.site !== undefined) additionalLabels[SITE_LABEL] = machine.site;
+  if (machine.rack !== undefined) additionalLabels[RACK_LABEL] = machine.rack;
+  return {
+    providerID: machine.providerID,
+    instanceType: machine.instanceType,
+    nodeAddresses: machine.addresses.map((a) => ({ ...a })),
+    zone: machine.zone,
+    region: machine.region,
+    additionalLabels,
+  };
+}
