@@ -12,6 +12,12 @@ import { parseAddressRange } from './address-ranges.ts';
  */
 
 const nonEmpty = v.pipe(v.string(), v.nonEmpty('must not be empty'));
+/** Names that end up as label values (site, rack) or metric labels (pool). */
+const simpleName = v.pipe(
+  nonEmpty,
+  v.maxLength(63, 'must be at most 63 characters'),
+  v.regex(/^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/, 'must be letters, digits, "-", "_" or "." and start and end with a letter or digit'),
+);
 
 export const NODE_ADDRESS_TYPES = ['InternalIP', 'ExternalIP', 'Hostname', 'InternalDNS', 'ExternalDNS'] as const;
 export const MATCH_CRITERIA = ['providerID', 'nodeName', 'hostname', 'address'] as const;
@@ -45,7 +51,7 @@ const inheritable = {
 const DefaultsSchema = v.strictObject(inheritable);
 export type RawDefaults = v.InferOutput<typeof DefaultsSchema>;
 
-const RackSchema = v.strictObject({ ...inheritable, site: v.optional(nonEmpty) });
+const RackSchema = v.strictObject({ ...inheritable, site: v.optional(simpleName) });
 export type RawRack = v.InferOutput<typeof RackSchema>;
 
 const AddressSchema = v.pipe(
@@ -85,15 +91,15 @@ const MachineSchema = v.strictObject({
   id: v.pipe(nonEmpty, v.regex(/^[^\s/]+$/, 'must not contain spaces or slashes (it becomes providerID static://ID)')),
   nodeName: v.optional(nonEmpty),
   hostname: v.optional(nonEmpty),
-  site: v.optional(nonEmpty),
-  rack: v.optional(nonEmpty),
+  site: v.optional(simpleName),
+  rack: v.optional(simpleName),
   addresses: v.optional(v.array(AddressSchema)),
   decommissioned: v.optional(v.boolean()),
 });
 export type RawMachine = v.InferOutput<typeof MachineSchema>;
 
 const PoolSchema = v.strictObject({
-  name: v.pipe(nonEmpty, v.regex(/^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/, 'must be letters, digits, "-", "_" or "." (it is a metric label and an annotation value)')),
+  name: simpleName,
   addresses: v.pipe(v.array(addressRange), v.minLength(1, 'must list at least one CIDR, range or address')),
   exclude: v.optional(v.array(addressRange)),
   namespaces: v.optional(v.array(nonEmpty)),
@@ -108,8 +114,8 @@ export const StaticConfigSchema = v.strictObject({
     authoritative: v.optional(v.boolean()),
     matchBy: v.optional(v.pipe(v.array(v.picklist(MATCH_CRITERIA)), v.minLength(1, 'must list at least one criterion'))),
     defaults: v.optional(DefaultsSchema),
-    sites: v.optional(v.record(nonEmpty, DefaultsSchema)),
-    racks: v.optional(v.record(nonEmpty, RackSchema)),
+    sites: v.optional(v.record(simpleName, DefaultsSchema)),
+    racks: v.optional(v.record(simpleName, RackSchema)),
     machines: v.optional(v.array(MachineSchema)),
   })),
   loadBalancer: v.optional(v.strictObject({

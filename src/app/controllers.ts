@@ -8,6 +8,7 @@ import { ServiceController } from '../controllers/service/index.ts';
 import type { Controller, ControllerContext } from '../controllers/types.ts';
 import type { EventRecorder } from '../kube/event-recorder.ts';
 import { Informer, stripManagedFields } from '../kube/informer/index.ts';
+import { WorkQueueMetrics } from '../kube/workqueue/index.ts';
 import { NODES, SERVICES } from '../kube/resources.ts';
 import type { KubeTransport } from '../kube/transport.ts';
 import type { Logger } from '../log.ts';
@@ -36,11 +37,6 @@ export interface ControllerDeps {
   isManagedNode(node: V1Node): boolean;
 }
 
-export interface ControllerSet {
-  informers: Informer<never>[];
-  controllers: Controller[];
-}
-
 /**
  * Builds the enabled controllers whose capability the provider has (a missing capability is
  * logged once and the controller is not started), sharing one node and one service informer.
@@ -48,7 +44,9 @@ export interface ControllerSet {
 export function buildControllers(settings: ControllerSettings, deps: ControllerDeps): { informers: { nodes: Informer<V1Node>; services: Informer<V1Service> }; controllers: Controller[] } {
   const log = deps.logger;
   const nodes = new Informer<V1Node>({ transport: deps.transport, type: NODES, transform: stripManagedFields, logger: log.with({ informer: 'nodes' }) });
-  const services = new Informer<V1Service>({ transport: deps.transport, type: SERVICES, transform: stripManagedFields, logger: log.with({ informer: 'services' }) });
+  // Resynced every 30s as upstream's service informer, so pending clean-ups are retried.
+  const services = new Informer<V1Service>({ transport: deps.transport, type: SERVICES, transform: stripManagedFields, resyncMs: 30_000, logger: log.with({ informer: 'services' }) });
+  const workQueueMetrics = new WorkQueueMetrics(deps.registry);
   const context = (component: string): ControllerContext => ({
     transport: deps.transport,
     recorder: deps.recorderFor(component),
@@ -59,6 +57,7 @@ export function buildControllers(settings: ControllerSettings, deps: ControllerD
     nodeInformer: nodes,
     serviceInformer: services,
     isManagedNode: deps.isManagedNode,
+    workQueueMetrics,
   });
   const controllers: Controller[] = [];
   const want = (name: ControllerName, capable: boolean, why: string): boolean => {

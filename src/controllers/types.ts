@@ -3,6 +3,7 @@ import type { Registry } from 'prom-client';
 import type { CloudProvider } from '../cloud/types.ts';
 import type { EventRecorder } from '../kube/event-recorder.ts';
 import type { Informer } from '../kube/informer/index.ts';
+import type { WorkQueueMetrics } from '../kube/workqueue/index.ts';
 import type { KubeTransport } from '../kube/transport.ts';
 import type { Logger } from '../log.ts';
 
@@ -17,6 +18,8 @@ export interface ControllerContext {
   nodeInformer: Informer<V1Node>;    // shared informers, started by the app
   serviceInformer: Informer<V1Service>;
   isManagedNode(node: V1Node): boolean;   // node ownership decision (one module decides; default: all nodes)
+  /** One per registry (metric names register once); the queues report workqueue_* through it. */
+  workQueueMetrics?: WorkQueueMetrics;
 }
 
 export interface Controller {

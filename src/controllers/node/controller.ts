@@ -55,7 +55,7 @@ export class CloudNodeController implements Controller {
     this.writer = deps.writer ?? new ApiNodeWriter(ctx.transport);
     this.metrics = nodeControllerMetrics(ctx.registry);
     this.log = ctx.logger.with({ controller: this.name });
-    this.queue = new WorkQueue<string>('Nodes', { rateLimiter: defaultControllerRateLimiter<string>() });
+    this.queue = new WorkQueue<string>('Nodes', { rateLimiter: defaultControllerRateLimiter<string>(), metrics: ctx.workQueueMetrics });
     // Registered at construction, as upstream: nodes listed before run() show up as adds.
     ctx.nodeInformer.addHandlers({
       onAdd: (node) => this.enqueue(node),

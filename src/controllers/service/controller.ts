@@ -49,6 +49,7 @@ export class ServiceController implements Controller {
     const queueOptions = () => ({
       rateLimiter: new ItemExponentialFailureRateLimiter<string>(MIN_RETRY_DELAY_MS, MAX_RETRY_DELAY_MS),
       clock: opts.clock,
+      metrics: ctx.workQueueMetrics,
     });
     this.serviceQueue = new WorkQueue<string>('service', queueOptions());
     this.nodeQueue = new WorkQueue<string>('node', queueOptions());

@@ -1,0 +1,228 @@
+import { formatIP, type IP, type IPFamily } from '../../src/net/ip.ts';
+import { rangeSize, rangesContain } from './address-ranges.ts';
+import type { PoolConfig } from './config-model.ts';
+import { AllocationError, familyName, type AddressRequest } from './service-request.ts';
+
+/**
+ * The load-balancer address allocator: which service holds which addresses, in memory, rebuilt
+ * from the services' own status on start. Every method is synchronous, so two services racing
+ * for an address are decided by call order: exactly one gets it.
+ *
+ * Allocation is deterministic: pools in priority order (then file order), lowest free address
+ * first; a service with a sharing key first reuses an address its key already holds.
+ */
+
+export interface Assignment {
+  key: string;
+  /** In the service's family order. */
+  addresses: IP[];
+  sharingKey?: string;
+  ports: readonly string[];
+}
+
+export interface PoolUsage {
+  pool: string;
+  total: bigint;
+  /** Distinct addresses of the pool held by at least one service. */
+  used: number;
+}
+
+const ipKey = (ip: IP) => `${ip.family}/${ip.value}`;
+
+export class AddressAllocator {
+  private pools: PoolConfig[];
+  private readonly assignments = new Map<string, Assignment>();
+  /** Address -> keys of the services holding it (several when shared). */
+  private readonly holders = new Map<string, Set<string>>();
+
+  constructor(pools: PoolConfig[] = []) {
+    this.pools = pools;
+  }
+
+  /** New pools (a reloaded config); assignments stay and are re-checked on each service's next assign. */
+  setPools(pools: PoolConfig[]): void {
+    this.pools = pools;
+  }
+
+  clear(): void {
+    this.assignments.clear();
+    this.holders.clear();
+  }
+
+  assignmentOf(key: string): Assignment | undefined {
+    return this.assignments.get(key);
+  }
+
+  /**
+   * The service's addresses: its current ones while still valid, else the requested ones, else
+   * new ones. Throws AllocationError (and changes nothing) when the request cannot be met.
+   */
+  assign(req: AddressRequest): Assignment {
+    const current = this.assignments.get(req.key);
+    const addresses = req.requested ? this.checkRequested(req) : this.pickAddresses(req, current);
+    const next: Assignment = { key: req.key, addresses, sharingKey: req.sharingKey, ports: req.ports };
+    this.store(next);
+    return next;
+  }
+
+  /**
+   * Records what a service already holds (its status after a restart), without allocating.
+   * Addresses that would collide with earlier records are left out and returned, so no
+   * address is ever held twice; the service gets a valid one on its next assign.
+   */
+  record(req: Pick<AddressRequest, 'key' | 'sharingKey' | 'ports'>, addresses: IP[]): IP[] {
+    const refused: IP[] = [];
+    const kept: IP[] = [];
+    for (const ip of addresses) {
+      // One address per family, as assign would give.
+      if (this.conflict(req, ip) === undefined && !kept.some((k) => k.family === ip.family)) kept.push(ip);
+      else refused.push(ip);
+    }
+    if (kept.length) this.store({ key: req.key, addresses: kept, sharingKey: req.sharingKey, ports: req.ports });
+    return refused;
+  }
+
+  release(key: string): boolean {
+    const current = this.assignments.get(key);
+    if (!current) return false;
+    for (const ip of current.addresses) {
+      const set = this.holders.get(ipKey(ip));
+      set?.delete(key);
+      if (set?.size === 0) this.holders.delete(ipKey(ip));
+    }
+    this.assignments.delete(key);
+    return true;
+  }
+
+  usage(): PoolUsage[] {
+    return this.pools.map((pool) => ({
+      pool: pool.name,
+      total: pool.ranges.reduce((sum, r) => sum + rangeSize(r), 0n),
+      used: [...this.holders.keys()].filter((k) => rangesContain(pool.ranges, parseKey(k))).length,
+    }));
+  }
+
+  /** The pool holding an address, if any. */
+  poolOf(ip: IP): PoolConfig | undefined {
+    return this.pools.find((p) => rangesContain(p.ranges, ip));
+  }
+
+  private store(next: Assignment): void {
+    this.release(next.key);
+    this.assignments.set(next.key, next);
+    for (const ip of next.addresses) {
+      const k = ipKey(ip);
+      if (!this.holders.has(k)) this.holders.set(k, new Set());
+      this.holders.get(k)!.add(next.key);
+    }
+  }
+
+  // ---- requested addresses ----
+
+  private checkRequested(req: AddressRequest): IP[] {
+    const allowed = this.allowedPools(req, false);
+    for (const ip of req.requested!) {
+      if (!allowed.some((p) => rangesContain(p.ranges, ip))) {
+        const names = allowed.map((p) => p.name).join(', ');
+        throw new AllocationError(`requested address ${formatIP(ip)} is not in any pool this service may use (${names ? `allowed: ${names}` : 'none is allowed'})`);
+      }
+      const conflict = this.conflict(req, ip);
+      if (conflict) throw new AllocationError(conflict);
+    }
+    return req.requested!;
+  }
+
+  // ---- automatic addresses ----
+
+  private pickAddresses(req: AddressRequest, current: Assignment | undefined): IP[] {
+    const allowed = this.allowedPools(req, true);
+    const out: IP[] = [];
+    req.families.forEach((family, i) => {
+      const pools = allowed.filter((p) => p.ranges.some((r) => r.family === family));
+      const keep = current?.addresses.find((ip) => ip.family === family && pools.some((p) => rangesContain(p.ranges, ip)) && !this.conflict(req, ip));
+      const ip = keep ?? this.sharedAddress(req, family, pools) ?? this.freeAddress(family, pools);
+      if (ip) out.push(ip);
+      else if (i < req.requiredFamilies) throw new AllocationError(this.noAddressMessage(req, family, pools));
+    });
+    return out;
+  }
+
+  /** An address the service's sharing key already holds that it can join (ports apart). */
+  private sharedAddress(req: AddressRequest, family: IPFamily, pools: PoolConfig[]): IP | undefined {
+    if (!req.sharingKey) return undefined;
+    const candidates: { ip: IP; pool: number }[] = [];
+    for (const a of this.assignments.values()) {
+      if (a.key === req.key || a.sharingKey !== req.sharingKey) continue;
+      for (const ip of a.addresses) {
+        const pool = pools.findIndex((p) => rangesContain(p.ranges, ip));
+        if (ip.family === family && pool >= 0 && !this.conflict(req, ip)) candidates.push({ ip, pool });
+      }
+    }
+    candidates.sort((x, y) => x.pool - y.pool || (x.ip.value < y.ip.value ? -1 : x.ip.value > y.ip.value ? 1 : 0));
+    return candidates[0]?.ip;
+  }
+
+  /** The lowest address nobody holds, in the first pool that has one. */
+  private freeAddress(family: IPFamily, pools: PoolConfig[]): IP | undefined {
+    for (const pool of pools) {
+      for (const r of pool.ranges) {
+        if (r.family !== family) continue;
+        // Bounded by the number of held addresses: each step skips one of them.
+        for (let value = r.first; value <= r.last; value++) {
+          if (!this.holders.has(ipKey({ family, value }))) return { family, value };
+        }
+      }
+    }
+    return undefined;
+  }
+
+  private noAddressMessage(req: AddressRequest, family: IPFamily, pools: PoolConfig[]): string {
+    if (pools.length === 1) return `pool ${pools[0]!.name} exhausted`;
+    if (pools.length > 1) return `pools ${pools.map((p) => p.name).join(', ')} exhausted`;
+    return `no ${familyName(family)} address pool is available to service ${req.key}` +
+      (req.pools ? ` (annotation names ${req.pools.join(', ')})` : ' (check the pools\' namespaces, serviceSelector and autoAssign)');
+  }
+
+  // ---- shared rules ----
+
+  /**
+   * Pools the service may use: in scope (namespaces and selector) and, when the annotation names
+   * pools, only those (then autoAssign does not matter). Unknown or out-of-scope names are errors.
+   */
+  private allowedPools(req: AddressRequest, automatic: boolean): PoolConfig[] {
+    if (req.pools) {
+      for (const name of req.pools) {
+        const pool = this.pools.find((p) => p.name === name);
+        if (!pool) throw new AllocationError(`unknown address pool ${JSON.stringify(name)} in annotation edge-ccm.io/address-pool`);
+        if (!inScope(pool, req)) throw new AllocationError(`address pool ${name} does not serve service ${req.key} (namespaces or serviceSelector)`);
+      }
+      return this.pools.filter((p) => req.pools!.includes(p.name));
+    }
+    return this.pools.filter((p) => inScope(p, req) && (!automatic || p.autoAssign));
+  }
+
+  /** Why the service cannot hold this address next to its current holders; undefined when it can. */
+  private conflict(req: Pick<AddressRequest, 'key' | 'sharingKey' | 'ports'>, ip: IP): string | undefined {
+    for (const holderKey of this.holders.get(ipKey(ip)) ?? []) {
+      if (holderKey === req.key) continue;
+      const holder = this.assignments.get(holderKey)!;
+      if (!req.sharingKey || holder.sharingKey !== req.sharingKey) {
+        const why = !req.sharingKey || !holder.sharingKey ? 'both need the same edge-ccm.io/allow-shared-ip annotation to share it' : 'their sharing keys differ';
+        return `address ${formatIP(ip)} is already used by service ${holderKey} (${why})`;
+      }
+      const clash = req.ports.find((p) => holder.ports.includes(p));
+      if (clash) return `address ${formatIP(ip)} is shared with service ${holderKey}, which already uses port ${clash}`;
+    }
+    return undefined;
+  }
+}
+
+function inScope(pool: PoolConfig, req: Pick<AddressRequest, 'namespace' | 'labels'>): boolean {
+  if (pool.namespaces && !pool.namespaces.includes(req.namespace)) return false;
+  return !pool.serviceSelector || pool.serviceSelector(req.labels);
+}
+
+function parseKey(k: string): IP {
+  const slash = k.indexOf('/');
+  return { family: Number(k.slice(0, slash)) as IPFamily, value: BigInt(k.slice(slash + 1)) };
+}

@@ -1,0 +1,101 @@
+import type { V1LoadBalancerStatus, V1Node, V1Service } from '@kubernetes/client-node';
+import { RetryAfterError, defaultLoadBalancerName, type LoadBalancer, type LoadBalancerResult } from '../../src/cloud/types.ts';
+import { wantsLoadBalancer } from '../../src/kube/service-helpers.ts';
+import type { Logger } from '../../src/log.ts';
+import { formatIP, parseIP, type IP } from '../../src/net/ip.ts';
+import type { AddressAllocator, Assignment } from './allocator.ts';
+import { ALLOW_SHARED_IP_ANNOTATION, addressRequest, serviceKeyOf, servicePorts } from './service-request.ts';
+
+/** Seconds the controller waits before retrying a service while the allocator is not rebuilt. */
+const REBUILD_RETRY_SECONDS = 2;
+
+/**
+ * Load balancers as addresses only: this provider assigns from its pools and reports them in
+ * the service status; announcing them (ARP, BGP) is left to kube-vip, MetalLB's speaker or the
+ * network. Nodes do not matter, so updateLoadBalancer has nothing to do.
+ *
+ * No database: the record is each Service's status.loadBalancer.ingress. rebuild() reads it back
+ * from every service before the first ensure or delete is answered, so no address is handed
+ * out twice after a restart or a change of leader.
+ */
+export class StaticLoadBalancer implements LoadBalancer {
+  private rebuilt = false;
+
+  constructor(
+    private readonly allocator: AddressAllocator,
+    private readonly classes: () => readonly string[],
+    private readonly logger: Logger,
+  ) {}
+
+  /** Read by the service controller once, at its start: class changes need a restart. */
+  get loadBalancerClasses(): readonly string[] {
+    return this.classes();
+  }
+
+  get isRebuilt(): boolean {
+    return this.rebuilt;
+  }
+
+  /**
+   * Forgets every assignment and records what the services' status says they hold, oldest
+   * service first; an address two services claim stays with the older one.
+   */
+  rebuild(services: readonly V1Service[]): void {
+    this.allocator.clear();
+    const ours = services
+      .filter((s) => wantsLoadBalancer(s, this.classes()))
+      .sort((a, b) => creation(a).localeCompare(creation(b)) || serviceKeyOf(a).localeCompare(serviceKeyOf(b)));
+    let recorded = 0;
+    for (const service of ours) {
+      const addresses = (service.status?.loadBalancer?.ingress ?? []).map((i) => parseIP(i.ip ?? '')).filter((ip): ip is IP => !!ip);
+      if (!addresses.length) continue;
+      const key = serviceKeyOf(service);
+      const sharingKey = service.metadata?.annotations?.[ALLOW_SHARED_IP_ANNOTATION]?.trim() || undefined;
+      const refused = this.allocator.record({ key, sharingKey, ports: servicePorts(service) }, addresses);
+      if (refused.length) {
+        this.logger.warn('service status claims addresses another service holds; they will be reassigned', { service: key, addresses: refused.map(formatIP).join(',') });
+      }
+      recorded++;
+    }
+    this.rebuilt = true;
+    this.logger.info('load-balancer addresses rebuilt from service status', { services: recorded });
+  }
+
+  async getLoadBalancer(_clusterName: string, service: V1Service): Promise<LoadBalancerResult> {
+    const assignment = this.allocator.assignmentOf(serviceKeyOf(service));
+    return assignment ? { exists: true, status: statusOf(assignment) } : { exists: false, status: {} };
+  }
+
+  getLoadBalancerName(_clusterName: string, service: V1Service): string {
+    return defaultLoadBalancerName(service);
+  }
+
+  async ensureLoadBalancer(_clusterName: string, service: V1Service, _nodes: V1Node[]): Promise<V1LoadBalancerStatus> {
+    this.requireRebuilt();
+    // No await between here and the return: assignments are decided in call order, one at a time.
+    return statusOf(this.allocator.assign(addressRequest(service)));
+  }
+
+  async updateLoadBalancer(): Promise<void> {
+    this.requireRebuilt();
+  }
+
+  async ensureLoadBalancerDeleted(_clusterName: string, service: V1Service): Promise<void> {
+    // A release before the rebuild would be undone by it (the service still carries its status).
+    this.requireRebuilt();
+    if (this.allocator.release(serviceKeyOf(service))) this.logger.debug(2, 'released load-balancer addresses', { service: serviceKeyOf(service) });
+  }
+
+  private requireRebuilt(): void {
+    if (!this.rebuilt) throw new RetryAfterError(REBUILD_RETRY_SECONDS, 'load-balancer addresses are not rebuilt from the cluster\'s services yet');
+  }
+}
+
+function statusOf(a: Assignment): V1LoadBalancerStatus {
+  return { ingress: a.addresses.map((ip) => ({ ip: formatIP(ip) })) };
+}
+
+function creation(s: V1Service): string {
+  const t = s.metadata?.creationTimestamp as unknown;
+  return t instanceof Date ? t.toISOString() : typeof t === 'string' ? t : '';
+}

@@ -1,0 +1,214 @@
+import type { V1Service } from '@kubernetes/client-node';
+import type { Registry } from 'prom-client';
+import type { CloudProvider, ProviderContext } from '../../src/cloud/types.ts';
+import { errorMessage } from '../../src/kube/errors.ts';
+import { ResourceClient, SERVICES } from '../../src/kube/resources.ts';
+import { sleep } from '../../src/kube/token-bucket.ts';
+import type { Logger } from '../../src/log.ts';
+import { AddressAllocator } from './allocator.ts';
+import { formatConfigErrors, loadStaticConfig, processSecrets, type ConfigError } from './config-load.ts';
+import type { StaticConfig } from './config-model.ts';
+import type { SecretSource } from './config-resolve.ts';
+import { ConfigFileWatcher } from './config-watch.ts';
+import { StaticInstances } from './instances.ts';
+import { Inventory } from './inventory.ts';
+import { StaticLoadBalancer } from './loadbalancer.ts';
+import { registerStaticMetrics } from './metrics.ts';
+import { RedfishClientPool } from './redfish.ts';
+
+/**
+ * The `static` provider: a bare-metal inventory (InstancesV2) and load-balancer addresses from
+ * pools, both from one YAML file. No routes: the route controller stays off with this provider.
+ *
+ * The file is watched: a valid edit takes effect at once (no restart); an invalid one is logged,
+ * counted (edge_ccm_static_config_reload_errors_total) and reported to onReload listeners, and
+ * the last good configuration stays in force, so nothing ever looks gone because of a typo.
+ */
+
+export const STATIC_PROVIDER_NAME = 'static';
+
+export type ReloadResult =
+  | { ok: true; config: StaticConfig }
+  | { ok: false; errors: ConfigError[] };
+
+export type ReloadListener = (result: ReloadResult) => void;
+
+export interface StaticProviderOptions {
+  logger: Logger;
+  /** The file to watch; no watching without one. */
+  configPath?: string;
+  /** The file's text as read at start, so the first watch event does not reload it again. */
+  configText?: string;
+  secrets?: SecretSource;
+  /** Watcher timings (tests shorten them). */
+  watch?: { pollMs?: number; debounceMs?: number };
+  /** Backoff bounds when listing services for the rebuild fails. */
+  rebuildRetry?: { initialMs: number; maxMs: number };
+}
+
+export class StaticProvider implements CloudProvider {
+  readonly providerName = STATIC_PROVIDER_NAME;
+  readonly instances: StaticInstances;
+  readonly loadBalancer: StaticLoadBalancer;
+
+  private config: StaticConfig;
+  private inventory: Inventory;
+  private readonly allocator: AddressAllocator;
+  private readonly redfish: RedfishClientPool;
+  private readonly listeners = new Set<ReloadListener>();
+  private readonly reloadCounts = { success: 0, error: 0 };
+  private watcher?: ConfigFileWatcher;
+  private readonly logger: Logger;
+
+  constructor(initial: StaticConfig, private readonly options: StaticProviderOptions) {
+    this.logger = options.logger;
+    this.config = initial;
+    this.inventory = new Inventory(initial.inventory);
+    this.allocator = new AddressAllocator(initial.loadBalancer.pools);
+    this.redfish = new RedfishClientPool(options.logger.with({ component: 'redfish' }));
+    this.instances = new StaticInstances(() => this.inventory, this.redfish);
+    this.loadBalancer = new StaticLoadBalancer(this.allocator, () => this.config.loadBalancer.classes, options.logger.with({ component: 'static-lb' }));
+  }
+
+  /** The configuration in force (the last good one). */
+  currentConfig(): StaticConfig {
+    return this.config;
+  }
+
+  /**
+   * Starts watching the file and rebuilds the address allocator from every service (GET
+   * /api/v1/services, paged), retrying until it succeeds or the signal aborts: until then
+   * ensureLoadBalancer answers "retry after" rather than risk handing out a held address.
+   */
+  async initialize(ctx: ProviderContext): Promise<void> {
+    await this.startWatching();
+    const services = new ResourceClient<V1Service>(ctx.transport, SERVICES);
+    const retry = this.options.rebuildRetry ?? { initialMs: 1000, maxMs: 30_000 };
+    for (let delay = retry.initialMs; ; delay = Math.min(delay * 2, retry.maxMs)) {
+      try {
+        this.loadBalancer.rebuild(await listAll(services, ctx.signal));
+        return;
+      } catch (e) {
+        if (ctx.signal.aborted) throw e;
+        this.logger.warn('cannot list services to rebuild load-balancer addresses; retrying', { error: errorMessage(e), retryMs: delay });
+        await sleep(delay, ctx.signal);
+      }
+    }
+  }
+
+  /**
+   * Applies a new text of the configuration: all or nothing. Also what the watcher calls; a
+   * caller can use it directly (e.g. after fetching the file from elsewhere).
+   */
+  reload(text: string): ReloadResult {
+    const loaded = loadStaticConfig(text, this.options.secrets ?? processSecrets);
+    let result: ReloadResult;
+    if (loaded.ok) {
+      this.apply(loaded.config);
+      this.reloadCounts.success++;
+      result = { ok: true, config: loaded.config };
+    } else {
+      this.reloadCounts.error++;
+      this.logger.error('static provider configuration rejected; the last good configuration stays in force', {
+        file: this.options.configPath,
+        errors: formatConfigErrors(this.options.configPath, loaded.errors),
+      });
+      result = { ok: false, errors: loaded.errors };
+    }
+    for (const listener of this.listeners) {
+      try {
+        listener(result);
+      } catch (e) {
+        this.logger.error('onReload listener failed', { error: errorMessage(e) });
+      }
+    }
+    return result;
+  }
+
+  /**
+   * Called after every reload attempt, good or bad (e.g. for the app to resync nodes and
+   * services, or to record an event). Returns a function that removes the listener.
+   */
+  onReload(listener: ReloadListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Registers the provider's metrics (pool usage, reloads) on the process registry. */
+  registerMetrics(registry: Registry): void {
+    registerStaticMetrics(registry, {
+      poolUsage: () => this.allocator.usage(),
+      reloads: () => ({ ...this.reloadCounts }),
+    });
+  }
+
+  async close(): Promise<void> {
+    this.watcher?.stop();
+    this.watcher = undefined;
+    await this.redfish.close();
+  }
+
+  private apply(config: StaticConfig): void {
+    const before = this.config;
+    this.config = config;
+    this.inventory = new Inventory(config.inventory);
+    this.allocator.setPools(config.loadBalancer.pools);
+    void this.redfish.retain(config.inventory.machines.flatMap((m) => (m.redfish ? [m.redfish] : [])));
+    if (JSON.stringify(before.loadBalancer.classes) !== JSON.stringify(config.loadBalancer.classes)) {
+      this.logger.warn('loadBalancer.classes changed: the service controller reads them at start, so this takes a restart');
+    }
+    this.logger.info('static provider configuration loaded', {
+      machines: config.inventory.machines.length,
+      pools: config.loadBalancer.pools.length,
+    });
+  }
+
+  private async startWatching(): Promise<void> {
+    const path = this.options.configPath;
+    if (!path || this.watcher) return;
+    this.watcher = new ConfigFileWatcher({
+      path,
+      initialText: this.options.configText,
+      onChange: (text) => void this.reload(text),
+      logger: this.logger,
+      pollMs: this.options.watch?.pollMs,
+      debounceMs: this.options.watch?.debounceMs,
+    });
+    await this.watcher.start();
+  }
+}
+
+async function listAll(client: ResourceClient<V1Service>, signal: AbortSignal): Promise<V1Service[]> {
+  const items: V1Service[] = [];
+  let cont: string | undefined;
+  do {
+    const page = await client.list({ query: { limit: 500, continue: cont }, signal });
+    items.push(...page.items);
+    cont = page.metadata?.continue || undefined;
+  } while (cont);
+  return items;
+}
+
+/** Builds the provider from the factory input; an invalid initial file is an error listing every problem. */
+export function createStaticProvider(input: {
+  config: string | undefined;
+  configPath: string | undefined;
+  logger: Logger;
+  secrets?: SecretSource;
+  watch?: StaticProviderOptions['watch'];
+  rebuildRetry?: StaticProviderOptions['rebuildRetry'];
+}): StaticProvider {
+  if (input.config === undefined) input.logger.warn('static provider without --cloud-config: no machines, no address pools');
+  const loaded = loadStaticConfig(input.config ?? '', input.secrets ?? processSecrets);
+  if (!loaded.ok) {
+    throw new Error(`invalid static provider configuration:\n${formatConfigErrors(input.configPath, loaded.errors)}`);
+  }
+  return new StaticProvider(loaded.config, {
+    logger: input.logger,
+    configPath: input.configPath,
+    configText: input.config,
+    secrets: input.secrets,
+    watch: input.watch,
+    rebuildRetry: input.rebuildRetry,
+  });
+}

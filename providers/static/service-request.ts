@@ -1,0 +1,108 @@
+import type { V1Service } from '@kubernetes/client-node';
+import { formatIP, parseIP, type IP, type IPFamily } from '../../src/net/ip.ts';
+
+/**
+ * What a Service asks of the address allocator, read once from its spec and annotations.
+ * Bad annotations are the user's error: they throw AllocationError, whose message the service
+ * controller turns into a Warning event.
+ */
+
+/** Pool names (comma-separated) the service may take addresses from. */
+export const ADDRESS_POOL_ANNOTATION = 'edge-ccm.io/address-pool';
+/** Requested addresses, comma-separated: one per IP family (dual stack); overrides spec.loadBalancerIP. */
+export const LOAD_BALANCER_IPS_ANNOTATION = 'edge-ccm.io/load-balancer-ips';
+/** Services with the same value may share an address when none of their (port, protocol) collide. */
+export const ALLOW_SHARED_IP_ANNOTATION = 'edge-ccm.io/allow-shared-ip';
+
+/** An allocation the service cannot have; the message says why, for a Warning event. */
+export class AllocationError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'AllocationError';
+  }
+}
+
+export interface AddressRequest {
+  /** namespace/name: one assignment per service. */
+  key: string;
+  namespace: string;
+  labels: Record<string, string>;
+  /** Families wanted, primary first. */
+  families: IPFamily[];
+  /** How many of `families`, from the first, must be served (all, or 1 for PreferDualStack). */
+  requiredFamilies: number;
+  /** Exact addresses asked for, in `families` order; undefined: any. */
+  requested?: IP[];
+  /** Pools named by annotation; undefined: any pool whose scope matches. */
+  pools?: string[];
+  sharingKey?: string;
+  /** "PROTOCOL/PORT" of each service port. */
+  ports: string[];
+}
+
+export function serviceKeyOf(service: V1Service): string {
+  return `${service.metadata?.namespace ?? ''}/${service.metadata?.name ?? ''}`;
+}
+
+export function familyName(f: IPFamily): string {
+  return f === 4 ? 'IPv4' : 'IPv6';
+}
+
+export function addressRequest(service: V1Service): AddressRequest {
+  const annotations = service.metadata?.annotations ?? {};
+  const spec = service.spec ?? {};
+  const requested = requestedAddresses(service);
+  const listed = (spec.ipFamilies ?? []).map((f) => (f === 'IPv6' ? 6 : 4) as IPFamily);
+  const policy = spec.ipFamilyPolicy ?? 'SingleStack';
+  let families: IPFamily[] = listed.length ? listed : requested?.length ? [requested[0]!.family] : [4];
+  if (policy === 'SingleStack') families = families.slice(0, 1);
+  else if (!listed.length) families = families[0] === 6 ? [6, 4] : [4, 6];
+  const requiredFamilies = policy === 'PreferDualStack' ? 1 : families.length;
+  if (requested) checkRequestedFamilies(requested, families, requiredFamilies);
+  const pools = splitList(annotations[ADDRESS_POOL_ANNOTATION]);
+  const sharingKey = annotations[ALLOW_SHARED_IP_ANNOTATION]?.trim() || undefined;
+  return {
+    key: serviceKeyOf(service),
+    namespace: service.metadata?.namespace ?? '',
+    labels: service.metadata?.labels ?? {},
+    families,
+    requiredFamilies,
+    requested: requested && families.flatMap((f) => requested.filter((ip) => ip.family === f)),
+    pools: pools.length ? pools : undefined,
+    sharingKey,
+    ports: servicePorts(service),
+  };
+}
+
+/** "PROTOCOL/PORT" for each port; protocol defaults to TCP as the API server's. */
+export function servicePorts(service: V1Service): string[] {
+  return (service.spec?.ports ?? []).map((p) => `${p.protocol ?? 'TCP'}/${p.port}`);
+}
+
+function requestedAddresses(service: V1Service): IP[] | undefined {
+  const annotated = service.metadata?.annotations?.[LOAD_BALANCER_IPS_ANNOTATION];
+  const source = annotated !== undefined ? `annotation ${LOAD_BALANCER_IPS_ANNOTATION}` : 'spec.loadBalancerIP';
+  const texts = annotated !== undefined ? splitList(annotated) : splitList(service.spec?.loadBalancerIP);
+  if (!texts.length) return undefined;
+  return texts.map((text) => {
+    const ip = parseIP(text);
+    if (!ip) throw new AllocationError(`invalid address ${JSON.stringify(text)} in ${source}`);
+    return ip;
+  });
+}
+
+function checkRequestedFamilies(requested: IP[], families: IPFamily[], required: number): void {
+  for (const f of [4, 6] as const) {
+    const of = requested.filter((ip) => ip.family === f);
+    if (of.length > 1) throw new AllocationError(`requested addresses ${of.map(formatIP).join(', ')}: at most one ${familyName(f)} address per service`);
+    if (of.length && !families.includes(f)) {
+      throw new AllocationError(`requested address ${formatIP(of[0]!)} is ${familyName(f)} but the service's IP families are ${families.map(familyName).join(', ')}`);
+    }
+  }
+  const missing = families.slice(0, required).filter((f) => !requested.some((ip) => ip.family === f));
+  if (missing.length) throw new AllocationError(`requested addresses lack an ${missing.map(familyName).join(' and ')} address the service's ipFamilyPolicy requires`);
+}
+
+function splitList(s: string | undefined | null): string[] {
+  return (s ?? '').split(',').map((x) => x.trim()).filter((x) => x !== '');
+}
