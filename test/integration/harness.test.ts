@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { V1ConfigMap, V1Node, V1SelfSubjectReview } from '@kubernetes/client-node';
@@ -232,4 +233,79 @@ describe('control-plane operations', () => {
     expect(entries.find((e) => e.verb === 'create' && e.objectRef?.resource === 'configmaps' && e.objectRef?.name === 'audited'))
       .toMatchObject({ level: 'Metadata', user: { username: 'admin' } });
   });
+});
+
+/** Pids of live processes whose command line mentions `text` (the control plane's temp dir). */
+function pidsMentioning(text: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(text)) pids.push(Number(entry));
+    } catch {
+      // exited while we looked
+    }
+  }
+  return pids;
+}
+
+async function eventually(condition: () => boolean, timeoutMs = 15_000): Promise<boolean> {
+  const deadline = performance.now() + timeoutMs;
+  while (!condition()) {
+    if (performance.now() > deadline) return false;
+    await Bun.sleep(100);
+  }
+  return true;
+}
+
+describe('cleanup when the test process ends', () => {
+  const fixture = join(import.meta.dir, '../harness/exit-cleanup-fixture.ts');
+
+  /** Starts the fixture, which starts the shared control plane and prints its dir. */
+  async function startFixture(mode: 'end' | 'wait') {
+    const child = Bun.spawn({ cmd: [process.execPath, fixture, mode], stdout: 'pipe', stderr: 'inherit' });
+    const reader = child.stdout.getReader();
+    let out = '';
+    while (!out.includes('\n')) {
+      const chunk = await reader.read();
+      if (chunk.done) break;
+      out += new TextDecoder().decode(chunk.value);
+    }
+    reader.releaseLock();
+    const line = out.split('\n')[0] ?? '';
+    if (!line.startsWith('{')) {
+      child.kill('SIGKILL');
+      throw new Error(`fixture printed no control plane: ${out}`);
+    }
+    return { child, dir: (JSON.parse(line) as { dir: string }).dir };
+  }
+
+  test('a script that just ends leaves no process and no temp dir', async () => {
+    const { child, dir } = await startFixture('end');
+    expect(await child.exited).toBe(0);
+    expect(await eventually(() => pidsMentioning(dir).length === 0 && !existsSync(dir))).toBe(true);
+  }, 200_000);
+
+  test('a SIGKILLed test process leaves no process and no temp dir (the watchdog cleans up)', async () => {
+    const { child, dir } = await startFixture('wait');
+    try {
+      // etcd, kube-apiserver and the watchdog, all still running while their parent lives.
+      expect(pidsMentioning(dir).length).toBe(3);
+      expect(existsSync(dir)).toBe(true);
+    } finally {
+      child.kill('SIGKILL');
+    }
+    await child.exited;
+    expect(await eventually(() => pidsMentioning(dir).length === 0 && !existsSync(dir))).toBe(true);
+  }, 200_000);
+});
+
+describe('sharedControlPlane', () => {
+  test('starts one control plane and hands the same one to every caller', async () => {
+    const [a, b] = await Promise.all([sharedControlPlane(), sharedControlPlane()]);
+    expect(a).toBe(b);
+    expect(a).not.toBe(cp);
+    expect(await sharedControlPlane()).toBe(a);
+    expect((await listNodes(transportFor(a.adminKubeconfig))).items).toBeArray();
+  }, 200_000);
 });

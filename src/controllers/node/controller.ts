@@ -11,7 +11,7 @@ import { fetchInstanceMetadata, planInitialization, type InitializationPlan } fr
 import { labelsToReconcile } from './labels.ts';
 import { nodeControllerMetrics, type NodeControllerMetrics } from './metrics.ts';
 import { ApiNodeWriter, type NodeWriter } from './node-writer.ts';
-import { parallelizeUntil } from './parallelize.ts';
+import { forEachLimited } from '../../kube/parallel.ts';
 
 export interface CloudNodeControllerOptions {
   /** --concurrent-node-syncs: workers initialising nodes, and the concurrency of the periodic status pass. */
@@ -178,8 +178,7 @@ export class CloudNodeController implements Controller {
   async updateNodeStatus(signal?: AbortSignal): Promise<void> {
     const started = performance.now();
     const nodes = this.ctx.nodeInformer.store.list().filter((n) => this.ctx.isManagedNode(n) && !isUninitialized(n));
-    await parallelizeUntil(signal, this.opts.workers, nodes.length, async (i) => {
-      const node = nodes[i]!;
+    await forEachLimited(nodes, this.opts.workers, async (node) => {
       const log = this.log.with({ node: nodeName(node) });
       try {
         const metadata = await this.instances.instanceMetadata(node, signal);
@@ -189,7 +188,7 @@ export class CloudNodeController implements Controller {
       } catch (e) {
         log.error('error getting instance metadata for node addresses', { error: errorMessage(e) });
       }
-    });
+    }, signal);
     this.log.debug(2, 'updated node status', { nodes: nodes.length, ms: Math.round(performance.now() - started) });
   }
 

@@ -1,3 +1,4 @@
+import { forEachLimited } from '../../kube/parallel.ts';
 import type { V1Node } from '@kubernetes/client-node';
 import type { Existence, Instances } from '../../cloud/types.ts';
 import { errorMessage } from '../../kube/errors.ts';
@@ -96,11 +97,3 @@ function validExistence(value: unknown): Existence {
   return EXISTENCE_VALUES.has(value) ? (value as Existence) : 'unknown';
 }
 
-/** Runs fn for every item, at most `limit` at a time. */
-export async function forEachLimited<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) await fn(items[next++] as T);
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-}

@@ -3,6 +3,7 @@ import { Counter, type Registry } from 'prom-client';
 import type { Route, Routes } from '../../cloud/types.ts';
 import { errorMessage } from '../../kube/errors.ts';
 import { NODES, ResourceClient } from '../../kube/resources.ts';
+import { forEachLimited } from '../../kube/parallel.ts';
 import { sleep } from '../../kube/token-bucket.ts';
 import type { Prefix } from '../../net/ip.ts';
 import type { Controller, ControllerContext } from '../types.ts';
@@ -82,25 +83,16 @@ export class RouteController implements Controller {
     const existing = await this.routes.listRoutes(this.ctx.clusterName, signal);
     const nodes = this.ctx.nodeInformer.store.list().filter((n) => this.ctx.isManagedNode(n));
     const plan = planRoutes(nodes, existing, this.opts.clusterCIDRs);
-    const limit = new Semaphore(MAX_CONCURRENT_ROUTE_OPERATIONS);
-
-    const deletions = plan.toDelete.map((route) =>
-      limit.run(async () => {
-        try {
-          await this.routes.deleteRoute(this.ctx.clusterName, route, signal);
-          this.ctx.logger.info('deleted route', { controller: this.name, route: route.name, cidr: route.destinationCIDR });
-        } catch (e) {
-          this.ctx.logger.error('could not delete route', { controller: this.name, route: route.name, cidr: route.destinationCIDR, error: errorMessage(e) });
-        }
-      }),
-    );
-    // An update deletes and re-creates the same CIDR: creation must not race the deletion.
-    if (plan.deleteBeforeCreate) await Promise.all(deletions);
-
-    const creations = plan.toCreate.map(({ nameHint, route }) =>
-      limit.run(() => this.createRoute(nameHint, route, nodes, plan.actions, signal)),
-    );
-    await Promise.all([...deletions, ...creations]);
+    const deletions = plan.toDelete.map((route) => () => this.deleteRoute(route, signal));
+    const creations = plan.toCreate.map(({ nameHint, route }) => () => this.createRoute(nameHint, route, nodes, plan.actions, signal));
+    const run = (ops: (() => Promise<void>)[]) => forEachLimited(ops, MAX_CONCURRENT_ROUTE_OPERATIONS, (op) => op());
+    // An update deletes and re-creates the same CIDR: then creation must not race the deletion.
+    if (plan.deleteBeforeCreate) {
+      await run(deletions);
+      await run(creations);
+    } else {
+      await run([...deletions, ...creations]);
+    }
 
     await Promise.all(
       nodes.map(async (node) => {
@@ -110,6 +102,15 @@ export class RouteController implements Controller {
         await this.updateNetworkCondition(node, created, signal);
       }),
     );
+  }
+
+  private async deleteRoute(route: Route, signal?: AbortSignal): Promise<void> {
+    try {
+      await this.routes.deleteRoute(this.ctx.clusterName, route, signal);
+      this.ctx.logger.info('deleted route', { controller: this.name, route: route.name, cidr: route.destinationCIDR });
+    } catch (e) {
+      this.ctx.logger.error('could not delete route', { controller: this.name, route: route.name, cidr: route.destinationCIDR, error: errorMessage(e) });
+    }
   }
 
   private async createRoute(nameHint: string, route: Route, nodes: V1Node[], actions: Map<string, Map<string, RouteAction>>, signal?: AbortSignal): Promise<void> {
@@ -140,24 +141,6 @@ export class RouteController implements Controller {
       await this.nodes.patch(name, 'strategic', { status: { conditions: [condition] } }, { subresource: 'status', signal });
     } catch (e) {
       this.ctx.logger.error('error updating node network condition', { controller: this.name, node: name, error: errorMessage(e) });
-    }
-  }
-}
-
-/** At most `max` operations in flight (upstream's buffered channel). */
-class Semaphore {
-  private active = 0;
-  private readonly waiting: (() => void)[] = [];
-  constructor(private readonly max: number) {}
-
-  async run<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.active >= this.max) await new Promise<void>((r) => this.waiting.push(r));
-    this.active++;
-    try {
-      return await fn();
-    } finally {
-      this.active--;
-      this.waiting.shift()?.();
     }
   }
 }
