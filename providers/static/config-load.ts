@@ -3,7 +3,7 @@ import * as v from 'valibot';
 import { LineCounter, isMap, isScalar, isSeq, parseDocument, type Document, type Node } from 'yaml';
 import type { StaticConfig } from './config-model.ts';
 import { resolveStaticConfig, type ConfigPath, type SecretSource } from './config-resolve.ts';
-import { StaticConfigSchema } from './config-schema.ts';
+import { StaticConfigSchema, salvageConfig } from './config-schema.ts';
 
 /**
  * Reads the static provider's YAML: every problem at once, each with the path of the value at
@@ -40,15 +40,16 @@ export function loadStaticConfig(text: string, secrets: SecretSource = processSe
   if (doc.errors.some((e) => e.code !== 'DUPLICATE_KEY')) return { ok: false, errors: sortErrors(errors) };
 
   const located = (path: ConfigPath, message: string): ConfigError => ({ path: formatPath(path), line: lineAt(offsetOf(doc, path)), message });
-  const parsed = v.safeParse(StaticConfigSchema, doc.toJS() ?? {}, { abortEarly: false });
+  const input: unknown = doc.toJS() ?? {};
+  const parsed = v.safeParse(StaticConfigSchema, input, { abortEarly: false });
   if (!parsed.success) {
     for (const issue of parsed.issues) {
       const path = (issue.path ?? []).map((p) => p.key as string | number);
       errors.push(located(path, issueMessage(issue, path)));
     }
-    return { ok: false, errors: sortErrors(errors) };
   }
-  const { config, issues } = resolveStaticConfig(parsed.output, secrets);
+  // The second pass runs on the valid parts too, so one run reports every problem.
+  const { config, issues } = resolveStaticConfig(parsed.success ? parsed.output : salvageConfig(input), secrets);
   errors.push(...issues.map((i) => located(i.path, i.message)));
   if (errors.length) return { ok: false, errors: sortErrors(errors) };
   return { ok: true, config };
@@ -67,7 +68,7 @@ export function formatConfigErrors(file: string | undefined, errors: readonly Co
 
 function issueMessage(issue: v.BaseIssue<unknown>, path: ConfigPath): string {
   const key = path.at(-1);
-  if (issue.type === 'strict_object' && issue.input !== undefined) return `unknown key ${JSON.stringify(key)}`;
+  if (issue.type === 'strict_object' && issue.expected === 'never') return `unknown key ${JSON.stringify(key)}`;
   if (issue.input === undefined && issue.kind === 'schema' && typeof key === 'string') return `missing required key ${JSON.stringify(key)}`;
   return issue.message.replace(/^Invalid type: /, 'wrong type: ');
 }

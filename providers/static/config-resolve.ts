@@ -10,7 +10,7 @@ import {
   type RedfishTarget,
   type StaticConfig,
 } from './config-model.ts';
-import { MATCH_CRITERIA, type RawDefaults, type RawMachine, type RawPool, type RawRedfish, type RawStaticConfig } from './config-schema.ts';
+import { MATCH_CRITERIA, type RawDefaults, type RawMachine, type RawPool, type RawRedfish, type ResolvableConfig } from './config-schema.ts';
 
 /**
  * Second pass over a config that has the right shape: gives it meaning (group defaults merged,
@@ -34,7 +34,7 @@ export interface SecretSource {
 export const DEFAULT_REDFISH_TIMEOUT_SECONDS = 5;
 export const DEFAULT_REDFISH_CACHE_SECONDS = 30;
 
-export function resolveStaticConfig(raw: RawStaticConfig, secrets: SecretSource): { config: StaticConfig; issues: ConfigIssue[] } {
+export function resolveStaticConfig(raw: ResolvableConfig, secrets: SecretSource): { config: StaticConfig; issues: ConfigIssue[] } {
   const issues: ConfigIssue[] = [];
   const report = (path: ConfigPath, message: string) => issues.push({ path, message });
   const machines = resolveMachines(raw, secrets, report);
@@ -53,7 +53,7 @@ type Report = (path: ConfigPath, message: string) => void;
 
 // ---- machines ----
 
-function resolveMachines(raw: RawStaticConfig, secrets: SecretSource, report: Report): Machine[] {
+function resolveMachines(raw: ResolvableConfig, secrets: SecretSource, report: Report): Machine[] {
   const inv = raw.inventory ?? {};
   const base: ConfigPath = ['inventory'];
   const sites = inv.sites ?? {};
@@ -70,6 +70,7 @@ function resolveMachines(raw: RawStaticConfig, secrets: SecretSource, report: Re
   const machines: Machine[] = [];
   const seen = new DuplicateTracker(report);
   (inv.machines ?? []).forEach((m, i) => {
+    if (!m) return; // a shape error, already reported
     const path: ConfigPath = [...base, 'machines', i];
     checkLabels(m, path, report);
     const rack = m.rack === undefined ? undefined : racks[m.rack];
@@ -214,7 +215,8 @@ class DuplicateTracker {
 
   check(machine: Machine, path: ConfigPath, raw: RawMachine, addressPaths: ConfigPath[]): void {
     const where = `machines[${path.at(-1)}]`;
-    this.claim(`id:${machine.id}`, where, [...path, 'id'], `duplicate machine id ${JSON.stringify(machine.id)}`);
+    // A repeated id says it all: its node name (the id by default) and addresses would only echo it.
+    if (!this.claim(`id:${machine.id}`, where, [...path, 'id'], `duplicate machine id ${JSON.stringify(machine.id)}`)) return;
     if (machine.decommissioned) return;
     this.claim(`node:${machine.nodeName}`, where, [...path, raw.nodeName !== undefined ? 'nodeName' : 'id'], `duplicate node name ${JSON.stringify(machine.nodeName)}`);
     machine.addresses.forEach((a, j) => {
@@ -224,20 +226,26 @@ class DuplicateTracker {
     });
   }
 
-  private claim(key: string, where: string, path: ConfigPath, message: string): void {
+  /** False (and reported) when another machine has the key already. */
+  private claim(key: string, where: string, path: ConfigPath, message: string): boolean {
     const owner = this.owners.get(key);
-    if (owner !== undefined && owner !== where) this.report(path, `${message} (also in inventory.${owner})`);
-    else this.owners.set(key, where);
+    if (owner !== undefined && owner !== where) {
+      this.report(path, `${message} (also in inventory.${owner})`);
+      return false;
+    }
+    this.owners.set(key, where);
+    return true;
   }
 }
 
 // ---- load balancer ----
 
-function resolveLoadBalancer(raw: RawStaticConfig, report: Report): LoadBalancerConfig {
+function resolveLoadBalancer(raw: ResolvableConfig, report: Report): LoadBalancerConfig {
   const lb = raw.loadBalancer ?? {};
   const pools: PoolConfig[] = [];
   const names = new Map<string, number>();
   (lb.pools ?? []).forEach((p, i) => {
+    if (!p) return; // a shape error, already reported
     const path: ConfigPath = ['loadBalancer', 'pools', i];
     const first = names.get(p.name);
     if (first !== undefined) report([...path, 'name'], `duplicate pool name ${JSON.stringify(p.name)} (also loadBalancer.pools[${first}])`);

@@ -109,18 +109,84 @@ const PoolSchema = v.strictObject({
 });
 export type RawPool = v.InferOutput<typeof PoolSchema>;
 
+const MatchBySchema = v.pipe(v.array(v.picklist(MATCH_CRITERIA)), v.minLength(1, 'must list at least one criterion'));
+const ClassesSchema = v.array(nonEmpty);
+
 export const StaticConfigSchema = v.strictObject({
   inventory: v.optional(v.strictObject({
     authoritative: v.optional(v.boolean()),
-    matchBy: v.optional(v.pipe(v.array(v.picklist(MATCH_CRITERIA)), v.minLength(1, 'must list at least one criterion'))),
+    matchBy: v.optional(MatchBySchema),
     defaults: v.optional(DefaultsSchema),
     sites: v.optional(v.record(simpleName, DefaultsSchema)),
     racks: v.optional(v.record(simpleName, RackSchema)),
     machines: v.optional(v.array(MachineSchema)),
   })),
   loadBalancer: v.optional(v.strictObject({
-    classes: v.optional(v.array(nonEmpty)),
+    classes: v.optional(ClassesSchema),
     pools: v.optional(v.array(PoolSchema)),
   })),
 });
 export type RawStaticConfig = v.InferOutput<typeof StaticConfigSchema>;
+
+/**
+ * What the second pass works on: a valid config, or the valid parts of an invalid one, where
+ * a machine or pool with a shape error is a null hole (so later indexes keep their paths).
+ */
+export interface ResolvableConfig {
+  inventory?: Omit<NonNullable<RawStaticConfig['inventory']>, 'machines'> & { machines?: (RawMachine | null)[] };
+  loadBalancer?: Omit<NonNullable<RawStaticConfig['loadBalancer']>, 'pools'> & { pools?: (RawPool | null)[] };
+}
+
+/**
+ * The valid parts of a config that failed the schema, so the second pass can report its own
+ * problems in the same run. A machine that depends on an invalid defaults, site or rack entry
+ * is left out too: its merged settings would be guesses and its errors echoes.
+ */
+export function salvageConfig(input: unknown): ResolvableConfig {
+  const root = asRecord(input);
+  const inv = asRecord(root.inventory);
+  const lb = asRecord(root.loadBalancer);
+  const brokenSites = new Set<string>();
+  const brokenRacks = new Set<string>();
+  const entries = <T>(value: unknown, schema: v.GenericSchema<unknown, T>, broken: Set<string>) =>
+    Object.fromEntries(Object.entries(asRecord(value)).map(([name, entry]) => {
+      const parsed = valid(schema, entry);
+      if (!parsed) broken.add(name);
+      return [name, parsed ?? ({} as T)];
+    }));
+  const defaults = valid(DefaultsSchema, inv.defaults ?? {});
+  const sites = entries(inv.sites, DefaultsSchema, brokenSites);
+  const racks = entries(inv.racks, RackSchema, brokenRacks);
+  const machines = Array.isArray(inv.machines)
+    ? inv.machines.map((m) => {
+        const machine = valid(MachineSchema, m);
+        if (!machine || !defaults) return null;
+        const site = machine.site ?? (machine.rack !== undefined ? racks[machine.rack]?.site : undefined);
+        if ((machine.rack !== undefined && brokenRacks.has(machine.rack)) || (site !== undefined && brokenSites.has(site))) return null;
+        return machine;
+      })
+    : undefined;
+  return {
+    inventory: {
+      authoritative: valid(v.boolean(), inv.authoritative),
+      matchBy: valid(MatchBySchema, inv.matchBy),
+      defaults: defaults ?? {},
+      sites,
+      racks,
+      machines,
+    },
+    loadBalancer: {
+      classes: valid(ClassesSchema, lb.classes),
+      pools: Array.isArray(lb.pools) ? lb.pools.map((p) => valid(PoolSchema, p) ?? null) : undefined,
+    },
+  };
+}
+
+function valid<T>(schema: v.GenericSchema<unknown, T>, value: unknown): T | undefined {
+  const r = v.safeParse(schema, value);
+  return r.success ? r.output : undefined;
+}
+
+function asRecord(value: unknown): Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+}

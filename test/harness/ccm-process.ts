@@ -1,6 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+
+import { ownDir } from './processes.ts';
 
 const ROOT = resolve(import.meta.dir, '../..');
 const BUN = process.execPath;
@@ -17,13 +19,20 @@ export class CcmProcess {
 
   private constructor(cmd: string[], env: Record<string, string | undefined>) {
     this.proc = Bun.spawn(cmd, { stdout: 'pipe', stderr: 'pipe', env: { ...process.env, ...env }, cwd: ROOT });
+    // The harness's watchdog kills it if the test process dies without stopping it (bun test
+    // runs no 'exit' handlers).
+    const pidFile = join(pidDir(), `edge-ccm-${this.proc.pid}.pid`);
+    writeFileSync(pidFile, String(this.proc.pid));
     live.add(this);
     const collect = async (stream: ReadableStream<Uint8Array>) => {
       const decoder = new TextDecoder();
       for await (const chunk of stream) this.output += decoder.decode(chunk, { stream: true });
     };
     this.done = Promise.all([collect(this.proc.stdout as ReadableStream<Uint8Array>), collect(this.proc.stderr as ReadableStream<Uint8Array>)]).then(() => this.proc.exited);
-    void this.done.finally(() => live.delete(this));
+    void this.done.finally(() => {
+      live.delete(this);
+      rmSync(pidFile, { force: true });
+    });
   }
 
   /** The CLI from source with the fake provider (`--cloud-provider fake`) besides the real ones. */
@@ -76,9 +85,15 @@ process.on('exit', () => {
   for (const p of live) if (p.proc.exitCode === null) p.proc.kill('SIGKILL');
 });
 
-/** A temp dir removed when the run exits, for configs the tests write. */
+let pids: string | undefined;
+function pidDir(): string {
+  pids ??= tempDir('edge-ccm-processes-');
+  return pids;
+}
+
+/** A temp dir removed (with processes recorded in it) when the run ends, however it ends. */
 export function tempDir(prefix: string): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));
-  process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
+  ownDir(dir);
   return dir;
 }

@@ -40,8 +40,10 @@ function installHandlers(): void {
   handlersInstalled = true;
   process.on('exit', cleanUpSync);
   for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
-    // Our handler replaces the default "die", so it has to exit itself after cleaning up.
     process.on(signal, () => {
+      // A program with its own handler (a demo's graceful shutdown) decides when to exit; the
+      // 'exit' handler and the watchdogs clean up then. Alone, ours replaces the default "die".
+      if (process.listenerCount(signal) > 1) return;
       cleanUpSync();
       process.exit(code);
     });

@@ -6,7 +6,7 @@ import type { V1ConfigMap, V1Node, V1SelfSubjectReview } from '@kubernetes/clien
 import { KubeApiError, isForbidden } from '../../src/kube/errors.ts';
 import { CONFIGMAPS, FIELD_MANAGER, NODES, ResourceClient } from '../../src/kube/resources.ts';
 import type { KubeTransport, WatchEvent } from '../../src/kube/transport.ts';
-import { controlPlaneVersions } from '../harness/binaries.ts';
+import { controlPlaneBinDir, controlPlaneVersions, missingBinaryMessage } from '../harness/binaries.ts';
 import { createCertificateAuthority, issueCertificate } from '../harness/certs.ts';
 import { type ControlPlane, sharedControlPlane, startControlPlane } from '../harness/control-plane.ts';
 import { transportFor, writeKubeconfig } from '../harness/kubeconfig.ts';
@@ -308,4 +308,36 @@ describe('sharedControlPlane', () => {
     expect(await sharedControlPlane()).toBe(a);
     expect((await listNodes(transportFor(a.adminKubeconfig))).items).toBeArray();
   }, 200_000);
+});
+
+describe('binaries', () => {
+  const saved = { ...process.env };
+  afterAll(() => {
+    for (const key of ['EDGE_CCM_CACHE', 'XDG_CACHE_HOME', 'EDGE_CCM_K8S_VERSION', 'EDGE_CCM_ETCD_VERSION']) {
+      if (saved[key] === undefined) delete process.env[key];
+      else process.env[key] = saved[key];
+    }
+  });
+
+  test('the bin dir follows the build script: versions from its defaults, cache root from the environment', async () => {
+    const script = await readFile(join(import.meta.dir, '../../scripts/build-control-plane.sh'), 'utf8');
+    const k8s = /EDGE_CCM_K8S_VERSION:-(v[\d.]+)/.exec(script)?.[1];
+    const etcd = /EDGE_CCM_ETCD_VERSION:-(v[\d.]+)/.exec(script)?.[1];
+    delete process.env.EDGE_CCM_K8S_VERSION;
+    delete process.env.EDGE_CCM_ETCD_VERSION;
+    expect(controlPlaneVersions()).toEqual({ k8s: k8s ?? 'missing', etcd: etcd ?? 'missing' });
+
+    process.env.EDGE_CCM_CACHE = '/opt/cache';
+    expect(controlPlaneBinDir()).toBe(`/opt/cache/control-plane/k8s-${k8s}-etcd-${etcd}`);
+    delete process.env.EDGE_CCM_CACHE;
+    process.env.XDG_CACHE_HOME = '/xdg';
+    expect(controlPlaneBinDir()).toBe(`/xdg/edge-ccm/control-plane/k8s-${k8s}-etcd-${etcd}`);
+    process.env.EDGE_CCM_K8S_VERSION = 'v1.99.0';
+    expect(controlPlaneBinDir()).toBe(`/xdg/edge-ccm/control-plane/k8s-v1.99.0-etcd-${etcd}`);
+  });
+
+  test('a dir without the binaries gives the one-line install hint', () => {
+    const dir = join(cp.dir, 'empty-bin-dir');
+    expect(missingBinaryMessage(dir)).toBe(`kube-apiserver not found in ${dir}: run \`bash scripts/install.sh\` (builds it from its Go module)`);
+  });
 });

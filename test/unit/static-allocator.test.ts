@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import type { V1Service } from '@kubernetes/client-node';
+import type { V1LoadBalancerStatus, V1Service } from '@kubernetes/client-node';
 import { AddressAllocator } from '../../providers/static/allocator.ts';
 import { loadStaticConfig } from '../../providers/static/config-load.ts';
 import type { PoolConfig } from '../../providers/static/config-model.ts';
@@ -269,7 +269,7 @@ describe('rebuild and races', () => {
     const first = balancer();
     first.lb.rebuild([]);
     const services = ['a', 'b', 'c'].map((n) => svc(n));
-    const statuses = [];
+    const statuses: V1LoadBalancerStatus[] = [];
     for (const s of services) statuses.push(await first.lb.ensureLoadBalancer('c', s, []));
     expect(statuses.map(ips)).toEqual([['192.0.2.1'], ['192.0.2.2'], ['192.0.2.3']]);
 
