@@ -1,9 +1,10 @@
 import type { ProviderRegistry } from './cloud/registry.ts';
+import { registerStaticProvider } from '../providers/static/index.ts';
 
 /**
  * The providers linked into the binary. Each registers itself by name; --cloud-provider picks
  * one. Adding a provider is one import and one line here.
  */
 export function registerProviders(registry: ProviderRegistry): void {
-  void registry;
+  registerStaticProvider(registry);
 }

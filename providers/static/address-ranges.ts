@@ -34,11 +34,6 @@ export function parseAddressRange(text: string): AddressRange | string {
   return { family: ip.family, first: ip.value, last: ip.value };
 }
 
-export function formatRange(r: AddressRange): string {
-  const first = formatIP({ family: r.family, value: r.first });
-  return r.first === r.last ? first : `${first}-${formatIP({ family: r.family, value: r.last })}`;
-}
-
 export function rangeSize(r: AddressRange): bigint {
   return r.last - r.first + 1n;
 }

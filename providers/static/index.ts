@@ -1,5 +1,6 @@
 import type { ProviderRegistry } from '../../src/cloud/registry.ts';
 import { STATIC_PROVIDER_NAME, createStaticProvider } from './provider.ts';
+import { validateStaticConfig } from './config-load.ts';
 
 /** The static provider's public surface: what the app, the CLI and the tests import. */
 export { STATIC_PROVIDER_NAME, StaticProvider, createStaticProvider, type ReloadListener, type ReloadResult, type StaticProviderOptions } from './provider.ts';
@@ -10,5 +11,12 @@ export { ADDRESS_POOL_ANNOTATION, ALLOW_SHARED_IP_ANNOTATION, LOAD_BALANCER_IPS_
 export { SITE_LABEL, RACK_LABEL } from './instances.ts';
 
 export function registerStaticProvider(registry: ProviderRegistry): void {
-  registry.register(STATIC_PROVIDER_NAME, (input) => createStaticProvider(input));
+  registry.register(
+    STATIC_PROVIDER_NAME,
+    (input) => createStaticProvider(input),
+    (text, path) => {
+      const result = validateStaticConfig(text, path);
+      return result.ok ? [] : result.errors;
+    },
+  );
 }

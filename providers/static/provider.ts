@@ -81,6 +81,7 @@ export class StaticProvider implements CloudProvider {
    * ensureLoadBalancer answers "retry after" rather than risk handing out a held address.
    */
   async initialize(ctx: ProviderContext): Promise<void> {
+    if (ctx.registry) this.registerMetrics(ctx.registry);
     await this.startWatching();
     const services = new ResourceClient<V1Service>(ctx.transport, SERVICES);
     const retry = this.options.rebuildRetry ?? { initialMs: 1000, maxMs: 30_000 };

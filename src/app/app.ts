@@ -70,7 +70,7 @@ export async function runControllerManager(options: Options, providers: Provider
   let runningControllers: Promise<void> | undefined;
 
   const startControllers = async (signal: AbortSignal): Promise<void> => {
-    await cloud.initialize?.({ transport, logger: logger.with({ provider: cloud.providerName }), signal });
+    await cloud.initialize?.({ transport, logger: logger.with({ provider: cloud.providerName }), signal, registry });
     const { informers, controllers } = buildControllers(settings, {
       transport,
       recorderFor: (component) => events.recorder(component),

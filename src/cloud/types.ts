@@ -1,4 +1,5 @@
 import type { V1Node, V1NodeAddress, V1Service, V1LoadBalancerStatus } from '@kubernetes/client-node';
+import type { Registry } from 'prom-client';
 import type { KubeTransport } from '../kube/transport.ts';
 import type { Logger } from '../log.ts';
 
@@ -71,6 +72,8 @@ export interface ProviderContext {
   transport: KubeTransport;
   logger: Logger;
   signal: AbortSignal;
+  /** For the provider's own metrics (cloudprovider_<name>_*, pool usage). */
+  registry?: Registry;
 }
 
 export interface CloudProvider {
