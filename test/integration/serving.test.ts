@@ -43,7 +43,10 @@ test('/healthz, /readyz and /livez answer ok without a token, with one check per
   }
   const healthz = await (await fetch(`${base}/healthz?verbose`, { tls })).text();
   expect(healthz).toContain('[+]leaderElection ok');
-  expect((await fetch(`${base}/healthz/leaderElection`, { tls })).status).toBe(200);
+  // Only the listed paths are open, as upstream: a single check's page needs a token.
+  expect((await fetch(`${base}/healthz/leaderElection`, { tls })).status).toBe(401);
+  const single = await fetch(`${base}/healthz/leaderElection`, { headers: { authorization: `Bearer ${adminToken}` }, tls });
+  expect(single.status).toBe(200);
 });
 
 test('/metrics needs a token and exposes the upstream metric names', async () => {
