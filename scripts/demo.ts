@@ -12,6 +12,7 @@ import { startControlPlane } from '../test/harness/control-plane.ts';
 import { CcmProcess } from '../test/harness/ccm-process.ts';
 import { transportFor } from '../test/harness/kubeconfig.ts';
 import { freeLoopbackPorts } from '../test/harness/ports.ts';
+import { eventually } from '../test/harness/eventually.ts';
 import { NODES, ResourceClient, SERVICES } from '../src/kube/resources.ts';
 
 const root = resolve(import.meta.dir, '..');
@@ -60,7 +61,7 @@ try {
 
   const started = performance.now();
   for (const n of DEMO_NODES) {
-    await waitFor(`${n.name} initialised`, async () => {
+    await eventually(`${n.name} initialised`, async () => {
       const node = await nodes.get(n.name);
       return node.spec?.taints?.some((t) => t.key === 'node.cloudprovider.kubernetes.io/uninitialized') ? undefined : node;
     });
@@ -69,7 +70,7 @@ try {
 
   console.log('== creating a LoadBalancer service default/demo-web');
   await services.create({ metadata: { name: 'demo-web', namespace: 'default' }, spec: { type: 'LoadBalancer', ports: [{ name: 'http', port: 80, protocol: 'TCP', targetPort: 8080 }] } });
-  const svc = await waitFor('external IP', async () => {
+  const svc = await eventually('external IP', async () => {
     const s = await services.get('demo-web', { namespace: 'default' });
     return s.status?.loadBalancer?.ingress?.length ? s : undefined;
   });
@@ -100,12 +101,3 @@ try {
   await shutdown(1);
 }
 
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(100);
-  }
-}

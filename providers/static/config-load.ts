@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import * as v from 'valibot';
 import { LineCounter, isMap, isScalar, isSeq, parseDocument, type Document, type Node } from 'yaml';
 import type { StaticConfig } from './config-model.ts';
-import { resolveStaticConfig, type ConfigPath, type SecretSource } from './config-resolve.ts';
-import { StaticConfigSchema, salvageConfig } from './config-schema.ts';
+import { resolveStaticConfig, type ConfigIssue, type ConfigPath, type SecretSource } from './config-resolve.ts';
+import { StaticConfigSchema, salvageConfig, type ResolvableConfig } from './config-schema.ts';
 
 /**
  * Reads the static provider's YAML: every problem at once, each with the path of the value at
@@ -28,6 +28,29 @@ export const processSecrets: SecretSource = {
 
 /** Parses and validates a config text; `secrets` reads passwordFile/caFile/passwordEnv. */
 export function loadStaticConfig(text: string, secrets: SecretSource = processSecrets): ConfigLoadResult {
+  return loadYamlConfig(text, {
+    schema: StaticConfigSchema,
+    salvage: salvageConfig,
+    resolve: (raw: ResolvableConfig) => resolveStaticConfig(raw, secrets),
+  });
+}
+
+/**
+ * How a provider's YAML file is checked: the valibot schema (shape), the valid parts of a file
+ * that failed it (so the second pass still runs), and the second pass (meaning, references,
+ * secrets), whose issues carry paths into the document.
+ */
+export interface YamlConfigSpec<Raw, Config> {
+  schema: v.GenericSchema<unknown, unknown>;
+  salvage(input: unknown): Raw;
+  resolve(raw: Raw): { config: Config; issues: readonly ConfigIssue[] };
+}
+
+/**
+ * Parses YAML and runs both passes, reporting every problem at once with its path and line.
+ * Shared by the providers whose config is a YAML file (static, proxmox).
+ */
+export function loadYamlConfig<Raw, Config>(text: string, spec: YamlConfigSpec<Raw, Config>): { ok: true; config: Config } | { ok: false; errors: ConfigError[] } {
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, uniqueKeys: true, prettyErrors: false });
   const lineAt = (offset: number) => lineCounter.linePos(offset).line;
@@ -41,7 +64,7 @@ export function loadStaticConfig(text: string, secrets: SecretSource = processSe
 
   const located = (path: ConfigPath, message: string): ConfigError => ({ path: formatPath(path), line: lineAt(offsetOf(doc, path)), message });
   const input: unknown = doc.toJS() ?? {};
-  const parsed = v.safeParse(StaticConfigSchema, input, { abortEarly: false });
+  const parsed = v.safeParse(spec.schema, input, { abortEarly: false });
   if (!parsed.success) {
     for (const issue of parsed.issues) {
       const path = (issue.path ?? []).map((p) => p.key as string | number);
@@ -49,7 +72,7 @@ export function loadStaticConfig(text: string, secrets: SecretSource = processSe
     }
   }
   // The second pass runs on the valid parts too, so one run reports every problem.
-  const { config, issues } = resolveStaticConfig(parsed.success ? parsed.output : salvageConfig(input), secrets);
+  const { config, issues } = spec.resolve(parsed.success ? (parsed.output as Raw) : spec.salvage(input));
   errors.push(...issues.map((i) => located(i.path, i.message)));
   if (errors.length) return { ok: false, errors: sortErrors(errors) };
   return { ok: true, config };

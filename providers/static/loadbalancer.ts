@@ -1,6 +1,10 @@
 import type { V1LoadBalancerStatus, V1Node, V1Service } from '@kubernetes/client-node';
 import { RetryAfterError, defaultLoadBalancerName, type LoadBalancer, type LoadBalancerResult } from '../../src/cloud/types.ts';
 import { wantsLoadBalancer } from '../../src/kube/service-helpers.ts';
+import type { ProviderContext } from '../../src/cloud/types.ts';
+import { errorMessage } from '../../src/kube/errors.ts';
+import { ResourceClient, SERVICES } from '../../src/kube/resources.ts';
+import { sleep } from '../../src/kube/token-bucket.ts';
 import type { Logger } from '../../src/log.ts';
 import { formatIP, parseIP, type IP } from '../../src/net/ip.ts';
 import type { AddressAllocator, Assignment } from './allocator.ts';
@@ -98,4 +102,41 @@ function statusOf(a: Assignment): V1LoadBalancerStatus {
 function creation(s: V1Service): string {
   const t = s.metadata?.creationTimestamp as unknown;
   return t instanceof Date ? t.toISOString() : typeof t === 'string' ? t : '';
+}
+
+export const DEFAULT_REBUILD_RETRY = { initialMs: 1000, maxMs: 30_000 };
+
+/**
+ * Rebuilds the allocator from every service (GET /api/v1/services, paged), retrying until it
+ * succeeds or the signal aborts: until then ensureLoadBalancer answers "retry after" rather than
+ * risk handing out a held address. For any provider that uses these pools.
+ */
+export async function rebuildFromServices(
+  loadBalancer: StaticLoadBalancer,
+  ctx: Pick<ProviderContext, 'transport' | 'signal'>,
+  retry: { initialMs: number; maxMs: number },
+  logger: Logger,
+): Promise<void> {
+  const services = new ResourceClient<V1Service>(ctx.transport, SERVICES);
+  for (let delay = retry.initialMs; ; delay = Math.min(delay * 2, retry.maxMs)) {
+    try {
+      loadBalancer.rebuild(await listAll(services, ctx.signal));
+      return;
+    } catch (e) {
+      if (ctx.signal.aborted) throw e;
+      logger.warn('cannot list services to rebuild load-balancer addresses; retrying', { error: errorMessage(e), retryMs: delay });
+      await sleep(delay, ctx.signal);
+    }
+  }
+}
+
+async function listAll(client: ResourceClient<V1Service>, signal: AbortSignal): Promise<V1Service[]> {
+  const items: V1Service[] = [];
+  let cont: string | undefined;
+  do {
+    const page = await client.list({ query: { limit: 500, continue: cont }, signal });
+    items.push(...page.items);
+    cont = page.metadata?.continue || undefined;
+  } while (cont);
+  return items;
 }

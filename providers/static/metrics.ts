@@ -4,44 +4,43 @@ import type { PoolUsage } from './allocator.ts';
 /**
  * The static provider's metrics, read from its state at scrape time (so a pool removed by a
  * reload disappears and nothing can go stale):
- *   edge_ccm_lb_pool_addresses_total{pool}, edge_ccm_lb_pool_addresses_used{pool},
+ *   edge_ccm_lb_pool_addresses_total{pool}, edge_ccm_lb_pool_addresses_used{pool} (also
+ *   registered by other providers that use these pools),
  *   edge_ccm_static_config_reloads_total{result="success"|"error"},
  *   edge_ccm_static_config_reload_errors_total.
  */
-export interface StaticMetricsSource {
-  poolUsage(): PoolUsage[];
-  reloads(): { success: number; error: number };
-}
-
-export function registerStaticMetrics(registry: Registry, source: StaticMetricsSource): void {
+export function registerPoolMetrics(registry: Registry, poolUsage: () => PoolUsage[], providerName = 'static'): void {
   new Gauge({
     name: 'edge_ccm_lb_pool_addresses_total',
-    help: 'Addresses in each load-balancer pool of the static provider, exclusions removed.',
+    help: `Addresses in each load-balancer pool of the ${providerName} provider, exclusions removed.`,
     labelNames: ['pool'],
     registers: [registry],
     collect() {
       this.reset();
       // Beyond 2^53 (large IPv6 pools) a float is as exact as a gauge gets.
-      for (const u of source.poolUsage()) this.set({ pool: u.pool }, Number(u.total));
+      for (const u of poolUsage()) this.set({ pool: u.pool }, Number(u.total));
     },
   });
   new Gauge({
     name: 'edge_ccm_lb_pool_addresses_used',
-    help: 'Addresses of each load-balancer pool of the static provider held by at least one service.',
+    help: `Addresses of each load-balancer pool of the ${providerName} provider held by at least one service.`,
     labelNames: ['pool'],
     registers: [registry],
     collect() {
       this.reset();
-      for (const u of source.poolUsage()) this.set({ pool: u.pool }, u.used);
+      for (const u of poolUsage()) this.set({ pool: u.pool }, u.used);
     },
   });
+}
+
+export function registerReloadMetrics(registry: Registry, reloads: () => { success: number; error: number }): void {
   new Counter({
     name: 'edge_ccm_static_config_reloads_total',
     help: 'Reloads of the static provider\'s configuration file, by result.',
     labelNames: ['result'],
     registers: [registry],
     collect() {
-      const { success, error } = source.reloads();
+      const { success, error } = reloads();
       this.reset();
       this.inc({ result: 'success' }, success);
       this.inc({ result: 'error' }, error);
@@ -53,7 +52,7 @@ export function registerStaticMetrics(registry: Registry, source: StaticMetricsS
     registers: [registry],
     collect() {
       this.reset();
-      this.inc(source.reloads().error);
+      this.inc(reloads().error);
     },
   });
 }

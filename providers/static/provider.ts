@@ -1,9 +1,6 @@
-import type { V1Service } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
 import type { CloudProvider, ProviderContext } from '../../src/cloud/types.ts';
 import { errorMessage } from '../../src/kube/errors.ts';
-import { ResourceClient, SERVICES } from '../../src/kube/resources.ts';
-import { sleep } from '../../src/kube/token-bucket.ts';
 import type { Logger } from '../../src/log.ts';
 import { AddressAllocator } from './allocator.ts';
 import { formatConfigErrors, loadStaticConfig, processSecrets, type ConfigError } from './config-load.ts';
@@ -12,8 +9,8 @@ import type { SecretSource } from './config-resolve.ts';
 import { ConfigFileWatcher } from './config-watch.ts';
 import { StaticInstances } from './instances.ts';
 import { Inventory } from './inventory.ts';
-import { StaticLoadBalancer } from './loadbalancer.ts';
-import { registerStaticMetrics } from './metrics.ts';
+import { DEFAULT_REBUILD_RETRY, StaticLoadBalancer, rebuildFromServices } from './loadbalancer.ts';
+import { registerPoolMetrics, registerReloadMetrics } from './metrics.ts';
 import { RedfishClientPool } from './redfish.ts';
 
 /**
@@ -23,6 +20,7 @@ import { RedfishClientPool } from './redfish.ts';
  * The file is watched: a valid edit takes effect at once (no restart); an invalid one is logged,
  * counted (edge_ccm_static_config_reload_errors_total) and reported to onReload listeners, and
  * the last good configuration stays in force, so nothing ever looks gone because of a typo.
+ * A good edit also tells onChange listeners (the node controller re-syncs addresses and labels).
  */
 
 export const STATIC_PROVIDER_NAME = 'static';
@@ -50,6 +48,8 @@ export class StaticProvider implements CloudProvider {
   readonly providerName = STATIC_PROVIDER_NAME;
   readonly instances: StaticInstances;
   readonly loadBalancer: StaticLoadBalancer;
+  /** Inventory edits change labels while nodes live: the node controller re-syncs them. */
+  readonly relabelNodes = true;
 
   private config: StaticConfig;
   private inventory: Inventory;
@@ -83,18 +83,7 @@ export class StaticProvider implements CloudProvider {
   async initialize(ctx: ProviderContext): Promise<void> {
     if (ctx.registry) this.registerMetrics(ctx.registry);
     await this.startWatching();
-    const services = new ResourceClient<V1Service>(ctx.transport, SERVICES);
-    const retry = this.options.rebuildRetry ?? { initialMs: 1000, maxMs: 30_000 };
-    for (let delay = retry.initialMs; ; delay = Math.min(delay * 2, retry.maxMs)) {
-      try {
-        this.loadBalancer.rebuild(await listAll(services, ctx.signal));
-        return;
-      } catch (e) {
-        if (ctx.signal.aborted) throw e;
-        this.logger.warn('cannot list services to rebuild load-balancer addresses; retrying', { error: errorMessage(e), retryMs: delay });
-        await sleep(delay, ctx.signal);
-      }
-    }
+    await rebuildFromServices(this.loadBalancer, ctx, this.options.rebuildRetry ?? DEFAULT_REBUILD_RETRY, this.logger);
   }
 
   /**
@@ -135,12 +124,20 @@ export class StaticProvider implements CloudProvider {
     return () => this.listeners.delete(listener);
   }
 
+  /**
+   * The provider interface's change notice: called after each successful reload (a rejected
+   * edit changes no answer, so it is only logged and counted). Returns an unsubscribe function.
+   */
+  onChange(listener: () => void): () => void {
+    return this.onReload((result) => {
+      if (result.ok) listener();
+    });
+  }
+
   /** Registers the provider's metrics (pool usage, reloads) on the process registry. */
   registerMetrics(registry: Registry): void {
-    registerStaticMetrics(registry, {
-      poolUsage: () => this.allocator.usage(),
-      reloads: () => ({ ...this.reloadCounts }),
-    });
+    registerPoolMetrics(registry, () => this.allocator.usage());
+    registerReloadMetrics(registry, () => ({ ...this.reloadCounts }));
   }
 
   async close(): Promise<void> {
@@ -177,17 +174,6 @@ export class StaticProvider implements CloudProvider {
     });
     await this.watcher.start();
   }
-}
-
-async function listAll(client: ResourceClient<V1Service>, signal: AbortSignal): Promise<V1Service[]> {
-  const items: V1Service[] = [];
-  let cont: string | undefined;
-  do {
-    const page = await client.list({ query: { limit: 500, continue: cont }, signal });
-    items.push(...page.items);
-    cont = page.metadata?.continue || undefined;
-  } while (cont);
-  return items;
 }
 
 /** Builds the provider from the factory input; an invalid initial file is an error listing every problem. */

@@ -224,6 +224,7 @@ function controllerSettings(options: Options, cloud: CloudProvider): ControllerS
     concurrentNodeSyncs: options.concurrentNodeSyncs,
     concurrentServiceSyncs: options.concurrentServiceSyncs,
     nodeStatusUpdateFrequencyMs: options.nodeStatusUpdateFrequencyMs,
+    nodeLabelResync: options.nodeLabelResync,
     configureCloudRoutes: options.configureCloudRoutes,
     clusterCIDRs,
     routeReconciliationPeriodMs: options.routeReconciliationPeriodMs,

@@ -22,6 +22,8 @@ export interface ControllerSettings {
   concurrentNodeSyncs: number;
   concurrentServiceSyncs: number;
   nodeStatusUpdateFrequencyMs: number;
+  /** --node-label-resync; the node controller also re-syncs labels when the provider asks (relabelNodes). */
+  nodeLabelResync: boolean;
   configureCloudRoutes: boolean;
   clusterCIDRs: Prefix[];
   routeReconciliationPeriodMs: number;
@@ -67,7 +69,11 @@ export function buildControllers(settings: ControllerSettings, deps: ControllerD
   };
   const cloud = deps.cloud;
   if (want('cloud-node-controller', !!cloud.instances, `provider ${cloud.providerName} has no instances`)) {
-    controllers.push(new CloudNodeController(context('cloud-node-controller'), { workers: settings.concurrentNodeSyncs, nodeStatusUpdateFrequencyMs: settings.nodeStatusUpdateFrequencyMs }));
+    controllers.push(new CloudNodeController(context('cloud-node-controller'), {
+      workers: settings.concurrentNodeSyncs,
+      nodeStatusUpdateFrequencyMs: settings.nodeStatusUpdateFrequencyMs,
+      relabelNodes: settings.nodeLabelResync || cloud.relabelNodes === true,
+    }));
   }
   if (want('cloud-node-lifecycle-controller', !!cloud.instances, `provider ${cloud.providerName} has no instances`)) {
     controllers.push(new CloudNodeLifecycleController(context('cloud-node-lifecycle-controller'), settings.lifecycle));

@@ -84,6 +84,17 @@ export interface CloudProvider {
   readonly routes?: Routes;
   /** Releases watchers and timers; called on shutdown. */
   close?(): Promise<void> | void;
+  /**
+   * Beyond upstream: the provider's answers may have changed (e.g. its configuration was
+   * reloaded), so controllers should resync soon instead of waiting for their period. Returns a
+   * function that removes the listener.
+   */
+  onChange?(listener: () => void): () => void;
+  /**
+   * Beyond upstream: the provider wants the cloud labels of initialised nodes kept in line with
+   * its metadata (as --node-label-resync does), because its answers change while nodes live.
+   */
+  readonly relabelNodes?: boolean;
 }
 
 /** Thrown by a load balancer to say "implemented elsewhere": the controller skips quietly. */

@@ -560,6 +560,18 @@ export const FLAGS = [
     help: 'A provider existence or shutdown call not answered by then counts as "unknown" (never acted on).',
     schema: greaterThanZero,
   }),
+  flag({
+    name: 'node-label-resync',
+    key: 'nodeLabelResync',
+    kind: 'bool',
+    default: false,
+    group: 'edge-ccm',
+    help:
+      'Keep the cloud labels of initialised nodes (instance type, zone, region, and the provider\'s additional ' +
+      'labels, tracked in the node.edge-ccm.io/cloud-labels annotation) in line with the provider, on every node ' +
+      'status update and soon after the provider reports a change. Upstream labels a node only at initialisation. ' +
+      'On regardless of this flag with providers that ask for it (static).',
+  }),
 ] as const;
 
 export type AnyFlagDef = (typeof FLAGS)[number];

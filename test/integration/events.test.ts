@@ -41,6 +41,7 @@ async function createService(name: string): Promise<V1Service> {
 
 async function eventsAbout(ns: string, name: string): Promise<CoreEvent[]> {
   const list = await events.list({ namespace: ns, query: { fieldSelector: `involvedObject.name=${name}` } });
+  console.error('DEBUG eventsAbout', ns, name, JSON.stringify(list.items.map((e) => ({ n: e.metadata.name, src: e.source, rc: e.reportingComponent, ri: e.reportingInstance, reason: e.reason, msg: e.message, count: e.count, io: e.involvedObject }))));
   return list.items;
 }
 

@@ -8,6 +8,7 @@ import { BunKubeTransport, type KubeTransport } from '../../src/kube/transport.t
 import { createLogger } from '../../src/log.ts';
 import { type ControlPlane, startControlPlane } from '../harness/control-plane.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
+import { eventually } from '../harness/eventually.ts';
 
 // A private control plane: these tests restart the API server and compact etcd, which would
 // disturb other files sharing sharedControlPlane().
@@ -39,13 +40,6 @@ async function createNamespace(api: KubeTransport, name: string): Promise<void> 
   await api.request({ method: 'POST', path: '/api/v1/namespaces', body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name } } });
 }
 
-async function eventually(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!(await check())) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(50);
-  }
-}
 
 /**
  * A TCP proxy in front of the API server that can cut the informer off (drop its connections,

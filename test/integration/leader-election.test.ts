@@ -5,6 +5,7 @@ import type { KubeTransport } from '../../src/kube/transport.ts';
 import { silentLogger } from '../../src/log.ts';
 import { sharedControlPlane } from '../harness/control-plane.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
+import { eventually } from '../harness/eventually.ts';
 
 const NAMESPACE = 'kube-system';
 /** Short durations, as the brief: lease 3s, renew deadline 2s, retry 500ms. */
@@ -63,13 +64,6 @@ function candidate(leaseName: string, extra: Partial<LeaderElectionOptions> = {}
   return c;
 }
 
-async function eventually(what: string, check: () => boolean, timeoutMs = 60_000): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!check()) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(50);
-  }
-}
 
 const leaseSpec = async (name: string) => (await leases.get(name, { namespace: NAMESPACE })).spec ?? {};
 

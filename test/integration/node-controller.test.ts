@@ -12,6 +12,7 @@ import { createLogger } from '../../src/log.ts';
 import { FakeCloud, fakeMetadata } from '../fakes/fake-cloud.ts';
 import { type ControlPlane, sharedControlPlane } from '../harness/control-plane.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
+import { eventually } from '../harness/eventually.ts';
 
 // The cloud node controller against a real API server: nodes registered as a kubelet with
 // --cloud-provider=external registers them (uninitialized taint, Hostname address, maybe the
@@ -79,15 +80,6 @@ function kubeletNode(name: string, extra: { providedNodeIP?: string; labels?: Re
   };
 }
 
-async function eventually<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (performance.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await Bun.sleep(25);
-  }
-}
 
 async function eventsFor(name: string): Promise<CoreV1Event[]> {
   const events = new ResourceClient<CoreV1Event>(transport, EVENTS);

@@ -19,6 +19,7 @@ import { createLogger } from '../../src/log.ts';
 import { FakeCloud } from '../fakes/fake-cloud.ts';
 import { type ControlPlane, sharedControlPlane } from '../harness/control-plane.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
+import { eventually } from '../harness/eventually.ts';
 
 // The lifecycle controller against a real API server: nodes are created NotReady (no kubelet
 // runs, so their status stays as written) and the fake provider plays outages and removals.
@@ -59,15 +60,6 @@ afterAll(async () => {
   }
 });
 
-async function pollUntil<T>(what: string, probe: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = WAIT_MS): Promise<T> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value;
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
 
 /** Creates NotReady nodes (Ready=False, as a node whose kubelet stopped) and waits for the informer to see them. */
 async function createNotReadyNodes(scenario: string, count: number, taints?: V1Taint[]): Promise<string[]> {
@@ -76,7 +68,7 @@ async function createNotReadyNodes(scenario: string, count: number, taints?: V1T
     await nodes.create({ apiVersion: 'v1', kind: 'Node', metadata: { name, labels: { 'kubernetes.io/hostname': name } }, spec: { taints } });
     await setReady(name, 'False');
   }
-  await pollUntil('the informer to see the NotReady nodes', () =>
+  await eventually('the informer to see the NotReady nodes', () =>
     names.every((n) => nodeInformer.store.get(n)?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'False')));
   return names;
 }
@@ -147,7 +139,7 @@ describe('cloud node lifecycle controller against a real API server', () => {
     cloud.failWith('instanceExists', new Error('503 Service Unavailable'));
     const c = startController(cloud, names);
     try {
-      const phase = (calls: number) => pollUntil(`${calls} provider calls`, () => cloud.count('instanceExists') >= calls);
+      const phase = (calls: number) => eventually(`${calls} provider calls`, () => cloud.count('instanceExists') >= calls);
       const started = performance.now();
       await phase(4 * 4); // four periods of errors
       cloud.clearFailures();
@@ -157,7 +149,7 @@ describe('cloud node lifecycle controller against a real API server', () => {
       cloud.defaults.existence = 'unknown';
       await phase(12 * 4);
       // Longer than the grace period in all, with every node NotReady the whole time.
-      await pollUntil('the grace period to pass twice', () => performance.now() - started > 2 * GRACE_MS);
+      await eventually('the grace period to pass twice', () => performance.now() - started > 2 * GRACE_MS);
       await phase(cloud.count('instanceExists') + 4);
       for (const name of names) expect(await nodeExists(name)).toBe(true);
       expect(await c.metric('edge_ccm_nodes_deleted_total')).toBe(0);
@@ -174,7 +166,7 @@ describe('cloud node lifecycle controller against a real API server', () => {
     const started = performance.now();
     const c = startController(cloud, names);
     try {
-      await pollUntil(`${gone} to be deleted`, async () => !(await nodeExists(gone)));
+      await eventually(`${gone} to be deleted`, async () => !(await nodeExists(gone)));
       expect(performance.now() - started).toBeGreaterThanOrEqual(GRACE_MS);
       expect(cloud.count('instanceExists', gone)).toBeGreaterThanOrEqual(2);
       for (const name of names.filter((n) => n !== gone)) expect(await nodeExists(name)).toBe(true);
@@ -193,7 +185,7 @@ describe('cloud node lifecycle controller against a real API server', () => {
     cloud.setNode(a, { existence: 'not-found' }).setNode(b, { existence: 'not-found' });
     const c = startController(cloud, names);
     try {
-      const held = await pollUntil('NodeDeletionHeld events', async () => {
+      const held = await eventually('NodeDeletionHeld events', async () => {
         const found = [...(await eventsFor(a, 'NodeDeletionHeld')), ...(await eventsFor(b, 'NodeDeletionHeld'))];
         return found.length === 2 ? found : undefined;
       });
@@ -201,12 +193,12 @@ describe('cloud node lifecycle controller against a real API server', () => {
       expect(await c.metric('edge_ccm_node_deletion_breaker_open')).toBe(1);
       // Several more periods: still nothing deleted.
       const calls = cloud.count('instanceExists');
-      await pollUntil('more periods', () => cloud.count('instanceExists') >= calls + 5 * 4);
+      await eventually('more periods', () => cloud.count('instanceExists') >= calls + 5 * 4);
       for (const name of names) expect(await nodeExists(name)).toBe(true);
 
       // The operator confirms one machine is really gone.
       await nodes.patch(a, 'merge', { metadata: { annotations: { [ANNOTATION_ACKNOWLEDGE_DELETION]: 'true' } } });
-      await pollUntil(`${a} to be deleted`, async () => !(await nodeExists(a)));
+      await eventually(`${a} to be deleted`, async () => !(await nodeExists(a)));
       expect(await nodeExists(b)).toBe(true);
     } finally {
       await c.stop();
@@ -220,10 +212,10 @@ describe('cloud node lifecycle controller against a real API server', () => {
     cloud.setNode(name!, { shutdown: true });
     const c = startController(cloud, [name!]);
     try {
-      await pollUntil('the shutdown taint', async () => (await nodes.get(name!)).spec?.taints?.some((t) => t.key === SHUTDOWN_TAINT.key));
+      await eventually('the shutdown taint', async () => (await nodes.get(name!)).spec?.taints?.some((t) => t.key === SHUTDOWN_TAINT.key));
       expect(await taintKeys(name!)).toEqual([foreign.key, SHUTDOWN_TAINT.key]);
       await setReady(name!, 'True');
-      await pollUntil('the shutdown taint to go', async () => !(await nodes.get(name!)).spec?.taints?.some((t) => t.key === SHUTDOWN_TAINT.key));
+      await eventually('the shutdown taint to go', async () => !(await nodes.get(name!)).spec?.taints?.some((t) => t.key === SHUTDOWN_TAINT.key));
       expect(await taintKeys(name!)).toEqual([foreign.key]);
     } finally {
       await c.stop();

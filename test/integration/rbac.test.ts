@@ -9,6 +9,7 @@ import { transportFor, writeKubeconfig } from '../harness/kubeconfig.ts';
 import { freeLoopbackPorts } from '../harness/ports.ts';
 import { NODES, ResourceClient, SERVICES } from '../../src/kube/resources.ts';
 import type { BunKubeTransport } from '../../src/kube/transport.ts';
+import { eventually } from '../harness/eventually.ts';
 
 /**
  * Least privilege, proven: edge-ccm runs every controller, leader election, events and
@@ -22,6 +23,12 @@ let cp: ControlPlane;
 let admin: BunKubeTransport;
 let ccm: CcmProcess | undefined;
 
+/** eventually(), with edge-ccm's recent output in the failure. */
+const until = <T>(what: string, probe: () => Promise<T | undefined>) =>
+  eventually(what, probe).catch((e: Error) => {
+    throw new Error(`${e.message}\n${ccm?.logs().slice(-3000)}`);
+  });
+
 beforeAll(async () => {
   cp = await startControlPlane();
   admin = transportFor(cp.adminKubeconfig);
@@ -32,15 +39,6 @@ afterAll(async () => {
   await cp?.stop();
 });
 
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\n${ccm?.logs().slice(-3000)}`);
-    await Bun.sleep(100);
-  }
-}
 
 test('every controller works under the shipped ClusterRole with no 403', async () => {
   await applyManifests(admin, readFileSync(resolve(import.meta.dir, '../../deploy/kubernetes/rbac.yaml'), 'utf8'));

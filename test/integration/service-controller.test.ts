@@ -14,6 +14,7 @@ import { createLogger } from '../../src/log.ts';
 import { FakeCloud } from '../fakes/fake-cloud.ts';
 import { type ControlPlane, sharedControlPlane } from '../harness/control-plane.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
+import { eventually } from '../harness/eventually.ts';
 
 // The service load-balancer controller against a real API server: finalizer, ingress status and
 // events through its real writes, node changes reaching the provider, deletion through the
@@ -103,15 +104,6 @@ afterAll(async () => {
   if (nodes) await Promise.allSettled(nodeNames.map((n) => nodes.delete(n)));
 });
 
-async function eventually<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(50);
-  }
-}
 
 async function eventsFor(name: string): Promise<CoreV1Event[]> {
   const events = new ResourceClient<CoreV1Event>(transport, EVENTS);

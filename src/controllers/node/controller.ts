@@ -10,7 +10,9 @@ import { ProvidedNodeIPError, decideNodeAddresses } from './addresses.ts';
 import { fetchInstanceMetadata, planInitialization, type InitializationPlan } from './initialize.ts';
 import { labelsToReconcile } from './labels.ts';
 import { nodeControllerMetrics, type NodeControllerMetrics } from './metrics.ts';
-import { ApiNodeWriter, type NodeWriter } from './node-writer.ts';
+import { planLabelResync } from './label-resync.ts';
+import { ApiNodeWriter, type NodeLabelWriter, type NodeWriter } from './node-writer.ts';
+import { ResyncTrigger } from './resync-trigger.ts';
 import { forEachLimited } from '../../kube/parallel.ts';
 
 export interface CloudNodeControllerOptions {
@@ -18,11 +20,19 @@ export interface CloudNodeControllerOptions {
   workers: number;
   /** --node-status-update-frequency: period of the address refresh of initialised nodes. */
   nodeStatusUpdateFrequencyMs: number;
+  /**
+   * Beyond upstream (--node-label-resync, or the provider's relabelNodes): the periodic pass also
+   * brings the cloud labels of initialised nodes in line with the metadata (label-resync.ts).
+   */
+  relabelNodes?: boolean;
+  /** Quiet time after the provider's last onChange before the early pass. Default 1000 ms. */
+  changeDebounceMs?: number;
 }
 
 /** Seams for tests; the app passes none. */
 export interface CloudNodeControllerDeps {
   writer?: NodeWriter;
+  labelWriter?: NodeLabelWriter;
 }
 
 export const EVENT_SYNCED = 'Synced';
@@ -31,17 +41,25 @@ export const EVENT_PROVIDED_NODE_IP_INVALID = 'ProvidedNodeIPInvalid';
 /** Upstream UpdateNodeSpecBackoff: 20 attempts, 50ms with jitter 1.0 (50-100ms). */
 const CONFLICT_ATTEMPTS = 20;
 const CONFLICT_BACKOFF_MS = 50;
+/** Label re-sync: attempts before a node is left to the next pass. */
+const RELABEL_ATTEMPTS = 3;
 
 /**
  * The cloud node controller (upstream controllers/node): initialises nodes registered with the
  * uninitialized taint from the provider's instance metadata, keeps the GA labels of initialised
  * nodes in line with their beta labels, and refreshes their addresses periodically.
+ *
+ * Beyond upstream: when the provider reports a change (onChange), the periodic pass runs soon
+ * (debounced) instead of at its next period, and nodes still tainted are tried again; with
+ * relabelNodes the pass also re-syncs cloud labels.
  */
 export class CloudNodeController implements Controller {
   readonly name = 'cloud-node-controller';
   readonly queue: WorkQueue<string>;
   private readonly instances: Instances;
   private readonly writer: NodeWriter;
+  private readonly labelWriter: NodeLabelWriter;
+  private readonly resync: ResyncTrigger;
   private readonly metrics: NodeControllerMetrics;
   private readonly log: Logger;
 
@@ -52,7 +70,10 @@ export class CloudNodeController implements Controller {
   ) {
     if (!ctx.cloud.instances) throw new Error('cloud provider does not support instances');
     this.instances = ctx.cloud.instances;
-    this.writer = deps.writer ?? new ApiNodeWriter(ctx.transport);
+    const api = new ApiNodeWriter(ctx.transport);
+    this.writer = deps.writer ?? api;
+    this.labelWriter = deps.labelWriter ?? api;
+    this.resync = new ResyncTrigger(opts.changeDebounceMs ?? 1000);
     this.metrics = nodeControllerMetrics(ctx.registry);
     this.log = ctx.logger.with({ controller: this.name });
     this.queue = new WorkQueue<string>('Nodes', { rateLimiter: defaultControllerRateLimiter<string>(), metrics: ctx.workQueueMetrics });
@@ -69,12 +90,16 @@ export class CloudNodeController implements Controller {
       this.queue.shutDown();
       return;
     }
+    if (this.opts.relabelNodes) this.log.info('node label re-sync on: cloud labels of initialised nodes follow the provider');
+    const unsubscribe = this.ctx.cloud.onChange?.(() => this.resync.request());
     const workers = Array.from({ length: Math.max(1, this.opts.workers) }, () => this.runWorker(signal));
     const statusLoop = this.runStatusLoop(signal);
     await new Promise<void>((resolve) => {
       if (signal.aborted) resolve();
       else signal.addEventListener('abort', () => resolve(), { once: true });
     });
+    unsubscribe?.();
+    this.resync.stop();
     this.queue.shutDown();
     await Promise.all([...workers, statusLoop]);
   }
@@ -89,11 +114,19 @@ export class CloudNodeController implements Controller {
     while (await processNextItem(this.queue, (name) => this.syncNode(name, signal), onError));
   }
 
-  /** upstream wait.UntilWithContext: a pass at once, then one period after each pass ends. */
+  /**
+   * upstream wait.UntilWithContext: a pass at once, then one period after each pass ends; a
+   * provider change cuts the wait short, and then nodes still tainted (perhaps with no metadata
+   * before the change) are queued again as well.
+   */
   private async runStatusLoop(signal: AbortSignal): Promise<void> {
     while (!signal.aborted) {
       await this.updateNodeStatus(signal);
-      await sleep(this.opts.nodeStatusUpdateFrequencyMs, signal).catch(() => {});
+      const changed = await this.resync.wait(this.opts.nodeStatusUpdateFrequencyMs, signal);
+      if (changed && !signal.aborted) {
+        this.log.info('cloud provider reported a change: syncing nodes');
+        for (const node of this.ctx.nodeInformer.store.list()) if (isUninitialized(node)) this.enqueue(node);
+      }
     }
   }
 
@@ -162,7 +195,7 @@ export class CloudNodeController implements Controller {
   /** The initialisation plan; a node IP the provider does not know is a Warning event and an error (retried). */
   private planOrWarn(node: V1Node, metadata: InstanceMetadata): InitializationPlan {
     try {
-      return planInitialization(node, metadata);
+      return planInitialization(node, metadata, { trackCloudLabels: this.opts.relabelNodes });
     } catch (e) {
       if (!(e instanceof ProvidedNodeIPError)) throw e;
       const message = `provided node ip for node "${nodeName(node)}" is not valid: ${e.message}`;
@@ -173,7 +206,8 @@ export class CloudNodeController implements Controller {
 
   /**
    * The periodic pass (upstream UpdateNodeStatus): every initialised managed node gets one
-   * metadata call and an address write when its addresses changed; `workers` at a time.
+   * metadata call and an address write when its addresses changed; `workers` at a time. With
+   * relabelNodes, the same answer also re-syncs its cloud labels.
    */
   async updateNodeStatus(signal?: AbortSignal): Promise<void> {
     const started = performance.now();
@@ -184,12 +218,46 @@ export class CloudNodeController implements Controller {
         const metadata = await this.instances.instanceMetadata(node, signal);
         // No metadata, nothing to compare the addresses with.
         if (metadata === null) return;
+        if (this.opts.relabelNodes) await this.resyncLabels(node, metadata, log, signal);
         await this.updateNodeAddresses(node, metadata.nodeAddresses, log, signal);
       } catch (e) {
         log.error('error getting instance metadata for node addresses', { error: errorMessage(e) });
       }
     }, signal);
     this.log.debug(2, 'updated node status', { nodes: nodes.length, ms: Math.round(performance.now() - started) });
+  }
+
+  /**
+   * Brings the node's cloud labels in line with the metadata. On a conflict the plan is made
+   * again from the node as the API has it; errors are logged and left to the next pass.
+   */
+  private async resyncLabels(cached: V1Node, metadata: InstanceMetadata, log: Logger, signal?: AbortSignal): Promise<void> {
+    const name = nodeName(cached);
+    let node = cached;
+    for (let attempt = 1; ; attempt++) {
+      const plan = planLabelResync(node, metadata);
+      for (const { key, reason } of plan.discarded) log.debug(4, 'not re-syncing node label from cloud provider', { label: key, reason });
+      if (!plan.patch) return;
+      try {
+        await this.labelWriter.patchCloudLabels(name, node.metadata?.resourceVersion, plan.patch, signal);
+        log.info('re-synced node labels with cloud provider', { labels: JSON.stringify(plan.patch.labels) });
+        return;
+      } catch (e) {
+        if (isNotFound(e)) return;
+        if (!isConflict(e) || attempt >= RELABEL_ATTEMPTS) {
+          log.error('error re-syncing node labels', { error: errorMessage(e) });
+          return;
+        }
+        try {
+          node = await this.labelWriter.get(name, signal);
+        } catch (err) {
+          log.error('error re-syncing node labels', { error: errorMessage(err) });
+          return;
+        }
+        // Tainted again meanwhile? Initialisation owns it then.
+        if (isUninitialized(node)) return;
+      }
+    }
   }
 
   /** Writes the node's addresses when they changed. Errors are logged, not retried (upstream). */

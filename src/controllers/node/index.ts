@@ -11,4 +11,14 @@ export {
 export { MissingProviderIDError, fetchInstanceMetadata, planInitialization, type InitializationPatch, type InitializationPlan } from './initialize.ts';
 export { cloudLabels, isKubernetesNamespacedLabel, labelsToReconcile, type CloudLabels } from './labels.ts';
 export { nodeControllerMetrics, type NodeControllerMetrics } from './metrics.ts';
-export { ApiNodeWriter, type NodeWriter } from './node-writer.ts';
+export { ApiNodeWriter, type NodeLabelWriter, type NodeWriter } from './node-writer.ts';
+export {
+  CLOUD_LABELS_ANNOTATION,
+  formatCloudLabelKeys,
+  ownedCloudLabelKeys,
+  planLabelResync,
+  trackedCloudLabelKeys,
+  type CloudLabelsPatch,
+  type LabelResyncPlan,
+} from './label-resync.ts';
+export { ResyncTrigger } from './resync-trigger.ts';

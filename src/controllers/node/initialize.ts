@@ -2,6 +2,7 @@ import type { V1Node, V1Taint } from '@kubernetes/client-node';
 import type { InstanceMetadata, Instances } from '../../cloud/types.ts';
 import { TAINT_EXTERNAL_CLOUD_PROVIDER, nodeName, taintsWithout } from '../../kube/node-helpers.ts';
 import { applyProvidedNodeIP } from './addresses.ts';
+import { CLOUD_LABELS_ANNOTATION, formatCloudLabelKeys, ownedCloudLabelKeys } from './label-resync.ts';
 import { cloudLabels, type CloudLabels } from './labels.ts';
 
 /**
@@ -31,7 +32,7 @@ export async function fetchInstanceMetadata(instances: Instances, node: V1Node, 
 
 /** The node write of initialisation: a JSON merge patch (ApiNodeWriter.initialize says why). */
 export interface InitializationPatch {
-  metadata: { resourceVersion?: string; labels?: Record<string, string> };
+  metadata: { resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
   spec: { providerID?: string; taints: V1Taint[] };
 }
 
@@ -43,11 +44,12 @@ export interface InitializationPlan {
 
 /**
  * The initialisation write for this node: providerID only when the node has none, the cloud
- * labels, and the taints minus every uninitialized taint. Throws ProvidedNodeIPError when the
+ * labels (and, with trackCloudLabels, the annotation listing the additional ones set), and the
+ * taints minus every uninitialized taint. Throws ProvidedNodeIPError when the
  * kubelet's node IP is not among the provider's addresses, so the taint stays until it is.
  * Pure, and computed again from the fresh node after a conflict (upstream's node modifiers).
  */
-export function planInitialization(node: V1Node, metadata: InstanceMetadata): InitializationPlan {
+export function planInitialization(node: V1Node, metadata: InstanceMetadata, opts: { trackCloudLabels?: boolean } = {}): InitializationPlan {
   // Validate only: the addresses themselves are written on the status after the taint is gone.
   applyProvidedNodeIP(node, metadata.nodeAddresses ?? []);
 
@@ -60,6 +62,9 @@ export function planInitialization(node: V1Node, metadata: InstanceMetadata): In
   if (!node.spec?.providerID && metadata.providerID) patch.spec.providerID = metadata.providerID;
   const { labels, discarded } = cloudLabels(node, metadata);
   if (Object.keys(labels).length > 0) patch.metadata.labels = labels;
+  // With label re-sync on, record which additional labels are ours, so a later re-sync may
+  // change or remove them (and never the ones someone else set).
+  if (opts.trackCloudLabels) patch.metadata.annotations = { [CLOUD_LABELS_ANNOTATION]: formatCloudLabelKeys(ownedCloudLabelKeys(labels, metadata)) };
   return { patch, discardedLabels: discarded };
 }
 

@@ -2,6 +2,7 @@ import type { V1Node, V1NodeAddress } from '@kubernetes/client-node';
 import { NODES, ResourceClient } from '../../kube/resources.ts';
 import type { KubeTransport } from '../../kube/transport.ts';
 import type { InitializationPatch } from './initialize.ts';
+import type { CloudLabelsPatch } from './label-resync.ts';
 
 /**
  * The cloud node controller's writes to the API, one method each, so the reason for each patch
@@ -15,7 +16,14 @@ export interface NodeWriter {
   setAddresses(name: string, addresses: V1NodeAddress[], signal?: AbortSignal): Promise<V1Node>;
 }
 
-export class ApiNodeWriter implements NodeWriter {
+/** The label re-sync's write (label-resync.ts), apart so NodeWriter's test doubles need not know it. */
+export interface NodeLabelWriter {
+  get(name: string, signal?: AbortSignal): Promise<V1Node>;
+  /** Applies the patch if the node is still at `resourceVersion` (409 otherwise). */
+  patchCloudLabels(name: string, resourceVersion: string | undefined, patch: CloudLabelsPatch, signal?: AbortSignal): Promise<V1Node>;
+}
+
+export class ApiNodeWriter implements NodeWriter, NodeLabelWriter {
   private readonly nodes: ResourceClient<V1Node>;
 
   constructor(transport: KubeTransport) {
@@ -45,6 +53,17 @@ export class ApiNodeWriter implements NodeWriter {
    */
   setLabels(name: string, labels: Record<string, string>, signal?: AbortSignal): Promise<V1Node> {
     return this.nodes.patch(name, 'merge', { metadata: { labels } }, { signal });
+  }
+
+  /**
+   * Merge patch of metadata.labels (null removes a label) and metadata.annotations, under a
+   * resourceVersion precondition: the plan decided from the node as read which keys are ours, and
+   * a label someone set meanwhile must not be taken over.
+   */
+  patchCloudLabels(name: string, resourceVersion: string | undefined, patch: CloudLabelsPatch, signal?: AbortSignal): Promise<V1Node> {
+    const metadata: Record<string, unknown> = { resourceVersion, labels: patch.labels };
+    if (Object.keys(patch.annotations).length > 0) metadata.annotations = patch.annotations;
+    return this.nodes.patch(name, 'merge', { metadata }, { signal });
   }
 
   /**

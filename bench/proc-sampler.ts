@@ -1,0 +1,60 @@
+import { readFileSync } from 'node:fs';
+
+/**
+ * Memory and CPU of one process from /proc: VmRSS sampled on an interval (for the steady
+ * figure), VmHWM for the peak, utime+stime for CPU seconds. Linux only, as the bench is.
+ */
+
+const CLOCK_TICKS_PER_SECOND = 100; // USER_HZ, 100 on every Linux the bench runs on
+
+export interface ProcSample { at: number; rssKiB: number }
+
+function statusField(pid: number, field: string): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status);
+  return match?.[1] ? Number(match[1]) : 0;
+}
+
+/** CPU seconds (user + system) the process has used so far. */
+export function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name, which may hold spaces, start after the last ')'.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+}
+
+export class ProcSampler {
+  readonly samples: ProcSample[] = [];
+  private readonly timer: ReturnType<typeof setInterval>;
+
+  constructor(readonly pid: number, intervalMs = 250) {
+    this.timer = setInterval(() => this.sample(), intervalMs);
+  }
+
+  private sample(): void {
+    try {
+      this.samples.push({ at: Date.now(), rssKiB: statusField(this.pid, 'VmRSS') });
+    } catch {
+      // the process has exited; stop() is coming
+    }
+  }
+
+  /** Peak resident set since the process started (the kernel's high-water mark). */
+  peakKiB(): number {
+    try {
+      return statusField(this.pid, 'VmHWM');
+    } catch {
+      return Math.max(0, ...this.samples.map((s) => s.rssKiB));
+    }
+  }
+
+  /** Mean resident set over a time window. */
+  meanKiB(from: number, to: number): number {
+    const inWindow = this.samples.filter((s) => s.at >= from && s.at <= to);
+    return inWindow.length ? inWindow.reduce((sum, s) => sum + s.rssKiB, 0) / inWindow.length : 0;
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+}

@@ -1,0 +1,118 @@
+import { closeSync, openSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Subprocess } from 'bun';
+
+/**
+ * The processes under test. Every side runs as its own client-certificate user (so the audit
+ * log tells their requests apart) with its own lease name, logs to a file in the run dir, and
+ * is ended by pid. Binaries are built by scripts/bench into the cache dir.
+ */
+
+export const BENCH_CACHE = process.env.EDGE_CCM_BENCH_DIR
+  ?? join(process.env.EDGE_CCM_CACHE || join(process.env.XDG_CACHE_HOME || join(process.env.HOME ?? '/root', '.cache'), 'edge-ccm'), 'bench');
+
+export type SideName = 'edge-ccm' | 'reference' | 'floor';
+
+/** Concurrency and client rate limits, passed to every side alike. */
+export interface Profile {
+  name: string;
+  concurrency: number;
+  qps: number;
+  burst: number;
+  /** Whether the flags are passed at all (false: each side at its own defaults). */
+  explicit: boolean;
+}
+
+/** Upstream's defaults: --concurrent-node-syncs=1 --concurrent-service-syncs=1 --kube-api-qps=20 --kube-api-burst=30. */
+export const DEFAULTS: Profile = { name: 'defaults', concurrency: 1, qps: 20, burst: 30, explicit: false };
+export const RAISED: Profile = { name: 'equal, raised', concurrency: 10, qps: 100, burst: 200, explicit: true };
+
+export const FAKE_INGRESS_IP = '192.0.2.10';
+
+/** edge-ccm's fake provider answers as the reference's fake is configured in bench/reference/main.go. */
+export function writeEdgeFakeConfig(dir: string): string {
+  const path = join(dir, 'edge-fake.json');
+  writeFileSync(path, JSON.stringify({
+    autoMetadata: { instanceType: 'bench.small', zone: 'zone-a', region: 'region-a', externalIP: FAKE_INGRESS_IP },
+    ingressIP: FAKE_INGRESS_IP,
+    routes: false,
+  }));
+  return path;
+}
+
+export interface SideProcess {
+  side: SideName;
+  pid: number;
+  startedAt: number;
+  logPath: string;
+  proc: Subprocess;
+  stop(): Promise<void>;
+}
+
+export interface SideLaunch {
+  side: SideName;
+  kubeconfig: string;
+  leaseName: string;
+  port: number;
+  profile: Profile;
+  dir: string;
+  fakeConfig: string;
+}
+
+function profileFlags(profile: Profile): string[] {
+  if (!profile.explicit) return [];
+  return [
+    `--concurrent-node-syncs=${profile.concurrency}`,
+    `--concurrent-service-syncs=${profile.concurrency}`,
+    `--kube-api-qps=${profile.qps}`,
+    `--kube-api-burst=${profile.burst}`,
+  ];
+}
+
+export function commandFor(l: SideLaunch): string[] {
+  if (l.side === 'floor') {
+    return [join(BENCH_CACHE, 'floor'), `--kubeconfig=${l.kubeconfig}`,
+      `--concurrency=${l.profile.concurrency}`, `--qps=${l.profile.qps}`, `--burst=${l.profile.burst}`];
+  }
+  const common = [
+    '--cloud-provider=fake',
+    `--kubeconfig=${l.kubeconfig}`,
+    `--authentication-kubeconfig=${l.kubeconfig}`,
+    `--authorization-kubeconfig=${l.kubeconfig}`,
+    '--bind-address=127.0.0.1',
+    `--secure-port=${l.port}`,
+    '--configure-cloud-routes=false',
+    `--leader-elect-resource-name=${l.leaseName}`,
+    ...profileFlags(l.profile),
+  ];
+  if (l.side === 'edge-ccm') return [join(BENCH_CACHE, 'edge-ccm-fake'), ...common, `--cloud-config=${l.fakeConfig}`];
+  return [join(BENCH_CACHE, 'reference-ccm'), ...common, '--webhook-secure-port=0'];
+}
+
+const live = new Set<Subprocess>();
+process.on('exit', () => {
+  for (const p of live) if (p.exitCode === null) p.kill('SIGKILL');
+});
+
+export function launchSide(l: SideLaunch): SideProcess {
+  const logPath = join(l.dir, `${l.side}-${l.leaseName}.log`);
+  const fd = openSync(logPath, 'a');
+  const startedAt = Date.now();
+  let proc: Subprocess;
+  try {
+    proc = Bun.spawn({ cmd: commandFor(l), stdin: 'ignore', stdout: fd, stderr: fd });
+  } finally {
+    closeSync(fd);
+  }
+  live.add(proc);
+  return {
+    side: l.side, pid: proc.pid, startedAt, logPath, proc,
+    async stop() {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM');
+      const timer = setTimeout(() => proc.kill('SIGKILL'), 15_000);
+      await proc.exited;
+      clearTimeout(timer);
+      live.delete(proc);
+    },
+  };
+}
