@@ -13,7 +13,7 @@ export interface RequestCount {
   total: number;
 }
 
-interface AuditEvent {
+export interface AuditEvent {
   stage?: string;
   verb?: string;
   user?: { username?: string };
@@ -59,4 +59,30 @@ export async function countRequests(auditLogPath: string, user: string, window?:
     count.total++;
   }
   return count;
+}
+
+/** Reads an audit log as it grows: each read() returns the events of `user` appended since the last. */
+export class AuditTail {
+  private offset = 0;
+  private partial = '';
+
+  constructor(private readonly path: string, private readonly user: string) {}
+
+  async read(): Promise<AuditEvent[]> {
+    const file = Bun.file(this.path);
+    const size = file.size;
+    if (size <= this.offset) return [];
+    const text = this.partial + (await file.slice(this.offset, size).text());
+    this.offset = size;
+    const lines = text.split('\n');
+    this.partial = lines.pop() ?? '';
+    const needle = `"username":"${this.user}"`;
+    return lines
+      .filter((l) => l.includes(needle) && l.includes('"stage":"RequestReceived"'))
+      .map((l) => JSON.parse(l) as AuditEvent);
+  }
+}
+
+export function isWrite(event: AuditEvent): boolean {
+  return WRITE_VERBS.has(event.verb ?? '') && event.objectRef?.resource !== 'leases';
 }

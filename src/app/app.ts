@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { V1Node } from '@kubernetes/client-node';
+import type { KubeConfig, V1Node } from '@kubernetes/client-node';
 import type { CloudProvider } from '../cloud/types.ts';
 import type { ProviderRegistry } from '../cloud/registry.ts';
 import type { Controller } from '../controllers/types.ts';
@@ -7,18 +7,19 @@ import { resolveLifecycleOptions } from '../controllers/nodelifecycle/index.ts';
 import { errorMessage } from '../kube/errors.ts';
 import { EventBroadcaster } from '../kube/events.ts';
 import { LeaderElector, makeIdentity } from '../kube/leader-election.ts';
-import { BunKubeTransport } from '../kube/transport.ts';
+import { BunKubeTransport, type KubeTransport, type TransportOptions } from '../kube/transport.ts';
 import { createLogger, type Logger } from '../log.ts';
 import { parsePrefix, type Prefix } from '../net/ip.ts';
 import { parseClusterCIDRs, type Options } from '../options/index.ts';
 import { delegatingAuth } from '../server/delegating-auth.ts';
 import { HealthChecks } from '../server/health.ts';
 import { createServer } from '../server/server.ts';
-import { versionLine } from '../version.ts';
+import { version, versionLine } from '../version.ts';
 import { buildControllers, type ControllerSettings } from './controllers.ts';
 import { loadKubeConfig } from './kubeconfig.ts';
 import { ControllerManagerMetrics, createRegistry, restClientObserver } from './metrics.ts';
 import { nodeOwnershipPredicate } from './node-ownership.ts';
+import { CONTROLLER_SERVICE_ACCOUNTS, ServiceAccountCredentials } from './service-account-credentials.ts';
 
 /** A problem with the command line or its files: the process exits 2, as upstream. */
 export class ConfigurationError extends Error {}
@@ -37,12 +38,13 @@ export async function runControllerManager(options: Options, providers: Provider
 
   const kubeConfig = loadKubeConfig({ kubeconfig: options.kubeconfig || undefined, master: options.master || undefined });
   const registry = createRegistry();
-  const transport = new BunKubeTransport(kubeConfig, {
+  const transportOptions: TransportOptions = {
     qps: options.kubeApiQps,
     burst: options.kubeApiBurst,
-    userAgent: `edge-ccm/${versionLine().split(' ')[1]}`,
+    userAgent: `edge-ccm/${version}`,
     observe: restClientObserver(registry),
-  });
+  };
+  const transport = new BunKubeTransport(kubeConfig, transportOptions);
 
   const checks = new HealthChecks();
   checks.add('ping', () => {});
@@ -71,8 +73,12 @@ export async function runControllerManager(options: Options, providers: Provider
 
   const startControllers = async (signal: AbortSignal): Promise<void> => {
     await cloud.initialize?.({ transport, logger: logger.with({ provider: cloud.providerName }), signal, registry });
+    const controllerTransports = options.useServiceAccountCredentials
+      ? await serviceAccountTransports(options.enabledControllers, kubeConfig, transport, transportOptions, logger, signal)
+      : new Map<string, KubeTransport>();
     const { informers, controllers } = buildControllers(settings, {
       transport,
+      transportFor: (component) => controllerTransports.get(component),
       recorderFor: (component) => events.recorder(component),
       logger,
       registry,
@@ -150,6 +156,25 @@ export async function runControllerManager(options: Options, providers: Provider
   await cloud.close?.();
   logger.info('stopped');
   return exitCode;
+}
+
+/** Each controller's own service-account transport, resolved before the controllers start. */
+async function serviceAccountTransports(
+  enabled: ReadonlySet<string>,
+  kubeConfig: KubeConfig,
+  root: KubeTransport,
+  transportOptions: TransportOptions,
+  logger: Logger,
+  signal: AbortSignal,
+): Promise<Map<string, KubeTransport>> {
+  const credentials = new ServiceAccountCredentials(kubeConfig, root, transportOptions, logger, signal);
+  const out = new Map<string, KubeTransport>();
+  for (const [component, account] of Object.entries(CONTROLLER_SERVICE_ACCOUNTS)) {
+    if (!enabled.has(component)) continue;
+    out.set(component, await credentials.transportFor(account));
+    logger.info('controller uses its own service account', { controller: component, serviceAccount: `kube-system/${account}` });
+  }
+  return out;
 }
 
 async function runController(c: Controller, signal: AbortSignal, metrics: ControllerManagerMetrics, logger: Logger): Promise<void> {

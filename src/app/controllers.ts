@@ -33,6 +33,8 @@ export interface ControllerSettings {
 export interface ControllerDeps {
   transport: KubeTransport;
   recorderFor(component: string): EventRecorder;
+  /** A controller's own API identity (--use-service-account-credentials); default `transport`. */
+  transportFor?(component: string): KubeTransport | undefined;
   logger: Logger;
   registry: Registry;
   cloud: CloudProvider;
@@ -50,7 +52,7 @@ export function buildControllers(settings: ControllerSettings, deps: ControllerD
   const services = new Informer<V1Service>({ transport: deps.transport, type: SERVICES, transform: stripManagedFields, resyncMs: 30_000, logger: log.with({ informer: 'services' }) });
   const workQueueMetrics = new WorkQueueMetrics(deps.registry);
   const context = (component: string): ControllerContext => ({
-    transport: deps.transport,
+    transport: deps.transportFor?.(component) ?? deps.transport,
     recorder: deps.recorderFor(component),
     logger: log.with({ controller: component }),
     registry: deps.registry,

@@ -5,6 +5,7 @@ import type { V1Container, V1Deployment, V1Node } from '@kubernetes/client-node'
 import { NODES, ResourceClient } from '../../src/kube/resources.ts';
 import type { BunKubeTransport } from '../../src/kube/transport.ts';
 import { CcmProcess, tempDir } from '../harness/ccm-process.ts';
+import { removeOwnedDir } from '../harness/processes.ts';
 import { startControlPlane, type ControlPlane } from '../harness/control-plane.ts';
 import { eventually } from '../harness/eventually.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
@@ -125,6 +126,7 @@ let cp: ControlPlane;
 let admin: BunKubeTransport;
 let nodes: ResourceClient<V1Node>;
 let running: Container | undefined;
+const dirs: string[] = [];
 
 beforeAll(async () => {
   for (const tool of ['unshare', 'chroot', 'env', 'ldd']) {
@@ -139,7 +141,7 @@ beforeAll(async () => {
 
 afterEach(async () => {
   if (running) await stopContainer(running, 'SIGKILL');
-  running = undefined;
+  for (const dir of dirs.splice(0)) removeOwnedDir(dir);
 });
 
 afterAll(async () => {
@@ -158,14 +160,18 @@ async function runContainer(dir: string, root: string, user: string, env: string
     'chroot', `--userspec=${user}`, root,
     ...(image.entrypoint ?? []), ...args,
   ];
-  const process = CcmProcess.binary(cmd, {}, Bun.which('unshare') as string);
+  const unshare = CcmProcess.binary(cmd, {}, Bun.which('unshare') as string);
+  running = { process: unshare, pid: -1 }; // stopped by afterEach even if it never gets further
+  const exited = () => {
+    if (unshare.proc.exitCode !== null) throw new Error(`container exited (${unshare.proc.exitCode}):\n${unshare.logs()}`);
+  };
   // unshare forks once; the child execs env, chroot and the binary, keeping its pid.
-  const pid = await eventually('the container process', () => childOf(process.pid), 30_000);
+  const pid = await eventually('the container process', () => (exited(), childOf(unshare.pid)), 30_000);
   writeFileSync(join(dir, 'container.pid'), String(pid));
-  const container = { process, pid };
+  const container = { process: unshare, pid };
   running = container;
   await eventually('the binary running in the image root', () => {
-    if (process.proc.exitCode !== null) throw new Error(`container exited (${process.proc.exitCode}):\n${process.logs()}`);
+    exited();
     return readlinkSync(`/proc/${pid}/exe`, { encoding: 'utf8' }).endsWith(binary?.target ?? '?');
   }, 30_000);
   return container;
@@ -189,8 +195,10 @@ function childOf(parent: number): number | undefined {
 async function stopContainer(container: Container, signal: NodeJS.Signals): Promise<number> {
   if (running === container) running = undefined; // once it has exited its pid may be reused
   if (container.process.proc.exitCode !== null) return container.process.exited();
+  const pid = container.pid >= 0 ? container.pid : childOf(container.process.pid);
+  if (pid === undefined) return container.process.stop('SIGKILL');
   try {
-    process.kill(container.pid, signal);
+    process.kill(pid, signal);
   } catch {
     // already gone
   }
@@ -236,6 +244,7 @@ test('the image holds the binary and exactly the libraries it is linked against,
 
 test('in an empty root with only the image files, as UID 65532, with a kubeconfig: the binary initialises a node', async () => {
   const dir = tempDir('edge-ccm-scratch-');
+  dirs.push(dir);
   const root = join(dir, 'root');
   layOutImage(root);
   const uid = Number(image.user?.split(':')[0]);
@@ -281,6 +290,7 @@ test("as the Deployment's pod: its args, user and mounts, a service-account toke
   expect(`${uid}:${gid}`).toBe(image.user as string); // the image and the pod agree on the user
 
   const dir = tempDir('edge-ccm-scratch-pod-');
+  dirs.push(dir);
   const root = join(dir, 'root');
   layOutImage(root);
   // What the kubelet mounts: the service-account token, CA and namespace, and the ConfigMap volume.

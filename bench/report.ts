@@ -1,0 +1,82 @@
+import { type RequestCount, writes } from './audit.ts';
+
+/** The bench's Markdown tables, from the results run.ts collects. */
+
+export interface RunResult {
+  workload: 'nodes' | 'services' | 'steady';
+  count: number;
+  services?: number;
+  side: string;
+  profile: string;
+  done: number;
+  allDone: boolean;
+  totalMs: number;
+  settleMs?: number;
+  p50Ms: number;
+  p99Ms: number;
+  /** Requests by the side during the workload (creation of the first object to the last done). */
+  requests: RequestCount;
+  idleRps: number;
+  idleRequests: RequestCount;
+  peakRssMiB: number;
+  steadyRssMiB: number;
+  cpuSeconds: number;
+  readyMs: number;
+}
+
+const VERBS = ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'];
+const f1 = (n: number) => (Number.isFinite(n) ? n.toFixed(1) : '–');
+const f2 = (n: number) => (Number.isFinite(n) ? n.toFixed(2) : '–');
+const secs = (ms: number) => (Number.isFinite(ms) ? (ms / 1000).toFixed(ms < 10_000 ? 2 : 1) : '–');
+
+function perObject(r: RunResult): string {
+  // Lease renewals are time, not work: they are in the idle column.
+  const parts: string[] = [];
+  for (const verb of VERBS) {
+    let n = 0;
+    for (const [key, c] of Object.entries(r.requests.byVerbResource)) if (key.startsWith(`${verb} `) && !key.endsWith(' leases')) n += c;
+    if (n) parts.push(`${verb} ${f2(n / r.count)}`);
+  }
+  return parts.join(', ') || '–';
+}
+
+function writesPerObject(r: RunResult): string {
+  const leaseWrites = writes(r.requests, 'leases');
+  return f2((writes(r.requests) - leaseWrites) / r.count);
+}
+
+function idleBreakdown(c: RequestCount): string {
+  return Object.entries(c.byVerbResource).sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${n}`).join(', ') || 'none';
+}
+
+export function renderMarkdown(results: RunResult[], opts: { steadySeconds: number }): string {
+  const out: string[] = [];
+  const bursts = results.filter((r) => r.workload !== 'steady');
+  if (bursts.length) {
+    out.push('| workload | side | profile | done | total s | p50 s | p99 s | API requests per object (leases aside) | writes/object | CPU s | peak RSS MiB | idle RSS MiB | idle req/s | start→ready s |');
+    out.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+    for (const r of bursts) {
+      out.push(`| ${r.count} ${r.workload} | ${r.side} | ${r.profile} | ${r.done}/${r.count}${r.allDone ? '' : ' (timeout)'} | ${secs(r.totalMs)} | ${secs(r.p50Ms)} | ${secs(r.p99Ms)} | ${perObject(r)} | ${writesPerObject(r)} | ${f1(r.cpuSeconds)} | ${f1(r.peakRssMiB)} | ${f1(r.steadyRssMiB)} | ${f2(r.idleRps)} | ${secs(r.readyMs)} |`);
+    }
+    out.push('');
+  }
+  const steady = results.filter((r) => r.workload === 'steady');
+  if (steady.length) {
+    out.push(`Steady state (${steady[0]?.count} nodes, ${steady[0]?.services} services, window ${opts.steadySeconds}s after the side settled):`);
+    out.push('');
+    out.push('| side | settle s | steady RSS MiB | peak RSS MiB | CPU s in window | req/s in window | requests in window | start→ready s |');
+    out.push('|---|---|---|---|---|---|---|---|');
+    for (const r of steady) {
+      out.push(`| ${r.side} | ${secs(r.settleMs ?? NaN)} | ${f1(r.steadyRssMiB)} | ${f1(r.peakRssMiB)} | ${f1(r.cpuSeconds)} | ${f2(r.idleRps)} | ${idleBreakdown(r.requests)} | ${secs(r.readyMs)} |`);
+    }
+    out.push('');
+  }
+  const idle = bursts.filter((r) => r.side !== 'floor' && r.idleRequests.total > 0);
+  if (idle.length) {
+    out.push('Idle requests (20 s after the last object was done):');
+    out.push('');
+    for (const r of idle) out.push(`- ${r.count} ${r.workload}, ${r.side} (${r.profile}): ${idleBreakdown(r.idleRequests)}`);
+    out.push('');
+  }
+  return out.join('\n');
+}

@@ -1,0 +1,218 @@
+/**
+ * The bench: edge-ccm and the upstream Go framework's CCM (bench/reference) side by side on the
+ * harness's real control plane, and the floor (bench/floor.ts). Run through scripts/bench, which
+ * builds the binaries first. Flags:
+ *   --quick               nodes 100 and 1000 only (default also 5000)
+ *   --steady-seconds=N    length of the steady-state window (default 300)
+ *   --only=nodes,services,steady   a subset of the workloads
+ *   --timeout-seconds=N   give up on one run after N seconds (default 900)
+ * Results: a Markdown table on stdout and JSON in $EDGE_CCM_BENCH_DIR/results-*.json.
+ */
+import type { V1Lease, V1Node, V1Service } from '@kubernetes/client-node';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { LEASES, NODES, ResourceClient, SERVICES } from '../src/kube/resources.ts';
+import type { KubeTransport } from '../src/kube/transport.ts';
+import { startControlPlane, type ControlPlane } from '../test/harness/control-plane.ts';
+import { transportFor } from '../test/harness/kubeconfig.ts';
+import { freeLoopbackPorts } from '../test/harness/ports.ts';
+import { AuditTail, countRequests, isWrite, type RequestCount } from './audit.ts';
+import { ProcSampler, cpuSeconds } from './proc-sampler.ts';
+import { renderMarkdown, type RunResult } from './report.ts';
+import { BENCH_CACHE, DEFAULTS, RAISED, launchSide, writeEdgeFakeConfig, type Profile, type SideName, type SideProcess } from './sides.ts';
+import {
+  DoneWatcher, NAMESPACE, createAll, initialisedNode, loadBalancerService, objectName, percentile, prepareSteadyState, uninitialisedNode, type Kind,
+} from './workloads.ts';
+
+const argv = process.argv.slice(2);
+const opt = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+const quick = argv.includes('--quick');
+const steadySeconds = Number(opt('steady-seconds') ?? 300);
+const timeoutMs = Number(opt('timeout-seconds') ?? 900) * 1000;
+const only = new Set((opt('only') ?? 'nodes,services,steady').split(','));
+const nodeSizes = (opt('nodes') ?? (quick ? '100,1000' : '100,1000,5000')).split(',').map(Number);
+const serviceSizes = (opt('services') ?? '100,1000').split(',').map(Number);
+/** How long a side is watched with nothing to do, for its idle request rate. */
+const IDLE_WINDOW_MS = 20_000;
+const SERVICE_BACKEND_NODES = 10;
+
+// The default range (/24) has 254 addresses: too few for 1000 services.
+const CONTROL_PLANE_FLAGS = ['--service-cluster-ip-range=10.0.0.0/16'];
+
+const log = (msg: string) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}`);
+
+/** Until the side holds its lease (the CCMs) or says it is watching (the floor). */
+async function waitReady(side: SideProcess, admin: KubeTransport, leaseName: string): Promise<number> {
+  const leases = new ResourceClient<V1Lease>(admin, LEASES);
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    if (side.proc.exitCode !== null) throw new Error(`${side.side} exited (${side.proc.exitCode}):\n${readFileSync(side.logPath, 'utf8').slice(-3000)}`);
+    if (Date.now() > deadline) throw new Error(`${side.side} not ready within 120s:\n${readFileSync(side.logPath, 'utf8').slice(-3000)}`);
+    if (side.side === 'floor') {
+      if (readFileSync(side.logPath, 'utf8').includes('ready')) return Date.now() - side.startedAt;
+    } else {
+      const lease = await leases.get(leaseName, { namespace: 'kube-system' }).catch(() => undefined);
+      if (lease?.spec?.holderIdentity) return Date.now() - side.startedAt;
+    }
+    await Bun.sleep(25);
+  }
+}
+
+interface Session { cp: ControlPlane; admin: KubeTransport; user: string; kubeconfig: string; dir: string; fakeConfig: string }
+
+async function withControlPlane<T>(fn: (cp: ControlPlane, admin: KubeTransport) => Promise<T>): Promise<T> {
+  const cp = await startControlPlane({ extraApiServerFlags: CONTROL_PLANE_FLAGS });
+  try {
+    return await fn(cp, transportFor(cp.adminKubeconfig));
+  } finally {
+    await cp.stop();
+  }
+}
+
+async function session(cp: ControlPlane, admin: KubeTransport, side: SideName, tag: string): Promise<Session> {
+  const user = `bench-${side}-${tag}`;
+  const dir = join(BENCH_CACHE, 'runs', runId);
+  mkdirSync(dir, { recursive: true });
+  return { cp, admin, user, dir, kubeconfig: await cp.clientCertKubeconfig(user, ['system:masters']), fakeConfig: writeEdgeFakeConfig(dir) };
+}
+
+async function startSide(s: Session, side: SideName, profile: Profile, leaseName: string): Promise<{ proc: SideProcess; sampler: ProcSampler; readyMs: number }> {
+  const [port] = (await freeLoopbackPorts(1)) as [number];
+  const proc = launchSide({ side, kubeconfig: s.kubeconfig, leaseName, port, profile, dir: s.dir, fakeConfig: s.fakeConfig });
+  const sampler = new ProcSampler(proc.pid);
+  try {
+    return { proc, sampler, readyMs: await waitReady(proc, s.admin, leaseName) };
+  } catch (e) {
+    sampler.stop();
+    await proc.stop();
+    throw e;
+  }
+}
+
+/** One side, one workload, on a fresh control plane: N objects created at once until all are done. */
+async function burstRun(kind: Kind, count: number, side: SideName, profile: Profile): Promise<RunResult> {
+  log(`${kind} ${count}: ${side} (${profile.name})`);
+  return withControlPlane(async (cp, admin) => {
+    const s = await session(cp, admin, side, `${kind}-${count}`);
+    if (kind === 'services') {
+      const nodes = new ResourceClient<V1Node>(admin, NODES);
+      await createAll(SERVICE_BACKEND_NODES, (i) => nodes.create(initialisedNode(objectName('nodes', i))));
+    }
+    const watcher = new DoneWatcher(admin, kind);
+    await watcher.start();
+    const leaseName = `bench-${side}`;
+    const { proc, sampler, readyMs } = await startSide(s, side, profile, leaseName);
+    try {
+      const cpuBefore = cpuSeconds(proc.pid);
+      const started = Date.now();
+      const nodes = new ResourceClient<V1Node>(admin, NODES);
+      const services = new ResourceClient<V1Service>(admin, SERVICES);
+      await createAll(count, (i) => kind === 'nodes'
+        ? nodes.create(uninitialisedNode(objectName('nodes', i)))
+        : services.create(loadBalancerService(objectName('services', i)), { namespace: NAMESPACE }));
+      const allDone = await watcher.waitFor(count, timeoutMs);
+      const finished = Date.now();
+      const cpu = cpuSeconds(proc.pid) - cpuBefore;
+      const peakKiB = sampler.peakKiB();
+      // Idle: nothing left to do; only lease renewal and watches should remain.
+      await Bun.sleep(IDLE_WINDOW_MS);
+      const idleEnd = Date.now();
+      const latencies = watcher.latencies();
+      const requests = await countRequests(cp.auditLogPath, s.user, { from: started, to: finished });
+      const idle = await countRequests(cp.auditLogPath, s.user, { from: idleEnd - IDLE_WINDOW_MS, to: idleEnd });
+      const result: RunResult = {
+        workload: kind, count, side, profile: profile.name, done: watcher.doneAt.size, allDone,
+        totalMs: finished - started, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99),
+        requests, idleRps: idle.total / (IDLE_WINDOW_MS / 1000), idleRequests: idle,
+        peakRssMiB: peakKiB / 1024, steadyRssMiB: sampler.meanKiB(idleEnd - IDLE_WINDOW_MS, idleEnd) / 1024,
+        cpuSeconds: cpu, readyMs,
+      };
+      log(`  done ${result.done}/${count} in ${(result.totalMs / 1000).toFixed(1)}s, p50 ${result.p50Ms}ms p99 ${result.p99Ms}ms, ${requests.total} requests, cpu ${cpu.toFixed(1)}s, peak ${result.peakRssMiB.toFixed(0)} MiB`);
+      return result;
+    } finally {
+      sampler.stop();
+      await proc.stop();
+      await watcher.stop();
+    }
+  });
+}
+
+/** Writes (leases aside) by `user` in the audit log; waits until there were none for `quietMs`. */
+async function waitQuiet(tail: AuditTail, quietMs: number, maxMs: number): Promise<number> {
+  const started = Date.now();
+  let lastWrite = Date.now();
+  while (Date.now() - lastWrite < quietMs) {
+    if (Date.now() - started > maxMs) break;
+    await Bun.sleep(2000);
+    const events = await tail.read();
+    if (events.some(isWrite)) lastWrite = Date.now();
+  }
+  return Date.now() - started;
+}
+
+/** 5000 initialised nodes and 5000 LoadBalancer services, already done: each side starts, settles, and is watched idle. */
+async function steadyRuns(nodeCount: number, serviceCount: number): Promise<RunResult[]> {
+  return withControlPlane(async (cp, admin) => {
+    log(`steady state: preparing ${nodeCount} nodes and ${serviceCount} services`);
+    await prepareSteadyState(admin, nodeCount, serviceCount);
+    const results: RunResult[] = [];
+    for (const side of ['edge-ccm', 'reference'] as const) {
+      log(`steady state: ${side}`);
+      const s = await session(cp, admin, side, 'steady');
+      const { proc, sampler, readyMs } = await startSide(s, side, DEFAULTS, `bench-${side}-steady`);
+      try {
+        const settleMs = await waitQuiet(new AuditTail(cp.auditLogPath, s.user), 15_000, Math.max(timeoutMs, 600_000));
+        const cpuBefore = cpuSeconds(proc.pid);
+        const from = Date.now();
+        await Bun.sleep(steadySeconds * 1000);
+        const to = Date.now();
+        const window = await countRequests(cp.auditLogPath, s.user, { from, to });
+        const result: RunResult = {
+          workload: 'steady', count: nodeCount, services: serviceCount, side, profile: DEFAULTS.name, done: 0, allDone: true,
+          totalMs: to - from, settleMs, p50Ms: NaN, p99Ms: NaN,
+          requests: window, idleRps: window.total / ((to - from) / 1000), idleRequests: window,
+          peakRssMiB: sampler.peakKiB() / 1024, steadyRssMiB: sampler.meanKiB(from, to) / 1024,
+          cpuSeconds: cpuSeconds(proc.pid) - cpuBefore, readyMs,
+        };
+        log(`  settled in ${(settleMs / 1000).toFixed(0)}s; steady RSS ${result.steadyRssMiB.toFixed(0)} MiB, peak ${result.peakRssMiB.toFixed(0)} MiB, ${result.idleRps.toFixed(2)} req/s, cpu ${result.cpuSeconds.toFixed(1)}s`);
+        results.push(result);
+      } finally {
+        sampler.stop();
+        await proc.stop();
+      }
+    }
+    return results;
+  });
+}
+
+const runId = new Date().toISOString().replace(/[:.]/g, '-');
+const results: RunResult[] = [];
+const save = () => {
+  mkdirSync(BENCH_CACHE, { recursive: true });
+  const path = join(BENCH_CACHE, `results-${runId}.json`);
+  writeFileSync(path, JSON.stringify({ argv, results }, null, 2));
+  return path;
+};
+
+try {
+  const profiles = [DEFAULTS, RAISED];
+  if (only.has('nodes')) {
+    for (const n of nodeSizes) for (const profile of profiles) for (const side of ['edge-ccm', 'reference', 'floor'] as const) {
+      results.push(await burstRun('nodes', n, side, profile));
+      save();
+    }
+  }
+  if (only.has('services')) {
+    for (const m of serviceSizes) for (const profile of profiles) for (const side of ['edge-ccm', 'reference'] as const) {
+      results.push(await burstRun('services', m, side, profile));
+      save();
+    }
+  }
+  if (only.has('steady')) {
+    results.push(...(await steadyRuns(5000, 5000)));
+  }
+} finally {
+  const path = save();
+  console.log(renderMarkdown(results, { steadySeconds }));
+  log(`results in ${path}`);
+}

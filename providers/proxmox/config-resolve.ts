@@ -1,0 +1,152 @@
+import type { IPFamily } from '../../src/net/ip.ts';
+import { parseAddressRange, type AddressRange } from '../static/address-ranges.ts';
+import { resolveStaticConfig, type ConfigIssue, type ConfigPath, type SecretSource } from '../static/config-resolve.ts';
+import { MATCH_CRITERIA, type ClusterAuth, type ProxmoxCluster, type ProxmoxConfig } from './config-model.ts';
+import type { RawCluster, ResolvableProxmoxConfig } from './config-schema.ts';
+import { INSTANCE_TYPE_PLACEHOLDERS } from './instance-type.ts';
+
+/**
+ * Second pass over a config of the right shape: authentication choices, secrets read, TLS
+ * settings that exclude each other, unique regions, defaults. Every problem is reported with the
+ * path of the value at fault.
+ */
+
+export const DEFAULTS = {
+  timeoutSeconds: 5,
+  cacheSeconds: 5,
+  configCacheSeconds: 60,
+  qps: 10,
+  burst: 20,
+  ticketRenewSeconds: 3600,
+  resyncPeriodSeconds: 30,
+  instanceTypeFormat: '{cores}VCPU-{memory}',
+  instanceTypeTagPrefix: 'instance-type.',
+} as const;
+
+type Report = (path: ConfigPath, message: string) => void;
+
+export function resolveProxmoxConfig(raw: ResolvableProxmoxConfig, secrets: SecretSource): { config: ProxmoxConfig; issues: ConfigIssue[] } {
+  const issues: ConfigIssue[] = [];
+  const report: Report = (path, message) => issues.push({ path, message });
+  const clusters: ProxmoxCluster[] = [];
+  const regions = new Map<string, number>();
+  raw.clusters.forEach((c, i) => {
+    if (!c) return; // a shape error, already reported
+    const path: ConfigPath = ['clusters', i];
+    const first = regions.get(c.region);
+    if (first !== undefined) report([...path, 'region'], `duplicate region ${JSON.stringify(c.region)} (also clusters[${first}]): providerIDs proxmox://REGION/VMID must name one cluster`);
+    else regions.set(c.region, i);
+    clusters.push(resolveCluster(c, path, report, secrets));
+  });
+
+  const format = raw.instanceType?.format ?? DEFAULTS.instanceTypeFormat;
+  for (const [, name] of format.matchAll(/\{([^}]*)\}/g)) {
+    if (!INSTANCE_TYPE_PLACEHOLDERS.includes(name!)) {
+      report(['instanceType', 'format'], `unknown placeholder {${name}} (known: ${INSTANCE_TYPE_PLACEHOLDERS.map((p) => `{${p}}`).join(', ')})`);
+    }
+  }
+
+  const a = raw.addresses ?? {};
+  // The schema checked every entry.
+  const ranges = (texts: string[] | undefined) => (texts ?? []).map((t) => parseAddressRange(t) as AddressRange);
+  const families = (a.families ?? ['IPv4', 'IPv6']).map((f): IPFamily => (f === 'IPv6' ? 6 : 4));
+  if (new Set(families).size !== families.length) report(['addresses', 'families'], 'lists a family twice');
+
+  const { config: staticPart, issues: lbIssues } = resolveStaticConfig({ loadBalancer: raw.loadBalancer }, secrets);
+  issues.push(...lbIssues);
+
+  return {
+    config: {
+      clusters,
+      matchBy: raw.matchBy ?? MATCH_CRITERIA,
+      instanceType: { format, tagPrefix: raw.instanceType?.tagPrefix ?? DEFAULTS.instanceTypeTagPrefix },
+      addresses: { include: ranges(a.include), exclude: ranges(a.exclude), families: [...new Set(families)], guestAgent: a.guestAgent ?? true, hostname: a.hostname ?? true },
+      topologyLabelResync: raw.topologyLabelResync ?? false,
+      resyncPeriodMs: (raw.resyncPeriodSeconds ?? DEFAULTS.resyncPeriodSeconds) * 1000,
+      loadBalancer: staticPart.loadBalancer,
+    },
+    issues,
+  };
+}
+
+function resolveCluster(c: RawCluster, path: ConfigPath, report: Report, secrets: SecretSource): ProxmoxCluster {
+  const url = new URL(c.url);
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') report([...path, 'url'], 'must be an https (or http) URL');
+  if (url.pathname.replace(/\/+$/, '') !== '' || url.search) report([...path, 'url'], 'must be the server only, e.g. https://pve1.example.com:8006 (/api2/json is added)');
+  if (c.insecureSkipVerify && (c.caFile !== undefined || c.fingerprint !== undefined)) {
+    report([...path, 'insecureSkipVerify'], 'cannot be combined with caFile or fingerprint (they verify the certificate)');
+  }
+  let ca: string | undefined;
+  if (c.caFile !== undefined) ca = readSecret(secrets, c.caFile, [...path, 'caFile'], 'caFile', report, false);
+  return {
+    region: c.region,
+    url: `${url.protocol}//${url.host}`,
+    tls: { ca, fingerprint: c.fingerprint === undefined ? undefined : normalizeFingerprint(c.fingerprint), insecureSkipVerify: c.insecureSkipVerify ?? false },
+    auth: resolveAuth(c, path, report, secrets),
+    zoneFrom: c.zoneFrom ?? 'host',
+    timeoutMs: (c.timeoutSeconds ?? DEFAULTS.timeoutSeconds) * 1000,
+    cacheMs: (c.cacheSeconds ?? DEFAULTS.cacheSeconds) * 1000,
+    configCacheMs: (c.configCacheSeconds ?? DEFAULTS.configCacheSeconds) * 1000,
+    qps: c.qps ?? DEFAULTS.qps,
+    burst: c.burst ?? DEFAULTS.burst,
+  };
+}
+
+/** An API token (preferred) or a user and password; exactly one source for the secret. */
+function resolveAuth(c: RawCluster, path: ConfigPath, report: Report, secrets: SecretSource): ClusterAuth {
+  const tokenFields = [c.tokenSecret, c.tokenSecretFile, c.tokenSecretEnv];
+  const passwordFields = [c.password, c.passwordFile, c.passwordEnv];
+  const usesToken = c.tokenId !== undefined || tokenFields.some((f) => f !== undefined);
+  const usesPassword = c.username !== undefined || passwordFields.some((f) => f !== undefined);
+  if (usesToken && usesPassword) {
+    report(path, 'choose one authentication: an API token (tokenId and its secret) or username and password, not both');
+  } else if (!usesToken && !usesPassword) {
+    report(path, 'authentication is required: tokenId with tokenSecretFile (or tokenSecretEnv, tokenSecret), or username with passwordFile (or passwordEnv, password)');
+  }
+  if (usesToken) {
+    if (c.tokenId === undefined) report(path, 'tokenId is required with a token secret');
+    const secret = oneSecret(c, path, report, secrets, ['tokenSecret', 'tokenSecretFile', 'tokenSecretEnv']);
+    return { kind: 'token', tokenId: c.tokenId ?? '', secret };
+  }
+  if (c.username === undefined && usesPassword) report(path, 'username is required with a password');
+  const password = usesPassword ? oneSecret(c, path, report, secrets, ['password', 'passwordFile', 'passwordEnv']) : '';
+  return { kind: 'password', username: c.username ?? '', password, renewMs: (c.ticketRenewSeconds ?? DEFAULTS.ticketRenewSeconds) * 1000 };
+}
+
+function oneSecret(
+  c: RawCluster,
+  path: ConfigPath,
+  report: Report,
+  secrets: SecretSource,
+  [inline, file, env]: ['tokenSecret', 'tokenSecretFile', 'tokenSecretEnv'] | ['password', 'passwordFile', 'passwordEnv'],
+): string {
+  const given = [inline, file, env].filter((k) => c[k] !== undefined);
+  if (given.length !== 1) {
+    report(path, `exactly one of ${inline}, ${file} or ${env} is required (found ${given.length})`);
+    return '';
+  }
+  const fileName = c[file];
+  if (fileName !== undefined) return readSecret(secrets, fileName, [...path, file], file, report, true) ?? '';
+  const envName = c[env];
+  if (envName !== undefined) {
+    const value = secrets.env(envName);
+    if (value === undefined) report([...path, env], `environment variable ${envName} (${env}) is not set`);
+    return value ?? '';
+  }
+  return c[inline] ?? '';
+}
+
+function readSecret(secrets: SecretSource, file: string, path: ConfigPath, key: string, report: Report, trimNewline: boolean): string | undefined {
+  try {
+    const text = secrets.readFile(file);
+    return trimNewline ? text.replace(/\r?\n$/, '') : text;
+  } catch (e) {
+    report(path, `cannot read ${key} ${file}: ${(e as Error).message}`);
+    return undefined;
+  }
+}
+
+export function normalizeFingerprint(text: string): string {
+  const hex = text.replaceAll(':', '').toUpperCase();
+  return hex.match(/../g)!.join(':');
+}

@@ -1,0 +1,113 @@
+import * as v from 'valibot';
+import { parseAddressRange } from '../static/address-ranges.ts';
+import { StaticConfigSchema, salvageConfig as salvageStaticConfig, type ResolvableConfig as StaticResolvable } from '../static/config-schema.ts';
+import { MATCH_CRITERIA } from './config-model.ts';
+
+/**
+ * The shape of the proxmox provider's --cloud-config file, checked with valibot: every object
+ * strict (an unknown key is an error), each value that can be judged alone checked here. What
+ * needs more than one value (auth choices, secrets, duplicate regions) is config-resolve.ts's.
+ * `loadBalancer` is the static provider's section, with the same keys and checks.
+ */
+
+const nonEmpty = v.pipe(v.string(), v.nonEmpty('must not be empty'));
+const positive = v.pipe(v.number(), v.minValue(0.001, 'must be more than 0'));
+
+/** Proxmox user ids are USER@REALM; API token ids USER@REALM!TOKENID. */
+export const USER_ID = /^[^\s:/@!]+@[A-Za-z][A-Za-z0-9._-]*$/;
+export const TOKEN_ID = /^[^\s:/@!]+@[A-Za-z][A-Za-z0-9._-]*![A-Za-z][A-Za-z0-9._-]*$/;
+/** SHA-256: 32 bytes in hex, with or without colons. */
+export const FINGERPRINT = /^([0-9A-Fa-f]{2}:){31}[0-9A-Fa-f]{2}$|^[0-9A-Fa-f]{64}$/;
+
+/** A CIDR, a range FIRST-LAST or one address (the static provider's pool syntax). */
+const addressRange = v.pipe(
+  v.string(),
+  v.check((s) => typeof parseAddressRange(s) !== 'string', (issue) => parseAddressRange(issue.input as string) as string),
+);
+
+const ClusterSchema = v.strictObject({
+  region: v.pipe(
+    nonEmpty,
+    v.maxLength(63, 'must be at most 63 characters'),
+    v.regex(/^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/, 'must be letters, digits, "-", "_" or "." and start and end with a letter or digit (it is a label value and part of providerIDs)'),
+  ),
+  url: v.pipe(v.string(), v.url('must be a URL such as https://pve1.example.com:8006')),
+  caFile: v.optional(nonEmpty),
+  fingerprint: v.optional(v.pipe(v.string(), v.regex(FINGERPRINT, 'must be a SHA-256 fingerprint: 32 hex bytes, e.g. AB:CD:...'))),
+  insecureSkipVerify: v.optional(v.boolean()),
+  tokenId: v.optional(v.pipe(v.string(), v.regex(TOKEN_ID, 'must be USER@REALM!TOKENID, e.g. ccm@pve!edge-ccm'))),
+  tokenSecret: v.optional(nonEmpty),
+  tokenSecretFile: v.optional(nonEmpty),
+  tokenSecretEnv: v.optional(nonEmpty),
+  username: v.optional(v.pipe(v.string(), v.regex(USER_ID, 'must be USER@REALM, e.g. ccm@pve'))),
+  password: v.optional(v.string()),
+  passwordFile: v.optional(nonEmpty),
+  passwordEnv: v.optional(nonEmpty),
+  ticketRenewSeconds: v.optional(positive),
+  zoneFrom: v.optional(v.picklist(['host', 'haGroup'])),
+  timeoutSeconds: v.optional(positive),
+  cacheSeconds: v.optional(v.pipe(v.number(), v.minValue(0, 'must not be negative'))),
+  configCacheSeconds: v.optional(v.pipe(v.number(), v.minValue(0, 'must not be negative'))),
+  qps: v.optional(positive),
+  burst: v.optional(v.pipe(v.number(), v.integer('must be an integer'), v.minValue(1, 'must be at least 1'))),
+});
+export type RawCluster = v.InferOutput<typeof ClusterSchema>;
+
+const MatchBySchema = v.pipe(v.array(v.picklist(MATCH_CRITERIA)), v.minLength(1, 'must list at least one criterion'));
+
+const InstanceTypeSchema = v.strictObject({
+  format: v.optional(nonEmpty),
+  tagPrefix: v.optional(v.string()),
+});
+
+const AddressesSchema = v.strictObject({
+  include: v.optional(v.array(addressRange)),
+  exclude: v.optional(v.array(addressRange)),
+  families: v.optional(v.pipe(v.array(v.picklist(['IPv4', 'IPv6'])), v.minLength(1, 'must list IPv4, IPv6 or both'))),
+  guestAgent: v.optional(v.boolean()),
+  hostname: v.optional(v.boolean()),
+});
+
+export const ProxmoxConfigSchema = v.strictObject({
+  clusters: v.pipe(v.array(ClusterSchema), v.minLength(1, 'must list at least one Proxmox VE cluster')),
+  matchBy: v.optional(MatchBySchema),
+  instanceType: v.optional(InstanceTypeSchema),
+  addresses: v.optional(AddressesSchema),
+  topologyLabelResync: v.optional(v.boolean()),
+  resyncPeriodSeconds: v.optional(positive),
+  loadBalancer: StaticConfigSchema.entries.loadBalancer,
+});
+export type RawProxmoxConfig = v.InferOutput<typeof ProxmoxConfigSchema>;
+
+/** What the second pass works on: a valid config, or the valid parts of one (a broken cluster is a null hole). */
+export interface ResolvableProxmoxConfig {
+  clusters: (RawCluster | null)[];
+  matchBy?: RawProxmoxConfig['matchBy'];
+  instanceType?: RawProxmoxConfig['instanceType'];
+  addresses?: RawProxmoxConfig['addresses'];
+  topologyLabelResync?: boolean;
+  resyncPeriodSeconds?: number;
+  loadBalancer?: StaticResolvable['loadBalancer'];
+}
+
+export function salvageConfig(input: unknown): ResolvableProxmoxConfig {
+  const root = asRecord(input);
+  return {
+    clusters: Array.isArray(root.clusters) ? root.clusters.map((c) => valid(ClusterSchema, c) ?? null) : [],
+    matchBy: valid(MatchBySchema, root.matchBy),
+    instanceType: valid(InstanceTypeSchema, root.instanceType),
+    addresses: valid(AddressesSchema, root.addresses),
+    topologyLabelResync: valid(v.boolean(), root.topologyLabelResync),
+    resyncPeriodSeconds: valid(positive, root.resyncPeriodSeconds),
+    loadBalancer: salvageStaticConfig({ loadBalancer: root.loadBalancer }).loadBalancer,
+  };
+}
+
+function valid<T>(schema: v.GenericSchema<unknown, T>, value: unknown): T | undefined {
+  const r = v.safeParse(schema, value);
+  return r.success ? r.output : undefined;
+}
+
+function asRecord(value: unknown): Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+}

@@ -1,0 +1,103 @@
+import { KubeConfig } from '@kubernetes/client-node';
+import { isNotFound } from '../kube/errors.ts';
+import { BunKubeTransport, type KubeTransport, type TransportOptions } from '../kube/transport.ts';
+import { sleep } from '../kube/token-bucket.ts';
+import type { Logger } from '../log.ts';
+
+/**
+ * --use-service-account-credentials, as upstream's SAControllerClientBuilder: each controller
+ * talks to the API as its own service account in kube-system (node-controller,
+ * service-controller, route-controller), whose permissions the API server bootstraps
+ * (system:controller:*). The account is created if missing and its token comes from the
+ * TokenRequest API, renewed at 80% of its lifetime.
+ */
+const NAMESPACE = 'kube-system';
+const TOKEN_SECONDS = 3600;
+
+interface TokenRequestStatus {
+  status?: { token?: string; expirationTimestamp?: string };
+}
+
+export class ServiceAccountCredentials {
+  private readonly transports = new Map<string, Promise<KubeTransport>>();
+
+  constructor(
+    private readonly base: KubeConfig,
+    private readonly root: KubeTransport,
+    private readonly options: TransportOptions,
+    private readonly logger: Logger,
+    private readonly signal: AbortSignal,
+  ) {}
+
+  /** The transport acting as kube-system/NAME; one per name. */
+  transportFor(name: string): Promise<KubeTransport> {
+    let t = this.transports.get(name);
+    if (!t) {
+      t = this.create(name);
+      this.transports.set(name, t);
+    }
+    return t;
+  }
+
+  private async create(name: string): Promise<KubeTransport> {
+    await this.ensureServiceAccount(name);
+    const user = { name: `sa-${name}`, token: await this.requestToken(name) };
+    const cluster = this.base.getCurrentCluster()!;
+    const kc = new KubeConfig();
+    kc.loadFromOptions({
+      clusters: [cluster],
+      users: [user],
+      contexts: [{ name: 'sa', cluster: cluster.name, user: user.name }],
+      currentContext: 'sa',
+    });
+    void this.renew(name, kc);
+    // Re-read the (renewed) token every 30s; a 401 re-reads at once.
+    return new BunKubeTransport(kc, { ...this.options, credentialRefreshMs: 30_000 });
+  }
+
+  private async renew(name: string, kc: KubeConfig): Promise<void> {
+    while (!this.signal.aborted) {
+      await sleep(TOKEN_SECONDS * 0.8 * 1000, this.signal).catch(() => {});
+      if (this.signal.aborted) return;
+      try {
+        const token = await this.requestToken(name);
+        // client-node's users are plain objects: the transport picks the new token up on its next refresh.
+        (kc.getCurrentUser() as { token?: string }).token = token;
+      } catch (e) {
+        this.logger.error('renewing service account token failed', { serviceAccount: name, error: e });
+      }
+    }
+  }
+
+  private async ensureServiceAccount(name: string): Promise<void> {
+    const path = `/api/v1/namespaces/${NAMESPACE}/serviceaccounts`;
+    try {
+      await this.root.request({ method: 'GET', path: `${path}/${name}` });
+    } catch (e) {
+      if (!isNotFound(e)) throw e;
+      await this.root.request({ method: 'POST', path, query: { fieldManager: 'edge-ccm' }, body: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, namespace: NAMESPACE } } })
+        .catch((err) => {
+          if ((err as { status?: number }).status !== 409) throw err;
+        });
+    }
+  }
+
+  private async requestToken(name: string): Promise<string> {
+    const res = await this.root.request<TokenRequestStatus>({
+      method: 'POST',
+      path: `/api/v1/namespaces/${NAMESPACE}/serviceaccounts/${name}/token`,
+      body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: TOKEN_SECONDS } },
+    });
+    const token = res.status?.token;
+    if (!token) throw new Error(`TokenRequest for ${NAMESPACE}/${name} returned no token`);
+    return token;
+  }
+}
+
+/** The service account each controller acts as, as upstream's controller client names. */
+export const CONTROLLER_SERVICE_ACCOUNTS: Record<string, string> = {
+  'cloud-node-controller': 'node-controller',
+  'cloud-node-lifecycle-controller': 'node-controller',
+  'service-lb-controller': 'service-controller',
+  'node-route-controller': 'route-controller',
+};
