@@ -85,12 +85,23 @@ export async function runControllerManager(options: Options, providers: Provider
       cloud,
       isManagedNode,
     });
-    for (const c of controllers) if (c.healthCheck) checks.add(c.name, () => c.healthCheck!(), { endpoints: ['healthz', 'readyz'] });
+    // One check per running controller (as upstream's controller health adaptors): unhealthy once
+    // its loop has ended while we still lead, or when the controller reports a problem itself.
+    const ended = new Set<string>();
+    for (const c of controllers) {
+      checks.add(c.name, () => {
+        if (ended.has(c.name) && !signal.aborted) throw new Error(`${c.name} is not running`);
+        c.healthCheck?.();
+      }, { endpoints: ['healthz', 'readyz'] });
+    }
     const informerRuns = [informers.nodes.run(signal), informers.services.run(signal)];
     checks.add('informer-sync', () => {
       if (!informers.nodes.hasSynced() || !informers.services.hasSynced()) throw new Error('informers not synced yet');
     }, { endpoints: ['readyz'] });
-    await Promise.all([...controllers.map((c) => runController(c, signal, managerMetrics, logger)), ...informerRuns]);
+    await Promise.all([
+      ...controllers.map((c) => runController(c, signal, managerMetrics, logger).finally(() => ended.add(c.name))),
+      ...informerRuns,
+    ]);
   };
 
   const onSignal = (name: string) => {

@@ -43,6 +43,9 @@ test('/healthz, /readyz and /livez answer ok without a token, with one check per
   }
   const healthz = await (await fetch(`${base}/healthz?verbose`, { tls })).text();
   expect(healthz).toContain('[+]leaderElection ok');
+  for (const c of ['cloud-node-controller', 'cloud-node-lifecycle-controller', 'service-lb-controller', 'node-route-controller']) {
+    expect(healthz).toContain(`[+]${c} ok`);
+  }
   // Only the listed paths are open, as upstream: a single check's page needs a token.
   expect((await fetch(`${base}/healthz/leaderElection`, { tls })).status).toBe(401);
   const single = await fetch(`${base}/healthz/leaderElection`, { headers: { authorization: `Bearer ${adminToken}` }, tls });
