@@ -48,7 +48,7 @@ function parseRequirement(part: string): Requirement {
     const values = set[3]!.split(',').map((v) => checkValue(v.trim(), part));
     return { key: checkKey(set[1]!, part), op: set[2] as 'in' | 'notin', values };
   }
-  const cmp = /^([^!=\s]+)\s*(==|!=|=)\s*(\S*)$/.exec(part);
+  const cmp = /^([^!=\s]+)\s*(==|!=|=)\s*(.*)$/.exec(part);
   if (cmp) {
     const value = checkValue(cmp[3]!, part);
     return { key: checkKey(cmp[1]!, part), op: cmp[2] === '!=' ? 'notin' : 'in', values: [value] };

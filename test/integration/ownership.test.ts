@@ -1,0 +1,65 @@
+import { afterAll, beforeAll, expect, test } from 'bun:test';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { V1Node } from '@kubernetes/client-node';
+import { sharedControlPlane, type ControlPlane } from '../harness/control-plane.ts';
+import { CcmProcess, tempDir } from '../harness/ccm-process.ts';
+import { eventually } from '../harness/eventually.ts';
+import { transportFor } from '../harness/kubeconfig.ts';
+import { NODES, ResourceClient } from '../../src/kube/resources.ts';
+
+/**
+ * Hybrid clusters: with ownership flags, nodes from another source are left alone by every
+ * controller — not initialised, not deleted — while our own are handled as usual.
+ */
+const P = `own-${process.pid}`;
+const UNINITIALIZED = { key: 'node.cloudprovider.kubernetes.io/uninitialized', value: 'true', effect: 'NoSchedule' };
+let cp: ControlPlane;
+let ccm: CcmProcess | undefined;
+let nodes: ResourceClient<V1Node>;
+const notReady = { status: { conditions: [{ type: 'Ready', status: 'False', reason: 'KubeletDown', lastHeartbeatTime: new Date(), lastTransitionTime: new Date() }] } };
+
+beforeAll(async () => {
+  cp = await sharedControlPlane();
+  nodes = new ResourceClient<V1Node>(transportFor(cp.adminKubeconfig), NODES);
+}, 240_000);
+afterAll(async () => {
+  await ccm?.stop();
+  for (const n of (await nodes.list()).items) if (n.metadata?.name?.startsWith(P)) await nodes.delete(n.metadata.name).catch(() => {});
+});
+
+test('nodes outside the providerID prefixes and label selector are never initialised or deleted', async () => {
+  const dir = tempDir('edge-ccm-ownership-');
+  // Every machine the fake is asked about is "not found", so anything managed and NotReady goes.
+  writeFileSync(join(dir, 'fake.json'), JSON.stringify({
+    autoMetadata: { instanceType: 't', zone: 'z', region: 'r' },
+    existence: { [`${P}-foreign-id`]: 'not-found', [`${P}-ours-gone`]: 'not-found', [`${P}-unlabelled`]: 'not-found' },
+  }));
+  ccm = CcmProcess.fake([
+    '--cloud-provider=fake', `--cloud-config=${join(dir, 'fake.json')}`, `--kubeconfig=${cp.adminKubeconfig}`,
+    '--secure-port=0', '--configure-cloud-routes=false', `--leader-elect-resource-name=${P}`,
+    '--managed-node-provider-id-prefixes=fake://', '--managed-node-selector=edge-ccm.io/managed=true',
+    '--node-monitor-period=300ms', '--node-deletion-grace-period=0s', '--node-deletion-not-found-threshold=1', '--node-deletion-breaker-max-share=1',
+  ]);
+  await ccm.waitForLog('successfully acquired lease');
+  const managed = { 'edge-ccm.io/managed': 'true' };
+  // Ours, tainted: initialised. Ours, gone: deleted. Foreign providerID, gone: kept. No label: not initialised, kept.
+  await nodes.create({ metadata: { name: `${P}-ours`, labels: managed }, spec: { taints: [UNINITIALIZED] } });
+  await nodes.create({ metadata: { name: `${P}-ours-gone`, labels: managed }, spec: { providerID: `fake://${P}-ours-gone` } });
+  await nodes.create({ metadata: { name: `${P}-foreign-id`, labels: managed }, spec: { providerID: `hcloud://${P}` } });
+  await nodes.create({ metadata: { name: `${P}-unlabelled` }, spec: { taints: [UNINITIALIZED] } });
+  for (const n of [`${P}-ours-gone`, `${P}-foreign-id`, `${P}-unlabelled`]) await nodes.patch(n, 'strategic', notReady, { subresource: 'status' });
+
+  await eventually('our node initialised', async () => ((await nodes.get(`${P}-ours`)).spec?.providerID ? true : undefined));
+  await eventually('our gone node deleted', async () => nodes.get(`${P}-ours-gone`).then(() => undefined, () => true));
+  // An absence can only be observed over time: five more monitor periods, and the foreign nodes
+  // are still there, untouched.
+  await Bun.sleep(1500);
+  const foreign = await nodes.get(`${P}-foreign-id`);
+  expect(foreign.spec?.providerID).toBe(`hcloud://${P}`);
+  const unlabelled = await nodes.get(`${P}-unlabelled`);
+  expect(unlabelled.spec?.providerID).toBeUndefined();
+  expect(unlabelled.spec?.taints?.some((t) => t.key === UNINITIALIZED.key)).toBe(true);
+  expect(ccm.logs()).not.toContain(`node=${P}-foreign-id`);
+  expect(ccm.logs()).not.toContain(`node=${P}-unlabelled`);
+}, 60_000);

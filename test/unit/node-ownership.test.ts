@@ -1,0 +1,47 @@
+import { describe, expect, test } from 'bun:test';
+import type { V1Node } from '@kubernetes/client-node';
+import { nodeOwnershipPredicate } from '../../src/app/node-ownership.ts';
+import { parseLabelSelector } from '../../src/kube/label-selector.ts';
+
+const node = (providerID?: string, labels?: Record<string, string>): V1Node => ({ metadata: { name: 'n', labels }, spec: { providerID } });
+
+describe('label selectors', () => {
+  const cases: [string, Record<string, string> | undefined, boolean][] = [
+    ['', undefined, true],
+    ['a=b', { a: 'b' }, true],
+    ['a==b', { a: 'c' }, false],
+    ['a!=b', {}, true],
+    ['a!=b', { a: 'b' }, false],
+    ['a in (x, y)', { a: 'y' }, true],
+    ['a notin (x,y)', { a: 'x' }, false],
+    ['a', { a: '' }, true],
+    ['!a', { a: '' }, false],
+    ['edge-ccm.io/managed=true,tier in (edge)', { 'edge-ccm.io/managed': 'true', tier: 'edge' }, true],
+    ['edge-ccm.io/managed=true,tier in (edge)', { 'edge-ccm.io/managed': 'true', tier: 'core' }, false],
+  ];
+  for (const [selector, labels, want] of cases) {
+    test(`${JSON.stringify(selector)} on ${JSON.stringify(labels)}: ${want}`, () => expect(parseLabelSelector(selector)(labels)).toBe(want));
+  }
+  test('a bad key or value is refused, naming it', () => {
+    expect(() => parseLabelSelector('a=b c')).toThrow('invalid label value "b c"');
+    expect(() => parseLabelSelector('-a=b')).toThrow('invalid label key "-a"');
+  });
+});
+
+describe('node ownership', () => {
+  test('no prefixes and no selector: every node is managed (upstream)', () => {
+    const owns = nodeOwnershipPredicate({ providerIDPrefixes: [] });
+    expect([owns(node()), owns(node('aws:///x')), owns(node('static://a'))]).toEqual([true, true, true]);
+  });
+  test('prefixes: a set providerID must match one; a node not yet initialised is ours to try', () => {
+    const owns = nodeOwnershipPredicate({ providerIDPrefixes: ['static://', 'metal://'] });
+    expect([owns(node('static://a')), owns(node('metal://b')), owns(node('hcloud://1')), owns(node())]).toEqual([true, true, false, true]);
+  });
+  test('selector: required before and after initialisation, together with the prefixes', () => {
+    const owns = nodeOwnershipPredicate({ providerIDPrefixes: ['static://'], labelSelector: 'edge-ccm.io/managed=true' });
+    expect(owns(node(undefined, { 'edge-ccm.io/managed': 'true' }))).toBe(true);
+    expect(owns(node(undefined, {}))).toBe(false);
+    expect(owns(node('static://a', { 'edge-ccm.io/managed': 'true' }))).toBe(true);
+    expect(owns(node('other://a', { 'edge-ccm.io/managed': 'true' }))).toBe(false);
+  });
+});
