@@ -7,3 +7,4 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 ensure_bun
 ensure_packages "$root"
 bash "$root/scripts/build-control-plane.sh" >/dev/null
+bash "$root/scripts/install-test-deps.sh"

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, expect, test } from 'bun:test';
-import { chmodSync, chownSync, copyFileSync, mkdirSync, readFileSync, readdirSync, readlinkSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, copyFileSync, mkdirSync, readFileSync, readdirSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { V1Container, V1Deployment, V1Node } from '@kubernetes/client-node';
 import { NODES, ResourceClient } from '../../src/kube/resources.ts';
@@ -120,6 +120,7 @@ function smallInventory(machines: string[]): string {
 interface Container {
   process: CcmProcess;
   pid: number;
+  pidFile?: string; // for the dir's watchdog; removed once the process is gone
 }
 
 let cp: ControlPlane;
@@ -157,7 +158,7 @@ async function runContainer(dir: string, root: string, user: string, env: string
   const cmd = [
     '--mount', '--pid', '--fork', `--mount-proc=${join(root, 'proc')}`,
     'env', '-i', CONTAINER_PATH, ...env,
-    'chroot', `--userspec=${user}`, root,
+    Bun.which('chroot') as string, `--userspec=${user}`, root,
     ...(image.entrypoint ?? []), ...args,
   ];
   const unshare = CcmProcess.binary(cmd, {}, Bun.which('unshare') as string);
@@ -167,8 +168,9 @@ async function runContainer(dir: string, root: string, user: string, env: string
   };
   // unshare forks once; the child execs env, chroot and the binary, keeping its pid.
   const pid = await eventually('the container process', () => (exited(), childOf(unshare.pid)), 30_000);
-  writeFileSync(join(dir, 'container.pid'), String(pid));
-  const container = { process: unshare, pid };
+  const pidFile = join(dir, 'container.pid');
+  writeFileSync(pidFile, String(pid));
+  const container = { process: unshare, pid, pidFile };
   running = container;
   await eventually('the binary running in the image root', () => {
     exited();
@@ -193,18 +195,22 @@ function childOf(parent: number): number | undefined {
 
 /** SIGTERM (or SIGKILL) to the container's PID 1 itself; unshare exits with its status. */
 async function stopContainer(container: Container, signal: NodeJS.Signals): Promise<number> {
-  if (running === container) running = undefined; // once it has exited its pid may be reused
-  if (container.process.proc.exitCode !== null) return container.process.exited();
-  const pid = container.pid >= 0 ? container.pid : childOf(container.process.pid);
-  if (pid === undefined) return container.process.stop('SIGKILL');
+  if (running === container) running = undefined;
   try {
-    process.kill(pid, signal);
-  } catch {
-    // already gone
+    if (container.process.proc.exitCode !== null) return await container.process.exited();
+    const pid = container.pid >= 0 ? container.pid : childOf(container.process.pid);
+    if (pid === undefined) return await container.process.stop('SIGKILL');
+    try {
+      process.kill(pid, signal);
+    } catch {
+      // already gone
+    }
+    const exit = await Promise.race([container.process.exited(), Bun.sleep(60_000).then(() => undefined)]);
+    return exit ?? (await container.process.stop('SIGKILL'));
+  } finally {
+    // Once it has exited its pid may be reused: the watchdog must not kill it any more.
+    if (container.pidFile) rmSync(container.pidFile, { force: true });
   }
-  const exit = await Promise.race([container.process.exited(), Bun.sleep(60_000).then(() => undefined)]);
-  if (exit === undefined) return container.process.stop('SIGKILL');
-  return exit;
 }
 
 function procStatus(pid: number): Record<string, string> {
@@ -248,8 +254,14 @@ test('in an empty root with only the image files, as UID 65532, with a kubeconfi
   const root = join(dir, 'root');
   layOutImage(root);
   const uid = Number(image.user?.split(':')[0]);
-  // As `docker run -v ...`: a kubeconfig and the inventory mounted read-only.
-  mountFile(root, '/etc/edge-ccm/kubeconfig', readFileSync(cp.adminKubeconfig, 'utf8'), uid);
+  // As `docker run -v ...`: a kubeconfig and the inventory mounted for the image's UID. The kubeconfig
+  // names the API server by host name, resolved through the /etc/hosts every runtime mounts.
+  // (Not "localhost", which Bun resolves without asking; the serving certificate has this name.)
+  const apiHost = 'kubernetes.default.svc';
+  const kubeconfig = readFileSync(cp.adminKubeconfig, 'utf8').replace(cp.server, cp.server.replace('127.0.0.1', apiHost));
+  expect(kubeconfig).toContain(`https://${apiHost}:`);
+  mountFile(root, '/etc/edge-ccm/kubeconfig', kubeconfig, uid);
+  mountFile(root, '/etc/hosts', `127.0.0.1 ${apiHost}\n`, uid);
   mountFile(root, '/etc/edge-ccm/cloud-config.yaml', smallInventory(['scratch-a']), uid);
   const [port] = await freeLoopbackPorts(1);
 

@@ -1,0 +1,124 @@
+import { beforeAll, expect, test } from 'bun:test';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { V1ConfigMap, V1Container, V1Deployment, V1Pod } from '@kubernetes/client-node';
+import { parse as parseYaml } from 'yaml';
+import type { BunKubeTransport } from '../../src/kube/transport.ts';
+import { parseArgs } from '../../src/options/index.ts';
+import { sharedControlPlane } from '../harness/control-plane.ts';
+import { transportFor } from '../harness/kubeconfig.ts';
+import { applyManifests, objectPath, type ManifestObject } from '../harness/manifests.ts';
+
+/**
+ * Every manifest in deploy/kubernetes applied for real (server-side apply) to a real API server,
+ * so none can rot, and the Deployment read back and held to what docs/install.md promises.
+ * (deploy-scratch-image.test.ts runs the Deployment's container in-cluster style.)
+ */
+const DIR = resolve(import.meta.dir, '../../deploy/kubernetes');
+const ROOT = resolve(import.meta.dir, '../..');
+const manifestFiles = readdirSync(DIR).filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml').sort();
+
+let admin: BunKubeTransport;
+let applied: ManifestObject[];
+let deployment: V1Deployment;
+
+beforeAll(async () => {
+  const cp = await sharedControlPlane();
+  admin = transportFor(cp.adminKubeconfig);
+  // The cloud config ConfigMap the Deployment mounts, created as docs/install.md says.
+  const configMap: V1ConfigMap = {
+    apiVersion: 'v1', kind: 'ConfigMap',
+    metadata: { name: 'edge-ccm-cloud-config', namespace: 'kube-system' },
+    data: { 'cloud-config.yaml': readFileSync(join(ROOT, 'examples/inventory.yaml'), 'utf8') },
+  };
+  await applyManifests(admin, JSON.stringify(configMap));
+  applied = [];
+  for (const file of manifestFiles) applied.push(...(await applyManifests(admin, readFileSync(join(DIR, file), 'utf8'))));
+  const stored = applied.find((o) => o.kind === 'Deployment');
+  if (!stored) throw new Error('no Deployment in deploy/kubernetes');
+  deployment = await admin.request<V1Deployment>({ method: 'GET', path: objectPath(stored) });
+}, 240_000);
+
+function container(): V1Container {
+  const c = deployment.spec?.template.spec?.containers.find((x) => x.name === 'edge-ccm');
+  if (!c) throw new Error('no edge-ccm container');
+  return c;
+}
+
+test('kustomization.yaml covers every manifest, and all of them are accepted by the API server', async () => {
+  const text = readFileSync(join(DIR, 'kustomization.yaml'), 'utf8');
+  const kustomization = parseYaml(text) as { resources?: string[] };
+  expect(kustomization.resources).toEqual(expect.arrayContaining(['rbac.yaml', 'deployment.yaml']));
+  // The rest are opt-in and named in its comments, so a new manifest cannot be forgotten there.
+  for (const file of manifestFiles) expect(text).toContain(file);
+  const kinds = applied.map((o) => `${o.kind}/${o.metadata.name}`);
+  for (const want of [
+    'ServiceAccount/cloud-controller-manager', 'ClusterRole/system:edge-ccm', 'ClusterRoleBinding/system:edge-ccm',
+    'Role/edge-ccm:leader-election', 'RoleBinding/edge-ccm:leader-election', 'Deployment/edge-ccm',
+  ]) expect(kinds).toContain(want);
+  // Each object is really stored (not only accepted).
+  for (const obj of applied) {
+    const got = await admin.request<{ metadata: { name: string; namespace?: string } }>({ method: 'GET', path: objectPath(obj) });
+    expect(got.metadata.name).toBe(obj.metadata.name);
+  }
+});
+
+test('the Deployment: two replicas in kube-system on control-plane nodes, under the shipped service account', () => {
+  const pod = deployment.spec?.template.spec;
+  expect(deployment.metadata?.namespace).toBe('kube-system');
+  expect(deployment.spec?.replicas).toBe(2);
+  expect(pod?.serviceAccountName).toBe(applied.find((o) => o.kind === 'ServiceAccount')?.metadata.name);
+  expect(pod?.hostNetwork).toBe(true);
+  const required = pod?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? [];
+  expect(required.flatMap((t) => t.matchExpressions ?? [])).toContainEqual({ key: 'node-role.kubernetes.io/control-plane', operator: 'Exists' });
+  const tolerated = (pod?.tolerations ?? []).map((t) => `${t.key}:${t.effect ?? ''}`);
+  for (const taint of ['node.cloudprovider.kubernetes.io/uninitialized:NoSchedule', 'node-role.kubernetes.io/control-plane:NoSchedule', 'node.kubernetes.io/not-ready:NoSchedule']) {
+    expect(tolerated).toContain(taint);
+  }
+});
+
+test('the container: leader election, valid flags, cloud config from the ConfigMap, probes, requests, no privileges', () => {
+  const c = container();
+  const { options } = parseArgs(c.args ?? []); // throws on any unknown or invalid flag
+  expect(options.leaderElect).toBe(true);
+  expect(options.cloudProvider).toBe('static');
+  expect(options.securePort).toBe(10258);
+  const mount = c.volumeMounts?.find((m) => options.cloudConfig.startsWith(`${m.mountPath}/`));
+  expect(mount?.readOnly).toBe(true);
+  const volume = deployment.spec?.template.spec?.volumes?.find((v) => v.name === mount?.name);
+  expect(volume?.configMap?.name).toBe('edge-ccm-cloud-config');
+  expect(volume?.configMap?.items).toBeUndefined(); // the whole map: the file name is the key
+
+  for (const [probe, path] of [[c.livenessProbe, '/livez'], [c.readinessProbe, '/readyz']] as const) {
+    expect(probe?.httpGet).toMatchObject({ path, port: 10258, scheme: 'HTTPS' });
+    // A host-network pod bound to one address must be probed there.
+    expect(probe?.httpGet?.host).toBe(options.bindAddress);
+  }
+  expect(c.ports?.[0]?.containerPort).toBe(10258);
+  // (Plain checks: toMatchObject with expect.any() would overwrite the values it matched.)
+  expect([typeof c.resources?.requests?.cpu, typeof c.resources?.requests?.memory]).toEqual(['string', 'string']);
+
+  const pod = deployment.spec?.template.spec?.securityContext;
+  expect(pod).toMatchObject({ runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532 });
+  expect(c.securityContext).toMatchObject({
+    runAsNonRoot: true,
+    runAsUser: 65532,
+    allowPrivilegeEscalation: false,
+    readOnlyRootFilesystem: true,
+    capabilities: { drop: ['ALL'] },
+  });
+});
+
+test("a pod from the template passes the API server's admission (service account, priority class)", async () => {
+  // dryRun: admission and validation run, nothing is stored. The ServiceAccount and Priority
+  // plugins check that the account (from rbac.yaml) and the priority class exist.
+  const template = deployment.spec?.template;
+  const pod: V1Pod = { apiVersion: 'v1', kind: 'Pod', metadata: { ...template?.metadata, name: 'edge-ccm-dry-run', namespace: 'kube-system' }, spec: template?.spec };
+  const created = await admin.request<V1Pod>({ method: 'POST', path: '/api/v1/namespaces/kube-system/pods', query: { dryRun: 'All' }, body: pod });
+  expect(created.spec?.serviceAccountName).toBe('cloud-controller-manager');
+  expect(created.spec?.priority).toBeGreaterThan(1_000_000_000); // system-cluster-critical
+  // A wrong account name is refused, so the check above means something.
+  const wrong = { ...pod, spec: { ...pod.spec, serviceAccountName: 'no-such-account' } } as V1Pod;
+  const refused = await admin.request({ method: 'POST', path: '/api/v1/namespaces/kube-system/pods', query: { dryRun: 'All' }, body: wrong }).then(() => undefined, (e: unknown) => e);
+  expect(String(refused)).toContain('no-such-account');
+});
