@@ -67,7 +67,7 @@ export interface ApiServerFiles {
 }
 
 export const SERVICE_ACCOUNT_ISSUER = 'https://kubernetes.default.svc.cluster.local';
-export const SERVICE_CLUSTER_IP_RANGE = '10.0.0.0/24';
+export const SERVICE_CLUSTER_IP_RANGE = '10.0.0.0/16';
 /** The first address of the service range: the `kubernetes` Service, so it is in the serving cert. */
 export const KUBERNETES_SERVICE_IP = '10.0.0.1';
 

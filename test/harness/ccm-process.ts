@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
@@ -42,6 +42,7 @@ export class CcmProcess {
 
   /** The compiled binary, as users run it (built by the test command before the tests). */
   static binary(args: string[], env: Record<string, string | undefined> = {}, binary = join(ROOT, 'dist/edge-ccm')): CcmProcess {
+    if (!existsSync(binary)) throw new Error(`${binary} is missing: run \`bun run build\` first (the README's test command, bash scripts/test.sh, builds it)`);
     return new CcmProcess([binary, ...args], env);
   }
 

@@ -1,0 +1,77 @@
+import { describe, expect, test } from 'bun:test';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import pkg from '../../package.json' with { type: 'json' };
+import { CcmProcess, tempDir } from '../harness/ccm-process.ts';
+import { sharedControlPlane } from '../harness/control-plane.ts';
+
+/**
+ * The command line of the compiled binary (dist/edge-ccm), as users run it: the client checks of
+ * `selftest` against the real API server, --version, --help, a bad flag, and `validate`.
+ */
+
+
+/** Runs the binary to its end; fails with the fix when it was not built. */
+async function run(args: string[], timeoutMs = 60_000): Promise<{ code: number; output: string }> {
+  const p = CcmProcess.binary(args);
+  const timer = setTimeout(() => void p.stop('SIGKILL'), timeoutMs);
+  try {
+    const code = await p.exited();
+    return { code, output: p.logs() };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+describe('dist/edge-ccm', () => {
+  test('selftest passes every client check against the real API server', async () => {
+    const cp = await sharedControlPlane();
+    const kubeconfig = await cp.clientCertKubeconfig('selftest-admin', ['system:masters']);
+    const { code, output } = await run(['selftest', '--kubeconfig', kubeconfig], 120_000);
+    expect({ code, output }).toMatchObject({ code: 0 });
+    for (const check of ['list nodes', 'create', 'conflict on stale update', 'merge patch', 'strategic merge patch', 'json patch', 'server-side apply', 'delete', 'watch saw ADDED, MODIFIED and DELETED']) {
+      expect(output).toContain(`ok   ${check}`);
+    }
+    expect(output).toContain('selftest passed');
+  }, 240_000);
+
+  test('--version prints the version and the commit it was built from', async () => {
+    const { code, output } = await run(['--version']);
+    expect(code).toBe(0);
+    expect(output.trim()).toMatch(new RegExp(`^edge-ccm ${pkg.version.replaceAll('.', '\\.')} \\(commit [0-9a-f]{7,40}(-dirty)?, bun \\d+\\.\\d+\\.\\d+\\)$`));
+  });
+
+  test('--help lists the flags, with --cloud-provider', async () => {
+    const { code, output } = await run(['--help']);
+    expect(code).toBe(0);
+    expect(output).toMatch(/^\s+--cloud-provider string\s/m);
+    expect(output).toContain('--node-label-resync');
+  });
+
+  test('a bad flag value exits 2 naming the flag', async () => {
+    const { code, output } = await run(['--cloud-provider=static', '--node-monitor-period=5']);
+    expect(code).toBe(2);
+    expect(output).toContain('error: --node-monitor-period:');
+    expect(output).toContain("Run 'edge-ccm --help' for usage.");
+  });
+
+  test('validate reports every problem of a bad inventory with file and line, and exits 1', async () => {
+    const path = join(tempDir('edge-ccm-binary-cli-'), 'inventory.yaml');
+    writeFileSync(path, [
+      'inventory:',
+      '  machines:',
+      '    - id: m1',
+      '      zoen: z1',
+      'loadBalancer:',
+      '  pools:',
+      '    - name: p',
+      '      addresses: [10.0.0.4/29]',
+      '',
+    ].join('\n'));
+    const { code, output } = await run(['validate', '--cloud-provider', 'static', '--cloud-config', path]);
+    expect(code).toBe(1);
+    expect(output).toContain(`${path}:4: inventory.machines[0].zoen: unknown key "zoen"`);
+    expect(output).toMatch(new RegExp(`${path.replaceAll('.', '\\.')}:8: loadBalancer\\.pools\\[0\\]\\.addresses\\[0\\]: .*host bits`));
+    expect(output).toContain('2 problems found');
+  });
+});
