@@ -15,6 +15,14 @@ import type { Logger } from '../log.ts';
 import type { Prefix } from '../net/ip.ts';
 import type { ControllerName } from '../options/controllers.ts';
 
+/** Event source components as upstream's controllers name them, so event queries carry over. */
+const EVENT_SOURCES: Record<string, string> = {
+  'cloud-node-controller': 'cloud-node-controller',
+  'cloud-node-lifecycle-controller': 'cloud-node-lifecycle-controller',
+  'service-lb-controller': 'service-controller',
+  'node-route-controller': 'route_controller',
+};
+
 /** What the controllers need from the command line, already parsed and validated. */
 export interface ControllerSettings {
   enabled: ReadonlySet<ControllerName>;
@@ -53,7 +61,7 @@ export function buildControllers(settings: ControllerSettings, deps: ControllerD
   const workQueueMetrics = new WorkQueueMetrics(deps.registry);
   const context = (component: string): ControllerContext => ({
     transport: deps.transportFor?.(component) ?? deps.transport,
-    recorder: deps.recorderFor(component),
+    recorder: deps.recorderFor(EVENT_SOURCES[component] ?? component),
     logger: log.with({ controller: component }),
     registry: deps.registry,
     cloud: deps.cloud,

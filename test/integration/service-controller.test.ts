@@ -107,7 +107,8 @@ afterAll(async () => {
 
 async function eventsFor(name: string): Promise<CoreV1Event[]> {
   const events = new ResourceClient<CoreV1Event>(transport, EVENTS);
-  const list = await events.list({ namespace: NAMESPACE, query: { fieldSelector: `involvedObject.kind=Service,involvedObject.name=${name}` } });
+  // Only ours: kube-apiserver's ipallocator repair controller may write its own about a new Service.
+  const list = await events.list({ namespace: NAMESPACE, query: { fieldSelector: `involvedObject.kind=Service,involvedObject.name=${name},source=service-controller` } });
   return list.items.sort((a, b) => String(a.firstTimestamp ?? a.eventTime).localeCompare(String(b.firstTimestamp ?? b.eventTime)));
 }
 
