@@ -7,7 +7,7 @@
  *                   fetched once into the cache by scripts/fetch-bun-runtime.sh).
  */
 import { $ } from 'bun';
-import { copyFileSync, existsSync, mkdirSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, renameSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import pkg from '../package.json' with { type: 'json' };
 
@@ -22,8 +22,13 @@ if (target !== 'host' && target !== 'all') {
 const commit = (await $`git -C ${root} rev-parse --short=12 HEAD`.quiet().nothrow()).stdout.toString().trim() || 'unknown';
 const dirty = (await $`git -C ${root} status --porcelain --untracked-files=no`.quiet().nothrow()).stdout.toString().trim() ? '-dirty' : '';
 
-async function compile(outfile: string, compileTarget: Bun.Build.CompileTarget, executablePath?: string): Promise<void> {
+/**
+ * Writes to a temporary name and renames over the target: a binary that is running (a test, the
+ * demo) cannot be overwritten in place (ETXTBSY), but it can be replaced.
+ */
+async function compile(target: string, compileTarget: Bun.Build.CompileTarget, executablePath?: string): Promise<void> {
   const started = performance.now();
+  const outfile = `${target}.tmp-${process.pid}`;
   const result = await Bun.build({
     entrypoints: [join(root, 'src/main.ts')],
     format: 'esm',
@@ -50,15 +55,16 @@ async function compile(outfile: string, compileTarget: Bun.Build.CompileTarget, 
     for (const log of result.logs) console.error(log);
     process.exit(1);
   }
-  const mb = (statSync(outfile).size / 1024 / 1024).toFixed(1);
-  console.log(`built ${outfile} (${mb} MiB) in ${((performance.now() - started) / 1000).toFixed(1)}s`);
+  renameSync(outfile, target);
+  const mb = (statSync(target).size / 1024 / 1024).toFixed(1);
+  console.log(`built ${target} (${mb} MiB) in ${((performance.now() - started) / 1000).toFixed(1)}s`);
 }
 
 mkdirSync(dist, { recursive: true });
 const hostOut = join(dist, 'edge-ccm-linux-amd64');
 await compile(hostOut, 'bun-linux-x64');
-copyFileSync(hostOut, join(dist, 'edge-ccm'));
-await $`chmod +x ${join(dist, 'edge-ccm')}`;
+copyFileSync(hostOut, join(dist, 'edge-ccm.tmp'));
+renameSync(join(dist, 'edge-ccm.tmp'), join(dist, 'edge-ccm'));
 
 if (target === 'all') {
   const runtime = (await $`bash ${join(root, 'scripts/fetch-bun-runtime.sh')} linux-aarch64`.text()).trim();

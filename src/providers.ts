@@ -1,5 +1,6 @@
 import type { ProviderRegistry } from './cloud/registry.ts';
 import { registerStaticProvider } from '../providers/static/index.ts';
+import { registerProxmoxProvider } from '../providers/proxmox/index.ts';
 
 /**
  * The providers linked into the binary. Each registers itself by name; --cloud-provider picks
@@ -7,4 +8,5 @@ import { registerStaticProvider } from '../providers/static/index.ts';
  */
 export function registerProviders(registry: ProviderRegistry): void {
   registerStaticProvider(registry);
+  registerProxmoxProvider(registry);
 }

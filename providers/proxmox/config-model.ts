@@ -10,7 +10,8 @@ import type { LoadBalancerConfig } from '../static/config-model.ts';
 
 export const PROVIDER_ID_PREFIX = 'proxmox://';
 
-export const MATCH_CRITERIA = ['providerID', 'systemUUID', 'name'] as const;
+/** Also the default order: the cheap criteria first (a UUID search reads every VM's config). */
+export const MATCH_CRITERIA = ['providerID', 'name', 'systemUUID'] as const;
 export type MatchCriterion = (typeof MATCH_CRITERIA)[number];
 
 export type ZoneSource = 'host' | 'haGroup';
@@ -42,6 +43,8 @@ export interface ProxmoxCluster {
   configCacheMs: number;
   qps: number;
   burst: number;
+  /** Upper bound of the back-off after API errors (it starts at 1 s and doubles). */
+  maxBackoffMs: number;
 }
 
 export interface InstanceTypeNaming {

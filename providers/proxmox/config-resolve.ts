@@ -18,6 +18,7 @@ export const DEFAULTS = {
   qps: 10,
   burst: 20,
   ticketRenewSeconds: 3600,
+  maxBackoffSeconds: 30,
   resyncPeriodSeconds: 30,
   instanceTypeFormat: '{cores}VCPU-{memory}',
   instanceTypeTagPrefix: 'instance-type.',
@@ -89,6 +90,7 @@ function resolveCluster(c: RawCluster, path: ConfigPath, report: Report, secrets
     configCacheMs: (c.configCacheSeconds ?? DEFAULTS.configCacheSeconds) * 1000,
     qps: c.qps ?? DEFAULTS.qps,
     burst: c.burst ?? DEFAULTS.burst,
+    maxBackoffMs: (c.maxBackoffSeconds ?? DEFAULTS.maxBackoffSeconds) * 1000,
   };
 }
 

@@ -50,6 +50,7 @@ const ClusterSchema = v.strictObject({
   configCacheSeconds: v.optional(v.pipe(v.number(), v.minValue(0, 'must not be negative'))),
   qps: v.optional(positive),
   burst: v.optional(v.pipe(v.number(), v.integer('must be an integer'), v.minValue(1, 'must be at least 1'))),
+  maxBackoffSeconds: v.optional(v.pipe(v.number(), v.minValue(1, 'must be at least 1'))),
 });
 export type RawCluster = v.InferOutput<typeof ClusterSchema>;
 

@@ -1,0 +1,160 @@
+import { afterAll, beforeAll, expect, test } from 'bun:test';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { V1Node } from '@kubernetes/client-node';
+import { isNotFound } from '../../src/kube/errors.ts';
+import { NODES, ResourceClient } from '../../src/kube/resources.ts';
+import { ProxmoxResponder } from '../fakes/proxmox-responder.ts';
+import { CcmProcess, tempDir } from '../harness/ccm-process.ts';
+import { type ControlPlane, sharedControlPlane } from '../harness/control-plane.ts';
+import { eventually } from '../harness/eventually.ts';
+import { transportFor } from '../harness/kubeconfig.ts';
+
+// The compiled binary with --cloud-provider=proxmox against the real API server and a local
+// Proxmox VE API: nodes are initialised from VMs, a stopped VM's node gets the shutdown taint,
+// a destroyed VM's node goes only when the lifecycle safety rules allow it, and an API that
+// goes away deletes nothing. Nodes are created by the test (no kubelet runs).
+
+const PREFIX = `px-${process.pid}-`;
+const SELECTOR_LABEL = 'edge-ccm-test/proxmox';
+const TOKEN_ID = 'ccm@pve!edge-ccm';
+const TOKEN_SECRET = crypto.randomUUID();
+const UNINITIALIZED = { key: 'node.cloudprovider.kubernetes.io/uninitialized', value: 'true', effect: 'NoSchedule' };
+const SHUTDOWN_TAINT = 'node.cloudprovider.kubernetes.io/shutdown';
+const GRACE = '3s';
+const WAIT_MS = 60_000;
+
+const name = (s: string) => `${PREFIX}${s}`;
+
+let cp: ControlPlane;
+let nodes: ResourceClient<V1Node>;
+let responder: ProxmoxResponder;
+let ccm: CcmProcess | undefined;
+
+beforeAll(async () => {
+  cp = await sharedControlPlane();
+  nodes = new ResourceClient<V1Node>(transportFor(cp.adminKubeconfig), NODES);
+  responder = ProxmoxResponder.start({
+    tokens: { [TOKEN_ID]: TOKEN_SECRET },
+    vms: [
+      { vmid: 201, name: name('a'), node: 'pve1', cores: 4, memoryMiB: 8192, ipconfig: ['ip=10.30.0.1/24'] },
+      { vmid: 202, name: name('stops'), node: 'pve2', cores: 2, memoryMiB: 4096, ipconfig: ['ip=10.30.0.2/24'] },
+      { vmid: 203, name: name('destroyed'), node: 'pve1', cores: 2, memoryMiB: 2048, tags: ['instance-type.small'], ipconfig: ['ip=10.30.0.3/24'] },
+      { vmid: 204, name: name('agent'), node: 'pve2', cores: 8, memoryMiB: 16384, agent: true, agentRunning: true, interfaces: { eth0: ['10.30.0.4', 'fd30::4'] } },
+    ],
+  });
+  const dir = tempDir('edge-ccm-proxmox-it-');
+  writeFileSync(join(dir, 'token'), `${TOKEN_SECRET}\n`, { mode: 0o600 });
+  const config = join(dir, 'proxmox.yaml');
+  writeFileSync(config, [
+    'clusters:',
+    '  - region: it-region',
+    `    url: ${responder.url}`,
+    `    tokenId: ${TOKEN_ID}`,
+    `    tokenSecretFile: ${join(dir, 'token')}`,
+    '    timeoutSeconds: 1',
+    '    cacheSeconds: 0.2',
+    // Short, so the test sees the API's return soon after it restarts.
+    '    maxBackoffSeconds: 2',
+    '',
+  ].join('\n'));
+  ccm = CcmProcess.binary([
+    '--cloud-provider=proxmox', `--cloud-config=${config}`, `--kubeconfig=${cp.adminKubeconfig}`,
+    '--secure-port=0', '--controllers=cloud-node,cloud-node-lifecycle', '--v=2',
+    `--leader-elect-resource-name=proxmox-it-${process.pid}`, '--leader-elect-retry-period=500ms',
+    `--managed-node-selector=${SELECTOR_LABEL}=${process.pid}`,
+    '--node-monitor-period=500ms', `--node-deletion-grace-period=${GRACE}`, '--node-deletion-not-found-threshold=3',
+    // The breaker counts shares of managed nodes: with four nodes, one gone is 25%.
+    '--node-deletion-breaker-max-share=1', '--node-lifecycle-provider-timeout=3s',
+  ]);
+  await ccm.waitForLog('successfully acquired lease', WAIT_MS);
+}, 240_000);
+
+afterAll(async () => {
+  await ccm?.stop();
+  responder?.stop();
+  if (nodes) {
+    const ours = (await nodes.list({ query: { labelSelector: `${SELECTOR_LABEL}=${process.pid}` } })).items;
+    await Promise.allSettled(ours.map((n) => nodes.delete(n.metadata!.name!)));
+  }
+});
+
+async function createNode(suffix: string): Promise<string> {
+  const n = name(suffix);
+  await nodes.create({ metadata: { name: n, labels: { [SELECTOR_LABEL]: String(process.pid) } }, spec: { taints: [UNINITIALIZED] } });
+  return n;
+}
+
+async function setReady(n: string, status: 'True' | 'False'): Promise<void> {
+  const now = new Date().toISOString();
+  await nodes.patch(n, 'merge', {
+    status: { conditions: [{ type: 'Ready', status, reason: status === 'True' ? 'KubeletReady' : 'KubeletNotReady', message: 'set by test', lastHeartbeatTime: now, lastTransitionTime: now }] },
+  }, { subresource: 'status' });
+}
+
+async function exists(n: string): Promise<boolean> {
+  try {
+    await nodes.get(n);
+    return true;
+  } catch (e) {
+    if (isNotFound(e)) return false;
+    throw e;
+  }
+}
+
+const initialised = (n: string) => eventually(`node ${n} initialised`, async () => {
+  const node = await nodes.get(n);
+  return node.spec?.providerID && !node.spec.taints?.some((t) => t.key === UNINITIALIZED.key) ? node : undefined;
+}, WAIT_MS);
+
+test('nodes are initialised from their VMs: providerID, instance type, zone, region, addresses', async () => {
+  const names = await Promise.all(['a', 'stops', 'destroyed', 'agent'].map(createNode));
+  const [a, , destroyed, agent] = await Promise.all(names.map(initialised));
+  expect(a!.spec?.providerID).toBe('proxmox://it-region/201');
+  expect(a!.metadata?.labels).toMatchObject({
+    'node.kubernetes.io/instance-type': '4VCPU-8GB',
+    'topology.kubernetes.io/zone': 'pve1',
+    'topology.kubernetes.io/region': 'it-region',
+  });
+  expect(a!.status?.addresses).toEqual([{ type: 'InternalIP', address: '10.30.0.1' }, { type: 'Hostname', address: name('a') }]);
+  expect(destroyed!.metadata?.labels?.['node.kubernetes.io/instance-type']).toBe('small');
+  // No static address in its config: the guest agent's answer.
+  expect(agent!.status?.addresses).toEqual([
+    { type: 'InternalIP', address: '10.30.0.4' },
+    { type: 'InternalIP', address: 'fd30::4' },
+    { type: 'Hostname', address: name('agent') },
+  ]);
+  expect(responder.requests.every((r) => r.auth === 'token')).toBe(true);
+}, 120_000);
+
+test('a stopped VM\'s NotReady node gets the shutdown taint, and loses it when Ready again', async () => {
+  const n = name('stops');
+  responder.updateVm(202, { status: 'stopped' });
+  await setReady(n, 'False');
+  await eventually('the shutdown taint', async () => ((await nodes.get(n)).spec?.taints ?? []).some((t) => t.key === SHUTDOWN_TAINT), WAIT_MS);
+  expect(await exists(n)).toBe(true);
+  responder.updateVm(202, { status: 'running' });
+  await setReady(n, 'True');
+  await eventually('the shutdown taint removed', async () => !((await nodes.get(n)).spec?.taints ?? []).some((t) => t.key === SHUTDOWN_TAINT), WAIT_MS);
+}, 120_000);
+
+test('the API going away deletes nothing; a destroyed VM\'s node goes only after the grace period and threshold', async () => {
+  const gone = name('destroyed');
+  await Promise.all([name('a'), name('agent'), gone].map((n) => setReady(n, 'False')));
+
+  // The Proxmox API stops answering: every NotReady node is "unknown", nothing is acted on.
+  responder.stop();
+  responder.removeVm(203);
+  const unknownLogs = () => ccm!.logs().split('\n').filter((l) => l.includes('cannot tell whether node exists') && l.includes(gone)).length;
+  await eventually('several passes answered unknown', () => unknownLogs() >= 6, WAIT_MS);
+  for (const n of [name('a'), name('agent'), gone, name('stops')]) expect(await exists(n)).toBe(true);
+
+  // The API is back and the VM is really gone: first held for the grace period, then deleted.
+  responder.restart();
+  await ccm!.waitForLog(new RegExp(`node not found in the cloud provider; waiting for the grace period and threshold.*${gone}`), WAIT_MS);
+  expect(await exists(gone)).toBe(true);
+  await eventually('the destroyed VM\'s node deleted', async () => !(await exists(gone)), WAIT_MS);
+  expect(ccm!.logs()).toContain('deleting node since it is no longer present in cloud provider');
+  // Its neighbours' VMs exist: they stay, NotReady or not.
+  for (const n of [name('a'), name('agent'), name('stops')]) expect(await exists(n)).toBe(true);
+}, 180_000);
