@@ -11,6 +11,7 @@ import { eventually } from '../harness/eventually.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
 import { applyManifests, parseManifests } from '../harness/manifests.ts';
 import { freeLoopbackPorts } from '../harness/ports.ts';
+import { UNINITIALIZED } from '../harness/nodes.ts';
 
 /**
  * The scratch image (deploy/container/Dockerfile), proven without a Docker engine: the files its
@@ -21,7 +22,6 @@ import { freeLoopbackPorts } from '../harness/ports.ts';
  */
 const ROOT = resolve(import.meta.dir, '../..');
 const DOCKERFILE = join(ROOT, 'deploy/container/Dockerfile');
-const UNINITIALIZED = { key: 'node.cloudprovider.kubernetes.io/uninitialized', value: 'true', effect: 'NoSchedule' };
 // What Docker puts in a scratch container's environment.
 const CONTAINER_PATH = 'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 

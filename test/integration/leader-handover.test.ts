@@ -6,9 +6,9 @@ import { sharedControlPlane, type ControlPlane } from '../harness/control-plane.
 import { CcmProcess, tempDir } from '../harness/ccm-process.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
 import { NODES, ResourceClient } from '../../src/kube/resources.ts';
+import { UNINITIALIZED } from '../harness/nodes.ts';
 
 /** Two replicas on one Lease: only the leader acts; SIGKILL of the leader hands over. */
-const UNINITIALIZED = { key: 'node.cloudprovider.kubernetes.io/uninitialized', value: 'true', effect: 'NoSchedule' };
 const LEASE = `handover-${process.pid}`;
 let cp: ControlPlane;
 const procs: CcmProcess[] = [];

@@ -20,6 +20,7 @@ import { FakeCloud } from '../fakes/fake-cloud.ts';
 import { type ControlPlane, sharedControlPlane } from '../harness/control-plane.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
 import { eventually } from '../harness/eventually.ts';
+import { nodeExists, setReady } from '../harness/nodes.ts';
 
 // The lifecycle controller against a real API server: nodes are created NotReady (no kubelet
 // runs, so their status stays as written) and the fake provider plays outages and removals.
@@ -66,30 +67,14 @@ async function createNotReadyNodes(scenario: string, count: number, taints?: V1T
   const names = Array.from({ length: count }, (_, i) => `${PREFIX}${scenario}-${i}`);
   for (const name of names) {
     await nodes.create({ apiVersion: 'v1', kind: 'Node', metadata: { name, labels: { 'kubernetes.io/hostname': name } }, spec: { taints } });
-    await setReady(name, 'False');
+    await setReady(nodes, name, 'False');
   }
   await eventually('the informer to see the NotReady nodes', () =>
     names.every((n) => nodeInformer.store.get(n)?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'False')));
   return names;
 }
 
-async function setReady(name: string, status: 'True' | 'False'): Promise<void> {
-  const now = new Date().toISOString();
-  // Merge patch of status: the whole conditions list is ours to set here (no kubelet runs).
-  await nodes.patch(name, 'merge', {
-    status: { conditions: [{ type: 'Ready', status, reason: status === 'True' ? 'KubeletReady' : 'KubeletNotReady', message: 'set by test', lastHeartbeatTime: now, lastTransitionTime: now }] },
-  }, { subresource: 'status' });
-}
 
-async function nodeExists(name: string): Promise<boolean> {
-  try {
-    await nodes.get(name);
-    return true;
-  } catch (e) {
-    if (isNotFound(e)) return false;
-    throw e;
-  }
-}
 
 /** Taint keys, without the not-ready taint the API server's TaintNodesByCondition admission adds to new nodes. */
 async function taintKeys(name: string): Promise<string[]> {
@@ -151,7 +136,7 @@ describe('cloud node lifecycle controller against a real API server', () => {
       // Longer than the grace period in all, with every node NotReady the whole time.
       await eventually('the grace period to pass twice', () => performance.now() - started > 2 * GRACE_MS);
       await phase(cloud.count('instanceExists') + 4);
-      for (const name of names) expect(await nodeExists(name)).toBe(true);
+      for (const name of names) expect(await nodeExists(nodes, name)).toBe(true);
       expect(await c.metric('edge_ccm_nodes_deleted_total')).toBe(0);
     } finally {
       await c.stop();
@@ -166,10 +151,10 @@ describe('cloud node lifecycle controller against a real API server', () => {
     const started = performance.now();
     const c = startController(cloud, names);
     try {
-      await eventually(`${gone} to be deleted`, async () => !(await nodeExists(gone)));
+      await eventually(`${gone} to be deleted`, async () => !(await nodeExists(nodes, gone)));
       expect(performance.now() - started).toBeGreaterThanOrEqual(GRACE_MS);
       expect(cloud.count('instanceExists', gone)).toBeGreaterThanOrEqual(2);
-      for (const name of names.filter((n) => n !== gone)) expect(await nodeExists(name)).toBe(true);
+      for (const name of names.filter((n) => n !== gone)) expect(await nodeExists(nodes, name)).toBe(true);
       const deleting = await eventsFor(gone, 'DeletingNode');
       expect(deleting.map((e) => [e.type, e.message])).toEqual([['Normal', `Deleting node ${gone} because it does not exist in the cloud provider`]]);
       expect(await c.metric('edge_ccm_nodes_deleted_total')).toBe(1);
@@ -194,12 +179,12 @@ describe('cloud node lifecycle controller against a real API server', () => {
       // Several more periods: still nothing deleted.
       const calls = cloud.count('instanceExists');
       await eventually('more periods', () => cloud.count('instanceExists') >= calls + 5 * 4);
-      for (const name of names) expect(await nodeExists(name)).toBe(true);
+      for (const name of names) expect(await nodeExists(nodes, name)).toBe(true);
 
       // The operator confirms one machine is really gone.
       await nodes.patch(a, 'merge', { metadata: { annotations: { [ANNOTATION_ACKNOWLEDGE_DELETION]: 'true' } } });
-      await eventually(`${a} to be deleted`, async () => !(await nodeExists(a)));
-      expect(await nodeExists(b)).toBe(true);
+      await eventually(`${a} to be deleted`, async () => !(await nodeExists(nodes, a)));
+      expect(await nodeExists(nodes, b)).toBe(true);
     } finally {
       await c.stop();
     }
@@ -214,7 +199,7 @@ describe('cloud node lifecycle controller against a real API server', () => {
     try {
       await eventually('the shutdown taint', async () => (await nodes.get(name!)).spec?.taints?.some((t) => t.key === SHUTDOWN_TAINT.key));
       expect(await taintKeys(name!)).toEqual([foreign.key, SHUTDOWN_TAINT.key]);
-      await setReady(name!, 'True');
+      await setReady(nodes, name!, 'True');
       await eventually('the shutdown taint to go', async () => !(await nodes.get(name!)).spec?.taints?.some((t) => t.key === SHUTDOWN_TAINT.key));
       expect(await taintKeys(name!)).toEqual([foreign.key]);
     } finally {
@@ -247,7 +232,7 @@ describe('ApiNodeWriter against a real API server', () => {
     await nodes.delete(name!);
     await nodes.create({ apiVersion: 'v1', kind: 'Node', metadata: { name } });
     expect(await writer.deleteNode(old)).toBe('replaced');
-    expect(await nodeExists(name!)).toBe(true);
+    expect(await nodeExists(nodes, name!)).toBe(true);
     expect(await writer.addTaint(old, SHUTDOWN_TAINT)).toBe(false); // nor tainted from the old copy
     expect(await taintKeys(name!)).toEqual([]);
     expect(await writer.deleteNode(await nodes.get(name!))).toBe('deleted');

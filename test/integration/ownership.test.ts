@@ -7,13 +7,13 @@ import { CcmProcess, tempDir } from '../harness/ccm-process.ts';
 import { eventually } from '../harness/eventually.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
 import { NODES, ResourceClient } from '../../src/kube/resources.ts';
+import { UNINITIALIZED } from '../harness/nodes.ts';
 
 /**
  * Hybrid clusters: with ownership flags, nodes from another source are left alone by every
  * controller — not initialised, not deleted — while our own are handled as usual.
  */
 const P = `own-${process.pid}`;
-const UNINITIALIZED = { key: 'node.cloudprovider.kubernetes.io/uninitialized', value: 'true', effect: 'NoSchedule' };
 let cp: ControlPlane;
 let ccm: CcmProcess | undefined;
 let nodes: ResourceClient<V1Node>;

@@ -9,6 +9,7 @@ import { CcmProcess, tempDir } from '../harness/ccm-process.ts';
 import { type ControlPlane, sharedControlPlane } from '../harness/control-plane.ts';
 import { eventually } from '../harness/eventually.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
+import { UNINITIALIZED, nodeExists, setReady } from '../harness/nodes.ts';
 
 // The compiled binary with --cloud-provider=proxmox against the real API server and a local
 // Proxmox VE API: nodes are initialised from VMs, a stopped VM's node gets the shutdown taint,
@@ -19,7 +20,6 @@ const PREFIX = `px-${process.pid}-`;
 const SELECTOR_LABEL = 'edge-ccm-test/proxmox';
 const TOKEN_ID = 'ccm@pve!edge-ccm';
 const TOKEN_SECRET = crypto.randomUUID();
-const UNINITIALIZED = { key: 'node.cloudprovider.kubernetes.io/uninitialized', value: 'true', effect: 'NoSchedule' };
 const SHUTDOWN_TAINT = 'node.cloudprovider.kubernetes.io/shutdown';
 const GRACE = '3s';
 const WAIT_MS = 60_000;
@@ -85,22 +85,7 @@ async function createNode(suffix: string): Promise<string> {
   return n;
 }
 
-async function setReady(n: string, status: 'True' | 'False'): Promise<void> {
-  const now = new Date().toISOString();
-  await nodes.patch(n, 'merge', {
-    status: { conditions: [{ type: 'Ready', status, reason: status === 'True' ? 'KubeletReady' : 'KubeletNotReady', message: 'set by test', lastHeartbeatTime: now, lastTransitionTime: now }] },
-  }, { subresource: 'status' });
-}
 
-async function exists(n: string): Promise<boolean> {
-  try {
-    await nodes.get(n);
-    return true;
-  } catch (e) {
-    if (isNotFound(e)) return false;
-    throw e;
-  }
-}
 
 const initialised = (n: string) => eventually(`node ${n} initialised`, async () => {
   const node = await nodes.get(n);
@@ -130,31 +115,31 @@ test('nodes are initialised from their VMs: providerID, instance type, zone, reg
 test('a stopped VM\'s NotReady node gets the shutdown taint, and loses it when Ready again', async () => {
   const n = name('stops');
   responder.updateVm(202, { status: 'stopped' });
-  await setReady(n, 'False');
+  await setReady(nodes, n, 'False');
   await eventually('the shutdown taint', async () => ((await nodes.get(n)).spec?.taints ?? []).some((t) => t.key === SHUTDOWN_TAINT), WAIT_MS);
-  expect(await exists(n)).toBe(true);
+  expect(await nodeExists(nodes, n)).toBe(true);
   responder.updateVm(202, { status: 'running' });
-  await setReady(n, 'True');
+  await setReady(nodes, n, 'True');
   await eventually('the shutdown taint removed', async () => !((await nodes.get(n)).spec?.taints ?? []).some((t) => t.key === SHUTDOWN_TAINT), WAIT_MS);
 }, 120_000);
 
 test('the API going away deletes nothing; a destroyed VM\'s node goes only after the grace period and threshold', async () => {
   const gone = name('destroyed');
-  await Promise.all([name('a'), name('agent'), gone].map((n) => setReady(n, 'False')));
+  await Promise.all([name('a'), name('agent'), gone].map((n) => setReady(nodes, n, 'False')));
 
   // The Proxmox API stops answering: every NotReady node is "unknown", nothing is acted on.
   responder.stop();
   responder.removeVm(203);
   const unknownLogs = () => ccm!.logs().split('\n').filter((l) => l.includes('cannot tell whether node exists') && l.includes(gone)).length;
   await eventually('several passes answered unknown', () => unknownLogs() >= 6, WAIT_MS);
-  for (const n of [name('a'), name('agent'), gone, name('stops')]) expect(await exists(n)).toBe(true);
+  for (const n of [name('a'), name('agent'), gone, name('stops')]) expect(await nodeExists(nodes, n)).toBe(true);
 
   // The API is back and the VM is really gone: first held for the grace period, then deleted.
   responder.restart();
   await ccm!.waitForLog(new RegExp(`node not found in the cloud provider; waiting for the grace period and threshold.*${gone}`), WAIT_MS);
-  expect(await exists(gone)).toBe(true);
-  await eventually('the destroyed VM\'s node deleted', async () => !(await exists(gone)), WAIT_MS);
+  expect(await nodeExists(nodes, gone)).toBe(true);
+  await eventually('the destroyed VM\'s node deleted', async () => !(await nodeExists(nodes, gone)), WAIT_MS);
   expect(ccm!.logs()).toContain('deleting node since it is no longer present in cloud provider');
   // Its neighbours' VMs exist: they stay, NotReady or not.
-  for (const n of [name('a'), name('agent'), name('stops')]) expect(await exists(n)).toBe(true);
+  for (const n of [name('a'), name('agent'), name('stops')]) expect(await nodeExists(nodes, n)).toBe(true);
 }, 180_000);

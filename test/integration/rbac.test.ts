@@ -10,6 +10,7 @@ import { freeLoopbackPorts } from '../harness/ports.ts';
 import { NODES, ResourceClient, SERVICES } from '../../src/kube/resources.ts';
 import type { BunKubeTransport } from '../../src/kube/transport.ts';
 import { eventually } from '../harness/eventually.ts';
+import { UNINITIALIZED } from '../harness/nodes.ts';
 
 /**
  * Least privilege, proven: edge-ccm runs every controller, leader election, events and
@@ -18,7 +19,6 @@ import { eventually } from '../harness/eventually.ts';
  */
 const SA = (name: string) => `system:serviceaccount:kube-system:${name}`;
 const CCM_USER = SA('cloud-controller-manager');
-const UNINITIALIZED = { key: 'node.cloudprovider.kubernetes.io/uninitialized', value: 'true', effect: 'NoSchedule' };
 const DEPLOY = resolve(import.meta.dir, '../../deploy/kubernetes');
 
 interface AuditEntry {
