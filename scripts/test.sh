@@ -12,7 +12,7 @@ failed_steps=0
 echo "== type check"
 if ! node_modules/.bin/tsc --noEmit -p tsconfig.json; then echo "type check failed"; failed_steps=$((failed_steps + 1)); fi
 echo "== build"
-if ! "$BUN" scripts/build.ts >/dev/null; then echo "build failed"; failed_steps=$((failed_steps + 1)); fi
+if ! "$BUN" scripts/build.ts --target all >/dev/null; then echo "build failed"; failed_steps=$((failed_steps + 1)); fi
 
 echo "== tests"
 log=$(mktemp); trap 'rm -f "$log"' EXIT

@@ -75,3 +75,16 @@ describe('dist/edge-ccm', () => {
     expect(output).toContain('2 problems found');
   });
 });
+
+describe('the release binaries', () => {
+  // ELF e_machine (offset 18, little endian): 62 = x86-64, 183 = AArch64.
+  const machine = async (path: string) => new DataView(await Bun.file(path).slice(0, 20).arrayBuffer()).getUint16(18, true);
+  test('dist/edge-ccm-linux-amd64 is an x86-64 executable and dist/edge-ccm-linux-arm64 an AArch64 one', async () => {
+    const dist = join(import.meta.dir, '../../dist');
+    for (const f of ['edge-ccm-linux-amd64', 'edge-ccm-linux-arm64']) {
+      if (!(await Bun.file(join(dist, f)).exists())) throw new Error(`dist/${f} is missing: run \`bun run build\` first`);
+    }
+    expect(await machine(join(dist, 'edge-ccm-linux-amd64'))).toBe(62);
+    expect(await machine(join(dist, 'edge-ccm-linux-arm64'))).toBe(183);
+  });
+});
