@@ -231,10 +231,12 @@ function controllerSettings(options: Options, cloud: CloudProvider): ControllerS
   let clusterCIDRs: Prefix[] = [];
   const routesRun = options.enabledControllers.has('node-route-controller') && options.configureCloudRoutes && !!cloud.routes;
   if (routesRun) {
+    if (!options.clusterCIDR.trim()) {
+      throw new ConfigurationError('--cluster-cidr: required when routes are configured (give the pod CIDRs, or pass --configure-cloud-routes=false)');
+    }
     const parsed = parseClusterCIDRs(options.clusterCIDR);
     if (!parsed.ok) throw new ConfigurationError(parsed.errors.map((e) => `--cluster-cidr: ${e}`).join('\n'));
     clusterCIDRs = [parsed.cidrs.ipv4, parsed.cidrs.ipv6].filter((c): c is string => !!c).map((c) => parsePrefix(c, true)!);
-    if (clusterCIDRs.length === 0) throw new ConfigurationError('--cluster-cidr: required when routes are configured (or pass --configure-cloud-routes=false)');
   }
   let lifecycle;
   try {
