@@ -1,3 +1,4 @@
+import { parseGoBool } from '../strconv.ts';
 import type { V1LoadBalancerIngress, V1LoadBalancerStatus, V1Node, V1Service, V1ServicePort } from '@kubernetes/client-node';
 
 /**
@@ -121,18 +122,6 @@ function isUnset(v: unknown): boolean {
 }
 
 // ---- Nodes behind load balancers ----
-
-/** Go's strconv.ParseBool: undefined when the text is not one of its accepted spellings. */
-export function parseGoBool(text: string): boolean | undefined {
-  switch (text) {
-    case '1': case 't': case 'T': case 'true': case 'TRUE': case 'True':
-      return true;
-    case '0': case 'f': case 'F': case 'false': case 'FALSE': case 'False':
-      return false;
-    default:
-      return undefined;
-  }
-}
 
 /** Not labelled for exclusion: the label is absent or parses as false (any other value excludes, even ""). */
 export function nodeIncludedInLoadBalancers(node: V1Node): boolean {

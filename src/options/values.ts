@@ -2,6 +2,7 @@
  * Turning one flag's text into its typed value, with pflag's grammar per kind: Go's ParseBool
  * spellings, decimal int32, floats, Go durations, and string lists read as one CSV record.
  */
+import { parseGoBool } from '../strconv.ts';
 import { parseGoDuration } from './duration.ts';
 
 export type FlagKind = 'string' | 'bool' | 'int' | 'float' | 'duration' | 'list';
@@ -18,8 +19,6 @@ export interface FlagKindValue {
 
 export type ParsedValue<T> = { ok: true; value: T } | { ok: false; message: string };
 
-const TRUE_WORDS = new Set(['1', 't', 'T', 'TRUE', 'true', 'True']);
-const FALSE_WORDS = new Set(['0', 'f', 'F', 'FALSE', 'false', 'False']);
 const INT32_MIN = -(2 ** 31);
 const INT32_MAX = 2 ** 31 - 1;
 
@@ -28,10 +27,10 @@ export function parseFlagValue(kind: FlagKind, text: string): ParsedValue<FlagKi
   switch (kind) {
     case 'string':
       return { ok: true, value: text };
-    case 'bool':
-      if (TRUE_WORDS.has(text)) return { ok: true, value: true };
-      if (FALSE_WORDS.has(text)) return { ok: true, value: false };
-      return { ok: false, message: `invalid boolean ${JSON.stringify(text)} (use true or false)` };
+    case 'bool': {
+      const value = parseGoBool(text);
+      return value === undefined ? { ok: false, message: `invalid boolean ${JSON.stringify(text)} (use true or false)` } : { ok: true, value };
+    }
     case 'int': {
       if (!/^[+-]?\d+$/.test(text)) return { ok: false, message: `invalid integer ${JSON.stringify(text)}` };
       const value = Number(text);

@@ -1,3 +1,4 @@
+import { parseGoBool } from '../../src/strconv.ts';
 import { describe, expect, test } from 'bun:test';
 import type { V1Node, V1Service, V1ServicePort } from '@kubernetes/client-node';
 import {
@@ -11,7 +12,6 @@ import {
   nodeEligibleForLoadBalancer,
   nodeIncludedInLoadBalancers,
   nodesSufficientlyEqual,
-  parseGoBool,
   semanticEqual,
   shouldSyncUpdatedNode,
   wantsLoadBalancer,
