@@ -134,6 +134,13 @@ export class StaticProvider implements CloudProvider {
     });
   }
 
+  /** The provider interface's notice of a rejected edit, with every problem as FILE:LINE: PATH: MESSAGE. */
+  onConfigRejected(listener: (problems: string) => void): () => void {
+    return this.onReload((result) => {
+      if (!result.ok) listener(formatConfigErrors(this.options.configPath, result.errors));
+    });
+  }
+
   /** Registers the provider's metrics (pool usage, reloads) on the process registry. */
   registerMetrics(registry: Registry): void {
     registerPoolMetrics(registry, () => this.allocator.usage());

@@ -73,6 +73,17 @@ export async function runControllerManager(options: Options, providers: Provider
 
   const startControllers = async (signal: AbortSignal): Promise<void> => {
     await cloud.initialize?.({ transport, logger: logger.with({ provider: cloud.providerName }), signal, registry });
+    // A rejected config edit is logged and counted by the provider; an event makes it visible
+    // with kubectl. It is recorded on our Lease, the one object this process is known by.
+    const configEvents = events.recorder('cloud-controller-manager');
+    const unsubscribeConfig = cloud.onConfigRejected?.((problems) =>
+      configEvents.event(
+        { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { namespace: options.leaderElectResourceNamespace, name: options.leaderElectResourceName } },
+        'Warning',
+        'CloudConfigRejected',
+        `cloud config edit rejected, the last good configuration stays in force:\n${problems}`,
+      ));
+    signal.addEventListener('abort', () => unsubscribeConfig?.(), { once: true });
     const controllerTransports = options.useServiceAccountCredentials
       ? await serviceAccountTransports(options.enabledControllers, kubeConfig, transport, transportOptions, logger, signal)
       : new Map<string, KubeTransport>();

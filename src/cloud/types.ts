@@ -95,6 +95,11 @@ export interface CloudProvider {
    * its metadata (as --node-label-resync does), because its answers change while nodes live.
    */
   readonly relabelNodes?: boolean;
+  /**
+   * Called when an edit of the provider's config file was rejected (the last good one stays in
+   * force), with the problems as text; the app records a Warning event. Returns an unsubscribe.
+   */
+  onConfigRejected?(listener: (problems: string) => void): () => void;
 }
 
 /** Thrown by a load balancer to say "implemented elsewhere": the controller skips quietly. */

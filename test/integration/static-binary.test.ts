@@ -288,6 +288,12 @@ describe('the compiled binary with the static provider', () => {
     // A typo, and values that would change n1 and m3 if the file were taken.
     writeInventory(inventory({ m1Zone: 'zone-x', m1Extra: 'three', powerFeed: 'b', m3Zone: 'zone-x' }, true));
     await ccm!.waitForLog(/static provider configuration rejected.*inventory\.yaml:\d+: inventory\.machines\[2\]\.zoen: unknown key/, 30_000);
+    // ... and as a Warning event on our Lease, for kubectl users.
+    const events = new ResourceClient<CoreV1Event>(admin, EVENTS);
+    await eventually('CloudConfigRejected event', async () => {
+      const list = await events.list({ namespace: 'kube-system', query: { fieldSelector: `involvedObject.kind=Lease,involvedObject.name=${ID},reason=CloudConfigRejected` } });
+      return list.items.find((e) => e.type === 'Warning' && e.message?.includes('zoen: unknown key'));
+    });
 
     // Proof the provider still answers from the last good file: a node registering now is
     // initialised with m3's zone from it, not from the rejected text.
