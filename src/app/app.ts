@@ -274,6 +274,7 @@ function controllerSettings(options: Options, cloud: CloudProvider): ControllerS
     concurrentServiceSyncs: options.concurrentServiceSyncs,
     nodeStatusUpdateFrequencyMs: options.nodeStatusUpdateFrequencyMs,
     nodeLabelResync: options.nodeLabelResync,
+    kubeVipAnnotation: options.kubeVipAnnotation,
     configureCloudRoutes: options.configureCloudRoutes,
     clusterCIDRs,
     routeReconciliationPeriodMs: options.routeReconciliationPeriodMs,

@@ -32,6 +32,8 @@ export interface ControllerSettings {
   nodeStatusUpdateFrequencyMs: number;
   /** --node-label-resync; the node controller also re-syncs labels when the provider asks (relabelNodes). */
   nodeLabelResync: boolean;
+  /** --kube-vip-annotation. */
+  kubeVipAnnotation: boolean;
   configureCloudRoutes: boolean;
   clusterCIDRs: Prefix[];
   routeReconciliationPeriodMs: number;
@@ -89,7 +91,10 @@ export function buildControllers(settings: ControllerSettings, deps: ControllerD
     controllers.push(new CloudNodeLifecycleController(context('cloud-node-lifecycle-controller'), settings.lifecycle));
   }
   if (want('service-lb-controller', !!cloud.loadBalancer, `provider ${cloud.providerName} has no load balancers`)) {
-    controllers.push(new ServiceController(context('service-lb-controller'), { workers: settings.concurrentServiceSyncs }));
+    controllers.push(new ServiceController(context('service-lb-controller'), {
+      workers: settings.concurrentServiceSyncs,
+      kubeVipAnnotation: settings.kubeVipAnnotation,
+    }));
   }
   const routesWhy = !settings.configureCloudRoutes ? '--configure-cloud-routes=false' : `provider ${cloud.providerName} has no routes`;
   if (want('node-route-controller', settings.configureCloudRoutes && !!cloud.routes, routesWhy)) {

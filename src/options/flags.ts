@@ -572,6 +572,18 @@ export const FLAGS = [
       'status update and soon after the provider reports a change. Upstream labels a node only at initialisation. ' +
       'On regardless of this flag with providers that ask for it (static).',
   }),
+  flag({
+    name: 'kube-vip-annotation',
+    key: 'kubeVipAnnotation',
+    kind: 'bool',
+    default: false,
+    group: 'edge-ccm',
+    help:
+      'Also write each load balancer\'s ingress IPs (IPv4 first, comma separated) to the service\'s ' +
+      'kube-vip.io/loadbalancerIPs annotation, so kube-vip announces them by ARP or BGP; removed with the load ' +
+      'balancer. Only annotations edge-ccm wrote (marked edge-ccm.io/kube-vip-annotation) are ever removed. ' +
+      'Needs patch on services: deploy/kubernetes/rbac-kube-vip.yaml.',
+  }),
 ] as const;
 
 export type AnyFlagDef = (typeof FLAGS)[number];

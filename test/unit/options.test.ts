@@ -130,6 +130,7 @@ const SAMPLES: Record<string, [text: string, value: unknown]> = {
   'node-deletion-breaker-acknowledged': ['true', true],
   'node-lifecycle-provider-timeout': ['3s', 3_000],
   'node-label-resync': ['true', true],
+  'kube-vip-annotation': ['true', true],
 };
 const NOT_SAMPLED = new Set(['help', 'version']); // they stop validation; tested on their own
 /** Flags that are only valid together with another. */

@@ -21,6 +21,8 @@ import { ServiceControllerMetrics } from './metrics.ts';
 export interface ServiceControllerOptions {
   /** --concurrent-service-syncs. */
   workers: number;
+  /** --kube-vip-annotation: also write the ingress IPs as kube-vip's annotation (needs `patch` on services). */
+  kubeVipAnnotation?: boolean;
   /** Time source for the queues' delays (tests). */
   clock?: Clock;
 }
@@ -71,6 +73,16 @@ export class ServiceController implements Controller {
           signal,
         });
       },
+      // A JSON merge patch on the Service itself, not its status: annotations are metadata, which
+      // a status endpoint is not meant to write (custom resources' ignore it; the Service's happens
+      // to keep it, which upstream relies on for the finalizer only), and the opt-in RBAC then says
+      // plainly that this flag writes Services. Merge, because annotations are a plain map: the
+      // patch sets or deletes (null) our keys and leaves every other one alone.
+      // Needs `patch` on services: deploy/kubernetes/rbac-kube-vip.yaml.
+      patchService: async (service, patch, signal) => {
+        await services.patch(service.metadata?.name ?? '', 'merge', patch, { namespace: service.metadata?.namespace, signal });
+      },
+      kubeVipAnnotation: opts.kubeVipAnnotation ?? false,
     });
     this.registerHandlers();
   }

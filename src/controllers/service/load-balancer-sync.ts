@@ -23,6 +23,7 @@ import {
   updateFailedMessage,
 } from './events.ts';
 import type { ServiceControllerMetrics } from './metrics.ts';
+import { kubeVipAnnotationPatch, type MergePatch } from './kube-vip.ts';
 import { addFinalizerPatch, loadBalancerStatusPatch, removeFinalizerPatch, type StrategicPatch } from './patches.ts';
 
 /**
@@ -48,6 +49,10 @@ export interface LoadBalancerSyncDeps {
   listNodes(): V1Node[];
   /** Sends a strategic merge patch to services/NAME/status. */
   patchServiceStatus(service: V1Service, patch: StrategicPatch, signal?: AbortSignal): Promise<void>;
+  /** Sends a JSON merge patch to services/NAME (only the kube-vip annotation is written this way). */
+  patchService(service: V1Service, patch: MergePatch, signal?: AbortSignal): Promise<void>;
+  /** --kube-vip-annotation: mirror the ingress IPs into kube-vip's annotation (beyond upstream). */
+  kubeVipAnnotation?: boolean;
 }
 
 /** What a sync did: ensured a load balancer, deleted one, or left a foreign service alone. */
@@ -154,7 +159,26 @@ export class LoadBalancerSync {
       // Not found: the service went away right after its finalizer was removed; nothing to write.
       if (!isNotFound(e)) throw wrap('failed to update load balancer status', e);
     }
+    if (this.deps.kubeVipAnnotation) await this.syncKubeVipAnnotation(service, key, next, signal);
     return op;
+  }
+
+  /**
+   * Writes the ingress IPs to kube-vip's annotation, or removes ours once the load balancer is
+   * gone. Our own write changes the annotations, so the informer's update queues the service once
+   * more (needsUpdate compares annotations, as upstream): that sync ensures again and finds
+   * nothing to write, so there is no loop. A user's edit of the annotation is put right the same way.
+   */
+  private async syncKubeVipAnnotation(service: V1Service, key: string, status: V1LoadBalancerStatus, signal?: AbortSignal): Promise<void> {
+    const patch = kubeVipAnnotationPatch(service, status);
+    if (!patch) return;
+    this.deps.logger.debug(2, 'Patching kube-vip annotation for service', { service: key });
+    try {
+      await this.deps.patchService(service, patch, signal);
+    } catch (e) {
+      // Not found: the service went away right after its finalizer was removed; nothing to write.
+      if (!isNotFound(e)) throw wrap('failed to update the kube-vip annotation', e);
+    }
   }
 
   private async processServiceCreateOrUpdate(service: V1Service, key: string, signal?: AbortSignal): Promise<void> {
