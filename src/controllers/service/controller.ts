@@ -31,6 +31,9 @@ export interface ServiceControllerOptions {
 export const MIN_RETRY_DELAY_MS = 5_000;
 export const MAX_RETRY_DELAY_MS = 300_000;
 
+/** The node queue's only key: see registerHandlers. */
+export const NODE_SYNC_KEY = 'node-sync';
+
 export class ServiceController implements Controller {
   readonly name = 'service-lb-controller';
   readonly serviceQueue: WorkQueue<string>;
@@ -169,12 +172,15 @@ export class ServiceController implements Controller {
       },
       // No delete handler: a service with our finalizer is cleaned up when its deletion timestamp appears.
     });
-    const enqueueNode = (node: V1Node) => this.nodeQueue.add(objectKey(node));
+    // One key for every node change, as upstream's node sync: a pass covers all load balancers
+    // and every node, so any number of node events while one is queued need a single pass
+    // (a key per node made a 5000-node start do 5000 full passes).
+    const enqueueNode = () => this.nodeQueue.add(NODE_SYNC_KEY);
     this.ctx.nodeInformer.addHandlers({
       onAdd: enqueueNode,
       onUpdate: (oldNode, node) => {
         const managedChanged = this.ctx.isManagedNode(oldNode) !== this.ctx.isManagedNode(node);
-        if (managedChanged || shouldSyncUpdatedNode(oldNode, node)) enqueueNode(node);
+        if (managedChanged || shouldSyncUpdatedNode(oldNode, node)) enqueueNode();
       },
       onDelete: enqueueNode,
     });
