@@ -29,20 +29,29 @@ const f1 = (n: number) => (Number.isFinite(n) ? n.toFixed(1) : '–');
 const f2 = (n: number) => (Number.isFinite(n) ? n.toFixed(2) : '–');
 const secs = (ms: number) => (Number.isFinite(ms) ? (ms / 1000).toFixed(ms < 10_000 ? 2 : 1) : '–');
 
+/**
+ * Everything the side sent from the first object created to the end of the idle window: events
+ * are sent asynchronously and may trail the last object done. Lease renewals are time, not work.
+ */
+function workRequests(r: RunResult): Record<string, number> {
+  const all: Record<string, number> = { ...r.requests.byVerbResource };
+  if (r.workload !== 'steady') for (const [key, n] of Object.entries(r.idleRequests.byVerbResource)) all[key] = (all[key] ?? 0) + n;
+  for (const key of Object.keys(all)) if (key.endsWith(' leases')) delete all[key];
+  return all;
+}
+
 function perObject(r: RunResult): string {
-  // Lease renewals are time, not work: they are in the idle column.
   const parts: string[] = [];
   for (const verb of VERBS) {
     let n = 0;
-    for (const [key, c] of Object.entries(r.requests.byVerbResource)) if (key.startsWith(`${verb} `) && !key.endsWith(' leases')) n += c;
+    for (const [key, c] of Object.entries(workRequests(r))) if (key.startsWith(`${verb} `)) n += c;
     if (n) parts.push(`${verb} ${f2(n / r.count)}`);
   }
   return parts.join(', ') || '–';
 }
 
 function writesPerObject(r: RunResult): string {
-  const leaseWrites = writes(r.requests, 'leases');
-  return f2((writes(r.requests) - leaseWrites) / r.count);
+  return f2(writes({ byVerb: {}, byVerbResource: workRequests(r), total: 0 }) / r.count);
 }
 
 function idleBreakdown(c: RequestCount): string {
@@ -53,7 +62,7 @@ export function renderMarkdown(results: RunResult[], opts: { steadySeconds: numb
   const out: string[] = [];
   const bursts = results.filter((r) => r.workload !== 'steady');
   if (bursts.length) {
-    out.push('| workload | side | profile | done | total s | p50 s | p99 s | API requests per object (leases aside) | writes/object | CPU s | peak RSS MiB | idle RSS MiB | idle req/s | start→ready s |');
+    out.push('| workload | side | profile | done | total s | p50 s | p99 s | API requests per object (leases aside, to the end of the idle window) | writes/object | CPU s | peak RSS MiB | idle RSS MiB | idle req/s | start→ready s |');
     out.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
     for (const r of bursts) {
       out.push(`| ${r.count} ${r.workload} | ${r.side} | ${r.profile} | ${r.done}/${r.count}${r.allDone ? '' : ' (timeout)'} | ${secs(r.totalMs)} | ${secs(r.p50Ms)} | ${secs(r.p99Ms)} | ${perObject(r)} | ${writesPerObject(r)} | ${f1(r.cpuSeconds)} | ${f1(r.peakRssMiB)} | ${f1(r.steadyRssMiB)} | ${f2(r.idleRps)} | ${secs(r.readyMs)} |`);
@@ -73,7 +82,7 @@ export function renderMarkdown(results: RunResult[], opts: { steadySeconds: numb
   }
   const idle = bursts.filter((r) => r.side !== 'floor' && r.idleRequests.total > 0);
   if (idle.length) {
-    out.push('Idle requests (20 s after the last object was done):');
+    out.push('Requests in the idle window (the 20 s after the last object was done; trailing events land here too):');
     out.push('');
     for (const r of idle) out.push(`- ${r.count} ${r.workload}, ${r.side} (${r.profile}): ${idleBreakdown(r.idleRequests)}`);
     out.push('');

@@ -5,7 +5,9 @@
  *   --quick               nodes 100 and 1000 only (default also 5000)
  *   --steady-seconds=N    length of the steady-state window (default 300)
  *   --only=nodes,services,steady   a subset of the workloads
+ *   --sides=edge-ccm,reference,floor   a subset of the sides
  *   --timeout-seconds=N   give up on one run after N seconds (default 900)
+ *   --settle-max-seconds=N  steady state: wait at most N s for a side to stop writing (default 900)
  * Results: a Markdown table on stdout and JSON in $EDGE_CCM_BENCH_DIR/results-*.json.
  */
 import type { V1Lease, V1Node, V1Service } from '@kubernetes/client-node';
@@ -29,6 +31,8 @@ const opt = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.slic
 const quick = argv.includes('--quick');
 const steadySeconds = Number(opt('steady-seconds') ?? 300);
 const timeoutMs = Number(opt('timeout-seconds') ?? 900) * 1000;
+const settleMaxMs = Number(opt('settle-max-seconds') ?? 900) * 1000;
+const sides = new Set((opt('sides') ?? 'edge-ccm,reference,floor').split(','));
 const only = new Set((opt('only') ?? 'nodes,services,steady').split(','));
 const nodeSizes = (opt('nodes') ?? (quick ? '100,1000' : '100,1000,5000')).split(',').map(Number);
 const serviceSizes = (opt('services') ?? '100,1000').split(',').map(Number);
@@ -156,12 +160,12 @@ async function steadyRuns(nodeCount: number, serviceCount: number): Promise<RunR
     log(`steady state: preparing ${nodeCount} nodes and ${serviceCount} services`);
     await prepareSteadyState(admin, nodeCount, serviceCount);
     const results: RunResult[] = [];
-    for (const side of ['edge-ccm', 'reference'] as const) {
+    for (const side of (['edge-ccm', 'reference'] as const).filter((x) => sides.has(x))) {
       log(`steady state: ${side}`);
       const s = await session(cp, admin, side, 'steady');
       const { proc, sampler, readyMs } = await startSide(s, side, DEFAULTS, `bench-${side}-steady`);
       try {
-        const settleMs = await waitQuiet(new AuditTail(cp.auditLogPath, s.user), 15_000, Math.max(timeoutMs, 600_000));
+        const settleMs = await waitQuiet(new AuditTail(cp.auditLogPath, s.user), 15_000, settleMaxMs);
         const cpuBefore = cpuSeconds(proc.pid);
         const from = Date.now();
         await Bun.sleep(steadySeconds * 1000);
@@ -197,13 +201,13 @@ const save = () => {
 try {
   const profiles = [DEFAULTS, RAISED];
   if (only.has('nodes')) {
-    for (const n of nodeSizes) for (const profile of profiles) for (const side of ['edge-ccm', 'reference', 'floor'] as const) {
+    for (const n of nodeSizes) for (const profile of profiles) for (const side of (['edge-ccm', 'reference', 'floor'] as const).filter((x) => sides.has(x))) {
       results.push(await burstRun('nodes', n, side, profile));
       save();
     }
   }
   if (only.has('services')) {
-    for (const m of serviceSizes) for (const profile of profiles) for (const side of ['edge-ccm', 'reference'] as const) {
+    for (const m of serviceSizes) for (const profile of profiles) for (const side of (['edge-ccm', 'reference'] as const).filter((x) => sides.has(x))) {
       results.push(await burstRun('services', m, side, profile));
       save();
     }

@@ -116,6 +116,7 @@ export async function prepareSteadyState(api: KubeTransport, nodeCount: number, 
   await createAll(serviceCount, async (i) => {
     const name = objectName('services', i);
     await services.create(loadBalancerService(name, true));
-    await services.patch(name, 'merge', { status: { loadBalancer: { ingress: [{ ip: FAKE_INGRESS_IP, ipMode: 'VIP' }] } } }, { namespace: NAMESPACE, subresource: 'status' });
+    // What both fakes answer (IP and the service's ports), so a side that starts finds nothing to write.
+    await services.patch(name, 'merge', { status: { loadBalancer: { ingress: [{ ip: FAKE_INGRESS_IP, ports: [{ port: 80, protocol: 'TCP' }] }] } } }, { namespace: NAMESPACE, subresource: 'status' });
   });
 }
