@@ -1,8 +1,6 @@
 import { errorMessage } from '../errors.ts';
-import type { ResourceType } from '../resources.ts';
-import type { KubeTransport } from '../transport.ts';
 import { silentLogger, type Logger } from '../../log.ts';
-import { Reflector } from './reflector.ts';
+import { Reflector, type ReflectorOptions } from './reflector.ts';
 import { Store, type KubeObject, type StoreChange } from './store.ts';
 
 /**
@@ -18,20 +16,11 @@ export interface InformerHandlers<T> {
   onDelete?(obj: T): void;
 }
 
-export interface InformerOptions<T extends KubeObject> {
-  transport: KubeTransport;
-  type: ResourceType;
-  /** Watch one namespace; all namespaces when absent. */
-  namespace?: string;
-  labelSelector?: string;
-  fieldSelector?: string;
-  /** Applied to every object before it is stored; defaults to stripManagedFields. */
-  transform?: (obj: T) => T;
-  logger?: Logger;
+/** What to watch: the reflector's selection, plus the informer's own resync. */
+export interface InformerOptions<T extends KubeObject>
+  extends Pick<ReflectorOptions<T>, 'transport' | 'type' | 'namespace' | 'labelSelector' | 'fieldSelector' | 'transform' | 'logger' | 'pageSize'> {
   /** When set, every resyncMs each handler gets onUpdate(obj, obj) for every stored object. */
   resyncMs?: number;
-  /** Objects per list page (default 500). */
-  pageSize?: number;
 }
 
 /** Drops metadata.managedFields, which nothing here reads and which is often half an object's size. */
