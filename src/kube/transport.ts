@@ -24,6 +24,8 @@ export interface KubeRequest {
   query?: Record<string, QueryValue>;
   /** Serialised as JSON. */
   body?: unknown;
+  /** Sent as it is (with contentType) instead of `body`: for callers that serialise themselves. */
+  rawBody?: string;
   /** Defaults to application/json; patches name their own type. */
   contentType?: string;
   signal?: AbortSignal;
@@ -113,6 +115,14 @@ export class BunKubeTransport implements KubeTransport {
     }
   }
 
+  /**
+   * The request with this transport's TLS, credentials, rate limit, retries and metrics, and the
+   * response as it came: for adapters (client-node's generated API classes) that decode it.
+   */
+  sendRaw(req: KubeRequest): Promise<Response> {
+    return this.send(req);
+  }
+
   private async send(req: KubeRequest, authRetried = false, retryAfterCount = 0): Promise<Response> {
     if (this.limiter) await this.limiter.take(req.signal);
     const creds = await this.currentCredentials();
@@ -120,9 +130,9 @@ export class BunKubeTransport implements KubeTransport {
     const headers: Record<string, string> = { accept: 'application/json', ...creds.headers };
     if (this.options.userAgent) headers['user-agent'] = this.options.userAgent;
     let body: string | undefined;
-    if (req.body !== undefined) {
+    if (req.rawBody !== undefined || req.body !== undefined) {
       headers['content-type'] = req.contentType ?? 'application/json';
-      body = JSON.stringify(req.body);
+      body = req.rawBody ?? JSON.stringify(req.body);
     }
     const started = performance.now();
     let res: Response;
