@@ -7,6 +7,7 @@ import { CcmProcess, tempDir } from '../harness/ccm-process.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
 import { NODES, ResourceClient } from '../../src/kube/resources.ts';
 import { UNINITIALIZED } from '../harness/nodes.ts';
+import { isConflict } from '../../src/kube/errors.ts';
 
 /** Two replicas on one Lease: only the leader acts; SIGKILL of the leader hands over. */
 const LEASE = `handover-${process.pid}`;
@@ -68,10 +69,11 @@ test('SIGTERM releases the lease so a standby takes over at once', async () => {
   await b.waitForLog('attempting to acquire leader lease');
   const stoppedAt = performance.now();
   expect(await a.stop('SIGTERM')).toBe(0);
+  expect(a.logs()).toContain('released lease');
+  // Without the release the standby could only take over once the 60s lease expired; it must
+  // not have to wait for that (the wait below gives up long before).
   await b.waitForLog('successfully acquired lease', 15_000);
-  const ms = performance.now() - stoppedAt;
-  console.log(`standby took over ${ms.toFixed(0)}ms after SIGTERM`);
-  expect(ms).toBeLessThan(30_000);
+  console.log(`standby took over ${(performance.now() - stoppedAt).toFixed(0)}ms after SIGTERM`);
 }, 90_000);
 
 test('a leader that loses its lease exits non-zero at once', async () => {
@@ -83,8 +85,17 @@ test('a leader that loses its lease exits non-zero at once', async () => {
   // Someone else takes the Lease over (as an operator or a split brain would).
   const admin = transportFor(cp.adminKubeconfig);
   const path = `/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/${lease}`;
-  const current = await admin.request<{ spec: Record<string, unknown> }>({ method: 'GET', path });
-  await admin.request({ method: 'PUT', path, body: { ...current, spec: { ...current.spec, holderIdentity: 'intruder', leaseDurationSeconds: 3600, renewTime: new Date().toISOString().replace('Z', '000Z') } } });
+  // The leader renews every 500ms, so our read can be stale by the time we write: retry on 409
+  // as any client doing read-modify-write must (CI once lost this race).
+  for (let attempt = 1; ; attempt++) {
+    const current = await admin.request<{ spec: Record<string, unknown> }>({ method: 'GET', path });
+    try {
+      await admin.request({ method: 'PUT', path, body: { ...current, spec: { ...current.spec, holderIdentity: 'intruder', leaseDurationSeconds: 3600, renewTime: new Date().toISOString().replace('Z', '000Z') } } });
+      break;
+    } catch (e) {
+      if (!isConflict(e) || attempt >= 20) throw e;
+    }
+  }
   expect(await a.exited()).not.toBe(0);
   expect(a.logs()).toContain('leader election lost');
 }, 60_000);
