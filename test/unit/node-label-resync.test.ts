@@ -140,9 +140,8 @@ describe('ResyncTrigger', () => {
     const trigger = new ResyncTrigger(10);
     trigger.request();
     await Bun.sleep(100);
-    const started = performance.now();
-    expect(await trigger.wait(60_000)).toBe(true);
-    expect(performance.now() - started).toBeLessThan(30_000);
+    // Kept: the wait answers true at once; lost, it would answer false when its 2s period ends.
+    expect(await trigger.wait(2_000)).toBe(true);
   });
 
   test('without a request the wait lasts the period; an abort ends it; stop drops a pending request', async () => {
