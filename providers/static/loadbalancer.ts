@@ -31,7 +31,7 @@ export class StaticLoadBalancer implements LoadBalancer {
     private readonly logger: Logger,
   ) {}
 
-  /** Read by the service controller once, at its start: class changes need a restart. */
+  /** Read live by the service controller, which resyncs the changed classes' services on a reload. */
   get loadBalancerClasses(): readonly string[] {
     return this.classes();
   }

@@ -154,14 +154,10 @@ export class StaticProvider implements CloudProvider {
   }
 
   private apply(config: StaticConfig): void {
-    const before = this.config;
     this.config = config;
     this.inventory = new Inventory(config.inventory);
     this.allocator.setPools(config.loadBalancer.pools);
     void this.redfish.retain(config.inventory.machines.flatMap((m) => (m.redfish ? [m.redfish] : [])));
-    if (JSON.stringify(before.loadBalancer.classes) !== JSON.stringify(config.loadBalancer.classes)) {
-      this.logger.warn('loadBalancer.classes changed: the service controller reads them at start, so this takes a restart');
-    }
     this.logger.info('static provider configuration loaded', {
       machines: config.inventory.machines.length,
       pools: config.loadBalancer.pools.length,

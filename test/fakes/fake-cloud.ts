@@ -127,6 +127,8 @@ export class FakeCloud implements CloudProvider {
   maxInFlight = 0;
 
   private readonly log: FakeCall[] = [];
+  private lbClasses: string[] | undefined;
+  private readonly changeListeners = new Set<() => void>();
   private readonly counts = new Map<FakeMethod, number>();
   private readonly failures = new Map<FakeMethod, Failure[]>();
   private readonly callLogLimit: number;
@@ -137,11 +139,24 @@ export class FakeCloud implements CloudProvider {
     this.ingressIP = opts.ingressIP ?? '192.0.2.10';
     this.callLogLimit = opts.callLogLimit ?? 10_000;
     if (opts.instances ?? true) this.instances = this.buildInstances(opts.bulkExistence ?? false);
-    if (opts.loadBalancer ?? true) this.loadBalancer = this.buildLoadBalancer(opts.loadBalancerClasses);
+    this.lbClasses = opts.loadBalancerClasses;
+    if (opts.loadBalancer ?? true) this.loadBalancer = this.buildLoadBalancer();
     if (opts.routes ?? true) this.routes = this.buildRoutes();
   }
 
   // --- configuration ---
+
+  /** The provider interface's change notice (a real provider's config reload). */
+  onChange(listener: () => void): () => void {
+    this.changeListeners.add(listener);
+    return () => this.changeListeners.delete(listener);
+  }
+
+  /** Changes the owned load-balancer classes and tells onChange listeners, as a config reload would. */
+  setLoadBalancerClasses(classes: string[] | undefined): void {
+    this.lbClasses = classes;
+    for (const listener of this.changeListeners) listener();
+  }
 
   /** Sets (merges into) the answer for one node. */
   setNode(name: string, answer: FakeNodeAnswer): this {
@@ -256,11 +271,14 @@ export class FakeCloud implements CloudProvider {
     return instances;
   }
 
-  private buildLoadBalancer(classes?: string[]): LoadBalancer {
+  private buildLoadBalancer(): LoadBalancer {
     const key = (svc: V1Service) => `${svc.metadata?.namespace ?? ''}/${svc.metadata?.name ?? ''}`;
     const names = (nodes: V1Node[]) => nodes.map((n) => n.metadata?.name ?? '');
+    const fake = this;
     return {
-      loadBalancerClasses: classes,
+      get loadBalancerClasses() {
+        return fake.lbClasses;
+      },
       getLoadBalancerName: (_cluster, svc) => defaultLoadBalancerName(svc),
       getLoadBalancer: async (_clusterName, svc, signal): Promise<LoadBalancerResult> => {
         await this.call('getLoadBalancer', key(svc), signal);

@@ -887,6 +887,37 @@ describe('run', () => {
     expect(s.controller.nodeQueue.shuttingDown()).toBe(true);
   });
 
+  test('a reload that changes the owned classes syncs just the changed classes: new ones get balancers, dropped ones are cleaned up', async () => {
+    const gold = newService('gold', 'LoadBalancer', withClass('example.com/gold'));
+    const silver = newService('silver', 'LoadBalancer', withClass('example.com/silver'));
+    const other = newService('other', 'LoadBalancer', withClass('example.com/other'));
+    const plain = newService('plain', 'LoadBalancer');
+    const s = setup({ nodes: [makeNode('n1')], services: [gold, silver, other, plain], classes: ['example.com/silver'] });
+    const abort = new AbortController();
+    const running = s.controller.run(abort.signal);
+    try {
+      await until(() => s.cloud.ensureCalls.length === 2);
+      expect(s.cloud.ensureCalls.map((c) => c.service.metadata!.name).sort()).toEqual(['plain', 'silver']);
+      // silver now holds our finalizer, as the API server would show it.
+      s.services.set(bump(silver, withFinalizer));
+      await until(() => s.controller.serviceQueue.len() === 0);
+      s.cloud.clearCalls();
+
+      s.cloud.setLoadBalancerClasses(['example.com/gold']);
+      await until(() => s.cloud.ensureCalls.length === 1 && s.cloud.deleteCalls.length === 1);
+      expect(s.cloud.ensureCalls[0]!.service.metadata!.name).toBe('gold');
+      expect(s.cloud.deleteCalls[0]!.metadata!.name).toBe('silver');
+      // The same classes again (any order): nothing to do.
+      s.cloud.setLoadBalancerClasses(['example.com/gold']);
+      await Bun.sleep(50);
+      expect(s.cloud.ensureCalls.length + s.cloud.deleteCalls.length).toBe(2);
+      expect(s.cloud.ensureCalls.map((c) => c.service.metadata!.name)).not.toContain('other');
+    } finally {
+      abort.abort();
+      await running;
+    }
+  });
+
   test('a provider without load balancers is refused', () => {
     const ctx = { cloud: new FakeCloud({ loadBalancer: false }) } as unknown as ControllerContext;
     expect(() => new ServiceController(ctx, { workers: 1 })).toThrow('does not support external load balancers');

@@ -115,7 +115,7 @@ function harness(opts: { kubeVipAnnotation: boolean; initial: V1Service; failSer
   const sync = new LoadBalancerSync({
     balancer: cloud.loadBalancer!,
     clusterName: 'test-cluster',
-    ownedClasses: [],
+    ownedClasses: () => [],
     recorder,
     logger: silentLogger,
     metrics: ServiceControllerMetrics.for(new Registry()),

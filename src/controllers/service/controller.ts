@@ -40,7 +40,8 @@ export class ServiceController implements Controller {
   /** Node names; one key or many, a pass syncs every load balancer, so bursts of node events coalesce. */
   readonly nodeQueue: WorkQueue<string>;
   readonly sync: LoadBalancerSync;
-  private readonly ownedClasses: readonly string[];
+  /** The provider's classes, read live: the static provider's can change with a config reload. */
+  private readonly ownedClasses: () => readonly string[];
   private readonly workers: number;
 
   constructor(
@@ -49,7 +50,7 @@ export class ServiceController implements Controller {
   ) {
     const balancer = ctx.cloud.loadBalancer;
     if (!balancer) throw new Error('the cloud provider does not support external load balancers');
-    this.ownedClasses = balancer.loadBalancerClasses ?? [];
+    this.ownedClasses = () => balancer.loadBalancerClasses ?? [];
     this.workers = Math.max(1, opts.workers);
     const queueOptions = () => ({
       rateLimiter: new ItemExponentialFailureRateLimiter<string>(MIN_RETRY_DELAY_MS, MAX_RETRY_DELAY_MS),
@@ -97,6 +98,7 @@ export class ServiceController implements Controller {
       this.nodeQueue.shutDown();
     };
     signal.addEventListener('abort', stop, { once: true });
+    const unwatchClasses = this.watchOwnedClasses();
     log.info('Starting service controller');
     try {
       const synced = await Promise.all([this.ctx.serviceInformer.waitForSync(signal), this.ctx.nodeInformer.waitForSync(signal)]);
@@ -110,6 +112,7 @@ export class ServiceController implements Controller {
       })();
       await Promise.all([...serviceWorkers, nodeWorker]);
     } finally {
+      unwatchClasses();
       stop();
       signal.removeEventListener('abort', stop);
       log.info('Shutting down service controller');
@@ -159,15 +162,45 @@ export class ServiceController implements Controller {
     return true;
   }
 
+  /**
+   * Beyond upstream: when the provider's owned classes change (a static config reload), every
+   * service whose ownership changed is synced: a newly owned class gets load balancers, a class
+   * no longer owned is cleaned up (address released, finalizer removed) for whoever owns it now.
+   * Returns the unsubscribe function.
+   */
+  watchOwnedClasses(): () => void {
+    let known = [...this.ownedClasses()].sort().join('\n');
+    return this.ctx.cloud.onChange?.(() => {
+      const now = [...this.ownedClasses()].sort().join('\n');
+      if (now === known) return;
+      const before = new Set(known ? known.split('\n') : []);
+      const after = new Set(now ? now.split('\n') : []);
+      known = now;
+      const changed = (cls: string) => before.has(cls) !== after.has(cls);
+      let count = 0;
+      for (const service of this.ctx.serviceInformer.store.list()) {
+        const cls = service.spec?.loadBalancerClass;
+        if (cls && changed(cls)) {
+          this.serviceQueue.add(objectKey(service));
+          count++;
+        }
+      }
+      this.ctx.logger.info('owned load-balancer classes changed; syncing the services of the changed classes', {
+        controller: this.name, classes: [...after].join(',') || '(default only)', services: count,
+      });
+    }) ?? (() => {});
+  }
+
   private registerHandlers(): void {
-    const classes = this.ownedClasses;
     const enqueueService = (service: V1Service) => this.serviceQueue.add(objectKey(service));
     this.ctx.serviceInformer.addHandlers({
       // Cleanup on add too: it repairs what a restart interrupted.
       onAdd: (service) => {
+        const classes = this.ownedClasses();
         if (wantsLoadBalancer(service, classes) || needsCleanup(service, classes)) enqueueService(service);
       },
       onUpdate: (oldService, service) => {
+        const classes = this.ownedClasses();
         if (needsUpdate(oldService, service, classes) || needsCleanup(service, classes)) enqueueService(service);
       },
       // No delete handler: a service with our finalizer is cleaned up when its deletion timestamp appears.

@@ -39,7 +39,8 @@ export interface LoadBalancerSyncDeps {
   balancer: LoadBalancer;
   clusterName: string;
   /** Classes the provider owns besides "no class" (beyond upstream). */
-  ownedClasses: readonly string[];
+  /** Read on every use: a provider may change the classes it owns while running (static config reload). */
+  ownedClasses: () => readonly string[];
   recorder: EventRecorder;
   logger: Logger;
   metrics: ServiceControllerMetrics;
@@ -132,7 +133,7 @@ export class LoadBalancerSync {
 
   /** Ensures or deletes the service's load balancer and writes its finalizer and status. */
   async syncLoadBalancerIfNeeded(service: V1Service, key: string, signal?: AbortSignal): Promise<LoadBalancerOperation> {
-    const { ownedClasses } = this.deps;
+    const ownedClasses = this.deps.ownedClasses();
     // Another controller's class, never ours: not even a provider call (beyond upstream, which would
     // look the load balancer up). With our finalizer it is still cleaned up below.
     if (hasForeignLoadBalancerClass(service, ownedClasses) && !hasLBFinalizer(service)) return 'skip';
@@ -210,7 +211,7 @@ export class LoadBalancerSync {
 
   /** Deletion without finalizer (the service is already gone from the API). */
   private async processLoadBalancerDelete(service: V1Service, key: string, signal?: AbortSignal): Promise<void> {
-    if (!wantsLoadBalancer(service, this.deps.ownedClasses)) return;
+    if (!wantsLoadBalancer(service, this.deps.ownedClasses())) return;
     const subject = serviceSubject(service);
     this.deps.recorder.event(subject, ...event(EVENTS.deleting));
     try {
@@ -293,7 +294,7 @@ export class LoadBalancerSync {
 
   /** Returns true when the service should be retried. */
   private async nodeSyncService(service: V1Service, signal?: AbortSignal): Promise<boolean> {
-    if (!wantsLoadBalancer(service, this.deps.ownedClasses)) return false;
+    if (!wantsLoadBalancer(service, this.deps.ownedClasses())) return false;
     const key = serviceKey(service);
     let newNodes: V1Node[];
     try {
