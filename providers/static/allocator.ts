@@ -1,7 +1,7 @@
 import { formatIP, type IP, type IPFamily } from '../../src/net/ip.ts';
 import { rangeSize, rangesContain } from './address-ranges.ts';
 import type { PoolConfig } from './config-model.ts';
-import { AllocationError, familyName, type AddressRequest } from './service-request.ts';
+import { AllocationError, familyName, type AddressRequest, type SharingTerms } from './service-request.ts';
 
 /**
  * The load-balancer address allocator: which service holds which addresses, in memory, rebuilt
@@ -18,6 +18,7 @@ export interface Assignment {
   addresses: IP[];
   sharingKey?: string;
   ports: readonly string[];
+  trafficScope: string;
 }
 
 export interface PoolUsage {
@@ -60,7 +61,7 @@ export class AddressAllocator {
   assign(req: AddressRequest): Assignment {
     const current = this.assignments.get(req.key);
     const addresses = req.requested ? this.checkRequested(req) : this.pickAddresses(req, current);
-    const next: Assignment = { key: req.key, addresses, sharingKey: req.sharingKey, ports: req.ports };
+    const next: Assignment = { key: req.key, addresses, sharingKey: req.sharingKey, ports: req.ports, trafficScope: req.trafficScope };
     this.store(next);
     return next;
   }
@@ -70,7 +71,7 @@ export class AddressAllocator {
    * Addresses that would collide with earlier records are left out and returned, so no
    * address is ever held twice; the service gets a valid one on its next assign.
    */
-  record(req: Pick<AddressRequest, 'key' | 'sharingKey' | 'ports'>, addresses: IP[]): IP[] {
+  record(req: SharingTerms, addresses: IP[]): IP[] {
     const refused: IP[] = [];
     const kept: IP[] = [];
     for (const ip of addresses) {
@@ -78,7 +79,7 @@ export class AddressAllocator {
       if (this.conflict(req, ip) === undefined && !kept.some((k) => k.family === ip.family)) kept.push(ip);
       else refused.push(ip);
     }
-    if (kept.length) this.store({ key: req.key, addresses: kept, sharingKey: req.sharingKey, ports: req.ports });
+    if (kept.length) this.store({ ...req, addresses: kept });
     return refused;
   }
 
@@ -202,7 +203,7 @@ export class AddressAllocator {
   }
 
   /** Why the service cannot hold this address next to its current holders; undefined when it can. */
-  private conflict(req: Pick<AddressRequest, 'key' | 'sharingKey' | 'ports'>, ip: IP): string | undefined {
+  private conflict(req: SharingTerms, ip: IP): string | undefined {
     for (const holderKey of this.holders.get(ipKey(ip)) ?? []) {
       if (holderKey === req.key) continue;
       const holder = this.assignments.get(holderKey)!;
@@ -212,6 +213,10 @@ export class AddressAllocator {
       }
       const clash = req.ports.find((p) => holder.ports.includes(p));
       if (clash) return `address ${formatIP(ip)} is shared with service ${holderKey}, which already uses port ${clash}`;
+      if (req.trafficScope !== holder.trafficScope) {
+        return `address ${formatIP(ip)} is shared with service ${holderKey}, whose externalTrafficPolicy or pod selector differs ` +
+          '(services sharing an address must all use Cluster, or all Local with the same selector)';
+      }
     }
     return undefined;
   }

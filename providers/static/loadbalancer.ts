@@ -8,7 +8,7 @@ import { sleep } from '../../src/kube/token-bucket.ts';
 import type { Logger } from '../../src/log.ts';
 import { formatIP, parseIP, type IP } from '../../src/net/ip.ts';
 import type { AddressAllocator, Assignment } from './allocator.ts';
-import { ALLOW_SHARED_IP_ANNOTATION, addressRequest, serviceKeyOf, servicePorts } from './service-request.ts';
+import { addressRequest, serviceKeyOf, sharingTerms } from './service-request.ts';
 
 /** Seconds the controller waits before retrying a service while the allocator is not rebuilt. */
 const REBUILD_RETRY_SECONDS = 2;
@@ -53,11 +53,10 @@ export class StaticLoadBalancer implements LoadBalancer {
     for (const service of ours) {
       const addresses = (service.status?.loadBalancer?.ingress ?? []).map((i) => parseIP(i.ip ?? '')).filter((ip): ip is IP => !!ip);
       if (!addresses.length) continue;
-      const key = serviceKeyOf(service);
-      const sharingKey = service.metadata?.annotations?.[ALLOW_SHARED_IP_ANNOTATION]?.trim() || undefined;
-      const refused = this.allocator.record({ key, sharingKey, ports: servicePorts(service) }, addresses);
+      const terms = sharingTerms(service);
+      const refused = this.allocator.record(terms, addresses);
       if (refused.length) {
-        this.logger.warn('service status claims addresses another service holds; they will be reassigned', { service: key, addresses: refused.map(formatIP).join(',') });
+        this.logger.warn('service status claims addresses another service holds; they will be reassigned', { service: terms.key, addresses: refused.map(formatIP).join(',') });
       }
       recorded++;
     }

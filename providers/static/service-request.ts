@@ -38,6 +38,32 @@ export interface AddressRequest {
   sharingKey?: string;
   /** "PROTOCOL/PORT" of each service port. */
   ports: string[];
+  /** Where traffic for the address may be answered: see trafficScope(). */
+  trafficScope: string;
+}
+
+/** What decides whether two services may share one address. */
+export type SharingTerms = Pick<AddressRequest, 'key' | 'sharingKey' | 'ports' | 'trafficScope'>;
+
+export function sharingTerms(service: V1Service): SharingTerms {
+  return {
+    key: serviceKeyOf(service),
+    sharingKey: service.metadata?.annotations?.[ALLOW_SHARED_IP_ANNOTATION]?.trim() || undefined,
+    ports: servicePorts(service),
+    trafficScope: trafficScope(service),
+  };
+}
+
+/**
+ * "Cluster", or "Local:" plus the pod selector. With externalTrafficPolicy Local only nodes
+ * running the service's own pods may answer for its address, so an announcer (kube-vip, BGP)
+ * can place a shared address correctly only if every sharer has the same pods: all Cluster, or
+ * all Local with one selector (MetalLB's rule too).
+ */
+export function trafficScope(service: V1Service): string {
+  if (service.spec?.externalTrafficPolicy !== 'Local') return 'Cluster';
+  const selector = service.spec?.selector ?? {};
+  return `Local:${Object.keys(selector).sort().map((k) => `${k}=${selector[k]}`).join(',')}`;
 }
 
 export function serviceKeyOf(service: V1Service): string {
@@ -60,17 +86,14 @@ export function addressRequest(service: V1Service): AddressRequest {
   const requiredFamilies = policy === 'PreferDualStack' ? 1 : families.length;
   if (requested) checkRequestedFamilies(requested, families, requiredFamilies);
   const pools = splitList(annotations[ADDRESS_POOL_ANNOTATION]);
-  const sharingKey = annotations[ALLOW_SHARED_IP_ANNOTATION]?.trim() || undefined;
   return {
-    key: serviceKeyOf(service),
+    ...sharingTerms(service),
     namespace: service.metadata?.namespace ?? '',
     labels: service.metadata?.labels ?? {},
     families,
     requiredFamilies,
     requested: requested && families.flatMap((f) => requested.filter((ip) => ip.family === f)),
     pools: pools.length ? pools : undefined,
-    sharingKey,
-    ports: servicePorts(service),
   };
 }
 

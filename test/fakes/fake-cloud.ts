@@ -152,10 +152,20 @@ export class FakeCloud implements CloudProvider {
     return () => this.changeListeners.delete(listener);
   }
 
+  /** Tells onChange listeners, as a provider's config reload would. */
+  notifyChange(): void {
+    for (const listener of this.changeListeners) listener();
+  }
+
+  /** How many onChange listeners are subscribed (to check unsubscription). */
+  get changeListenerCount(): number {
+    return this.changeListeners.size;
+  }
+
   /** Changes the owned load-balancer classes and tells onChange listeners, as a config reload would. */
   setLoadBalancerClasses(classes: string[] | undefined): void {
     this.lbClasses = classes;
-    for (const listener of this.changeListeners) listener();
+    this.notifyChange();
   }
 
   /** Sets (merges into) the answer for one node. */

@@ -211,18 +211,6 @@ class StoreWriter implements NodeWriter, NodeLabelWriter {
   }
 }
 
-/** A FakeCloud that also has the provider interface's onChange, with a way to fire it. */
-class ChangingCloud extends FakeCloud {
-  readonly listeners = new Set<() => void>();
-  onChange(listener: () => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
-  }
-  changed(): void {
-    for (const l of this.listeners) l();
-  }
-}
-
 function setup(nodes: V1Node[], opts: { relabelNodes?: boolean; periodMs?: number; changeDebounceMs?: number } = {}) {
   const store = new Map(nodes.map((n) => [n.metadata!.name!, n]));
   const handlers: { onAdd?: (n: V1Node) => void }[] = [];
@@ -234,7 +222,7 @@ function setup(nodes: V1Node[], opts: { relabelNodes?: boolean; periodMs?: numbe
     },
     waitForSync: async () => true,
   } as unknown as Informer<V1Node>;
-  const cloud = new ChangingCloud();
+  const cloud = new FakeCloud();
   const writer = new StoreWriter(store);
   const ctx: ControllerContext = {
     transport: {} as KubeTransport,
@@ -315,8 +303,8 @@ describe('the provider change notice', () => {
 
       s.cloud.setNode('node0', { metadata: meta({ zone: 'z9' }) });
       s.cloud.setNode('late', { metadata: fakeMetadata('late', { zone: 'z9' }) });
-      s.cloud.changed();
-      s.cloud.changed();
+      s.cloud.notifyChange();
+      s.cloud.notifyChange();
       await until('the zone label re-synced', () => s.store.get('node0')!.metadata!.labels![ZONE_GA] === 'z9');
       await until('the late node initialised', () => s.writer.writes.some((w) => w.kind === 'initialize' && w.name === 'late'));
       expect(s.store.get('late')!.metadata!.labels![ZONE_GA]).toBe('z9');
@@ -327,7 +315,7 @@ describe('the provider change notice', () => {
       stop.abort();
       await running;
     }
-    expect(s.cloud.listeners.size).toBe(0);
+    expect(s.cloud.changeListenerCount).toBe(0);
   });
 
   test('without a notice the pass waits its period', async () => {

@@ -35,6 +35,8 @@ interface SvcOptions {
   ingress?: string[];
   created?: string;
   loadBalancerClass?: string;
+  externalTrafficPolicy?: 'Cluster' | 'Local';
+  selector?: Record<string, string>;
 }
 
 function svc(name: string, o: SvcOptions = {}): V1Service {
@@ -47,6 +49,8 @@ function svc(name: string, o: SvcOptions = {}): V1Service {
       ipFamilies: o.families ?? ['IPv4'],
       ipFamilyPolicy: o.policy ?? 'SingleStack',
       loadBalancerClass: o.loadBalancerClass,
+      externalTrafficPolicy: o.externalTrafficPolicy,
+      selector: o.selector,
     },
     status: o.ingress ? { loadBalancer: { ingress: o.ingress.map((ip) => ({ ip })) } } : {},
   };
@@ -199,6 +203,35 @@ describe('sharing matrix', () => {
     assign(a, shared('one', 'k1', [{ port: 80 }]));
     expect(() => assign(a, shared('two', 'k2', [{ port: 81 }]))).toThrow('their sharing keys differ');
     expect(() => assign(a, shared('three', undefined, [{ port: 82 }]))).toThrow('both need the same edge-ccm.io/allow-shared-ip annotation');
+  });
+
+  test('externalTrafficPolicy: all Cluster, or all Local with the same selector (in any key order); never mixed', () => {
+    const a = new AddressAllocator(SMALL);
+    const dns = (name: string, port: number, protocol: string, extra: SvcOptions = {}) =>
+      svc(name, { loadBalancerIP: '192.0.2.1', ports: [{ port, protocol }], annotations: { 'edge-ccm.io/allow-shared-ip': 'dns' }, ...extra });
+    const local = (selector: Record<string, string>): SvcOptions => ({ externalTrafficPolicy: 'Local', selector });
+    expect(assign(a, dns('tcp', 53, 'TCP', local({ app: 'dns', tier: 'edge' })))).toEqual(['192.0.2.1']);
+    expect(assign(a, dns('udp', 53, 'UDP', local({ tier: 'edge', app: 'dns' })))).toEqual(['192.0.2.1']);
+    expect(() => assign(a, dns('other-pods', 54, 'TCP', local({ app: 'other' })))).toThrow(
+      'whose externalTrafficPolicy or pod selector differs (services sharing an address must all use Cluster, or all Local with the same selector)',
+    );
+    expect(() => assign(a, dns('cluster', 55, 'TCP', { externalTrafficPolicy: 'Cluster', selector: { app: 'dns', tier: 'edge' } }))).toThrow('externalTrafficPolicy');
+    const b = new AddressAllocator(SMALL);
+    expect(assign(b, dns('one', 53, 'TCP'))).toEqual(['192.0.2.1']);
+    expect(assign(b, dns('two', 53, 'UDP', { externalTrafficPolicy: 'Cluster' }))).toEqual(['192.0.2.1']);
+    expect(() => assign(b, dns('three', 54, 'TCP', local({ app: 'dns' })))).toThrow('externalTrafficPolicy');
+  });
+
+  test('a rebuild keeps a mixed-policy sharer off the address it claims', () => {
+    const a = new AddressAllocator(SMALL);
+    const key = { 'edge-ccm.io/allow-shared-ip': 'k' };
+    const lb = new StaticLoadBalancer(a, () => [], silentLogger);
+    lb.rebuild([
+      svc('first', { ingress: ['192.0.2.1'], annotations: key, ports: [{ port: 80 }], created: '2026-01-01T00:00:00Z' }),
+      svc('second', { ingress: ['192.0.2.1'], annotations: key, ports: [{ port: 81 }], created: '2026-01-02T00:00:00Z', externalTrafficPolicy: 'Local', selector: { app: 'x' } }),
+    ]);
+    expect(a.assignmentOf('default/first')!.addresses.map(formatIP)).toEqual(['192.0.2.1']);
+    expect(a.assignmentOf('default/second')).toBeUndefined();
   });
 
   test('automatic allocation with a key joins an address its key holds when ports allow', () => {
