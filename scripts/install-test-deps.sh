@@ -2,10 +2,10 @@
 # Debian packages the deploy tests need, installed only when missing (idempotent, quiet when
 # everything is there): systemd-analyze (package systemd) checks deploy/systemd/edge-ccm.service;
 # unshare (util-linux), chroot (coreutils) and ldd (libc-bin) run the scratch image's files in an
-# empty root. Needs root and apt-get; prints what it could not install and exits non-zero.
+# empty root; readelf (binutils) checks the arm64 image against its binary's ELF headers. Needs root and apt-get; prints what it could not install and exits non-zero.
 set -euo pipefail
 
-declare -A package_for=([systemd-analyze]=systemd [unshare]=util-linux [chroot]=coreutils [ldd]=libc-bin)
+declare -A package_for=([systemd-analyze]=systemd [unshare]=util-linux [chroot]=coreutils [ldd]=libc-bin [readelf]=binutils)
 missing=()
 for tool in "${!package_for[@]}"; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("${package_for[$tool]}")

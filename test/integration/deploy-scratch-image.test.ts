@@ -31,30 +31,60 @@ interface ImageFile {
   mode?: number;
 }
 
-interface FinalStage {
+interface Stage {
+  name?: string;
   from: string;
   files: ImageFile[];
   user?: string;
   entrypoint?: string[];
 }
 
+/** Replaces ${NAME} and $NAME; a name not in scope is an error (Docker would leave it empty). */
+function expand(word: string, vars: Map<string, string>, line: string): string {
+  return word.replace(/\$\{(\w+)\}|\$(\w+)/g, (_m, a: string | undefined, b: string | undefined) => {
+    const name = (a ?? b) as string;
+    const value = vars.get(name);
+    if (value === undefined) throw new Error(`\$${name} is not declared (ARG) where it is used: ${line}`);
+    return value;
+  });
+}
+
 /**
- * The last stage of the Dockerfile. `COPY --from=STAGE SRC DST` takes SRC from this machine,
- * which runs the same Debian release as that stage; a plain COPY takes it from the repository
- * (the build context). One source per COPY, files only: anything else is refused.
+ * The image the Dockerfile builds for one platform, as BuildKit would: ARGs before the first
+ * FROM are global (usable in FROM lines; TARGETARCH set to `arch`), a stage sees only the ARGs it
+ * declares, and `FROM STAGE` starts from that stage's files. `COPY --from=STAGE SRC DST` takes
+ * SRC from this machine, which runs the same Debian release as that stage; a plain COPY takes it
+ * from the repository (the build context). One source per COPY, files only: anything else is
+ * refused, and a scratch stage may only COPY.
  */
-function finalStage(text: string): FinalStage {
+function imageFor(text: string, arch: 'amd64' | 'arm64'): Stage {
   const lines = text.replace(/\\\n/g, ' ').split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
-  let stage: FinalStage | undefined;
+  const globals = new Map<string, string>();
+  const stages: Stage[] = [];
+  let stage: Stage | undefined;
+  let scope = new Map<string, string>();
   for (const line of lines) {
     const [instruction = '', ...rest] = line.split(/\s+/);
     switch (instruction.toUpperCase()) {
-      case 'FROM':
-        stage = { from: rest[0] ?? '', files: [] };
+      case 'ARG': {
+        const [name = '', value] = (rest[0] ?? '').split('=') as [string, string | undefined];
+        const resolved = name === 'TARGETARCH' ? arch : value ?? globals.get(name) ?? '';
+        (stage ? scope : globals).set(name, resolved);
         break;
+      }
+      case 'FROM': {
+        const from = expand(rest[0] ?? '', globals, line);
+        const name = rest[1]?.toUpperCase() === 'AS' ? rest[2] : undefined;
+        const base = stages.find((s) => s.name === from);
+        stage = { name, from: base ? base.from : from, files: [...(base?.files ?? [])], user: base?.user, entrypoint: base?.entrypoint };
+        stages.push(stage);
+        scope = new Map();
+        break;
+      }
       case 'COPY': {
-        const options = rest.filter((w) => w.startsWith('--'));
-        const paths = rest.filter((w) => !w.startsWith('--'));
+        const words = rest.map((w) => expand(w, scope, line));
+        const options = words.filter((w) => w.startsWith('--'));
+        const paths = words.filter((w) => !w.startsWith('--'));
         if (paths.length !== 2) throw new Error(`COPY with one source and one target only: ${line}`);
         const from = options.find((o) => o.startsWith('--from='));
         const chmod = options.find((o) => o.startsWith('--chmod='));
@@ -82,7 +112,9 @@ function finalStage(text: string): FinalStage {
   return stage;
 }
 
-const image = finalStage(readFileSync(DOCKERFILE, 'utf8'));
+const dockerfileText = readFileSync(DOCKERFILE, 'utf8');
+// This machine runs the amd64 image; the arm64 one is checked against its binary's ELF headers.
+const image = imageFor(dockerfileText, 'amd64');
 const binary = image.files.find((f) => f.target === image.entrypoint?.[0]);
 
 /** An empty root holding exactly the image's files, as the image's layers would unpack. */
@@ -246,6 +278,41 @@ test('the image holds the binary and exactly the libraries it is linked against,
   expect(image.from).toBe('scratch');
   expect(binary?.source).toBe(join(ROOT, 'dist/edge-ccm-linux-amd64'));
   expect(image.user).toBe('65532:65532');
+});
+
+/** readelf's view of a binary: its ELF machine, program interpreter and needed libraries. */
+function elfLinkage(path: string): { machine: string; interpreter: string; needed: string[] } {
+  const out = (args: string[]) => {
+    const r = Bun.spawnSync(['readelf', ...args, path]);
+    if (r.exitCode !== 0) throw new Error(`readelf ${args.join(' ')} ${path}: ${r.stderr.toString()}`);
+    return r.stdout.toString();
+  };
+  return {
+    machine: /Machine:\s*(.+)/.exec(out(['-hW']))?.[1]?.trim() ?? '',
+    interpreter: /program interpreter: ([^\]]+)\]/.exec(out(['-lW']))?.[1] ?? '',
+    needed: [...out(['-dW']).matchAll(/\(NEEDED\)\s+Shared library: \[([^\]]+)\]/g)].map((m) => m[1] as string),
+  };
+}
+
+test('the arm64 image holds the arm64 binary, its ELF interpreter and every library it needs, where the loader looks', () => {
+  if (!Bun.which('readelf')) throw new Error('readelf is missing: run scripts/install-test-deps.sh (Debian binutils)');
+  const arm = imageFor(dockerfileText, 'arm64');
+  const armBinary = arm.files.find((f) => f.target === arm.entrypoint?.[0]);
+  expect(armBinary?.source).toBe(join(ROOT, 'dist/edge-ccm-linux-arm64'));
+  expect(armBinary?.mode).toBe(0o555);
+  const elf = elfLinkage(armBinary!.source);
+  expect(elf.machine).toBe('AArch64');
+  const libraries = arm.files.filter((f) => f !== armBinary);
+  for (const lib of libraries) expect(lib.target).toBe(lib.source); // the Debian arm64 path, as in the glibc stage
+  const targets = libraries.map((f) => f.target).sort();
+  // The loader at the path the binary names, and every other needed library in the arm64
+  // multiarch directory of Debian's ld.so search path (the loader satisfies its own soname).
+  const loaderName = elf.interpreter.split('/').at(-1);
+  const expected = [elf.interpreter, ...elf.needed.filter((n) => n !== loaderName).map((n) => `/lib/aarch64-linux-gnu/${n}`)].sort();
+  expect(targets).toEqual(expected);
+  expect({ from: arm.from, user: arm.user }).toEqual({ from: 'scratch', user: image.user });
+  // And the amd64 image is built from the same file with the same user and entrypoint.
+  expect(arm.entrypoint).toEqual(image.entrypoint);
 });
 
 test('in an empty root with only the image files, as UID 65532, with a kubeconfig: the binary initialises a node', async () => {
