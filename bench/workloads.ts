@@ -1,6 +1,11 @@
 import type { V1Node, V1Service } from '@kubernetes/client-node';
 import type { KubeTransport } from '../src/kube/transport.ts';
 import { NODES, ResourceClient, SERVICES } from '../src/kube/resources.ts';
+import { Informer } from '../src/kube/informer/informer.ts';
+import { createLogger } from '../src/log.ts';
+
+// Warnings of the bench's own watch (a resumed or relisted watch) go to stderr with the progress.
+const watcherLogger = createLogger({}, { component: 'bench-watcher' });
 import { FAKE_INGRESS_IP } from './sides.ts';
 
 /** The objects the bench creates, and a watch that timestamps when each is done. */
@@ -47,7 +52,11 @@ export async function createAll<T>(count: number, create: (i: number) => Promise
   }));
 }
 
-/** Records, per object name, when the watch first saw it and when it first saw it done. */
+/**
+ * Records, per object name, when the watch first saw it and when it first saw it done. Built on
+ * the project's informer, so a watch the API server or the network ends is resumed (or relisted)
+ * rather than silently leaving the run waiting for its timeout (a bare watch once did).
+ */
 export class DoneWatcher {
   readonly seenAt = new Map<string, number>();
   readonly doneAt = new Map<string, number>();
@@ -57,23 +66,22 @@ export class DoneWatcher {
   constructor(private readonly api: KubeTransport, readonly kind: Kind) {}
 
   async start(): Promise<void> {
-    const client = this.kind === 'nodes' ? new ResourceClient<V1Node>(this.api, NODES) : new ResourceClient<V1Service>(this.api, SERVICES);
-    const path = this.kind === 'nodes' ? client.collectionPath() : client.collectionPath(NAMESPACE);
-    const list = await client.list({ namespace: NAMESPACE });
-    this.running = (async () => {
-      try {
-        for await (const ev of this.api.watch<V1Node | V1Service>(path, { watch: true, resourceVersion: list.metadata.resourceVersion }, this.abort.signal)) {
-          if (ev.type !== 'ADDED' && ev.type !== 'MODIFIED') continue;
-          const name = ev.object.metadata?.name ?? '';
-          if (!name.startsWith('bench-')) continue;
-          const now = Date.now();
-          if (!this.seenAt.has(name)) this.seenAt.set(name, now);
-          if (!this.doneAt.has(name) && isDone(this.kind, ev.object)) this.doneAt.set(name, now);
-        }
-      } catch (e) {
-        if (!this.abort.signal.aborted) throw e;
-      }
-    })();
+    const informer = this.kind === 'nodes'
+      ? new Informer<V1Node>({ transport: this.api, type: NODES, logger: watcherLogger })
+      : new Informer<V1Service>({ transport: this.api, type: SERVICES, namespace: NAMESPACE, logger: watcherLogger });
+    const record = (obj: V1Node | V1Service) => {
+      const name = obj.metadata?.name ?? '';
+      if (!name.startsWith('bench-')) return;
+      const now = Date.now();
+      if (!this.seenAt.has(name)) this.seenAt.set(name, now);
+      if (!this.doneAt.has(name) && isDone(this.kind, obj)) this.doneAt.set(name, now);
+    };
+    (informer as Informer<V1Node | V1Service>).addHandlers({ onAdd: record, onUpdate: (_old, obj) => record(obj) });
+    this.running = informer.run(this.abort.signal);
+    if (!(await informer.waitForSync(this.abort.signal))) throw new Error('the bench watcher did not sync');
+    // Objects that exist before the run (backend nodes of the services run) are not part of it.
+    this.seenAt.clear();
+    this.doneAt.clear();
   }
 
   /** Waits until `count` objects are done, or the deadline; returns whether all were. */
