@@ -42,8 +42,11 @@ GO
   mv "$BIN_DIR/etcd.tmp" "$BIN_DIR/etcd"
 }
 
+# Bump when the way kube-apiserver is built changes, so cached binaries of an older recipe are rebuilt.
+APISERVER_RECIPE="2: version stamped by -ldflags -X"
+
 build_apiserver() {
-  [ -x "$BIN_DIR/kube-apiserver" ] && return 0
+  [ -x "$BIN_DIR/kube-apiserver" ] && [ "$(cat "$BIN_DIR/kube-apiserver.recipe" 2>/dev/null)" = "$APISERVER_RECIPE" ] && return 0
   local work; work=$(mktemp -d); trap 'rm -rf "$work"' RETURN
   say "building kube-apiserver $K8S_VERSION (first run only, several minutes; cached in $BIN_DIR)"
   local gomod_file
@@ -69,8 +72,16 @@ package tools
 import _ "k8s.io/kubernetes/cmd/kube-apiserver"
 GO
   (cd "$work" && GOFLAGS=-mod=mod go mod tidy >&2 2>"$work/tidy.log" || { cat "$work/tidy.log" >&2; exit 1; })
-  (cd "$work" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags='-s -w' -o "$BIN_DIR/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver >&2)
+  # What hack/lib/version.sh stamps in a release build, so /version and the binary's own
+  # --version report the release (a plain module build says v0.0.0-master).
+  local minor="${K8S_VERSION#v1.}"; minor="${minor%%.*}"
+  local x=""
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    x+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
+  done
+  (cd "$work" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags="-s -w$x" -o "$BIN_DIR/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver >&2)
   mv "$BIN_DIR/kube-apiserver.tmp" "$BIN_DIR/kube-apiserver"
+  echo "$APISERVER_RECIPE" >"$BIN_DIR/kube-apiserver.recipe"
 }
 
 start=$(date +%s)

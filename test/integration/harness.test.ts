@@ -49,10 +49,11 @@ async function statusOf(promise: Promise<unknown>): Promise<number | 'ok'> {
   }
 }
 
-/** major/minor of the pinned kube-apiserver (its gitVersion is not stamped by a module build). */
-function expectedVersion(): { major: string; minor: string } {
-  const [major = '', minor = ''] = controlPlaneVersions().k8s.replace(/^v/, '').split('.');
-  return { major, minor };
+/** The pinned kube-apiserver release, as scripts/build-control-plane.sh stamps it. */
+function expectedVersion(): { major: string; minor: string; gitVersion: string } {
+  const { k8s } = controlPlaneVersions();
+  const [major = '', minor = ''] = k8s.replace(/^v/, '').split('.');
+  return { major, minor, gitVersion: k8s };
 }
 
 function listNodes(api: KubeTransport) {
