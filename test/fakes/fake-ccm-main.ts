@@ -63,10 +63,17 @@ function registerFake(registry: ProviderRegistry): void {
     if (configPath) {
       let mtime = statSync(configPath).mtimeMs;
       const timer = setInterval(() => {
-        const now = statSync(configPath).mtimeMs;
-        if (now === mtime) return;
-        mtime = now;
-        applyConfig(cloud, read());
+        // A half-written file (or one gone for a moment) keeps the last good answers and is
+        // read again on the next tick: a test's edit must never crash the process under test.
+        try {
+          const now = statSync(configPath).mtimeMs;
+          if (now === mtime) return;
+          const next = read();
+          mtime = now;
+          applyConfig(cloud, next);
+        } catch (e) {
+          process.stderr.write(`fake provider: config not applied yet: ${e instanceof Error ? e.message : String(e)}\n`);
+        }
       }, 100);
       timer.unref();
     }

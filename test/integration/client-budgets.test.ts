@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { join } from 'node:path';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import type { V1Node } from '@kubernetes/client-node';
 import { sharedControlPlane, type ControlPlane } from '../harness/control-plane.ts';
+import { readAuditLog } from '../harness/audit.ts';
 import { CcmProcess, tempDir } from '../harness/ccm-process.ts';
 import { eventually } from '../harness/eventually.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
@@ -56,9 +57,9 @@ test('a node-controller burst that saturates its budget does not starve the leas
     expect(proc.logs()).not.toContain('failed to renew lease');
     // Each kind of request came from its component's own client (the user agent says which).
     const agents = new Map<string, Set<string>>();
-    for (const line of readFileSync(cp.auditLogPath, 'utf8').split('\n')) {
-      if (!line.includes(lease) && !line.includes(`budgets-${process.pid}-`)) continue;
-      const e = JSON.parse(line) as { verb?: string; objectRef?: { resource?: string; subresource?: string }; userAgent?: string };
+    for (const e of readAuditLog(cp.auditLogPath)) {
+      const name = e.objectRef?.name ?? '';
+      if (name !== lease && !name.startsWith(`budgets-${process.pid}-`)) continue;
       if (!e.userAgent?.startsWith('edge-ccm/')) continue;
       const what = `${e.verb} ${e.objectRef?.resource}${e.objectRef?.subresource ? `/${e.objectRef.subresource}` : ''}`;
       agents.set(what, (agents.get(what) ?? new Set()).add(e.userAgent.split('/').slice(2).join('/')));

@@ -4,6 +4,7 @@ import { dirname, join, resolve } from 'node:path';
 import type { V1Container, V1Deployment, V1Node } from '@kubernetes/client-node';
 import { NODES, ResourceClient } from '../../src/kube/resources.ts';
 import type { BunKubeTransport } from '../../src/kube/transport.ts';
+import { settledAuditLog } from '../harness/audit.ts';
 import { CcmProcess, tempDir } from '../harness/ccm-process.ts';
 import { removeOwnedDir } from '../harness/processes.ts';
 import { startControlPlane, type ControlPlane } from '../harness/control-plane.ts';
@@ -404,7 +405,7 @@ test("as the Deployment's pod: its args, user and mounts, a service-account toke
 
   expect(await stopContainer(ccm, 'SIGTERM')).toBe(0);
   // The service account made every request of that run and was never refused.
-  const audit = readFileSync(cp.auditLogPath, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { user?: { username?: string }; responseStatus?: { code?: number }; verb?: string; requestURI?: string });
+  const audit = await settledAuditLog(cp.auditLogPath);
   const ours = audit.filter((e) => e.user?.username === `system:serviceaccount:kube-system:${pod?.serviceAccountName}`);
   expect(ours.length).toBeGreaterThan(0);
   expect(ours.filter((e) => e.responseStatus?.code === 403).map((e) => `${e.verb} ${e.requestURI}`)).toEqual([]);

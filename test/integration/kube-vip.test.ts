@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, expect, test } from 'bun:test';
+import { afterAll, afterEach, beforeAll, expect, test } from 'bun:test';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { V1Service } from '@kubernetes/client-node';
@@ -6,6 +6,7 @@ import { KUBE_VIP_ANNOTATION, KUBE_VIP_OWNED_ANNOTATION } from '../../src/contro
 import { KubeApiError } from '../../src/kube/errors.ts';
 import { ResourceClient, SERVICES } from '../../src/kube/resources.ts';
 import type { BunKubeTransport } from '../../src/kube/transport.ts';
+import { settledAuditLog } from '../harness/audit.ts';
 import { CcmProcess, tempDir } from '../harness/ccm-process.ts';
 import { startControlPlane, type ControlPlane } from '../harness/control-plane.ts';
 import { eventually } from '../harness/eventually.ts';
@@ -47,6 +48,12 @@ beforeAll(async () => {
   kubeconfig = await writeKubeconfig(join(dir, 'ccm.yaml'), cp.server, cp.caPem, 'ccm', { token });
   writeFileSync(join(dir, 'fake.json'), JSON.stringify({ ingressIP: INGRESS_IP }));
 }, 240_000);
+
+// A test that fails midway must not leave its edge-ccm running into the next test.
+afterEach(async () => {
+  await ccm?.stop('SIGKILL');
+  ccm = undefined;
+});
 
 afterAll(async () => {
   await ccm?.stop('SIGKILL');
@@ -134,9 +141,7 @@ test('with --kube-vip-annotation: the address is written once, and removed when 
   expect(logCount('Patching kube-vip annotation for service', 'web')).toBe(2);
   await stopCcm();
 
-  const entries = readFileSync(cp.auditLogPath, 'utf8').split('\n').filter(Boolean)
-    .map((l) => JSON.parse(l) as { stage: string; verb: string; requestURI: string; user?: { username?: string }; responseStatus?: { code?: number } })
-    .filter((e) => e.stage === 'ResponseComplete' && e.user?.username === CCM_USER);
+  const entries = (await settledAuditLog(cp.auditLogPath)).filter((e) => e.user?.username === CCM_USER);
   expect(entries.filter((e) => e.responseStatus?.code === 403 && !e.requestURI.includes('dryRun')).map((e) => `${e.verb} ${e.requestURI}`)).toEqual([]);
 }, 180_000);
 

@@ -6,6 +6,7 @@ import { silentLogger } from '../../src/log.ts';
 import { sharedControlPlane } from '../harness/control-plane.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
 import { eventually } from '../harness/eventually.ts';
+import { takeOverLease } from '../harness/leases.ts';
 
 const NAMESPACE = 'kube-system';
 /** Short durations, as the brief: lease 3s, renew deadline 2s, retry 500ms. */
@@ -138,8 +139,7 @@ describe('leader election against a real API server', () => {
     const a = candidate(name, { onStoppedLeading: () => void stopped++ });
     await eventually('a to lead', a.leading);
     // An administrator (or a split brain) overwrites the lease with another, long-lived holder.
-    const current = await leases.get(name, { namespace: NAMESPACE });
-    await leases.update({ ...current, spec: { ...current.spec, holderIdentity: 'intruder', leaseDurationSeconds: 3600 } }, { namespace: NAMESPACE });
+    await takeOverLease(api, NAMESPACE, name);
     expect(await a.done).toBe('lost');
     expect(stopped).toBe(1);
     expect(a.leading()).toBe(false);

@@ -7,7 +7,7 @@ import { CcmProcess, tempDir } from '../harness/ccm-process.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
 import { NODES, ResourceClient } from '../../src/kube/resources.ts';
 import { UNINITIALIZED } from '../harness/nodes.ts';
-import { isConflict } from '../../src/kube/errors.ts';
+import { takeOverLease } from '../harness/leases.ts';
 
 /** Two replicas on one Lease: only the leader acts; SIGKILL of the leader hands over. */
 const LEASE = `handover-${process.pid}`;
@@ -83,19 +83,7 @@ test('a leader that loses its lease exits non-zero at once', async () => {
   const a = replica(dir, lease);
   await a.waitForLog('successfully acquired lease');
   // Someone else takes the Lease over (as an operator or a split brain would).
-  const admin = transportFor(cp.adminKubeconfig);
-  const path = `/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/${lease}`;
-  // The leader renews every 500ms, so our read can be stale by the time we write: retry on 409
-  // as any client doing read-modify-write must (CI once lost this race).
-  for (let attempt = 1; ; attempt++) {
-    const current = await admin.request<{ spec: Record<string, unknown> }>({ method: 'GET', path });
-    try {
-      await admin.request({ method: 'PUT', path, body: { ...current, spec: { ...current.spec, holderIdentity: 'intruder', leaseDurationSeconds: 3600, renewTime: new Date().toISOString().replace('Z', '000Z') } } });
-      break;
-    } catch (e) {
-      if (!isConflict(e) || attempt >= 20) throw e;
-    }
-  }
+  await takeOverLease(transportFor(cp.adminKubeconfig), 'kube-system', lease);
   expect(await a.exited()).not.toBe(0);
   expect(a.logs()).toContain('leader election lost');
 }, 60_000);

@@ -1,8 +1,10 @@
-import { afterAll, beforeAll, expect, test } from 'bun:test';
+import { afterAll, afterEach, beforeAll, expect, test } from 'bun:test';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { V1Node, V1Service } from '@kubernetes/client-node';
 import { startControlPlane, type ControlPlane } from '../harness/control-plane.ts';
+import { readAuditLog, type AuditEntry } from '../harness/audit.ts';
+import { replaceFile } from '../harness/files.ts';
 import { CcmProcess, tempDir } from '../harness/ccm-process.ts';
 import { applyManifests } from '../harness/manifests.ts';
 import { transportFor, writeKubeconfig } from '../harness/kubeconfig.ts';
@@ -21,14 +23,6 @@ const SA = (name: string) => `system:serviceaccount:kube-system:${name}`;
 const CCM_USER = SA('cloud-controller-manager');
 const DEPLOY = resolve(import.meta.dir, '../../deploy/kubernetes');
 
-interface AuditEntry {
-  stage: string;
-  verb: string;
-  requestURI: string;
-  user?: { username?: string };
-  objectRef?: { resource?: string; subresource?: string; name?: string };
-  responseStatus?: { code?: number };
-}
 
 let cp: ControlPlane;
 let admin: BunKubeTransport;
@@ -45,6 +39,12 @@ beforeAll(async () => {
   admin = transportFor(cp.adminKubeconfig);
   await applyManifests(admin, readFileSync(join(DEPLOY, 'rbac.yaml'), 'utf8'));
 }, 240_000);
+
+// A scenario that fails midway must not leave its replica holding the lease for the next one.
+afterEach(async () => {
+  await ccm?.stop('SIGKILL');
+  ccm = undefined;
+});
 
 afterAll(async () => {
   await ccm?.stop('SIGKILL');
@@ -100,7 +100,7 @@ async function runScenario(prefix: string, extraFlags: string[]): Promise<AuditE
   await until('service gone (finalizer removed)', async () => services.get(svc, { namespace: 'default' }).then(() => undefined, () => true));
 
   // The machine behind node b disappears and its node goes NotReady: the lifecycle controller deletes it.
-  writeFileSync(fakeConfig, JSON.stringify({ autoMetadata: auto, existence: { [b]: 'not-found' } }));
+  replaceFile(fakeConfig, JSON.stringify({ autoMetadata: auto, existence: { [b]: 'not-found' } }));
   await nodes.patch(b, 'strategic', { status: { conditions: [{ type: 'Ready', status: 'False', reason: 'KubeletDown', lastHeartbeatTime: new Date(), lastTransitionTime: new Date() }] } }, { subresource: 'status' });
   await until(`node ${b} deleted`, async () => nodes.get(b).then(() => undefined, () => true));
 
@@ -127,8 +127,7 @@ function isLeaseUpdate(e: AuditEntry): boolean {
 }
 
 async function readAudit(): Promise<AuditEntry[]> {
-  return readFileSync(cp.auditLogPath, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as AuditEntry)
-    .filter((e) => e.stage === 'ResponseComplete');
+  return readAuditLog(cp.auditLogPath);
 }
 
 function requestKinds(entries: AuditEntry[], user: string): Set<string> {

@@ -106,6 +106,8 @@ afterAll(async () => {
 
 
 async function eventsFor(name: string): Promise<CoreV1Event[]> {
+  // Events still queued in the broadcaster would make a "no events" check pass too early.
+  await broadcaster.flush();
   const events = new ResourceClient<CoreV1Event>(transport, EVENTS);
   // Only ours: kube-apiserver's ipallocator repair controller may write its own about a new Service.
   const list = await events.list({ namespace: NAMESPACE, query: { fieldSelector: `involvedObject.kind=Service,involvedObject.name=${name},source=service-controller` } });

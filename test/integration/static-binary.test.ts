@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { renameSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { CoreV1Event, V1Node, V1Service } from '@kubernetes/client-node';
 import { forEachLimited } from '../../src/kube/parallel.ts';
 import { EVENTS, NODES, ResourceClient, SERVICES } from '../../src/kube/resources.ts';
 import type { KubeTransport } from '../../src/kube/transport.ts';
 import { ADDRESS_POOL_ANNOTATION } from '../../providers/static/index.ts';
+import { replaceFile } from '../harness/files.ts';
 import { CcmProcess, tempDir } from '../harness/ccm-process.ts';
 import { sharedControlPlane } from '../harness/control-plane.ts';
 import { eventually } from '../harness/eventually.ts';
@@ -102,11 +102,8 @@ let services: ResourceClient<V1Service>;
 let ccm: CcmProcess | undefined;
 let inventoryPath: string;
 
-/** Replaces the file in one step, as editors and ConfigMap volumes do, so no half file is read. */
 function writeInventory(text: string): void {
-  const tmp = `${inventoryPath}.tmp`;
-  writeFileSync(tmp, text);
-  renameSync(tmp, inventoryPath);
+  replaceFile(inventoryPath, text);
 }
 
 beforeAll(async () => {
