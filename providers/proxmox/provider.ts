@@ -1,14 +1,15 @@
-import type { CloudProvider, ProviderContext } from '../../src/cloud/types.ts';
+import type { CloudProvider, Instances, ProviderContext } from '../../src/cloud/types.ts';
 import { errorMessage } from '../../src/kube/errors.ts';
 import { sleep } from '../../src/kube/token-bucket.ts';
 import type { Logger } from '../../src/log.ts';
 import { AddressAllocator } from '../static/allocator.ts';
 import { formatConfigErrors, processSecrets } from '../static/config-load.ts';
 import type { SecretSource } from '../static/config-resolve.ts';
+import { WatchedConfig, type ConfigReloadResult } from '../static/config-watch.ts';
 import { DEFAULT_REBUILD_RETRY, StaticLoadBalancer, rebuildFromServices } from '../static/loadbalancer.ts';
-import { registerPoolMetrics } from '../static/metrics.ts';
+import { registerPoolMetrics, registerReloadMetrics } from '../static/metrics.ts';
 import { ProxmoxApi, type BackoffOptions } from './api.ts';
-import type { ProxmoxConfig } from './config-model.ts';
+import type { ProxmoxCluster, ProxmoxConfig } from './config-model.ts';
 import { loadProxmoxConfig } from './config-load.ts';
 import { ProxmoxInstances } from './instances.ts';
 import type { ClusterView } from './matching.ts';
@@ -24,12 +25,27 @@ import { VmDetails } from './vm-details.ts';
  * With `topologyLabelResync: true` it asks the node controller to keep cloud labels in line
  * (relabelNodes) and tells it (onChange) when a VM's host changed between two VM lists (a live
  * migration), reading the list every resyncPeriodSeconds when nothing else does.
+ *
+ * The file is watched as the static provider's is: a good edit takes effect without a restart
+ * (pools and classes at once; clusters, matching, addresses and instance types through a new
+ * set of cluster views swapped in whole, so a call under way finishes on the views it started
+ * with) and tells onChange listeners; a rejected edit is logged, counted and reported to
+ * onConfigRejected listeners, and the last good configuration stays in force.
+ * topologyLabelResync is read at start only (relabelNodes is).
  */
 
 export const PROXMOX_PROVIDER_NAME = 'proxmox';
 
 export interface ProxmoxProviderOptions {
   logger: Logger;
+  /** The file to watch; no watching without one. */
+  configPath?: string;
+  /** The file's text as read at start, so the first watch event does not reload it again. */
+  configText?: string;
+  /** Reads tokenSecretFile, passwordFile, caFile and the *Env variables, at start and on each reload. */
+  secrets?: SecretSource;
+  /** Watcher timings (tests shorten them). */
+  watch?: { pollMs?: number; debounceMs?: number };
   /** API back-off bounds (tests shorten them); default from each cluster's maxBackoffSeconds. */
   backoff?: BackoffOptions;
   /** Backoff bounds when listing services for the load-balancer rebuild fails. */
@@ -37,64 +53,147 @@ export interface ProxmoxProviderOptions {
   now?: () => number;
 }
 
+/** One configuration in force and what answers from it; replaced whole by a reload. */
+interface Generation {
+  config: ProxmoxConfig;
+  views: readonly ClusterView[];
+  instances: ProxmoxInstances;
+}
+
 export class ProxmoxProvider implements CloudProvider {
   readonly providerName = PROXMOX_PROVIDER_NAME;
-  readonly instances: ProxmoxInstances;
+  /** Stable for the app; each call is answered by the generation in force when it starts. */
+  readonly instances: Required<Instances>;
   readonly loadBalancer: StaticLoadBalancer;
+  /** topologyLabelResync as read at start: the node controller reads it once. */
   readonly relabelNodes: boolean;
-  readonly views: readonly ClusterView[];
 
+  private generation: Generation;
   private readonly allocator: AddressAllocator;
-  private readonly listeners = new Set<() => void>();
+  private readonly file: WatchedConfig<ProxmoxConfig>;
+  /** onChange listeners, as told of live migrations (with topologyLabelResync); the file tells its own. */
+  private readonly moveListeners = new Set<() => void>();
   private readonly stop = new AbortController();
   private metrics?: ApiMetrics;
   private poller?: Promise<void>;
   private readonly logger: Logger;
 
-  constructor(readonly config: ProxmoxConfig, private readonly options: ProxmoxProviderOptions) {
+  constructor(initial: ProxmoxConfig, private readonly options: ProxmoxProviderOptions) {
     this.logger = options.logger;
-    this.relabelNodes = config.topologyLabelResync;
-    this.views = config.clusters.map((cluster) => {
-      const api = new ProxmoxApi(cluster, {
-        logger: options.logger.with({ component: 'proxmox-api', cluster: cluster.region }),
-        metrics: () => this.metrics,
-        backoff: options.backoff,
-        now: options.now,
-      });
-      const snapshots = new SnapshotCache(api, { cacheMs: cluster.cacheMs, haGroups: cluster.zoneFrom === 'haGroup', now: options.now });
-      snapshots.onPlacementChange((moved) => this.placementChanged(cluster.region, moved));
-      return { cluster, api, snapshots, details: new VmDetails(api, cluster.configCacheMs, options.now) };
+    this.relabelNodes = initial.topologyLabelResync;
+    this.generation = this.build(initial);
+    const current = () => this.generation.instances;
+    this.instances = {
+      instanceExists: (node, signal) => current().instanceExists(node, signal),
+      instancesExist: (nodes, signal) => current().instancesExist(nodes, signal),
+      instanceShutdown: (node, signal) => current().instanceShutdown(node, signal),
+      instanceMetadata: (node, signal) => current().instanceMetadata(node, signal),
+    };
+    this.allocator = new AddressAllocator(initial.loadBalancer.pools);
+    this.loadBalancer = new StaticLoadBalancer(this.allocator, () => this.generation.config.loadBalancer.classes, options.logger.with({ component: 'proxmox-lb' }));
+    this.file = new WatchedConfig({
+      owner: 'proxmox provider',
+      path: options.configPath,
+      initialText: options.configText,
+      load: (text) => loadProxmoxConfig(text, options.secrets ?? processSecrets),
+      apply: (config) => this.apply(config),
+      logger: options.logger,
+      pollMs: options.watch?.pollMs,
+      debounceMs: options.watch?.debounceMs,
     });
-    this.instances = new ProxmoxInstances(this.views, config, options.logger.with({ component: 'proxmox' }));
-    this.allocator = new AddressAllocator(config.loadBalancer.pools);
-    this.loadBalancer = new StaticLoadBalancer(this.allocator, () => config.loadBalancer.classes, options.logger.with({ component: 'proxmox-lb' }));
   }
 
-  /** Registers the metrics, starts the re-sync poller (when on) and rebuilds the load-balancer addresses. */
+  /** The configuration in force (the last good one). */
+  currentConfig(): ProxmoxConfig {
+    return this.generation.config;
+  }
+
+  /** Registers the metrics, starts watching the file and the re-sync poller (when on), and rebuilds the load-balancer addresses. */
   async initialize(ctx: ProviderContext): Promise<void> {
     if (ctx.registry) {
       this.metrics = registerProxmoxMetrics(ctx.registry);
       registerPoolMetrics(ctx.registry, () => this.allocator.usage(), PROXMOX_PROVIDER_NAME);
+      registerReloadMetrics(ctx.registry, () => this.file.reloads(), PROXMOX_PROVIDER_NAME);
     }
-    if (this.config.topologyLabelResync) this.poller ??= this.pollPlacements(AbortSignal.any([ctx.signal, this.stop.signal]));
+    await this.file.start();
+    if (this.relabelNodes) this.poller ??= this.pollPlacements(AbortSignal.any([ctx.signal, this.stop.signal]));
     await rebuildFromServices(this.loadBalancer, ctx, this.options.rebuildRetry ?? DEFAULT_REBUILD_RETRY, this.logger);
   }
 
-  /** Called when a VM moved to another host (only with topologyLabelResync). */
+  /** Applies a new text of the configuration, all or nothing (what the watcher calls). */
+  reload(text: string): ConfigReloadResult<ProxmoxConfig> {
+    return this.file.reload(text);
+  }
+
+  /** Called after every reload attempt, good or bad. Returns an unsubscribe function. */
+  onReload(listener: (result: ConfigReloadResult<ProxmoxConfig>) => void): () => void {
+    return this.file.onReload(listener);
+  }
+
+  /** Called after each good reload, and when a VM moved to another host (with topologyLabelResync). */
   onChange(listener: () => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    const offReload = this.file.onChange(listener);
+    this.moveListeners.add(listener);
+    return () => {
+      offReload();
+      this.moveListeners.delete(listener);
+    };
+  }
+
+  /** Called with every problem (FILE:LINE: PATH: MESSAGE) of each rejected edit. */
+  onConfigRejected(listener: (problems: string) => void): () => void {
+    return this.file.onConfigRejected(listener);
   }
 
   async close(): Promise<void> {
+    this.file.stop();
     this.stop.abort();
     await this.poller;
   }
 
+  /** A generation for `config`: a cluster whose settings did not change keeps its views (ticket, caches, back-off). */
+  private build(config: ProxmoxConfig, previous?: Generation): Generation {
+    const views = config.clusters.map((cluster) => previous?.views.find((v) => Bun.deepEquals(v.cluster, cluster, true)) ?? this.view(cluster));
+    return { config, views, instances: new ProxmoxInstances(views, config, this.logger.with({ component: 'proxmox' })) };
+  }
+
+  private view(cluster: ProxmoxCluster): ClusterView {
+    const { logger, backoff, now } = this.options;
+    const api = new ProxmoxApi(cluster, {
+      logger: logger.with({ component: 'proxmox-api', cluster: cluster.region }),
+      metrics: () => this.metrics,
+      backoff,
+      now,
+    });
+    const snapshots = new SnapshotCache(api, { cacheMs: cluster.cacheMs, haGroups: cluster.zoneFrom === 'haGroup', now });
+    snapshots.onPlacementChange((moved) => this.placementChanged(cluster.region, moved));
+    return { cluster, api, snapshots, details: new VmDetails(api, cluster.configCacheMs, now) };
+  }
+
+  /**
+   * Puts a good configuration in force: pools at once (classes are read live), and a new
+   * generation swapped in one assignment. The views it drops hold no timers or connections:
+   * calls under way finish on them and they are collected.
+   */
+  private apply(config: ProxmoxConfig): void {
+    const previous = this.generation;
+    this.generation = this.build(config, previous);
+    this.allocator.setPools(config.loadBalancer.pools);
+    if (config.topologyLabelResync !== this.relabelNodes) {
+      this.logger.warn('topologyLabelResync changed in the configuration file; it takes effect after a restart', { inForce: this.relabelNodes, inFile: config.topologyLabelResync });
+    }
+    const kept = this.generation.views.filter((v) => previous.views.includes(v)).length;
+    this.logger.info('proxmox provider configuration loaded', {
+      clusters: config.clusters.length,
+      clustersReconnected: config.clusters.length - kept,
+      pools: config.loadBalancer.pools.length,
+    });
+  }
+
   private placementChanged(region: string, moved: { vmid: number; from: string; to: string }[]): void {
-    if (!this.config.topologyLabelResync) return;
+    if (!this.relabelNodes) return;
     for (const m of moved) this.logger.info('VM moved; node topology labels will be re-synced', { cluster: region, vmid: m.vmid, from: m.from, to: m.to });
-    for (const listener of this.listeners) {
+    for (const listener of this.moveListeners) {
       try {
         listener();
       } catch (e) {
@@ -106,8 +205,9 @@ export class ProxmoxProvider implements CloudProvider {
   /** Reads every cluster's VM list each period, so migrations are seen even when no node is NotReady. */
   private async pollPlacements(signal: AbortSignal): Promise<void> {
     while (!signal.aborted) {
-      await Promise.all(this.views.map((v) => v.snapshots.get().catch((e: unknown) => this.logger.debug(2, 'VM list not read', { cluster: v.cluster.region, error: errorMessage(e) }))));
-      await sleep(this.config.resyncPeriodMs, signal).catch(() => undefined);
+      const { views, config } = this.generation;
+      await Promise.all(views.map((v) => v.snapshots.get().catch((e: unknown) => this.logger.debug(2, 'VM list not read', { cluster: v.cluster.region, error: errorMessage(e) }))));
+      await sleep(config.resyncPeriodMs, signal).catch(() => undefined);
     }
   }
 }
@@ -118,11 +218,20 @@ export function createProxmoxProvider(input: {
   configPath: string | undefined;
   logger: Logger;
   secrets?: SecretSource;
+  watch?: ProxmoxProviderOptions['watch'];
   backoff?: BackoffOptions;
   rebuildRetry?: ProxmoxProviderOptions['rebuildRetry'];
 }): ProxmoxProvider {
   if (input.config === undefined) throw new Error('the proxmox provider needs --cloud-config (its clusters)');
   const loaded = loadProxmoxConfig(input.config, input.secrets ?? processSecrets);
   if (!loaded.ok) throw new Error(`invalid proxmox provider configuration:\n${formatConfigErrors(input.configPath, loaded.errors)}`);
-  return new ProxmoxProvider(loaded.config, { logger: input.logger, backoff: input.backoff, rebuildRetry: input.rebuildRetry });
+  return new ProxmoxProvider(loaded.config, {
+    logger: input.logger,
+    configPath: input.configPath,
+    configText: input.config,
+    secrets: input.secrets,
+    watch: input.watch,
+    backoff: input.backoff,
+    rebuildRetry: input.rebuildRetry,
+  });
 }

@@ -1,7 +1,9 @@
 import { watch, type FSWatcher } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { errorMessage } from '../../src/kube/errors.ts';
 import type { Logger } from '../../src/log.ts';
+import { formatConfigErrors, type ConfigError } from './config-load.ts';
 
 /**
  * Watches one file and hands its text over when it changed. Watches the directory, not the
@@ -105,3 +107,102 @@ export class ConfigFileWatcher {
   }
 }
 
+/** A reload's outcome: the configuration now in force, or every problem of the rejected text. */
+export type ConfigReloadResult<C> = { ok: true; config: C } | { ok: false; errors: ConfigError[] };
+
+export interface WatchedConfigOptions<C> {
+  /** Who owns the file, for log lines, e.g. "proxmox provider". */
+  owner: string;
+  /** The file to watch; no watching without one (reload() still works). */
+  path?: string;
+  /** The text in force at start, so the first watch event does not reload it again. */
+  initialText?: string;
+  /** Parses and checks a text, secrets included: all or nothing. */
+  load(text: string): ConfigReloadResult<C>;
+  /** Puts a good configuration in force; called before any listener hears of it. */
+  apply(config: C): void;
+  logger: Logger;
+  /** Watcher timings (tests shorten them). */
+  pollMs?: number;
+  debounceMs?: number;
+}
+
+/**
+ * A provider's reloadable configuration file, around ConfigFileWatcher: a good text is applied
+ * and counted; a rejected one is logged with every problem as FILE:LINE: PATH: MESSAGE and
+ * counted, and changes nothing. Every attempt then reaches the onReload listeners; onChange
+ * and onConfigRejected are the provider interface's views of them. So a provider's reload is
+ * one `apply` function (the static and proxmox providers both use it).
+ */
+export class WatchedConfig<C> {
+  private readonly listeners = new Set<(result: ConfigReloadResult<C>) => void>();
+  private readonly counts = { success: 0, error: 0 };
+  private watcher?: ConfigFileWatcher;
+
+  constructor(private readonly opts: WatchedConfigOptions<C>) {}
+
+  /** Reload attempts so far, by outcome (for the reload metrics). */
+  reloads(): { success: number; error: number } {
+    return { ...this.counts };
+  }
+
+  /** Starts watching the file (once; nothing without a path). */
+  async start(): Promise<void> {
+    if (!this.opts.path || this.watcher) return;
+    this.watcher = new ConfigFileWatcher({
+      path: this.opts.path,
+      initialText: this.opts.initialText,
+      onChange: (text) => void this.reload(text),
+      logger: this.opts.logger,
+      pollMs: this.opts.pollMs,
+      debounceMs: this.opts.debounceMs,
+    });
+    await this.watcher.start();
+  }
+
+  stop(): void {
+    this.watcher?.stop();
+    this.watcher = undefined;
+  }
+
+  /** Applies a text (what the watcher calls; a caller may call it with a text from elsewhere). */
+  reload(text: string): ConfigReloadResult<C> {
+    const result = this.opts.load(text);
+    if (result.ok) this.opts.apply(result.config);
+    else {
+      this.opts.logger.error(`${this.opts.owner} configuration rejected; the last good configuration stays in force`, {
+        file: this.opts.path,
+        errors: this.problems(result.errors),
+      });
+    }
+    this.counts[result.ok ? 'success' : 'error']++;
+    for (const listener of [...this.listeners]) {
+      try {
+        listener(result);
+      } catch (e) {
+        this.opts.logger.error('config reload listener failed', { error: errorMessage(e) });
+      }
+    }
+    return result;
+  }
+
+  /** Called after every attempt, good or bad. Returns an unsubscribe function. */
+  onReload(listener: (result: ConfigReloadResult<C>) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Called after each good reload only (a rejected edit changes no answer). */
+  onChange(listener: () => void): () => void {
+    return this.onReload((r) => r.ok && listener());
+  }
+
+  /** Called with the problems of each rejected edit, one FILE:LINE: PATH: MESSAGE line each. */
+  onConfigRejected(listener: (problems: string) => void): () => void {
+    return this.onReload((r) => r.ok || listener(this.problems(r.errors)));
+  }
+
+  private problems(errors: readonly ConfigError[]): string {
+    return formatConfigErrors(this.opts.path, errors);
+  }
+}

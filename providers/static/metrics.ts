@@ -7,7 +7,7 @@ import type { PoolUsage } from './allocator.ts';
  *   edge_ccm_lb_pool_addresses_total{pool}, edge_ccm_lb_pool_addresses_used{pool} (also
  *   registered by other providers that use these pools),
  *   edge_ccm_static_config_reloads_total{result="success"|"error"},
- *   edge_ccm_static_config_reload_errors_total.
+ *   edge_ccm_static_config_reload_errors_total (edge_ccm_proxmox_* for the proxmox provider).
  */
 export function registerPoolMetrics(registry: Registry, poolUsage: () => PoolUsage[], providerName = 'static'): void {
   new Gauge({
@@ -33,10 +33,11 @@ export function registerPoolMetrics(registry: Registry, poolUsage: () => PoolUsa
   });
 }
 
-export function registerReloadMetrics(registry: Registry, reloads: () => { success: number; error: number }): void {
+/** edge_ccm_<provider>_config_reloads_total{result} and edge_ccm_<provider>_config_reload_errors_total. */
+export function registerReloadMetrics(registry: Registry, reloads: () => { success: number; error: number }, providerName = 'static'): void {
   new Counter({
-    name: 'edge_ccm_static_config_reloads_total',
-    help: 'Reloads of the static provider\'s configuration file, by result.',
+    name: `edge_ccm_${providerName}_config_reloads_total`,
+    help: `Reloads of the ${providerName} provider's configuration file, by result.`,
     labelNames: ['result'],
     registers: [registry],
     collect() {
@@ -47,8 +48,8 @@ export function registerReloadMetrics(registry: Registry, reloads: () => { succe
     },
   });
   new Counter({
-    name: 'edge_ccm_static_config_reload_errors_total',
-    help: 'Edits of the static provider\'s configuration file that were rejected (the last good configuration stayed in force).',
+    name: `edge_ccm_${providerName}_config_reload_errors_total`,
+    help: `Edits of the ${providerName} provider's configuration file that were rejected (the last good configuration stayed in force).`,
     registers: [registry],
     collect() {
       this.reset();

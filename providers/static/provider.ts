@@ -1,12 +1,11 @@
 import type { Registry } from 'prom-client';
 import type { CloudProvider, ProviderContext } from '../../src/cloud/types.ts';
-import { errorMessage } from '../../src/kube/errors.ts';
 import type { Logger } from '../../src/log.ts';
 import { AddressAllocator } from './allocator.ts';
-import { formatConfigErrors, loadStaticConfig, processSecrets, type ConfigError } from './config-load.ts';
+import { formatConfigErrors, loadStaticConfig, processSecrets } from './config-load.ts';
 import type { StaticConfig } from './config-model.ts';
 import type { SecretSource } from './config-resolve.ts';
-import { ConfigFileWatcher } from './config-watch.ts';
+import { WatchedConfig, type ConfigReloadResult } from './config-watch.ts';
 import { StaticInstances } from './instances.ts';
 import { Inventory } from './inventory.ts';
 import { DEFAULT_REBUILD_RETRY, StaticLoadBalancer, rebuildFromServices } from './loadbalancer.ts';
@@ -25,9 +24,7 @@ import { RedfishClientPool } from './redfish.ts';
 
 export const STATIC_PROVIDER_NAME = 'static';
 
-export type ReloadResult =
-  | { ok: true; config: StaticConfig }
-  | { ok: false; errors: ConfigError[] };
+export type ReloadResult = ConfigReloadResult<StaticConfig>;
 
 export type ReloadListener = (result: ReloadResult) => void;
 
@@ -55,9 +52,7 @@ export class StaticProvider implements CloudProvider {
   private inventory: Inventory;
   private readonly allocator: AddressAllocator;
   private readonly redfish: RedfishClientPool;
-  private readonly listeners = new Set<ReloadListener>();
-  private readonly reloadCounts = { success: 0, error: 0 };
-  private watcher?: ConfigFileWatcher;
+  private readonly file: WatchedConfig<StaticConfig>;
   private readonly logger: Logger;
 
   constructor(initial: StaticConfig, private readonly options: StaticProviderOptions) {
@@ -68,6 +63,16 @@ export class StaticProvider implements CloudProvider {
     this.redfish = new RedfishClientPool(options.logger.with({ component: 'redfish' }));
     this.instances = new StaticInstances(() => this.inventory, this.redfish);
     this.loadBalancer = new StaticLoadBalancer(this.allocator, () => this.config.loadBalancer.classes, options.logger.with({ component: 'static-lb' }));
+    this.file = new WatchedConfig({
+      owner: 'static provider',
+      path: options.configPath,
+      initialText: options.configText,
+      load: (text) => loadStaticConfig(text, options.secrets ?? processSecrets),
+      apply: (config) => this.apply(config),
+      logger: options.logger,
+      pollMs: options.watch?.pollMs,
+      debounceMs: options.watch?.debounceMs,
+    });
   }
 
   /** The configuration in force (the last good one). */
@@ -82,7 +87,7 @@ export class StaticProvider implements CloudProvider {
    */
   async initialize(ctx: ProviderContext): Promise<void> {
     if (ctx.registry) this.registerMetrics(ctx.registry);
-    await this.startWatching();
+    await this.file.start();
     await rebuildFromServices(this.loadBalancer, ctx, this.options.rebuildRetry ?? DEFAULT_REBUILD_RETRY, this.logger);
   }
 
@@ -91,28 +96,7 @@ export class StaticProvider implements CloudProvider {
    * caller can use it directly (e.g. after fetching the file from elsewhere).
    */
   reload(text: string): ReloadResult {
-    const loaded = loadStaticConfig(text, this.options.secrets ?? processSecrets);
-    let result: ReloadResult;
-    if (loaded.ok) {
-      this.apply(loaded.config);
-      this.reloadCounts.success++;
-      result = { ok: true, config: loaded.config };
-    } else {
-      this.reloadCounts.error++;
-      this.logger.error('static provider configuration rejected; the last good configuration stays in force', {
-        file: this.options.configPath,
-        errors: formatConfigErrors(this.options.configPath, loaded.errors),
-      });
-      result = { ok: false, errors: loaded.errors };
-    }
-    for (const listener of this.listeners) {
-      try {
-        listener(result);
-      } catch (e) {
-        this.logger.error('onReload listener failed', { error: errorMessage(e) });
-      }
-    }
-    return result;
+    return this.file.reload(text);
   }
 
   /**
@@ -120,36 +104,27 @@ export class StaticProvider implements CloudProvider {
    * services, or to record an event). Returns a function that removes the listener.
    */
   onReload(listener: ReloadListener): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return this.file.onReload(listener);
   }
 
-  /**
-   * The provider interface's change notice: called after each successful reload (a rejected
-   * edit changes no answer, so it is only logged and counted). Returns an unsubscribe function.
-   */
+  /** The provider interface's change notice: after each good reload (a rejected edit changes no answer). */
   onChange(listener: () => void): () => void {
-    return this.onReload((result) => {
-      if (result.ok) listener();
-    });
+    return this.file.onChange(listener);
   }
 
   /** The provider interface's notice of a rejected edit, with every problem as FILE:LINE: PATH: MESSAGE. */
   onConfigRejected(listener: (problems: string) => void): () => void {
-    return this.onReload((result) => {
-      if (!result.ok) listener(formatConfigErrors(this.options.configPath, result.errors));
-    });
+    return this.file.onConfigRejected(listener);
   }
 
   /** Registers the provider's metrics (pool usage, reloads) on the process registry. */
   registerMetrics(registry: Registry): void {
     registerPoolMetrics(registry, () => this.allocator.usage());
-    registerReloadMetrics(registry, () => ({ ...this.reloadCounts }));
+    registerReloadMetrics(registry, () => this.file.reloads());
   }
 
   async close(): Promise<void> {
-    this.watcher?.stop();
-    this.watcher = undefined;
+    this.file.stop();
     await this.redfish.close();
   }
 
@@ -162,20 +137,6 @@ export class StaticProvider implements CloudProvider {
       machines: config.inventory.machines.length,
       pools: config.loadBalancer.pools.length,
     });
-  }
-
-  private async startWatching(): Promise<void> {
-    const path = this.options.configPath;
-    if (!path || this.watcher) return;
-    this.watcher = new ConfigFileWatcher({
-      path,
-      initialText: this.options.configText,
-      onChange: (text) => void this.reload(text),
-      logger: this.logger,
-      pollMs: this.options.watch?.pollMs,
-      debounceMs: this.options.watch?.debounceMs,
-    });
-    await this.watcher.start();
   }
 }
 

@@ -70,6 +70,7 @@ export class ProxmoxResponder {
   private readonly vms = new Map<number, FakeVm>();
   private readonly tickets = new Map<string, { username: string; issued: number; csrf: string }>();
   private readonly pending = new Set<ReturnType<typeof setTimeout>>();
+  private outage?: { ended: Promise<void>; end: () => void };
   private server?: Server<undefined>;
   /** Kept apart from the server, which forgets its port once stopped. */
   private boundPort = 0;
@@ -126,16 +127,29 @@ export class ProxmoxResponder {
     return this.requests.filter((r) => r.path.startsWith(API + pathPrefix));
   }
 
-  /** Stops listening (in-flight answers are cut); start() again listens on the same port. */
+  /** Stops listening (in-flight answers are cut). */
   stop(): void {
+    this.endOutage();
     for (const t of this.pending) clearTimeout(t);
     this.pending.clear();
     this.server?.stop(true);
   }
 
-  /** Listens again on the port it had (after stop()), with the same VMs. */
-  restart(): void {
-    this.listen(this.port);
+  /**
+   * The API stops answering, as behind a dead link: every request hangs (the client's timeout
+   * ends it) until endOutage(). The port stays bound, so nothing else can take it meanwhile
+   * (stopping and listening again on the same port could race another process for it).
+   */
+  beginOutage(): void {
+    if (this.outage) return;
+    let end = () => {};
+    const ended = new Promise<void>((resolve) => (end = resolve));
+    this.outage = { ended, end };
+  }
+
+  endOutage(): void {
+    this.outage?.end();
+    this.outage = undefined;
   }
 
   private listen(port: number): void {
@@ -148,6 +162,10 @@ export class ProxmoxResponder {
     const path = url.pathname;
     const auth = this.authOf(req);
     this.requests.push({ method: req.method, path: path + url.search, auth });
+    if (this.outage) {
+      await this.outage.ended;
+      return pveError(503, 'service unavailable (outage)');
+    }
     if (this.delayMs > 0) {
       await new Promise<void>((resolve) => {
         const t = setTimeout(() => {

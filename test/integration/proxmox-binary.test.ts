@@ -1,13 +1,14 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { V1Node } from '@kubernetes/client-node';
+import type { CoreV1Event, V1Node } from '@kubernetes/client-node';
 import { isNotFound } from '../../src/kube/errors.ts';
-import { NODES, ResourceClient } from '../../src/kube/resources.ts';
+import { EVENTS, NODES, ResourceClient } from '../../src/kube/resources.ts';
 import { ProxmoxResponder } from '../fakes/proxmox-responder.ts';
 import { CcmProcess, tempDir } from '../harness/ccm-process.ts';
 import { type ControlPlane, sharedControlPlane } from '../harness/control-plane.ts';
 import { eventually } from '../harness/eventually.ts';
+import { replaceFile } from '../harness/files.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
 import { UNINITIALIZED, nodeExists, setReady } from '../harness/nodes.ts';
 
@@ -30,6 +31,8 @@ let cp: ControlPlane;
 let nodes: ResourceClient<V1Node>;
 let responder: ProxmoxResponder;
 let ccm: CcmProcess | undefined;
+let configPath: string;
+let clusterLines: string[];
 
 beforeAll(async () => {
   cp = await sharedControlPlane();
@@ -45,8 +48,8 @@ beforeAll(async () => {
   });
   const dir = tempDir('edge-ccm-proxmox-it-');
   writeFileSync(join(dir, 'token'), `${TOKEN_SECRET}\n`, { mode: 0o600 });
-  const config = join(dir, 'proxmox.yaml');
-  writeFileSync(config, [
+  configPath = join(dir, 'proxmox.yaml');
+  clusterLines = [
     'clusters:',
     '  - region: it-region',
     `    url: ${responder.url}`,
@@ -54,12 +57,12 @@ beforeAll(async () => {
     `    tokenSecretFile: ${join(dir, 'token')}`,
     '    timeoutSeconds: 1',
     '    cacheSeconds: 0.2',
-    // Short, so the test sees the API's return soon after it restarts.
+    // Short, so the test sees the API's return soon after the outage.
     '    maxBackoffSeconds: 2',
-    '',
-  ].join('\n'));
+  ];
+  writeFileSync(configPath, [...clusterLines, ''].join('\n'));
   ccm = CcmProcess.binary([
-    '--cloud-provider=proxmox', `--cloud-config=${config}`, `--kubeconfig=${cp.adminKubeconfig}`,
+    '--cloud-provider=proxmox', `--cloud-config=${configPath}`, `--kubeconfig=${cp.adminKubeconfig}`,
     '--secure-port=0', '--controllers=cloud-node,cloud-node-lifecycle', '--v=2',
     `--leader-elect-resource-name=proxmox-it-${process.pid}`, '--leader-elect-retry-period=500ms',
     `--managed-node-selector=${SELECTOR_LABEL}=${process.pid}`,
@@ -87,9 +90,11 @@ async function createNode(suffix: string): Promise<string> {
 
 
 
+// Addresses are written on the status subresource right after the taint goes (as upstream):
+// initialised means both writes have landed.
 const initialised = (n: string) => eventually(`node ${n} initialised`, async () => {
   const node = await nodes.get(n);
-  return node.spec?.providerID && !node.spec.taints?.some((t) => t.key === UNINITIALIZED.key) ? node : undefined;
+  return node.spec?.providerID && !node.spec.taints?.some((t) => t.key === UNINITIALIZED.key) && node.status?.addresses?.length ? node : undefined;
 }, WAIT_MS);
 
 test('nodes are initialised from their VMs: providerID, instance type, zone, region, addresses', async () => {
@@ -128,18 +133,43 @@ test('the API going away deletes nothing; a destroyed VM\'s node goes only after
   await Promise.all([name('a'), name('agent'), gone].map((n) => setReady(nodes, n, 'False')));
 
   // The Proxmox API stops answering: every NotReady node is "unknown", nothing is acted on.
-  responder.stop();
+  responder.beginOutage();
   responder.removeVm(203);
   const unknownLogs = () => ccm!.logs().split('\n').filter((l) => l.includes('cannot tell whether node exists') && l.includes(gone)).length;
   await eventually('several passes answered unknown', () => unknownLogs() >= 6, WAIT_MS);
   for (const n of [name('a'), name('agent'), gone, name('stops')]) expect(await nodeExists(nodes, n)).toBe(true);
 
   // The API is back and the VM is really gone: first held for the grace period, then deleted.
-  responder.restart();
+  responder.endOutage();
   await ccm!.waitForLog(new RegExp(`node not found in the cloud provider; waiting for the grace period and threshold.*${gone}`), WAIT_MS);
   expect(await nodeExists(nodes, gone)).toBe(true);
   await eventually('the destroyed VM\'s node deleted', async () => !(await nodeExists(nodes, gone)), WAIT_MS);
   expect(ccm!.logs()).toContain('deleting node since it is no longer present in cloud provider');
   // Its neighbours' VMs exist: they stay, NotReady or not.
   for (const n of [name('a'), name('agent'), name('stops')]) expect(await nodeExists(nodes, n)).toBe(true);
+}, 180_000);
+
+test('the config file is watched: a broken edit is refused with an event and changes nothing; a good one applies without a restart', async () => {
+  const lease = `proxmox-it-${process.pid}`;
+  // A typo: every problem is reported with its line, as a Warning event on edge-ccm's Lease.
+  replaceFile(configPath, [...clusterLines, '    zoen: host', ''].join('\n'));
+  const events = new ResourceClient<CoreV1Event>(transportFor(cp.adminKubeconfig), EVENTS);
+  const rejected = await eventually('the CloudConfigRejected event', async () => (await events.list({
+    namespace: 'kube-system', query: { fieldSelector: `involvedObject.kind=Lease,involvedObject.name=${lease},reason=CloudConfigRejected` },
+  })).items[0], WAIT_MS);
+  expect(rejected.type).toBe('Warning');
+  expect(rejected.message).toContain(`${configPath}:${clusterLines.length + 1}: clusters[0].zoen: unknown key "zoen"`);
+
+  // The last good config is still in force: a new VM's node is initialised as before.
+  responder.setVm({ vmid: 205, name: name('late'), node: 'pve1', cores: 2, memoryMiB: 2048, ipconfig: ['ip=10.30.0.5/24'] });
+  const late = await initialised(await createNode('late'));
+  expect(late.metadata?.labels?.['node.kubernetes.io/instance-type']).toBe('2VCPU-2GB');
+
+  // A good edit (another instance-type naming) applies to the next node, without a restart.
+  replaceFile(configPath, [...clusterLines, 'instanceType:', '  format: "c{cores}-m{memoryGiB}"', ''].join('\n'));
+  await ccm!.waitForLog('proxmox provider configuration loaded', WAIT_MS);
+  responder.setVm({ vmid: 206, name: name('later'), node: 'pve2', cores: 4, memoryMiB: 6144, ipconfig: ['ip=10.30.0.6/24'] });
+  const later = await initialised(await createNode('later'));
+  expect(later.metadata?.labels?.['node.kubernetes.io/instance-type']).toBe('c4-m6');
+  expect(ccm!.proc.exitCode).toBeNull();
 }, 180_000);
