@@ -45,8 +45,22 @@ export interface ControlPlane {
 /** Generous: the machine may have 2 cores and a Go build running beside the tests. */
 const READY_TIMEOUT_MS = 180_000;
 
-export function startControlPlane(opts: { extraApiServerFlags?: string[] } = {}): Promise<ControlPlane> {
-  return launch(opts);
+/**
+ * Ports are picked free, then bound seconds later by etcd and kube-apiserver: another process may
+ * take one meanwhile. Such a start is thrown away and tried again on new ports.
+ */
+const LAUNCH_ATTEMPTS = 3;
+const PORT_TAKEN = /address already in use|bind: /i;
+
+export async function startControlPlane(opts: { extraApiServerFlags?: string[] } = {}): Promise<ControlPlane> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await launch(opts);
+    } catch (e) {
+      if (attempt >= LAUNCH_ATTEMPTS || !PORT_TAKEN.test(e instanceof Error ? e.message : String(e))) throw e;
+      console.warn(`control plane: a port was taken before it was bound; starting again on new ports (attempt ${attempt + 1})`);
+    }
+  }
 }
 
 async function launch(opts: { extraApiServerFlags?: string[] }): Promise<LocalControlPlane> {

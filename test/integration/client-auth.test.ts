@@ -1,5 +1,5 @@
 import { beforeAll, expect, test } from 'bun:test';
-import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { loadKubeConfig } from '../../src/app/kubeconfig.ts';
@@ -63,9 +63,15 @@ test('the compiled binary does not load a .env from its working directory', asyn
   const work = tempDir('edge-ccm-dotenv-');
   writeFileSync(join(work, '.env'), 'HTTPS_PROXY=http://127.0.0.1:9\nhttps_proxy=http://127.0.0.1:9\nNO_PROXY=\n');
   const path = kubeconfig('dotenv', cp.server, { token: adminToken });
+  const binary = join(import.meta.dir, '../../dist/edge-ccm');
+  if (!existsSync(binary)) throw new Error(`${binary} is missing: build it first (bun run build)`);
   const run = async (env: Record<string, string>) => {
-    const p = Bun.spawn([join(import.meta.dir, '../../dist/edge-ccm'), 'selftest', `--kubeconfig=${path}`], { cwd: work, env: { PATH: process.env.PATH ?? '', ...env }, stdout: 'pipe', stderr: 'pipe' });
-    return { code: await p.exited, out: await new Response(p.stdout).text() };
+    // A clean environment and another working directory, so not CcmProcess; killed if it hangs.
+    const p = Bun.spawn([binary, 'selftest', `--kubeconfig=${path}`], {
+      cwd: work, env: { PATH: process.env.PATH ?? '', ...env }, stdout: 'pipe', stderr: 'pipe', timeout: 60_000, killSignal: 'SIGKILL',
+    });
+    const [out, , code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+    return { code, out };
   };
   const clean = await run({});
   expect(clean.code, clean.out).toBe(0);

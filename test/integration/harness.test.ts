@@ -264,7 +264,8 @@ describe('cleanup when the test process ends', () => {
 
   /** Starts the fixture, which starts the shared control plane and prints its dir. */
   async function startFixture(mode: 'end' | 'wait') {
-    const child = Bun.spawn({ cmd: [process.execPath, fixture, mode], stdout: 'pipe', stderr: 'inherit' });
+    // Killed by Bun at the latest when the test would time out, so a stuck fixture never outlives it.
+    const child = Bun.spawn({ cmd: [process.execPath, fixture, mode], stdout: 'pipe', stderr: 'inherit', timeout: 200_000, killSignal: 'SIGKILL' });
     const reader = child.stdout.getReader();
     let out = '';
     while (!out.includes('\n')) {
