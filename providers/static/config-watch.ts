@@ -167,9 +167,17 @@ export class WatchedConfig<C> {
 
   /** Applies a text (what the watcher calls; a caller may call it with a text from elsewhere). */
   reload(text: string): ConfigReloadResult<C> {
-    const result = this.opts.load(text);
-    if (result.ok) this.opts.apply(result.config);
-    else {
+    let result = this.opts.load(text);
+    if (result.ok) {
+      try {
+        this.opts.apply(result.config);
+      } catch (e) {
+        // Never lose an edit silently: a configuration that cannot be put in force is rejected
+        // like an invalid one (apply must leave the old one in force when it throws).
+        result = { ok: false, errors: [{ path: '', line: 1, message: `could not be applied: ${errorMessage(e)}` }] };
+      }
+    }
+    if (!result.ok) {
       this.opts.logger.error(`${this.opts.owner} configuration rejected; the last good configuration stays in force`, {
         file: this.opts.path,
         errors: this.problems(result.errors),

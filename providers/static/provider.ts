@@ -129,8 +129,10 @@ export class StaticProvider implements CloudProvider {
   }
 
   private apply(config: StaticConfig): void {
+    // Built before anything is replaced: if it throws, the old configuration stays whole.
+    const inventory = new Inventory(config.inventory);
     this.config = config;
-    this.inventory = new Inventory(config.inventory);
+    this.inventory = inventory;
     this.allocator.setPools(config.loadBalancer.pools);
     void this.redfish.retain(config.inventory.machines.flatMap((m) => (m.redfish ? [m.redfish] : [])));
     this.logger.info('static provider configuration loaded', {
