@@ -15,6 +15,7 @@ import { delegatingAuth } from '../server/delegating-auth.ts';
 import { HealthChecks } from '../server/health.ts';
 import { createServer } from '../server/server.ts';
 import { version, versionLine } from '../version.ts';
+import { SystemdNotifier } from '../systemd/notify.ts';
 import { buildControllers, type ControllerSettings } from './controllers.ts';
 import { loadKubeConfig } from './kubeconfig.ts';
 import { ControllerManagerMetrics, createRegistry, restClientObserver } from './metrics.ts';
@@ -69,6 +70,9 @@ export async function runControllerManager(options: Options, providers: Provider
   });
   const served = await server.start();
   if (served.port) logger.info('serving health and metrics', { url: `https://${options.bindAddress}:${served.port}` });
+  // Under a systemd unit with Type=notify: started once serving (a standby is a healthy start).
+  const systemd = SystemdNotifier.fromEnv(logger);
+  systemd.ready(options.leaderElect ? 'standby: waiting for the leader lease' : 'running the controllers (no leader election)');
 
   // Events get a client-side budget of their own (the same --kube-api-qps/--kube-api-burst) rather
   // than sharing the controllers' as client-go's do: measured with 1000 nodes at the defaults, each
@@ -129,6 +133,7 @@ export async function runControllerManager(options: Options, providers: Provider
     if (shuttingDown) return;
     shuttingDown = true;
     logger.info('shutting down', { signal: name });
+    systemd.stopping(`shutting down (${name}): finishing in-flight syncs, releasing the lease`);
     controllersStop.abort(new Error(`received ${name}`));
   };
   stop.addEventListener('abort', () => onSignal(String(stop.reason ?? 'stop')), { once: true });
@@ -148,6 +153,7 @@ export async function runControllerManager(options: Options, providers: Provider
       events: events.recorder('cloud-controller-manager'),
       releaseOnCancel: true,
       onStartedLeading: (leading) => {
+        systemd.status('leading: running the controllers');
         const both = AbortSignal.any([leading, controllersStop.signal]);
         runningControllers = startControllers(both).catch((e) => {
           logger.error('controllers failed', { error: errorMessage(e) });

@@ -80,7 +80,7 @@ test('systemd-analyze verify accepts the unit without a single warning', () => {
   expect(clean).toEqual({ exitCode: 0, output: '' });
   // The check can fail: verify reports an unknown key (with exit code 0, hence the output check)
   // and an invalid value.
-  const broken = run([systemdAnalyze, 'verify', unitCopy('broken.service', (t) => t.replace('Restart=on-failure', 'Restrat=on-failure').replace('Type=exec', 'Type=bogus'))]);
+  const broken = run([systemdAnalyze, 'verify', unitCopy('broken.service', (t) => t.replace('Restart=on-failure', 'Restrat=on-failure').replace('Type=notify', 'Type=bogus'))]);
   expect(broken.output).toContain("Unknown key 'Restrat'");
   expect(broken.output).toContain('Failed to parse service type');
 });
@@ -97,6 +97,7 @@ test('the unit restarts on failure, runs as a dynamic user without privileges an
   const one = (key: string) => service.get(key)?.join('\n');
   expect({
     Type: one('Type'),
+    NotifyAccess: one('NotifyAccess'),
     Restart: one('Restart'),
     DynamicUser: one('DynamicUser'),
     NoNewPrivileges: one('NoNewPrivileges'),
@@ -107,7 +108,8 @@ test('the unit restarts on failure, runs as a dynamic user without privileges an
     AmbientCapabilities: one('AmbientCapabilities'),
     EnvironmentFile: one('EnvironmentFile'),
   }).toEqual({
-    Type: 'exec', // no sd_notify in the binary
+    Type: 'notify', // src/systemd/notify.ts; proven by test/integration/systemd-notify.test.ts
+    NotifyAccess: 'main',
     Restart: 'on-failure',
     DynamicUser: 'yes',
     NoNewPrivileges: 'yes',
