@@ -37,6 +37,8 @@ interface InventoryEdit {
   powerFeed?: string;
   /** Machine m3's zone. */
   m3Zone: string;
+  /** loadBalancer.classes, when set. */
+  classes?: string[];
 }
 
 /**
@@ -78,7 +80,7 @@ ${edit.m1Zone ? `      zone: ${edit.m1Zone}\n` : ''}      labels:
       addresses:
         - { type: InternalIP, address: 10.77.0.13 }
 loadBalancer:
-  pools:
+${edit.classes ? `  classes: [${edit.classes.join(', ')}]\n` : ''}  pools:
     - name: it-pool
       addresses: [198.51.100.0/24]
       exclude: [198.51.100.0, 198.51.100.255]
@@ -365,4 +367,28 @@ describe('the compiled binary with the static provider', () => {
     expect(warning.message).toContain('requested address 192.0.2.5 is not in any pool this service may use');
     expect(ingressIPs(await services.get(name, { namespace: NS }))).toEqual([]);
   }, 120_000);
+
+  test('a class added to loadBalancer.classes is served without a restart, and released when removed', async () => {
+    const pid = ccm!.pid;
+    const name = `${ID}-classy`;
+    const cls = 'example.com/edge-ccm-it';
+    // Another controller's class until the edit (that a foreign class is left alone is proven in
+    // test/integration/service-controller.test.ts).
+    await services.create(lbService(name, { loadBalancerClass: cls }));
+    writeInventory(inventory({ ...FIRST, classes: [cls] }));
+    const served = await eventually('the class served', async () => {
+      const s = await services.get(name, { namespace: NS });
+      return ingressIPs(s).length ? s : undefined;
+    }, 60_000);
+    expect(inPool(ingressIPs(served)[0]!)).toBe(true);
+    expect(served.metadata?.finalizers).toContain('service.kubernetes.io/load-balancer-cleanup');
+
+    writeInventory(inventory(FIRST));
+    const released = await eventually('the class released', async () => {
+      const s = await services.get(name, { namespace: NS });
+      return !ingressIPs(s).length && !s.metadata?.finalizers?.length ? s : undefined;
+    }, 60_000);
+    expect(released.spec?.loadBalancerClass).toBe(cls);
+    expect(ccm!.pid).toBe(pid);
+  }, 180_000);
 });
