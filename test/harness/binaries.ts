@@ -32,11 +32,23 @@ export function controlPlaneBinDir(): string {
   return join(cacheRoot, 'control-plane', `k8s-${k8s}-etcd-${etcd}`);
 }
 
-/** The one-line install hint when a binary is missing, or undefined when both are there. */
+/** APISERVER_RECIPE="..." from the build script: how the cached kube-apiserver must have been built. */
+function apiServerRecipe(): string {
+  const match = /^APISERVER_RECIPE="([^"]+)"/m.exec(readFileSync(BUILD_SCRIPT, 'utf8'));
+  if (!match?.[1]) throw new Error(`${BUILD_SCRIPT} has no APISERVER_RECIPE="..." line`);
+  return match[1];
+}
+
+/** The one-line install hint when a binary is missing or outdated, or undefined when both are good. */
 export function missingBinaryMessage(dir = controlPlaneBinDir()): string | undefined {
+  const install = 'run `bash scripts/install.sh` (builds it from its Go module)';
   // kube-apiserver first: it is the one that takes long to build, so the one users miss.
   for (const name of [...CONTROL_PLANE_BINARIES].reverse()) {
-    if (!existsSync(join(dir, name))) return `${name} not found in ${dir}: run \`bash scripts/install.sh\` (builds it from its Go module)`;
+    if (!existsSync(join(dir, name))) return `${name} not found in ${dir}: ${install}`;
+  }
+  const recipe = join(dir, 'kube-apiserver.recipe');
+  if (!existsSync(recipe) || readFileSync(recipe, 'utf8').trim() !== apiServerRecipe()) {
+    return `kube-apiserver in ${dir} was built by an older recipe of scripts/build-control-plane.sh: ${install}`;
   }
   return undefined;
 }

@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { V1ConfigMap, V1Node, V1SelfSubjectReview } from '@kubernetes/client-node';
@@ -314,7 +314,8 @@ describe('sharedControlPlane', () => {
 
 describe('binaries', () => {
   const saved = { ...process.env };
-  afterAll(() => {
+  // Each test starts from the environment the run had: the first one changes it.
+  afterEach(() => {
     for (const key of ['EDGE_CCM_CACHE', 'XDG_CACHE_HOME', 'EDGE_CCM_K8S_VERSION', 'EDGE_CCM_ETCD_VERSION']) {
       if (saved[key] === undefined) delete process.env[key];
       else process.env[key] = saved[key];
@@ -341,5 +342,16 @@ describe('binaries', () => {
   test('a dir without the binaries gives the one-line install hint', () => {
     const dir = join(cp.dir, 'empty-bin-dir');
     expect(missingBinaryMessage(dir)).toBe(`kube-apiserver not found in ${dir}: run \`bash scripts/install.sh\` (builds it from its Go module)`);
+  });
+
+  test('a kube-apiserver of an older build recipe gives the same hint, naming why', () => {
+    const dir = join(cp.dir, 'old-bin-dir');
+    mkdirSync(dir);
+    for (const name of ['etcd', 'kube-apiserver']) writeFileSync(join(dir, name), '');
+    expect(missingBinaryMessage(dir)).toBe(`kube-apiserver in ${dir} was built by an older recipe of scripts/build-control-plane.sh: run \`bash scripts/install.sh\` (builds it from its Go module)`);
+    writeFileSync(join(dir, 'kube-apiserver.recipe'), '1: the first recipe\n');
+    expect(missingBinaryMessage(dir)).toContain('older recipe');
+    // The real cache dir holds the current recipe: no hint.
+    expect(missingBinaryMessage()).toBeUndefined();
   });
 });
