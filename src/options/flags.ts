@@ -479,7 +479,8 @@ export const FLAGS = [
     group: 'edge-ccm',
     help:
       'Node ownership: comma separated providerID prefixes (e.g. static://). A node whose providerID is set and ' +
-      'matches none is left alone by every controller. Empty: every providerID is ours.',
+      'matches none, or that has no providerID and no uninitialized taint (joined without an external cloud provider), ' +
+      'is left alone by every controller. Empty: every node is ours.',
   }),
   flag({
     name: 'managed-node-selector',

@@ -3,7 +3,12 @@ import type { V1Node } from '@kubernetes/client-node';
 import { nodeOwnershipPredicate } from '../../src/app/node-ownership.ts';
 import { parseLabelSelector } from '../../src/kube/label-selector.ts';
 
-const node = (providerID?: string, labels?: Record<string, string>): V1Node => ({ metadata: { name: 'n', labels }, spec: { providerID } });
+const UNINITIALIZED = { key: 'node.cloudprovider.kubernetes.io/uninitialized', value: 'true', effect: 'NoSchedule' };
+/** Without a providerID a node is a kubelet waiting for us (tainted), unless `joinedElsewhere`. */
+const node = (providerID?: string, labels?: Record<string, string>, joinedElsewhere = false): V1Node => ({
+  metadata: { name: 'n', labels },
+  spec: { providerID, taints: providerID || joinedElsewhere ? [] : [UNINITIALIZED] },
+});
 
 describe('label selectors', () => {
   const cases: [string, Record<string, string> | undefined, boolean][] = [
@@ -36,6 +41,14 @@ describe('node ownership', () => {
   test('prefixes: a set providerID must match one; a node not yet initialised is ours to try', () => {
     const owns = nodeOwnershipPredicate({ providerIDPrefixes: ['static://', 'metal://'] });
     expect([owns(node('static://a')), owns(node('metal://b')), owns(node('hcloud://1')), owns(node())]).toEqual([true, true, false, true]);
+  });
+  test('prefixes: a node with no providerID and no uninitialized taint was joined by someone else: not ours', () => {
+    // e.g. bare-metal nodes joined without --cloud-provider=external: never judged, never deleted.
+    const owns = nodeOwnershipPredicate({ providerIDPrefixes: ['proxmox://'] });
+    expect(owns(node(undefined, {}, true))).toBe(false);
+    expect(owns(node(undefined, {}))).toBe(true);
+    // Without prefixes, upstream: every node.
+    expect(nodeOwnershipPredicate({ providerIDPrefixes: [] })(node(undefined, {}, true))).toBe(true);
   });
   test('selector: required before and after initialisation, together with the prefixes', () => {
     const owns = nodeOwnershipPredicate({ providerIDPrefixes: ['static://'], labelSelector: 'edge-ccm.io/managed=true' });
