@@ -158,6 +158,9 @@ export async function runControllerManager(options: Options, providers: Provider
         runningControllers = startControllers(both).catch((e) => {
           logger.error('controllers failed', { error: errorMessage(e) });
           exitCode = 1;
+          // An orderly stop (lease released, events flushed, provider closed), not the
+          // "leader election lost" exit that the release would otherwise trigger.
+          shuttingDown = true;
           controllersStop.abort(e);
         });
       },

@@ -6,69 +6,14 @@ import { NODE_SYNC_KEY, ServiceController } from '../../src/controllers/service/
 import type { ControllerContext } from '../../src/controllers/types.ts';
 import { KubeApiError } from '../../src/kube/errors.ts';
 import { RecordingEventRecorder } from '../../src/kube/event-recorder.ts';
-import { Store, type Informer, type InformerHandlers, type KubeObject } from '../../src/kube/informer/index.ts';
 import { PATCH_TYPES } from '../../src/kube/resources.ts';
 import { EXCLUDE_FROM_LB_LABEL, LB_CLEANUP_FINALIZER, TO_BE_DELETED_TAINT } from '../../src/kube/service-helpers.ts';
-import type { KubeRequest, KubeTransport, WatchEvent } from '../../src/kube/transport.ts';
 import { FakeClock } from '../../src/kube/workqueue/fake-clock.ts';
 import { silentLogger } from '../../src/log.ts';
 import { FakeCloud } from '../fakes/fake-cloud.ts';
+import { HandFedInformer, RecordingTransport } from '../fakes/controller-context.ts';
 
 // ---- test doubles for the API side: a transport that records writes, an informer fed by hand ----
-
-/** Records every request and answers {} (or the error `fail` picks): the writes are what we check. */
-class RecordingTransport implements KubeTransport {
-  readonly server = 'https://recording.invalid';
-  readonly requests: KubeRequest[] = [];
-  fail?: (req: KubeRequest) => Error | undefined;
-
-  async request<T>(req: KubeRequest): Promise<T> {
-    this.requests.push(req);
-    const error = this.fail?.(req);
-    if (error) throw error;
-    return {} as T;
-  }
-
-  // eslint-disable-next-line require-yield
-  async *watch<T>(): AsyncGenerator<WatchEvent<T>> {
-    throw new Error('the service controller never watches through its transport');
-  }
-
-  patches(): { path: string; body: unknown }[] {
-    return this.requests.filter((r) => r.method === 'PATCH').map((r) => ({ path: r.path, body: r.body }));
-  }
-}
-
-/** The informer surface the controller uses, with a real Store, driven by the test. */
-class HandFedInformer<T extends KubeObject> {
-  readonly store = new Store<T>();
-  private readonly handlers: InformerHandlers<T>[] = [];
-
-  addHandlers(handlers: InformerHandlers<T>): () => void {
-    this.handlers.push(handlers);
-    for (const obj of this.store.list()) handlers.onAdd?.(obj);
-    return () => {};
-  }
-  hasSynced(): boolean {
-    return true;
-  }
-  waitForSync(): Promise<boolean> {
-    return Promise.resolve(true);
-  }
-  set(obj: T): void {
-    const change = this.store.upsert(obj);
-    for (const h of this.handlers) {
-      if (change.type === 'add') h.onAdd?.(obj);
-      else if (change.type === 'update') h.onUpdate?.(change.oldObj, obj);
-    }
-  }
-  remove(obj: T): void {
-    if (this.store.delete(obj)) for (const h of this.handlers) h.onDelete?.(obj);
-  }
-  asInformer(): Informer<T> {
-    return this as unknown as Informer<T>;
-  }
-}
 
 // ---- fixtures, as upstream's newService / makeNode with tweaks ----
 

@@ -73,15 +73,19 @@ export class RouteController implements Controller {
   /** Sleeps one period, or less when a node change asks for a round (at most one a second). */
   private async waitForNextRound(signal: AbortSignal): Promise<void> {
     const woken = new Promise<void>((resolve) => (this.wake = resolve));
-    await Promise.race([sleep(this.opts.reconciliationPeriodMs, signal).catch(() => {}), woken, new Promise((r) => signal.addEventListener('abort', r, { once: true }))]);
+    // sleep() ends early on abort; no listener of our own on the long-lived signal (one per round would pile up).
+    await Promise.race([sleep(this.opts.reconciliationPeriodMs, signal).catch(() => {}), woken]);
     this.wake = undefined;
     if (!signal.aborted) await sleep(1000, signal).catch(() => {});
   }
 
   async reconcile(signal?: AbortSignal): Promise<void> {
     this.syncTotal.inc();
-    const existing = await this.routes.listRoutes(this.ctx.clusterName, signal);
-    const nodes = this.ctx.nodeInformer.store.list().filter((n) => this.ctx.isManagedNode(n));
+    const all = this.ctx.nodeInformer.store.list();
+    const nodes = all.filter((n) => this.ctx.isManagedNode(n));
+    // Routes to nodes we do not manage are someone else's: never planned, so never deleted.
+    const foreign = new Set(all.filter((n) => !this.ctx.isManagedNode(n)).map((n) => n.metadata?.name ?? ''));
+    const existing = (await this.routes.listRoutes(this.ctx.clusterName, signal)).filter((r) => !foreign.has(r.targetNode));
     const plan = planRoutes(nodes, existing, this.opts.clusterCIDRs);
     const deletions = plan.toDelete.map((route) => () => this.deleteRoute(route, signal));
     const creations = plan.toCreate.map(({ nameHint, route }) => () => this.createRoute(nameHint, route, nodes, plan.actions, signal));

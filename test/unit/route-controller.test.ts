@@ -1,0 +1,45 @@
+import { expect, test } from 'bun:test';
+import type { V1Node } from '@kubernetes/client-node';
+import { Registry } from 'prom-client';
+import { RouteController } from '../../src/controllers/route/route-controller.ts';
+import type { ControllerContext } from '../../src/controllers/types.ts';
+import { RecordingEventRecorder } from '../../src/kube/event-recorder.ts';
+import { silentLogger } from '../../src/log.ts';
+import { parsePrefix } from '../../src/net/ip.ts';
+import { HandFedInformer, RecordingTransport } from '../fakes/controller-context.ts';
+import { FakeCloud } from '../fakes/fake-cloud.ts';
+
+const node = (name: string, podCIDR: string, managed: boolean): V1Node => ({
+  metadata: { name, uid: `uid-${name}`, labels: managed ? { 'edge-ccm.io/managed': 'true' } : {} },
+  spec: { podCIDR, podCIDRs: [podCIDR] },
+  status: { addresses: [{ type: 'InternalIP', address: `10.0.0.${podCIDR.split('.')[2]}` }] },
+});
+
+function setup(nodes: V1Node[]) {
+  const cloud = new FakeCloud();
+  const informer = new HandFedInformer<V1Node>();
+  for (const n of nodes) informer.set(n);
+  const ctx: ControllerContext = {
+    transport: new RecordingTransport(),
+    recorder: new RecordingEventRecorder(),
+    logger: silentLogger,
+    registry: new Registry(),
+    cloud,
+    clusterName: 'test-cluster',
+    nodeInformer: informer.asInformer(),
+    serviceInformer: new HandFedInformer().asInformer() as ControllerContext['serviceInformer'],
+    isManagedNode: (n) => n.metadata?.labels?.['edge-ccm.io/managed'] === 'true',
+  };
+  return { cloud, controller: new RouteController(ctx, { clusterCIDRs: [parsePrefix('10.244.0.0/16')!], reconciliationPeriodMs: 10_000 }) };
+}
+
+test('routes to nodes this CCM does not manage are left alone; ours are created; stale ones of ours deleted', async () => {
+  const s = setup([node('ours', '10.244.1.0/24', true), node('theirs', '10.244.2.0/24', false)]);
+  // Already in the route table: the foreign node's route, and a stale one of a node that is gone.
+  for (const [name, target, cidr] of [['r-theirs', 'theirs', '10.244.2.0/24'], ['r-gone', 'gone', '10.244.9.0/24']] as const) {
+    await s.cloud.routes!.createRoute('test-cluster', name, { name, targetNode: target, targetNodeAddresses: [], destinationCIDR: cidr, blackhole: false });
+  }
+  await s.controller.reconcile();
+  const table = [...s.cloud.routeTable.values()].map((r) => `${r.route.targetNode} ${r.route.destinationCIDR}`).sort();
+  expect(table).toEqual(['ours 10.244.1.0/24', 'theirs 10.244.2.0/24']);
+});
