@@ -167,7 +167,10 @@ export class ProxmoxProvider implements CloudProvider {
     });
     const snapshots = new SnapshotCache(api, { cacheMs: cluster.cacheMs, haGroups: cluster.zoneFrom === 'haGroup', now });
     snapshots.onPlacementChange((moved) => this.placementChanged(cluster.region, moved));
-    return { cluster, api, snapshots, details: new VmDetails(api, cluster.configCacheMs, now) };
+    const details = new VmDetails(api, cluster.configCacheMs, now);
+    // VM configs are cached by VMID: forget destroyed VMs, or clusters with short-lived VMs grow it forever.
+    snapshots.onSnapshot((snapshot) => details.retain(new Set(snapshot.byId.keys())));
+    return { cluster, api, snapshots, details };
   }
 
   /**

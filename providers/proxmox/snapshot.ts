@@ -93,6 +93,7 @@ export class SnapshotCache {
   private last?: { snapshot: VmSnapshot; at: number };
   private pending?: Promise<VmSnapshot>;
   private readonly listeners = new Set<PlacementListener>();
+  private readonly snapshotListeners = new Set<(snapshot: VmSnapshot) => void>();
 
   constructor(
     private readonly api: ProxmoxApi,
@@ -105,6 +106,12 @@ export class SnapshotCache {
     if (this.last && now - this.last.at < this.opts.cacheMs) return Promise.resolve(this.last.snapshot);
     this.pending ??= this.read().finally(() => (this.pending = undefined));
     return signal ? raceAbort(this.pending, signal) : this.pending;
+  }
+
+  /** Called with every VM list read from the API (e.g. to forget what is cached of VMs that are gone). */
+  onSnapshot(listener: (snapshot: VmSnapshot) => void): () => void {
+    this.snapshotListeners.add(listener);
+    return () => this.snapshotListeners.delete(listener);
   }
 
   onPlacementChange(listener: PlacementListener): () => void {
@@ -122,6 +129,7 @@ export class SnapshotCache {
     const previous = this.last?.snapshot;
     this.last = { snapshot, at: this.now() };
     if (previous) this.notifyMoves(previous, snapshot);
+    for (const listener of this.snapshotListeners) listener(snapshot);
     return snapshot;
   }
 

@@ -151,6 +151,23 @@ describe('instances against a Proxmox VE API', () => {
     expect(await byUuidOnly.instances.instanceExists(node('k8s-worker-1'))).toBe('unknown');
   });
 
+  test('a destroyed VM\'s cached config is forgotten at the next VM list, so a new VM reusing its VMID is read afresh', async () => {
+    responder = ProxmoxResponder.start({ tokens: { [TOKEN_ID]: TOKEN_SECRET }, vms: sampleVms() });
+    const clock = new Clock();
+    provider = providerFor(tokenConfig(responder.url, { top: ['matchBy: [systemUUID]'] }), clock);
+    const oldUuid = '3f2504e0-4f89-11d3-9a0c-0305e82c3301';
+    const newUuid = '0b1c2d3e-4f50-4617-8293-a4b5c6d7e8f9';
+    expect((await provider.instances.instanceMetadata(node('old', { systemUUID: oldUuid })))?.providerID).toBe('proxmox://fra1/101');
+    // VM 101 is destroyed: the next list (cache expired) no longer has it.
+    responder.removeVm(101);
+    clock.advance(10_000); // past the 5s VM-list cache, well within the 60s config cache
+    expect(await provider.instances.instanceExists(node('old', { systemUUID: oldUuid }))).toBe('not-found');
+    // Proxmox hands the free VMID out again, on the same host, well within the config cache time.
+    responder.setVm({ vmid: 101, name: 'k8s-worker-new', node: 'pve1', uuid: newUuid.toUpperCase(), ipconfig: ['ip=10.0.1.21/24'] });
+    clock.advance(10_000); // past the 5s VM-list cache, well within the 60s config cache
+    expect((await provider.instances.instanceMetadata(node('new', { systemUUID: newUuid })))?.providerID).toBe('proxmox://fra1/101');
+  });
+
   test('zones from HA groups; the host when a VM has none', async () => {
     responder = ProxmoxResponder.start({ tokens: { [TOKEN_ID]: TOKEN_SECRET }, vms: [{ vmid: 1, name: 'a', node: 'pve1', haGroup: 'rack-a', ipconfig: ['ip=10.0.0.1/24'] }, { vmid: 2, name: 'b', node: 'pve2', ipconfig: ['ip=10.0.0.2/24'] }] });
     provider = providerFor(tokenConfig(responder.url, { cluster: ['zoneFrom: haGroup'] }), new Clock());
