@@ -1,5 +1,5 @@
 import { KubeConfig } from '@kubernetes/client-node';
-import { isNotFound } from '../kube/errors.ts';
+import { errorMessage, isNotFound } from '../kube/errors.ts';
 import { BunKubeTransport, type KubeTransport, type TransportOptions } from '../kube/transport.ts';
 import { sleep } from '../kube/token-bucket.ts';
 import type { Logger } from '../log.ts';
@@ -9,10 +9,20 @@ import type { Logger } from '../log.ts';
  * talks to the API as its own service account in kube-system (node-controller,
  * service-controller, route-controller), whose permissions the API server bootstraps
  * (system:controller:*). The account is created if missing and its token comes from the
- * TokenRequest API, renewed at 80% of its lifetime.
+ * TokenRequest API, renewed at 80% of the lifetime the API server granted; a failed renewal is
+ * retried with backoff (5s doubling to 1 min) until it succeeds, never left to the next period
+ * (the token would expire first and every controller request be refused).
  */
 const NAMESPACE = 'kube-system';
 const TOKEN_SECONDS = 3600;
+const RENEW_AT = 0.8;
+export const DEFAULT_RENEW_RETRY = { initialMs: 5_000, maxMs: 60_000 };
+
+interface IssuedToken {
+  token: string;
+  /** When to ask for the next one: RENEW_AT of the granted lifetime. */
+  renewInMs: number;
+}
 
 interface TokenRequestStatus {
   status?: { token?: string; expirationTimestamp?: string };
@@ -27,6 +37,7 @@ export class ServiceAccountCredentials {
     private readonly options: TransportOptions,
     private readonly logger: Logger,
     private readonly signal: AbortSignal,
+    private readonly retry: { initialMs: number; maxMs: number } = DEFAULT_RENEW_RETRY,
   ) {}
 
   /** The transport acting as kube-system/NAME; one per name. */
@@ -41,7 +52,8 @@ export class ServiceAccountCredentials {
 
   private async create(name: string): Promise<KubeTransport> {
     await this.ensureServiceAccount(name);
-    const user = { name: `sa-${name}`, token: await this.requestToken(name) };
+    const issued = await this.requestToken(name);
+    const user = { name: `sa-${name}`, token: issued.token };
     const cluster = this.base.getCurrentCluster()!;
     const kc = new KubeConfig();
     kc.loadFromOptions({
@@ -50,21 +62,26 @@ export class ServiceAccountCredentials {
       contexts: [{ name: 'sa', cluster: cluster.name, user: user.name }],
       currentContext: 'sa',
     });
-    void this.renew(name, kc);
+    void this.renew(name, kc, issued.renewInMs);
     // Re-read the (renewed) token every 30s; a 401 re-reads at once.
     return new BunKubeTransport(kc, { ...this.options, credentialRefreshMs: 30_000 });
   }
 
-  private async renew(name: string, kc: KubeConfig): Promise<void> {
+  private async renew(name: string, kc: KubeConfig, firstInMs: number): Promise<void> {
+    let waitMs = firstInMs;
+    let failures = 0;
     while (!this.signal.aborted) {
-      await sleep(TOKEN_SECONDS * 0.8 * 1000, this.signal).catch(() => {});
+      await sleep(waitMs, this.signal).catch(() => {});
       if (this.signal.aborted) return;
       try {
-        const token = await this.requestToken(name);
+        const issued = await this.requestToken(name);
         // client-node's users are plain objects: the transport picks the new token up on its next refresh.
-        (kc.getCurrentUser() as { token?: string }).token = token;
+        (kc.getCurrentUser() as { token?: string }).token = issued.token;
+        waitMs = issued.renewInMs;
+        failures = 0;
       } catch (e) {
-        this.logger.error('renewing service account token failed', { serviceAccount: name, error: e });
+        waitMs = Math.min(this.retry.maxMs, this.retry.initialMs * 2 ** failures++);
+        this.logger.error('renewing service account token failed; retrying', { serviceAccount: name, retryInMs: waitMs, error: errorMessage(e) });
       }
     }
   }
@@ -82,7 +99,8 @@ export class ServiceAccountCredentials {
     }
   }
 
-  private async requestToken(name: string): Promise<string> {
+  private async requestToken(name: string): Promise<IssuedToken> {
+    const asked = Date.now();
     const res = await this.root.request<TokenRequestStatus>({
       method: 'POST',
       path: `/api/v1/namespaces/${NAMESPACE}/serviceaccounts/${name}/token`,
@@ -90,7 +108,10 @@ export class ServiceAccountCredentials {
     });
     const token = res.status?.token;
     if (!token) throw new Error(`TokenRequest for ${NAMESPACE}/${name} returned no token`);
-    return token;
+    // The server may grant another lifetime than asked (--service-account-max-token-expiration).
+    const expires = Date.parse(res.status?.expirationTimestamp ?? '');
+    const lifetimeMs = Number.isFinite(expires) && expires > asked ? expires - asked : TOKEN_SECONDS * 1000;
+    return { token, renewInMs: lifetimeMs * RENEW_AT };
   }
 }
 
