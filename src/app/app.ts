@@ -50,8 +50,8 @@ export async function runControllerManager(options: Options, providers: Provider
   // (ClientBuilder.ClientOrDie(name)). Measured: with one shared budget, 30 node workers queueing
   // writes at --kube-api-qps=5 made the lease renewal wait past its deadline and the leader exit
   // (test/integration/client-budgets.test.ts).
-  const clientFor = (component: string) =>
-    new BunKubeTransport(kubeConfig, { ...transportOptions, userAgent: `${transportOptions.userAgent}/${component}` });
+  const clientFor = (component: string, extra: Partial<TransportOptions> = {}) =>
+    new BunKubeTransport(kubeConfig, { ...transportOptions, ...extra, userAgent: `${transportOptions.userAgent}/${component}` });
 
   const checks = new HealthChecks();
   checks.add('ping', () => {});
@@ -141,7 +141,9 @@ export async function runControllerManager(options: Options, providers: Provider
   let exitCode = 0;
   if (options.leaderElect) {
     const elector = new LeaderElector({
-      transport: clientFor('leader-election'),
+      // As upstream's leader-election client (Timeout = renew deadline): a standby's acquire
+      // attempt never hangs on a stalled connection past one renew deadline.
+      transport: clientFor('leader-election', { requestTimeoutMs: options.leaderElectRenewDeadlineMs }),
       namespace: options.leaderElectResourceNamespace,
       name: options.leaderElectResourceName,
       identity: makeIdentity(),

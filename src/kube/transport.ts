@@ -49,7 +49,20 @@ export interface TransportOptions {
   observe?: RequestObserver;
   /** How often dynamic credentials (token files, exec plugins, rotated client certificates) are re-read. */
   credentialRefreshMs?: number;
+  /**
+   * Bound on one request (not a watch), body included; default 60 s. A connection that stalls
+   * (an API server behind a VIP dying without a reset) would otherwise hold a worker until the
+   * socket's idle timer, minutes later.
+   */
+  requestTimeoutMs?: number;
+  /** A watch that delivers nothing (not even a bookmark) for this long is ended and resumed; default 5 min. */
+  watchIdleTimeoutMs?: number;
 }
+
+const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
+// kube-apiserver 1.36 sent the first bookmark of a quiet watch after 120 s (measured on the test
+// control plane): the bound stays well above that, so a healthy idle watch is never cut.
+const DEFAULT_WATCH_IDLE_TIMEOUT_MS = 300_000;
 
 export interface KubeTransport {
   readonly server: string;
@@ -86,14 +99,42 @@ export class BunKubeTransport implements KubeTransport {
   }
 
   async request<T>(req: KubeRequest): Promise<T> {
-    const res = await this.send(req);
+    const bounded = this.withTimeout(req);
+    const res = await this.send(bounded);
     const text = await res.text();
     if (!res.ok) throw apiError(res.status, text, req);
     return (text ? JSON.parse(text) : undefined) as T;
   }
 
+  /** The request, aborted after requestTimeoutMs too (the caller's signal still counts). */
+  private withTimeout(req: KubeRequest): KubeRequest {
+    const ms = this.options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    if (!(ms > 0)) return req;
+    const timeout = AbortSignal.timeout(ms);
+    return { ...req, signal: req.signal ? AbortSignal.any([req.signal, timeout]) : timeout };
+  }
+
   async *watch<T>(path: string, query: Record<string, QueryValue>, signal: AbortSignal): AsyncGenerator<WatchEvent<T>> {
-    const req: KubeRequest = { method: 'GET', path, query: { ...query, watch: true }, signal };
+    // A watch lives long, so no overall timeout; instead it ends when nothing at all arrives for
+    // watchIdleTimeoutMs (the API server sends bookmarks every few minutes to watches that ask
+    // for them), and the reflector resumes it from its last resourceVersion.
+    const idle = new AbortController();
+    const idleMs = this.options.watchIdleTimeoutMs ?? DEFAULT_WATCH_IDLE_TIMEOUT_MS;
+    let idleTimer: ReturnType<typeof setTimeout> | undefined;
+    const touch = () => {
+      clearTimeout(idleTimer);
+      if (idleMs > 0) idleTimer = setTimeout(() => idle.abort(new Error(`watch ${path}: nothing received for ${idleMs} ms`)), idleMs);
+    };
+    const req: KubeRequest = { method: 'GET', path, query: { ...query, watch: true }, signal: AbortSignal.any([signal, idle.signal]) };
+    touch();
+    try {
+      yield* this.watchEvents<T>(req, touch, signal);
+    } finally {
+      clearTimeout(idleTimer);
+    }
+  }
+
+  private async *watchEvents<T>(req: KubeRequest, touch: () => void, signal: AbortSignal): AsyncGenerator<WatchEvent<T>> {
     const res = await this.send(req);
     if (!res.ok) throw apiError(res.status, await res.text(), req);
     if (!res.body) return;
@@ -101,6 +142,7 @@ export class BunKubeTransport implements KubeTransport {
     let buffered = '';
     try {
       for await (const chunk of res.body) {
+        touch();
         buffered += decoder.decode(chunk, { stream: true });
         let newline: number;
         while ((newline = buffered.indexOf('\n')) >= 0) {
@@ -111,6 +153,8 @@ export class BunKubeTransport implements KubeTransport {
       }
     } catch (e) {
       if (signal.aborted) return;
+      // Ended by the idle watchdog: an error, so the reflector resumes the watch (with backoff).
+      if (req.signal?.aborted) throw req.signal.reason instanceof Error ? req.signal.reason : e;
       throw e;
     }
   }
@@ -120,7 +164,7 @@ export class BunKubeTransport implements KubeTransport {
    * response as it came: for adapters (client-node's generated API classes) that decode it.
    */
   sendRaw(req: KubeRequest): Promise<Response> {
-    return this.send(req);
+    return this.send(this.withTimeout(req));
   }
 
   private async send(req: KubeRequest, authRetried = false, retryAfterCount = 0): Promise<Response> {
