@@ -158,6 +158,9 @@ export async function runControllerManager(options: Options, providers: Provider
         systemd.status('leading: running the controllers');
         const both = AbortSignal.any([leading, controllersStop.signal]);
         runningControllers = startControllers(both).catch((e) => {
+          // Stopped while starting (SIGTERM during the provider's start, or the lease lost):
+          // the stop itself decides the exit code.
+          if (both.aborted) return;
           logger.error('controllers failed', { error: errorMessage(e) });
           exitCode = 1;
           // An orderly stop (lease released, events flushed, provider closed), not the
@@ -187,6 +190,7 @@ export async function runControllerManager(options: Options, providers: Provider
     await elector.run(electionStop.signal);
   } else {
     runningControllers = startControllers(controllersStop.signal).catch((e) => {
+      if (controllersStop.signal.aborted) return; // stopped while starting: not a failure
       logger.error('controllers failed', { error: errorMessage(e) });
       exitCode = 1;
     });

@@ -22,6 +22,8 @@ export interface FakeConfig {
   ingressIP?: string;
   routes?: boolean;
   loadBalancer?: boolean;
+  /** The provider's initialize never finishes until the start is cancelled. */
+  initializeHangs?: boolean;
 }
 
 function metadataFor(cfg: FakeConfig, node: V1Node): InstanceMetadata | null {
@@ -60,6 +62,7 @@ function registerFake(registry: ProviderRegistry): void {
     const first = read();
     const cloud = new FakeCloud({ providerName: 'fake', routes: first.routes ?? true, loadBalancer: first.loadBalancer ?? true });
     applyConfig(cloud, first);
+    cloud.initializeHangs = first.initializeHangs ?? false;
     if (configPath) {
       let mtime = statSync(configPath).mtimeMs;
       const timer = setInterval(() => {

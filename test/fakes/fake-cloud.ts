@@ -221,9 +221,18 @@ export class FakeCloud implements CloudProvider {
 
   // --- provider lifecycle ---
 
+  /** initialize() does not return until its start is cancelled (a provider whose API is unreachable at start). */
+  initializeHangs = false;
+
   async initialize(ctx: ProviderContext): Promise<void> {
     await this.call('initialize');
     this.providerContext = ctx;
+    if (this.initializeHangs) {
+      await new Promise<void>((_, reject) => {
+        if (ctx.signal.aborted) reject(ctx.signal.reason);
+        ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason), { once: true });
+      });
+    }
   }
 
   async close(): Promise<void> {

@@ -87,3 +87,14 @@ test('a leader that loses its lease exits non-zero at once', async () => {
   expect(await a.exited()).not.toBe(0);
   expect(a.logs()).toContain('leader election lost');
 }, 60_000);
+
+test('SIGTERM while the provider is still starting is a clean stop: exit 0, lease released', async () => {
+  const dir = tempDir('edge-ccm-slow-start-');
+  writeFileSync(join(dir, 'fake.json'), JSON.stringify({ initializeHangs: true }));
+  const a = replica(dir, `slow-start-${process.pid}`, '60s');
+  await a.waitForLog('successfully acquired lease');
+  // The controllers wait for the provider's start, which waits for the cancel: stop now.
+  expect(await a.stop('SIGTERM'), a.logs()).toBe(0);
+  expect(a.logs()).toContain('released lease');
+  expect(a.logs()).not.toContain('controllers failed');
+}, 60_000);

@@ -38,7 +38,8 @@ test('the binary tells systemd it is ready, what it is doing, and that it is sto
   await eventually('READY=1', () => s.lines().includes('READY=1'), 30_000);
   expect(s.lines().slice(0, 2)).toEqual(['READY=1', 'STATUS=standby: waiting for the leader lease']);
   await eventually('the leading status', () => s.lines().includes('STATUS=leading: running the controllers'), 30_000);
-  expect(await ccm.stop('SIGTERM')).toBe(0);
+  const code = await ccm.stop('SIGTERM');
+  expect(code, ccm.logs()).toBe(0);
   const lines = s.lines();
   expect(lines).toContain('STOPPING=1');
   expect(lines.indexOf('STOPPING=1')).toBeGreaterThan(lines.indexOf('STATUS=leading: running the controllers'));
