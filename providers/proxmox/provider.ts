@@ -5,7 +5,7 @@ import type { Logger } from '../../src/log.ts';
 import { AddressAllocator } from '../static/allocator.ts';
 import { formatConfigErrors, processSecrets } from '../static/config-load.ts';
 import type { SecretSource } from '../static/config-resolve.ts';
-import { WatchedConfig, type ConfigReloadResult } from '../static/config-watch.ts';
+import { watchProviderConfig, type ConfigReloadResult, type ProviderFileOptions, type WatchedConfig } from '../static/config-watch.ts';
 import { DEFAULT_REBUILD_RETRY, StaticLoadBalancer, rebuildFromServices } from '../static/loadbalancer.ts';
 import { registerPoolMetrics, registerReloadMetrics } from '../static/metrics.ts';
 import { ProxmoxApi, type BackoffOptions } from './api.ts';
@@ -36,16 +36,9 @@ import { VmDetails } from './vm-details.ts';
 
 export const PROXMOX_PROVIDER_NAME = 'proxmox';
 
-export interface ProxmoxProviderOptions {
-  logger: Logger;
-  /** The file to watch; no watching without one. */
-  configPath?: string;
-  /** The file's text as read at start, so the first watch event does not reload it again. */
-  configText?: string;
+export interface ProxmoxProviderOptions extends ProviderFileOptions {
   /** Reads tokenSecretFile, passwordFile, caFile and the *Env variables, at start and on each reload. */
   secrets?: SecretSource;
-  /** Watcher timings (tests shorten them). */
-  watch?: { pollMs?: number; debounceMs?: number };
   /** API back-off bounds (tests shorten them); default from each cluster's maxBackoffSeconds. */
   backoff?: BackoffOptions;
   /** Backoff bounds when listing services for the load-balancer rebuild fails. */
@@ -91,16 +84,7 @@ export class ProxmoxProvider implements CloudProvider {
     };
     this.allocator = new AddressAllocator(initial.loadBalancer.pools);
     this.loadBalancer = new StaticLoadBalancer(this.allocator, () => this.generation.config.loadBalancer.classes, options.logger.with({ component: 'proxmox-lb' }));
-    this.file = new WatchedConfig({
-      owner: 'proxmox provider',
-      path: options.configPath,
-      initialText: options.configText,
-      load: (text) => loadProxmoxConfig(text, options.secrets ?? processSecrets),
-      apply: (config) => this.apply(config),
-      logger: options.logger,
-      pollMs: options.watch?.pollMs,
-      debounceMs: options.watch?.debounceMs,
-    });
+    this.file = watchProviderConfig('proxmox provider', options, (text) => loadProxmoxConfig(text, options.secrets ?? processSecrets), (config) => this.apply(config));
   }
 
   /** The configuration in force (the last good one). */

@@ -127,6 +127,31 @@ export interface WatchedConfigOptions<C> {
   debounceMs?: number;
 }
 
+/** How a provider is told about its file: the same options for every provider that watches one. */
+export interface ProviderFileOptions {
+  logger: Logger;
+  /** The file to watch; no watching without one. */
+  configPath?: string;
+  /** The file's text as read at start, so the first watch event does not reload it again. */
+  configText?: string;
+  /** Watcher timings (tests shorten them). */
+  watch?: { pollMs?: number; debounceMs?: number };
+}
+
+/** A provider's WatchedConfig from its options: `load` checks a text, `apply` puts it in force. */
+export function watchProviderConfig<C>(owner: string, options: ProviderFileOptions, load: (text: string) => ConfigReloadResult<C>, apply: (config: C) => void): WatchedConfig<C> {
+  return new WatchedConfig<C>({
+    owner,
+    path: options.configPath,
+    initialText: options.configText,
+    load,
+    apply,
+    logger: options.logger,
+    pollMs: options.watch?.pollMs,
+    debounceMs: options.watch?.debounceMs,
+  });
+}
+
 /**
  * A provider's reloadable configuration file, around ConfigFileWatcher: a good text is applied
  * and counted; a rejected one is logged with every problem as FILE:LINE: PATH: MESSAGE and

@@ -5,7 +5,7 @@ import { AddressAllocator } from './allocator.ts';
 import { formatConfigErrors, loadStaticConfig, processSecrets } from './config-load.ts';
 import type { StaticConfig } from './config-model.ts';
 import type { SecretSource } from './config-resolve.ts';
-import { WatchedConfig, type ConfigReloadResult } from './config-watch.ts';
+import { watchProviderConfig, type ConfigReloadResult, type ProviderFileOptions, type WatchedConfig } from './config-watch.ts';
 import { StaticInstances } from './instances.ts';
 import { Inventory } from './inventory.ts';
 import { DEFAULT_REBUILD_RETRY, StaticLoadBalancer, rebuildFromServices } from './loadbalancer.ts';
@@ -28,15 +28,8 @@ export type ReloadResult = ConfigReloadResult<StaticConfig>;
 
 export type ReloadListener = (result: ReloadResult) => void;
 
-export interface StaticProviderOptions {
-  logger: Logger;
-  /** The file to watch; no watching without one. */
-  configPath?: string;
-  /** The file's text as read at start, so the first watch event does not reload it again. */
-  configText?: string;
+export interface StaticProviderOptions extends ProviderFileOptions {
   secrets?: SecretSource;
-  /** Watcher timings (tests shorten them). */
-  watch?: { pollMs?: number; debounceMs?: number };
   /** Backoff bounds when listing services for the rebuild fails. */
   rebuildRetry?: { initialMs: number; maxMs: number };
 }
@@ -63,16 +56,7 @@ export class StaticProvider implements CloudProvider {
     this.redfish = new RedfishClientPool(options.logger.with({ component: 'redfish' }));
     this.instances = new StaticInstances(() => this.inventory, this.redfish);
     this.loadBalancer = new StaticLoadBalancer(this.allocator, () => this.config.loadBalancer.classes, options.logger.with({ component: 'static-lb' }));
-    this.file = new WatchedConfig({
-      owner: 'static provider',
-      path: options.configPath,
-      initialText: options.configText,
-      load: (text) => loadStaticConfig(text, options.secrets ?? processSecrets),
-      apply: (config) => this.apply(config),
-      logger: options.logger,
-      pollMs: options.watch?.pollMs,
-      debounceMs: options.watch?.debounceMs,
-    });
+    this.file = watchProviderConfig('static provider', options, (text) => loadStaticConfig(text, options.secrets ?? processSecrets), (config) => this.apply(config));
   }
 
   /** The configuration in force (the last good one). */

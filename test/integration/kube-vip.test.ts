@@ -56,8 +56,7 @@ afterEach(async () => {
 });
 
 afterAll(async () => {
-  await ccm?.stop('SIGKILL');
-  await cp?.stop();
+  await cp?.stop(); // edge-ccm is stopped after each test
 });
 
 /** Only the service controller, one worker (so syncs run in queue order), its debug lines logged. */

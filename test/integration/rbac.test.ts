@@ -47,8 +47,7 @@ afterEach(async () => {
 });
 
 afterAll(async () => {
-  await ccm?.stop('SIGKILL');
-  await cp?.stop();
+  await cp?.stop(); // edge-ccm is stopped after each test
 });
 
 /**
