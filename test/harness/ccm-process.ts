@@ -79,6 +79,14 @@ export class CcmProcess {
   exited(): Promise<number> {
     return this.done;
   }
+
+  /**
+   * Ends every edge-ccm this test file started that is still running (for afterEach/afterAll),
+   * so a test that fails midway never leaves a replica holding a lease for the next one.
+   */
+  static async stopAll(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    await Promise.all([...live].map((p) => p.stop(signal)));
+  }
 }
 
 const live = new Set<CcmProcess>();

@@ -18,14 +18,11 @@ import { UNINITIALIZED } from '../harness/nodes.ts';
  * exits) exactly when the cluster needs it most.
  */
 let cp: ControlPlane;
-let proc: CcmProcess | undefined;
 
 beforeAll(async () => {
   cp = await sharedControlPlane();
 }, 240_000);
-afterAll(async () => {
-  await proc?.stop('SIGKILL');
-});
+afterAll(() => CcmProcess.stopAll());
 
 test('a node-controller burst that saturates its budget does not starve the lease renewal', async () => {
   const dir = tempDir('edge-ccm-budgets-');
@@ -34,7 +31,7 @@ test('a node-controller burst that saturates its budget does not starve the leas
   // 40 nodes x 2 writes at 5 qps keep the node controller's budget busy for about 16 s, with up
   // to 30 writes waiting for a token (6 s of queue). A renewal queued behind them would miss the
   // 3 s renew deadline; with a budget of its own it needs at most 2 requests per 1 s period.
-  proc = CcmProcess.fake([
+  const proc = CcmProcess.fake([
     '--cloud-provider=fake', `--cloud-config=${join(dir, 'fake.json')}`, `--kubeconfig=${cp.adminKubeconfig}`,
     '--secure-port=0', '--controllers=cloud-node', `--leader-elect-resource-name=${lease}`,
     '--leader-elect-lease-duration=4s', '--leader-elect-renew-deadline=3s', '--leader-elect-retry-period=1s',
@@ -47,7 +44,7 @@ test('a node-controller burst that saturates its budget does not starve the leas
   try {
     await Promise.all(names.map((name) => nodes.create({ metadata: { name }, spec: { taints: [UNINITIALIZED] } })));
     await eventually('all 40 nodes initialised', async () => {
-      if (proc!.proc.exitCode !== null) throw new Error(`edge-ccm exited (${proc!.proc.exitCode}):\n${proc!.logs().slice(-3000)}`);
+      if (proc.proc.exitCode !== null) throw new Error(`edge-ccm exited (${proc.proc.exitCode}):\n${proc.logs().slice(-3000)}`);
       const list = await nodes.list();
       const ours = list.items.filter((n) => names.includes(n.metadata?.name ?? ''));
       return ours.length === names.length && ours.every((n) => n.spec?.providerID && !n.spec.taints?.some((t) => t.key === UNINITIALIZED.key));

@@ -49,15 +49,8 @@ beforeAll(async () => {
   writeFileSync(join(dir, 'fake.json'), JSON.stringify({ ingressIP: INGRESS_IP }));
 }, 240_000);
 
-// A test that fails midway must not leave its edge-ccm running into the next test.
-afterEach(async () => {
-  await ccm?.stop('SIGKILL');
-  ccm = undefined;
-});
-
-afterAll(async () => {
-  await cp?.stop(); // edge-ccm is stopped after each test
-});
+afterEach(() => CcmProcess.stopAll());
+afterAll(() => cp?.stop());
 
 /** Only the service controller, one worker (so syncs run in queue order), its debug lines logged. */
 async function startCcm(extraFlags: string[]): Promise<CcmProcess> {

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, expect, test } from 'bun:test';
+import { afterEach, beforeAll, expect, test } from 'bun:test';
 import { join } from 'node:path';
 import { writeFileSync } from 'node:fs';
 import type { V1Node } from '@kubernetes/client-node';
@@ -12,23 +12,18 @@ import { takeOverLease } from '../harness/leases.ts';
 /** Two replicas on one Lease: only the leader acts; SIGKILL of the leader hands over. */
 const LEASE = `handover-${process.pid}`;
 let cp: ControlPlane;
-const procs: CcmProcess[] = [];
 
 beforeAll(async () => {
   cp = await sharedControlPlane();
 }, 240_000);
-afterAll(async () => {
-  await Promise.all(procs.map((p) => p.stop('SIGKILL')));
-});
+afterEach(() => CcmProcess.stopAll());
 
 function replica(dir: string, lease = LEASE, leaseDuration = '3s'): CcmProcess {
-  const p = CcmProcess.fake([
+  return CcmProcess.fake([
     '--cloud-provider=fake', `--cloud-config=${join(dir, 'fake.json')}`, `--kubeconfig=${cp.adminKubeconfig}`,
     '--secure-port=0', '--controllers=cloud-node', `--leader-elect-resource-name=${lease}`,
     `--leader-elect-lease-duration=${leaseDuration}`, '--leader-elect-renew-deadline=2s', '--leader-elect-retry-period=500ms',
   ]);
-  procs.push(p);
-  return p;
 }
 
 test('only the leader initialises nodes, and a standby takes over after SIGKILL', async () => {

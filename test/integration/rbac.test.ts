@@ -40,15 +40,8 @@ beforeAll(async () => {
   await applyManifests(admin, readFileSync(join(DEPLOY, 'rbac.yaml'), 'utf8'));
 }, 240_000);
 
-// A scenario that fails midway must not leave its replica holding the lease for the next one.
-afterEach(async () => {
-  await ccm?.stop('SIGKILL');
-  ccm = undefined;
-});
-
-afterAll(async () => {
-  await cp?.stop(); // edge-ccm is stopped after each test
-});
+afterEach(() => CcmProcess.stopAll());
+afterAll(() => cp?.stop());
 
 /**
  * Runs edge-ccm as kube-system/cloud-controller-manager through node initialisation, routes, a

@@ -12,15 +12,13 @@ import { NotifySocket } from '../harness/notify-socket.ts';
  * in NOTIFY_SOCKET (played here by the test).
  */
 let cp: ControlPlane;
-let ccm: CcmProcess | undefined;
 let socket: NotifySocket | undefined;
 
 beforeAll(async () => {
   cp = await sharedControlPlane();
 }, 240_000);
 afterEach(async () => {
-  await ccm?.stop('SIGKILL');
-  ccm = undefined;
+  await CcmProcess.stopAll();
   socket?.close();
   socket = undefined;
 });
@@ -30,7 +28,7 @@ test('the binary tells systemd it is ready, what it is doing, and that it is sto
   socket = new NotifySocket(dir);
   const inventory = join(dir, 'inventory.yaml');
   writeFileSync(inventory, 'inventory:\n  machines: []\n');
-  ccm = CcmProcess.binary([
+  const ccm = CcmProcess.binary([
     '--cloud-provider=static', `--cloud-config=${inventory}`, `--kubeconfig=${cp.adminKubeconfig}`,
     '--secure-port=0', `--leader-elect-resource-name=notify-${process.pid}`, '--leader-elect-retry-period=500ms',
   ], { NOTIFY_SOCKET: socket.path });
