@@ -169,18 +169,17 @@ export class ServiceController implements Controller {
    * Returns the unsubscribe function.
    */
   watchOwnedClasses(): () => void {
-    let known = [...this.ownedClasses()].sort().join('\n');
+    let before = new Set(this.ownedClasses());
     return this.ctx.cloud.onChange?.(() => {
-      const now = [...this.ownedClasses()].sort().join('\n');
-      if (now === known) return;
-      const before = new Set(known ? known.split('\n') : []);
-      const after = new Set(now ? now.split('\n') : []);
-      known = now;
-      const changed = (cls: string) => before.has(cls) !== after.has(cls);
+      const after = new Set(this.ownedClasses());
+      // Added or removed: owned on one side only.
+      const changed = new Set([...before, ...after].filter((cls) => before.has(cls) !== after.has(cls)));
+      before = after;
+      if (!changed.size) return;
       let count = 0;
       for (const service of this.ctx.serviceInformer.store.list()) {
         const cls = service.spec?.loadBalancerClass;
-        if (cls && changed(cls)) {
+        if (cls && changed.has(cls)) {
           this.serviceQueue.add(objectKey(service));
           count++;
         }
