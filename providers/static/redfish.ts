@@ -8,6 +8,9 @@ import type { RedfishTarget } from './config-model.ts';
  * Sessions collection, then X-Auth-Token), TLS verified against a given CA, a timeout per
  * answer and a short cache. It never throws: a BMC that does not answer in time, refuses the
  * credentials or sends nonsense gives `undefined`, which callers treat as "unknown".
+ * Links the BMC hands out (Links.Sessions, Members[].@odata.id, a session's Location) are followed
+ * only on the endpoint's own origin: requests carry the credentials, and a spoofed service root
+ * must not be able to send them elsewhere.
  */
 
 /** DMTF Resource.PowerState values. */
@@ -124,7 +127,10 @@ export class RedfishClient {
     await res.arrayBuffer();
     const token = res.headers.get('x-auth-token');
     if (!res.ok || !token) throw new Error(`redfish session: ${res.ok ? 'no X-Auth-Token in the answer' : `HTTP ${res.status}`}`);
-    this.session = { token, location: res.headers.get('location') ?? undefined };
+    const location = res.headers.get('location') ?? undefined;
+    // Checked now, so close() never sends the token to another origin.
+    if (location !== undefined) sameOriginURL(this.connection.endpoint, location);
+    this.session = { token, location };
     return token;
   }
 
@@ -155,9 +161,7 @@ export class RedfishClient {
     if (token) headers['x-auth-token'] = token;
     else if (c.auth === 'basic') headers.authorization = `Basic ${Buffer.from(`${c.username}:${c.password}`).toString('base64')}`;
     if (body !== undefined) headers['content-type'] = 'application/json';
-    // A Location header may be absolute; Redfish paths are relative to the endpoint.
-    const url = /^https?:\/\//.test(path) ? path : c.endpoint + path;
-    return fetch(url, {
+    return fetch(sameOriginURL(c.endpoint, path), {
       method,
       headers,
       body: body === undefined ? undefined : JSON.stringify(body),
@@ -166,6 +170,22 @@ export class RedfishClient {
       tls: { ca: c.ca, rejectUnauthorized: !c.insecureSkipVerify },
     });
   }
+}
+
+/**
+ * The URL of a Redfish path or link on the endpoint's origin: a path from the root is relative to
+ * the endpoint (which may carry a prefix), anything else is resolved against it and must stay on
+ * its origin (scheme, host and port); a link elsewhere throws an error naming its host.
+ */
+export function sameOriginURL(endpoint: string, link: string): string {
+  const base = new URL(endpoint);
+  const isRootPath = link.startsWith('/') && !link.startsWith('//') && !link.startsWith('/\\');
+  const url = URL.parse(isRootPath ? endpoint + link : link, `${endpoint}/`);
+  if (!url) throw new Error(`redfish: the BMC sent a link that is not a URL: ${JSON.stringify(link.slice(0, 200))}`);
+  if (url.origin !== base.origin) {
+    throw new Error(`redfish: not following a link to ${url.host} (${url.protocol.slice(0, -1)}): only ${base.host}, the configured endpoint's origin, gets the credentials`);
+  }
+  return url.href;
 }
 
 /**

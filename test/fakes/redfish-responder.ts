@@ -30,6 +30,12 @@ export class RedfishResponder {
   delayMs = 0;
   /** When set, every request except the service root gets this status with a Redfish error body. */
   failStatus?: number;
+  /**
+   * Links a spoofed (or merely odd) BMC hands out instead of its own paths: the service root's
+   * Links.Sessions, the Systems collection's members, a new session's Location. Any string,
+   * e.g. an absolute URL of another server that records what reaches it.
+   */
+  spoof: { sessionsLink?: string; systemMembers?: string[]; sessionLocation?: string } = {};
   private readonly systems: Map<string, string>;
   private readonly sessions = new Map<string, string>(); // token -> session id
   private nextSession = 1;
@@ -93,7 +99,7 @@ export class RedfishResponder {
       this.pending.add(t);
     });
     // The service root answers without authentication (Redfish spec, "Authentication requirements").
-    if (req.method === 'GET' && path === '/redfish/v1') return json(serviceRoot());
+    if (req.method === 'GET' && path === '/redfish/v1') return json(serviceRoot(this.spoof.sessionsLink));
     if (this.failStatus) return redfishError(this.failStatus, 'Base.1.0.GeneralError', 'A general error has occurred.');
     if (req.method === 'POST' && path === '/redfish/v1/SessionService/Sessions') return this.createSession(req);
     if (auth === 'none' || auth === 'bad') return redfishError(401, 'Base.1.0.NoValidSession', 'There is no valid session established with the implementation.');
@@ -103,7 +109,7 @@ export class RedfishResponder {
       return new Response(null, { status: 204 });
     }
     if (req.method !== 'GET') return redfishError(405, 'Base.1.0.OperationNotAllowed', 'The HTTP method is not allowed.');
-    if (path === '/redfish/v1/Systems') return json(systemCollection([...this.systems.keys()]));
+    if (path === '/redfish/v1/Systems') return json(systemCollection(this.spoof.systemMembers ?? [...this.systems.keys()].map(systemPath)));
     const m = /^\/redfish\/v1\/Systems\/([^/]+)$/.exec(path);
     if (m) {
       const id = decodeURIComponent(m[1]!);
@@ -133,16 +139,17 @@ export class RedfishResponder {
     const id = String(this.nextSession++);
     const token = crypto.randomUUID();
     this.sessions.set(token, id);
-    const location = `/redfish/v1/SessionService/Sessions/${id}`;
+    const own = `/redfish/v1/SessionService/Sessions/${id}`;
+    const location = this.spoof.sessionLocation ?? own;
     return json(
-      { '@odata.id': location, '@odata.type': '#Session.v1_7_0.Session', Id: id, Name: 'User Session', UserName: body.UserName },
+      { '@odata.id': own, '@odata.type': '#Session.v1_7_0.Session', Id: id, Name: 'User Session', UserName: body.UserName },
       201,
       { 'x-auth-token': token, location },
     );
   }
 }
 
-function serviceRoot(): unknown {
+function serviceRoot(sessionsLink = '/redfish/v1/SessionService/Sessions'): unknown {
   return {
     '@odata.id': '/redfish/v1/',
     '@odata.type': '#ServiceRoot.v1_15_0.ServiceRoot',
@@ -151,23 +158,25 @@ function serviceRoot(): unknown {
     RedfishVersion: '1.17.0',
     Systems: { '@odata.id': '/redfish/v1/Systems' },
     SessionService: { '@odata.id': '/redfish/v1/SessionService' },
-    Links: { Sessions: { '@odata.id': '/redfish/v1/SessionService/Sessions' } },
+    Links: { Sessions: { '@odata.id': sessionsLink } },
   };
 }
 
-function systemCollection(ids: string[]): unknown {
+const systemPath = (id: string) => `/redfish/v1/Systems/${encodeURIComponent(id)}`;
+
+function systemCollection(members: string[]): unknown {
   return {
     '@odata.id': '/redfish/v1/Systems',
     '@odata.type': '#ComputerSystemCollection.ComputerSystemCollection',
     Name: 'Computer System Collection',
-    'Members@odata.count': ids.length,
-    Members: ids.map((id) => ({ '@odata.id': `/redfish/v1/Systems/${encodeURIComponent(id)}` })),
+    'Members@odata.count': members.length,
+    Members: members.map((member) => ({ '@odata.id': member })),
   };
 }
 
 function computerSystem(id: string, powerState: string): unknown {
   return {
-    '@odata.id': `/redfish/v1/Systems/${encodeURIComponent(id)}`,
+    '@odata.id': systemPath(id),
     '@odata.type': '#ComputerSystem.v1_20_0.ComputerSystem',
     Id: id,
     Name: `System ${id}`,

@@ -7,6 +7,7 @@ import { loadStaticConfig } from '../../providers/static/config-load.ts';
 import { StaticInstances } from '../../providers/static/instances.ts';
 import { Inventory } from '../../providers/static/inventory.ts';
 import { RedfishClient, RedfishClientPool, isShutdown, type RedfishConnection } from '../../providers/static/redfish.ts';
+import { createLogger, type Logger } from '../../src/log.ts';
 import { RedfishResponder } from '../fakes/redfish-responder.ts';
 import { createCertificateAuthority, issueCertificate, type CertificateAuthority } from '../harness/certs.ts';
 
@@ -19,7 +20,7 @@ function responder(opts: Parameters<typeof RedfishResponder.start>[0] = {}): Red
   return r;
 }
 
-function client(endpoint: string, o: Partial<RedfishConnection> = {}): RedfishClient {
+function client(endpoint: string, o: Partial<RedfishConnection> = {}, logger?: Logger): RedfishClient {
   const c = new RedfishClient({
     endpoint,
     auth: 'basic',
@@ -29,7 +30,7 @@ function client(endpoint: string, o: Partial<RedfishConnection> = {}): RedfishCl
     timeoutMs: 5000,
     cacheMs: 0,
     ...o,
-  });
+  }, logger);
   clients.push(c);
   return c;
 }
@@ -121,6 +122,59 @@ describe('redfish client', () => {
   test('power states map to shutdown', () => {
     expect([isShutdown('Off'), isShutdown('PoweringOff'), isShutdown('On'), isShutdown('PoweringOn'), isShutdown('Paused'), isShutdown(undefined)])
       .toEqual([true, true, false, false, false, undefined]);
+  });
+});
+
+describe('redfish follows only its own origin', () => {
+  /** A BMC whose links point at `elsewhere`, a second responder that records what reaches it. */
+  function spoofed(auth: 'basic' | 'session', spoof: (elsewhere: string) => RedfishResponder['spoof']) {
+    const elsewhere = responder();
+    const bmc = responder();
+    bmc.spoof = spoof(elsewhere.url);
+    const lines: string[] = [];
+    const c = client(bmc.url, { auth }, createLogger({ write: (l) => lines.push(l) }));
+    return { elsewhere, bmc, c, lines, host: new URL(elsewhere.url).host };
+  }
+
+  test('Links.Sessions on another origin: no session posted there, unknown, the log names its host', async () => {
+    const { elsewhere, c, lines, host } = spoofed('session', (url) => ({ sessionsLink: `${url}/redfish/v1/SessionService/Sessions` }));
+    expect(await c.powerState('1')).toBeUndefined();
+    expect(elsewhere.requests).toEqual([]);
+    expect(lines.join('\n')).toContain(host);
+  });
+
+  test('a Systems member on another origin: not read with the basic credentials, unknown, the log names its host', async () => {
+    const { elsewhere, c, lines, host } = spoofed('basic', (url) => ({ systemMembers: [`${url}/redfish/v1/Systems/1`] }));
+    expect(await c.powerState()).toBeUndefined();
+    expect(elsewhere.requests).toEqual([]);
+    expect(lines.join('\n')).toContain(host);
+    // Protocol-relative is another origin too.
+    const relative = spoofed('basic', (url) => ({ systemMembers: [`//${new URL(url).host}/redfish/v1/Systems/1`] }));
+    expect(await relative.c.powerState()).toBeUndefined();
+    expect(relative.elsewhere.requests).toEqual([]);
+    expect(relative.lines.join('\n')).toContain(relative.host);
+  });
+
+  test('a session Location on another origin: the token is never sent there, unknown, the log names its host', async () => {
+    const { elsewhere, c, lines, host } = spoofed('session', (url) => ({ sessionLocation: `${url}/redfish/v1/SessionService/Sessions/1` }));
+    expect(await c.powerState('1')).toBeUndefined();
+    await c.close();
+    expect(elsewhere.requests).toEqual([]);
+    expect(lines.join('\n')).toContain(host);
+  });
+
+  test('absolute links to the BMC itself are followed', async () => {
+    const bmc = responder({ systems: { '1': 'Off' } });
+    bmc.spoof = {
+      sessionsLink: `${bmc.url}/redfish/v1/SessionService/Sessions`,
+      systemMembers: [`${bmc.url}/redfish/v1/Systems/1`],
+      sessionLocation: `${bmc.url}/redfish/v1/SessionService/Sessions/1`,
+    };
+    const c = client(bmc.url, { auth: 'session' });
+    expect(await c.powerState()).toBe('Off');
+    expect(bmc.sessionCount).toBe(1);
+    await c.close();
+    expect(bmc.sessionCount).toBe(0);
   });
 });
 
