@@ -4,7 +4,8 @@
  *   host (default): dist/edge-ccm and dist/edge-ccm-linux-amd64 (same file)
  *   all:            also dist/edge-ccm-linux-arm64, cross-compiled offline from the aarch64
  *                   runtime of the same Bun version (npm package @oven/bun-linux-aarch64,
- *                   fetched once into the cache by scripts/fetch-bun-runtime.sh).
+ *                   fetched once into the cache by scripts/fetch-bun-runtime.sh, which checks it
+ *                   against the sha512 pinned in scripts/lib.sh).
  */
 import { $ } from 'bun';
 import { copyFileSync, existsSync, mkdirSync, renameSync, statSync } from 'node:fs';

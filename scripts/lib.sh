@@ -5,14 +5,88 @@ EDGE_CCM_CACHE="${EDGE_CCM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/edge-ccm}"
 BUN_HOME="$EDGE_CCM_CACHE/bun-$BUN_VERSION"
 BUN="$BUN_HOME/node_modules/.bin/bun"
 
-# Installs the pinned Bun from the npm registry (its platform package carries the binary), once.
+# The sha512 of each Bun runtime tarball (npm package @oven/bun-PLATFORM@BUN_VERSION) the
+# project uses, as the npm registry publishes it (`npm view @oven/bun-linux-x64@1.4.5
+# dist.integrity`), recorded once: a tarball that does not match is refused before it is
+# unpacked. Change together with BUN_VERSION.
+bun_integrity() {
+  case "$1" in
+    linux-x64) echo 'sha512-IWX9BELoGHAUtMonkeSaNaZwXzRk+oDw6Mk+HBFXd3KHYIBNBsIGRupMZPcgNoDbJpLu6gAJjIoIVPZtt1aJ1g==' ;;
+    linux-aarch64) echo 'sha512-4BXmsSKnjOrlGWqZV4x/oWa7AVoR+B6lCXddMzOAXBIm3t50eslg9wb66gmtW1AamEQ1l1CDvmmruysEhqOWMg==' ;;
+    *) echo "no pinned integrity for the Bun runtime of platform '$1' (scripts/lib.sh bun_integrity)" >&2; return 1 ;;
+  esac
+}
+
+# This machine's Bun platform name (the @oven/bun-PLATFORM package).
+bun_host_platform() {
+  case "$(uname -s)-$(uname -m)" in
+    Linux-x86_64) echo linux-x64 ;;
+    Linux-aarch64 | Linux-arm64) echo linux-aarch64 ;;
+    *) echo "no pinned Bun runtime for $(uname -s) $(uname -m)" >&2; return 1 ;;
+  esac
+}
+
+# Fails, naming the package, unless FILE's sha512 is the pinned INTEGRITY (sha512-BASE64).
+verify_integrity() {
+  local file="$1" integrity="$2" name="$3" expected actual
+  expected=$(printf '%s' "${integrity#sha512-}" | base64 -d 2>/dev/null | od -An -v -tx1 | tr -d ' \n')
+  actual=$(sha512sum "$file" | cut -d' ' -f1)
+  if [ "${integrity%%-*}" = sha512 ] && [ ${#expected} -eq 128 ] && [ "$actual" = "$expected" ]; then return 0; fi
+  echo "[install] INTEGRITY MISMATCH: $name: the downloaded tarball is not the one pinned in scripts/lib.sh; refusing it" >&2
+  echo "[install]   pinned: $integrity" >&2
+  echo "[install]   got:    sha512-$(printf "$(printf '%s' "$actual" | sed 's/../\\x&/g')" | base64 -w0)" >&2
+  return 1
+}
+
+# Downloads an npm package's tarball (`npm pack`: nothing in it runs), checks it against
+# INTEGRITY and unpacks it to DEST (DEST/package/...), recording the integrity in DEST/.integrity.
+# DEST appears whole or not at all.
+fetch_verified_package() {
+  local spec="$1" integrity="$2" dest="$3" tmp tgz
+  tmp=$(mktemp -d)
+  if ! (cd "$tmp" && npm pack --silent "$spec" >/dev/null 2>"$tmp/npm.log"); then
+    cat "$tmp/npm.log" >&2; rm -rf "$tmp"
+    echo "[install] npm pack $spec failed" >&2; return 1
+  fi
+  tgz=$(ls "$tmp"/*.tgz)
+  if ! verify_integrity "$tgz" "$integrity" "$spec"; then rm -rf "$tmp"; return 1; fi
+  mkdir -p "$tmp/unpacked"
+  tar -xzf "$tgz" -C "$tmp/unpacked"
+  echo "$integrity" >"$tmp/unpacked/.integrity"
+  mkdir -p "$(dirname "$dest")"
+  # An older copy is moved aside, not deleted in place: a process may still be reading it.
+  [ ! -e "$dest" ] || mv "$dest" "$tmp/previous"
+  mv "$tmp/unpacked" "$dest"
+  rm -rf "$tmp"
+}
+
+# True when DIR holds a package unpacked by fetch_verified_package from a tarball of INTEGRITY.
+verified_package_present() {
+  [ -f "$1/.integrity" ] && [ "$(cat "$1/.integrity")" = "$2" ]
+}
+
+# Installs the pinned Bun, once: its platform package's tarball from the npm registry, verified
+# against bun_integrity. Not `npm install bun`, whose postinstall script would run unverified code.
+# $BUN stays a symlink, swapped in one step, so a Bun already running from the cache is not disturbed.
 ensure_bun() {
-  if [ -x "$BUN" ] && [ "$("$BUN" --version 2>/dev/null)" = "$BUN_VERSION" ]; then return 0; fi
+  local platform integrity dir
+  platform=$(bun_host_platform) && integrity=$(bun_integrity "$platform") || return 1
+  dir="$BUN_HOME/verified/bun-$platform"
+  if verified_package_present "$dir" "$integrity" && [ "$(readlink "$BUN")" = "../../verified/bun-$platform/package/bin/bun" ] &&
+    [ "$("$BUN" --version 2>/dev/null)" = "$BUN_VERSION" ]; then return 0; fi
   command -v npm >/dev/null || { echo "npm is required to install Bun $BUN_VERSION (apt-get install npm)" >&2; return 1; }
   echo "[install] Bun $BUN_VERSION into $BUN_HOME" >&2
-  mkdir -p "$BUN_HOME"
-  npm install --prefix "$BUN_HOME" --no-audit --no-fund --loglevel=error "bun@$BUN_VERSION" >&2
-  "$BUN" --version >/dev/null
+  if ! verified_package_present "$dir" "$integrity"; then
+    fetch_verified_package "@oven/bun-$platform@$BUN_VERSION" "$integrity" "$dir" || return 1
+  fi
+  chmod +x "$dir/package/bin/bun"
+  mkdir -p "$BUN_HOME/node_modules/.bin"
+  local name
+  for name in bun bunx; do
+    ln -sfn "../../verified/bun-$platform/package/bin/bun" "$BUN_HOME/node_modules/.bin/$name.new"
+    mv -Tf "$BUN_HOME/node_modules/.bin/$name.new" "$BUN_HOME/node_modules/.bin/$name"
+  done
+  [ "$("$BUN" --version)" = "$BUN_VERSION" ] || { echo "[install] $BUN does not report version $BUN_VERSION" >&2; return 1; }
 }
 
 # Installs the project's packages from bun.lock, only when they are missing or stale.
