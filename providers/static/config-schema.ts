@@ -106,6 +106,7 @@ const PoolSchema = v.strictObject({
   serviceSelector: v.optional(labelSelector),
   priority: v.optional(v.pipe(v.number(), v.integer('must be an integer'))),
   autoAssign: v.optional(v.boolean()),
+  shareAcrossNamespaces: v.optional(v.boolean()),
 });
 export type RawPool = v.InferOutput<typeof PoolSchema>;
 

@@ -281,6 +281,16 @@ test('the image holds the binary and exactly the libraries it is linked against,
   expect(image.user).toBe('65532:65532');
 });
 
+test('every image the Dockerfile pulls is pinned by digest (a re-tagged base cannot change the libraries)', () => {
+  const froms = dockerfileText.split('\n').map((l) => /^FROM\s+(\S+)(?:\s+AS\s+(\S+))?/i.exec(l.trim())).filter((m) => m !== null);
+  const stageNames = new Set(froms.map((m) => m[2]).filter(Boolean));
+  const pulled = froms.map((m) => m[1] as string).filter((ref) => ref !== 'scratch' && !stageNames.has(ref) && !ref.startsWith('runtime-$'));
+  expect(pulled.length).toBeGreaterThan(0);
+  for (const ref of pulled) expect(ref).toMatch(/^[\w./:-]+@sha256:[0-9a-f]{64}$/);
+  // The libraries' release is the one the binary is tested on (glibc 2.36).
+  expect(pulled).toContainEqual(expect.stringMatching(/^debian:bookworm-slim@/));
+});
+
 /** readelf's view of a binary: its ELF machine, program interpreter and needed libraries. */
 function elfLinkage(path: string): { machine: string; interpreter: string; needed: string[] } {
   const out = (args: string[]) => {
