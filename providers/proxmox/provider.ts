@@ -101,6 +101,7 @@ export class ProxmoxProvider implements CloudProvider {
     }
     await this.file.start();
     if (this.relabelNodes) this.poller ??= this.pollPlacements(AbortSignal.any([ctx.signal, this.stop.signal]));
+    this.loadBalancer.reportEventsTo(ctx.recorder);
     await rebuildFromServices(this.loadBalancer, ctx, this.options.rebuildRetry ?? DEFAULT_REBUILD_RETRY, this.logger);
   }
 

@@ -14,6 +14,7 @@ import { AllocationError, familyName, type AddressRequest, type SharingTerms } f
 
 export interface Assignment {
   key: string;
+  namespace: string;
   /** In the service's family order. */
   addresses: IP[];
   sharingKey?: string;
@@ -26,6 +27,25 @@ export interface PoolUsage {
   total: bigint;
   /** Distinct addresses of the pool held by at least one service. */
   used: number;
+}
+
+/** An address the service's sharing key holds that it could not join, for an AddressNotShared event. */
+export interface NotShared {
+  address: IP;
+  /** namespace/name of the service it clashes with. */
+  holder: string;
+  /** Why, e.g. "both use port TCP/80". */
+  reason: string;
+  /** The address the service got instead. */
+  instead: IP;
+}
+
+/** Why a service cannot hold an address next to one of its holders. */
+interface Conflict {
+  holder: string;
+  reason: string;
+  /** The whole sentence, for an AllocationError. */
+  message: string;
 }
 
 const ipKey = (ip: IP) => `${ip.family}/${ip.value}`;
@@ -58,12 +78,13 @@ export class AddressAllocator {
    * The service's addresses: its current ones while still valid, else the requested ones, else
    * new ones. Throws AllocationError (and changes nothing) when the request cannot be met.
    */
-  assign(req: AddressRequest): Assignment {
+  assign(req: AddressRequest): Assignment & { notShared: NotShared[] } {
     const current = this.assignments.get(req.key);
-    const addresses = req.requested ? this.checkRequested(req) : this.pickAddresses(req, current);
-    const next: Assignment = { key: req.key, addresses, sharingKey: req.sharingKey, ports: req.ports, trafficScope: req.trafficScope };
+    const notShared: NotShared[] = [];
+    const addresses = req.requested ? this.checkRequested(req) : this.pickAddresses(req, current, notShared);
+    const next: Assignment = { key: req.key, namespace: req.namespace, addresses, sharingKey: req.sharingKey, ports: req.ports, trafficScope: req.trafficScope };
     this.store(next);
-    return next;
+    return { ...next, notShared };
   }
 
   /**
@@ -76,7 +97,7 @@ export class AddressAllocator {
     const kept: IP[] = [];
     for (const ip of addresses) {
       // One address per family, as assign would give.
-      if (this.conflict(req, ip) === undefined && !kept.some((k) => k.family === ip.family)) kept.push(ip);
+      if (!this.conflict(req, ip) && !kept.some((k) => k.family === ip.family)) kept.push(ip);
       else refused.push(ip);
     }
     if (kept.length) this.store({ ...req, addresses: kept });
@@ -128,39 +149,52 @@ export class AddressAllocator {
         throw new AllocationError(`requested address ${formatIP(ip)} is not in any pool this service may use (${names ? `allowed: ${names}` : 'none is allowed'})`);
       }
       const conflict = this.conflict(req, ip);
-      if (conflict) throw new AllocationError(conflict);
+      if (conflict) throw new AllocationError(conflict.message);
     }
     return req.requested!;
   }
 
   // ---- automatic addresses ----
 
-  private pickAddresses(req: AddressRequest, current: Assignment | undefined): IP[] {
+  /** Records in `notShared` why a fresh address was taken where the sharing key holds one. */
+  private pickAddresses(req: AddressRequest, current: Assignment | undefined, notShared: NotShared[]): IP[] {
     const allowed = this.allowedPools(req, true);
     const out: IP[] = [];
     req.families.forEach((family, i) => {
       const pools = allowed.filter((p) => p.ranges.some((r) => r.family === family));
       const keep = current?.addresses.find((ip) => ip.family === family && pools.some((p) => rangesContain(p.ranges, ip)) && !this.conflict(req, ip));
-      const ip = keep ?? this.sharedAddress(req, family, pools) ?? this.freeAddress(family, pools);
-      if (ip) out.push(ip);
-      else if (i < req.requiredFamilies) throw new AllocationError(this.noAddressMessage(req, family, pools));
+      if (keep) return void out.push(keep);
+      const shared = this.sharedAddress(req, family, pools);
+      const ip = shared.address ?? this.freeAddress(family, pools);
+      if (ip) {
+        out.push(ip);
+        if (!shared.address && shared.refused) notShared.push({ ...shared.refused, instead: ip });
+      } else if (i < req.requiredFamilies) throw new AllocationError(this.noAddressMessage(req, family, pools));
     });
     return out;
   }
 
-  /** An address the service's sharing key already holds that it can join (ports apart). */
-  private sharedAddress(req: AddressRequest, family: IPFamily, pools: PoolConfig[]): IP | undefined {
-    if (!req.sharingKey) return undefined;
-    const candidates: { ip: IP; pool: number }[] = [];
+  /**
+   * The first address (pool order, then lowest) the service's sharing key already holds in its
+   * namespace (or in a pool shared across namespaces) that it can join; else the first it could
+   * not join, and why.
+   */
+  private sharedAddress(req: AddressRequest, family: IPFamily, pools: PoolConfig[]): { address?: IP; refused?: Omit<NotShared, 'instead'> } {
+    if (!req.sharingKey) return {};
+    const candidates: { ip: IP; pool: number; conflict?: Conflict }[] = [];
     for (const a of this.assignments.values()) {
       if (a.key === req.key || a.sharingKey !== req.sharingKey) continue;
       for (const ip of a.addresses) {
         const pool = pools.findIndex((p) => rangesContain(p.ranges, ip));
-        if (ip.family === family && pool >= 0 && !this.conflict(req, ip)) candidates.push({ ip, pool });
+        if (ip.family !== family || pool < 0 || !sameKeyScope(req, a, pools[pool]!)) continue;
+        candidates.push({ ip, pool, conflict: this.conflict(req, ip) });
       }
     }
     candidates.sort((x, y) => x.pool - y.pool || (x.ip.value < y.ip.value ? -1 : x.ip.value > y.ip.value ? 1 : 0));
-    return candidates[0]?.ip;
+    const joinable = candidates.find((c) => !c.conflict);
+    if (joinable) return { address: joinable.ip };
+    const first = candidates[0];
+    return first ? { refused: { address: first.ip, holder: first.conflict!.holder, reason: first.conflict!.reason } } : {};
   }
 
   /** The lowest address nobody holds, in the first pool that has one. */
@@ -203,23 +237,36 @@ export class AddressAllocator {
   }
 
   /** Why the service cannot hold this address next to its current holders; undefined when it can. */
-  private conflict(req: SharingTerms, ip: IP): string | undefined {
+  private conflict(req: SharingTerms, ip: IP): Conflict | undefined {
+    const pool = this.poolOf(ip);
     for (const holderKey of this.holders.get(ipKey(ip)) ?? []) {
       if (holderKey === req.key) continue;
       const holder = this.assignments.get(holderKey)!;
-      if (!req.sharingKey || holder.sharingKey !== req.sharingKey) {
-        const why = !req.sharingKey || !holder.sharingKey ? 'both need the same edge-ccm.io/allow-shared-ip annotation to share it' : 'their sharing keys differ';
-        return `address ${formatIP(ip)} is already used by service ${holderKey} (${why})`;
+      const used = (why: string): Conflict => ({ holder: holderKey, reason: why, message: `address ${formatIP(ip)} is already used by service ${holderKey} (${why})` });
+      if (!req.sharingKey || !holder.sharingKey) return used('both need the same edge-ccm.io/allow-shared-ip annotation to share it');
+      if (holder.sharingKey !== req.sharingKey) return used('their sharing keys differ');
+      if (!pool || !sameKeyScope(req, holder, pool)) {
+        return used(`sharing keys are scoped to the namespace, and pool ${pool?.name ?? '(none)'} does not set shareAcrossNamespaces`);
       }
+      const shared = (why: string, reason: string): Conflict => ({ holder: holderKey, reason, message: `address ${formatIP(ip)} is shared with service ${holderKey}, ${why}` });
       const clash = req.ports.find((p) => holder.ports.includes(p));
-      if (clash) return `address ${formatIP(ip)} is shared with service ${holderKey}, which already uses port ${clash}`;
+      if (clash) return shared(`which already uses port ${clash}`, `both use port ${clash}`);
       if (req.trafficScope !== holder.trafficScope) {
-        return `address ${formatIP(ip)} is shared with service ${holderKey}, whose externalTrafficPolicy or pod selector differs ` +
-          '(services sharing an address must all use Cluster, or all Local with the same selector)';
+        const rule = '(services sharing an address must all use Cluster, or all Local with the same selector)';
+        return shared(`whose externalTrafficPolicy or pod selector differs ${rule}`, `their externalTrafficPolicy or pod selector differ ${rule}`);
       }
     }
     return undefined;
   }
+}
+
+/**
+ * Whether two services' equal sharing keys are one key: always within a namespace; across
+ * namespaces only in a pool that says so, so another namespace cannot join an address by
+ * guessing (or copying) a key.
+ */
+function sameKeyScope(a: Pick<SharingTerms, 'namespace'>, b: Pick<SharingTerms, 'namespace'>, pool: PoolConfig): boolean {
+  return a.namespace === b.namespace || pool.shareAcrossNamespaces;
 }
 
 function inScope(pool: PoolConfig, req: Pick<AddressRequest, 'namespace' | 'labels'>): boolean {

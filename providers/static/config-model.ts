@@ -56,6 +56,8 @@ export interface PoolConfig {
   serviceSelector?: LabelPredicate;
   priority: number;
   autoAssign: boolean;
+  /** Whether one edge-ccm.io/allow-shared-ip key shares this pool's addresses across namespaces (else keys are per namespace). */
+  shareAcrossNamespaces: boolean;
 }
 
 export interface LoadBalancerConfig {

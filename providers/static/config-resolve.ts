@@ -279,5 +279,6 @@ function resolvePool(p: RawPool, path: ConfigPath, report: Report): PoolConfig |
     serviceSelector,
     priority: p.priority ?? 0,
     autoAssign: p.autoAssign ?? true,
+    shareAcrossNamespaces: p.shareAcrossNamespaces ?? false,
   };
 }

@@ -3,15 +3,19 @@ import { RetryAfterError, defaultLoadBalancerName, type LoadBalancer, type LoadB
 import { wantsLoadBalancer } from '../../src/kube/service-helpers.ts';
 import type { ProviderContext } from '../../src/cloud/types.ts';
 import { errorMessage } from '../../src/kube/errors.ts';
+import type { EventRecorder } from '../../src/kube/event-recorder.ts';
 import { ResourceClient, SERVICES } from '../../src/kube/resources.ts';
 import { sleep } from '../../src/kube/token-bucket.ts';
 import type { Logger } from '../../src/log.ts';
 import { formatIP, parseIP, type IP } from '../../src/net/ip.ts';
-import type { AddressAllocator, Assignment } from './allocator.ts';
-import { addressRequest, serviceKeyOf, sharingTerms } from './service-request.ts';
+import type { AddressAllocator, Assignment, NotShared } from './allocator.ts';
+import { ALLOW_SHARED_IP_ANNOTATION, addressRequest, serviceKeyOf, sharingTerms } from './service-request.ts';
 
 /** Seconds the controller waits before retrying a service while the allocator is not rebuilt. */
 const REBUILD_RETRY_SECONDS = 2;
+
+/** A service with a sharing key got an address of its own, and why (Normal: the service works). */
+export const ADDRESS_NOT_SHARED_REASON = 'AddressNotShared';
 
 /**
  * Load balancers as addresses only: this provider assigns from its pools and reports them in
@@ -24,6 +28,7 @@ const REBUILD_RETRY_SECONDS = 2;
  */
 export class StaticLoadBalancer implements LoadBalancer {
   private rebuilt = false;
+  private events?: EventRecorder;
 
   constructor(
     private readonly allocator: AddressAllocator,
@@ -38,6 +43,11 @@ export class StaticLoadBalancer implements LoadBalancer {
 
   get isRebuilt(): boolean {
     return this.rebuilt;
+  }
+
+  /** Where to report what a service should know about its addresses (the provider context's recorder). */
+  reportEventsTo(recorder: EventRecorder | undefined): void {
+    this.events = recorder;
   }
 
   /**
@@ -76,7 +86,11 @@ export class StaticLoadBalancer implements LoadBalancer {
   async ensureLoadBalancer(_clusterName: string, service: V1Service, _nodes: V1Node[]): Promise<V1LoadBalancerStatus> {
     this.requireRebuilt();
     // No await between here and the return: assignments are decided in call order, one at a time.
-    return statusOf(this.allocator.assign(addressRequest(service)));
+    const assignment = this.allocator.assign(addressRequest(service));
+    for (const n of assignment.notShared) {
+      this.events?.event({ apiVersion: 'v1', kind: 'Service', metadata: service.metadata }, 'Normal', ADDRESS_NOT_SHARED_REASON, notSharedMessage(service, n));
+    }
+    return statusOf(assignment);
   }
 
   async updateLoadBalancer(): Promise<void> {
@@ -92,6 +106,11 @@ export class StaticLoadBalancer implements LoadBalancer {
   private requireRebuilt(): void {
     if (!this.rebuilt) throw new RetryAfterError(REBUILD_RETRY_SECONDS, 'load-balancer addresses are not rebuilt from the cluster\'s services yet');
   }
+}
+
+function notSharedMessage(service: V1Service, n: NotShared): string {
+  const key = service.metadata?.annotations?.[ALLOW_SHARED_IP_ANNOTATION]?.trim();
+  return `not sharing ${formatIP(n.address)} (${ALLOW_SHARED_IP_ANNOTATION}: ${key}) with service ${n.holder}: ${n.reason}; assigned ${formatIP(n.instead)} instead`;
 }
 
 function statusOf(a: Assignment): V1LoadBalancerStatus {

@@ -72,6 +72,7 @@ export class StaticProvider implements CloudProvider {
   async initialize(ctx: ProviderContext): Promise<void> {
     if (ctx.registry) this.registerMetrics(ctx.registry);
     await this.file.start();
+    this.loadBalancer.reportEventsTo(ctx.recorder);
     await rebuildFromServices(this.loadBalancer, ctx, this.options.rebuildRetry ?? DEFAULT_REBUILD_RETRY, this.logger);
   }
 

@@ -11,7 +11,11 @@ import { formatIP, parseIP, type IP, type IPFamily } from '../../src/net/ip.ts';
 export const ADDRESS_POOL_ANNOTATION = 'edge-ccm.io/address-pool';
 /** Requested addresses, comma-separated: one per IP family (dual stack); overrides spec.loadBalancerIP. */
 export const LOAD_BALANCER_IPS_ANNOTATION = 'edge-ccm.io/load-balancer-ips';
-/** Services with the same value may share an address when none of their (port, protocol) collide. */
+/**
+ * Services with the same value may share an address when none of their (port, protocol) collide.
+ * A key is the namespace's own: the same value in another namespace is another key, unless the
+ * address's pool sets shareAcrossNamespaces.
+ */
 export const ALLOW_SHARED_IP_ANNOTATION = 'edge-ccm.io/allow-shared-ip';
 
 /** An allocation the service cannot have; the message says why, for a Warning event. */
@@ -43,11 +47,12 @@ export interface AddressRequest {
 }
 
 /** What decides whether two services may share one address. */
-export type SharingTerms = Pick<AddressRequest, 'key' | 'sharingKey' | 'ports' | 'trafficScope'>;
+export type SharingTerms = Pick<AddressRequest, 'key' | 'namespace' | 'sharingKey' | 'ports' | 'trafficScope'>;
 
 export function sharingTerms(service: V1Service): SharingTerms {
   return {
     key: serviceKeyOf(service),
+    namespace: service.metadata?.namespace ?? '',
     sharingKey: service.metadata?.annotations?.[ALLOW_SHARED_IP_ANNOTATION]?.trim() || undefined,
     ports: servicePorts(service),
     trafficScope: trafficScope(service),
@@ -88,7 +93,6 @@ export function addressRequest(service: V1Service): AddressRequest {
   const pools = splitList(annotations[ADDRESS_POOL_ANNOTATION]);
   return {
     ...sharingTerms(service),
-    namespace: service.metadata?.namespace ?? '',
     labels: service.metadata?.labels ?? {},
     families,
     requiredFamilies,

@@ -86,7 +86,13 @@ export async function runControllerManager(options: Options, providers: Provider
   let runningControllers: Promise<void> | undefined;
 
   const startControllers = async (signal: AbortSignal): Promise<void> => {
-    await cloud.initialize?.({ transport: clientFor('cloud-provider'), logger: logger.with({ provider: cloud.providerName }), signal, registry });
+    await cloud.initialize?.({
+      transport: clientFor('cloud-provider'),
+      logger: logger.with({ provider: cloud.providerName }),
+      signal,
+      registry,
+      recorder: events.recorder(`${cloud.providerName}-cloud-provider`),
+    });
     // A rejected config edit is logged and counted by the provider; an event makes it visible
     // with kubectl. It is recorded on our Lease, the one object this process is known by.
     const configEvents = events.recorder('cloud-controller-manager');

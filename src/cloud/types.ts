@@ -1,5 +1,6 @@
 import type { V1Node, V1NodeAddress, V1Service, V1LoadBalancerStatus } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
+import type { EventRecorder } from '../kube/event-recorder.ts';
 import type { KubeTransport } from '../kube/transport.ts';
 import type { Logger } from '../log.ts';
 
@@ -74,6 +75,11 @@ export interface ProviderContext {
   signal: AbortSignal;
   /** For the provider's own metrics (cloudprovider_<name>_*, pool usage). */
   registry?: Registry;
+  /**
+   * For events about the objects the provider serves (e.g. why a Service got the address it
+   * got), as upstream providers record through their own recorder; source `<provider>-cloud-provider`.
+   */
+  recorder?: EventRecorder;
 }
 
 export interface CloudProvider {

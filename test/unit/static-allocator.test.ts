@@ -6,6 +6,7 @@ import type { PoolConfig } from '../../providers/static/config-model.ts';
 import { StaticLoadBalancer } from '../../providers/static/loadbalancer.ts';
 import { AllocationError, addressRequest } from '../../providers/static/service-request.ts';
 import { RetryAfterError } from '../../src/cloud/types.ts';
+import { RecordingEventRecorder } from '../../src/kube/event-recorder.ts';
 import { silentLogger } from '../../src/log.ts';
 import { formatIP } from '../../src/net/ip.ts';
 import { subtractRanges, parseAddressRange, normalizeRanges, type AddressRange } from '../../providers/static/address-ranges.ts';
@@ -361,5 +362,80 @@ describe('rebuild and races', () => {
     const all = statuses.flatMap(ips);
     expect(all).toHaveLength(200);
     expect(new Set(all).size).toBe(200);
+  });
+});
+
+describe('sharing keys and namespaces', () => {
+  // Ranges, not CIDRs: every address of a range is handed out, whatever the network/broadcast rules.
+  const SCOPED = pools(`
+    - name: scoped
+      addresses: [198.51.100.10-198.51.100.19]
+    - name: open
+      addresses: [203.0.113.10-203.0.113.19]
+      autoAssign: false
+      shareAcrossNamespaces: true
+`);
+  const keyed = (name: string, namespace: string, port: number, extra: SvcOptions = {}) =>
+    svc(name, { namespace, ports: [{ port }], ...extra, annotations: { 'edge-ccm.io/allow-shared-ip': 'web', ...extra.annotations } });
+
+  test('a key is scoped to its namespace: the same key in another namespace never joins the address', () => {
+    const a = new AddressAllocator(SCOPED);
+    expect(assign(a, keyed('victim', 'team-a', 80))).toEqual(['198.51.100.10']);
+    // Same namespace, same key, other port: shares.
+    expect(assign(a, keyed('sibling', 'team-a', 443))).toEqual(['198.51.100.10']);
+    // Another namespace with the same key: a fresh address, automatic or not.
+    expect(assign(a, keyed('intruder', 'team-b', 8080))).toEqual(['198.51.100.11']);
+    expect(() => assign(a, keyed('asks', 'team-b', 8081, { loadBalancerIP: '198.51.100.10' }))).toThrow(
+      'sharing keys are scoped to the namespace, and pool scoped does not set shareAcrossNamespaces',
+    );
+    expect(a.assignmentOf('team-b/asks')).toBeUndefined();
+  });
+
+  test('a rebuild keeps a sharer from another namespace off the address its status claims', () => {
+    const a = new AddressAllocator(SCOPED);
+    const lb = new StaticLoadBalancer(a, () => [], silentLogger);
+    lb.rebuild([
+      keyed('victim', 'team-a', 80, { ingress: ['198.51.100.10'], created: '2026-01-01T00:00:00Z' }),
+      keyed('intruder', 'team-b', 8080, { ingress: ['198.51.100.10'], created: '2026-01-02T00:00:00Z' }),
+    ]);
+    expect(a.assignmentOf('team-a/victim')!.addresses.map(formatIP)).toEqual(['198.51.100.10']);
+    expect(a.assignmentOf('team-b/intruder')).toBeUndefined();
+  });
+
+  test('a pool with shareAcrossNamespaces lets one key share across namespaces', () => {
+    const a = new AddressAllocator(SCOPED);
+    const open = { annotations: { 'edge-ccm.io/address-pool': 'open' } };
+    expect(assign(a, keyed('dns-a', 'team-a', 53, open))).toEqual(['203.0.113.10']);
+    expect(assign(a, keyed('dns-b', 'team-b', 54, open))).toEqual(['203.0.113.10']);
+    // Still only with the same key.
+    expect(() => assign(a, svc('other', { namespace: 'team-b', ports: [{ port: 55 }], annotations: { ...open.annotations, 'edge-ccm.io/allow-shared-ip': 'dns' }, loadBalancerIP: '203.0.113.10' }))).toThrow('their sharing keys differ');
+  });
+});
+
+describe('an address the key holds but cannot share', () => {
+  const RANGE = pools(`
+    - name: web
+      addresses: [198.51.100.10-198.51.100.19]
+`);
+  const keyed = (name: string, port: number, namespace = 'default') =>
+    svc(name, { namespace, ports: [{ port }], annotations: { 'edge-ccm.io/allow-shared-ip': 'web' } });
+
+  test('a second TCP/80 with the same key gets a fresh address and a Normal AddressNotShared event naming the clash', async () => {
+    const recorder = new RecordingEventRecorder();
+    const lb = new StaticLoadBalancer(new AddressAllocator(RANGE), () => [], silentLogger);
+    lb.reportEventsTo(recorder);
+    lb.rebuild([]);
+    expect(ips(await lb.ensureLoadBalancer('c', keyed('first', 80), []))).toEqual(['198.51.100.10']);
+    expect(ips(await lb.ensureLoadBalancer('c', keyed('second', 80), []))).toEqual(['198.51.100.11']);
+    expect(recorder.events).toEqual([{
+      kind: 'Service', namespace: 'default', name: 'second', type: 'Normal', reason: 'AddressNotShared',
+      message: 'not sharing 198.51.100.10 (edge-ccm.io/allow-shared-ip: web) with service default/first: both use port TCP/80; assigned 198.51.100.11 instead',
+    }]);
+    // Ensured again, it keeps its address: nothing new to say.
+    await lb.ensureLoadBalancer('c', keyed('second', 80), []);
+    // A sharer that fits says nothing; a key held only in another namespace is not this key.
+    await lb.ensureLoadBalancer('c', keyed('third', 443), []);
+    await lb.ensureLoadBalancer('c', keyed('elsewhere', 80, 'team-b'), []);
+    expect(recorder.events).toHaveLength(1);
   });
 });
