@@ -179,7 +179,7 @@ describe('options', () => {
   test('defaults', () => {
     expect(resolveLifecycleOptions()).toEqual({
       monitorPeriodMs: 5000, deletionPolicy: 'delete', gracePeriodMs: 300_000, notFoundThreshold: 3,
-      breaker: { maxShare: 0.2, windowMs: 600_000 }, breakerAcknowledged: false, providerTimeoutMs: 10_000,
+      breaker: { maxShare: 0.2, windowMs: 600_000 }, breakerAcknowledged: false, providerTimeoutMs: 10_000, shrinkMaxShare: 0.5,
     });
   });
   test('partial breaker options keep the other defaults; undefined means default', () => {
@@ -192,6 +192,7 @@ describe('options', () => {
     const bad: LifecycleOptionsInput[] = [
       { notFoundThreshold: 0 }, { notFoundThreshold: 1.5 }, { gracePeriodMs: -1 }, { deletionPolicy: 'remove' as DeletionPolicy },
       { breaker: { maxShare: 1.5 } }, { breaker: { maxShare: -0.1 } }, { breaker: { maxCount: -1 } }, { breaker: { maxCount: 2.5 } }, { monitorPeriodMs: 0 }, { providerTimeoutMs: 0 },
+      { shrinkMaxShare: -0.1 }, { shrinkMaxShare: 1.1 },
     ];
     for (const input of bad) expect(() => resolveLifecycleOptions(input)).toThrow(/invalid node lifecycle options/);
   });
@@ -256,8 +257,17 @@ const unusedTransport: KubeTransport = new Proxy({} as KubeTransport, {
   },
 });
 
-function harness(nodes: V1Node[], opts: LifecycleOptionsInput = {}, cloudOpts: { bulk?: boolean } = {}) {
+/**
+ * `listed`: adds a Ready node `listed` whose machine the provider always lists, so that a
+ * scenario's lone "not found" is one machine gone from a list, not an empty answer (which is
+ * never believed: see the empty-answer tests).
+ */
+function harness(nodes: V1Node[], opts: LifecycleOptionsInput = {}, cloudOpts: { bulk?: boolean; listed?: boolean } = {}) {
   const cloud = new FakeCloud({ bulkExistence: cloudOpts.bulk ?? false });
+  if (cloudOpts.listed) {
+    nodes = [...nodes, node('listed', 'True')];
+    cloud.setNode('listed', { existence: 'exists' });
+  }
   const nodeInformer = new Informer<V1Node>({ transport: unusedTransport, type: NODES });
   for (const n of nodes) nodeInformer.store.upsert(n);
   const recorder = new RecordingEventRecorder();
@@ -295,7 +305,7 @@ const upstream = { ...UPSTREAM_COMPATIBLE_OPTIONS };
 
 describe('controller: upstream scenarios (upstream-compatible options)', () => {
   test('node is not ready and does not exist: deleted, with a DeletingNode event', async () => {
-    const h = harness([node('node0', 'False')], upstream);
+    const h = harness([node('node0', 'False')], upstream, { listed: true });
     h.cloud.setNode('node0', { existence: 'not-found' });
     const report = await h.period();
     expect(report.deleted).toEqual(['node0']);
@@ -305,7 +315,7 @@ describe('controller: upstream scenarios (upstream-compatible options)', () => {
   });
 
   test('node ready condition is unknown (or missing), node does not exist: deleted', async () => {
-    const h = harness([node('node0', 'Unknown'), node('node1', 'missing')], upstream);
+    const h = harness([node('node0', 'Unknown'), node('node1', 'missing')], upstream, { listed: true });
     h.cloud.defaults.existence = 'not-found';
     expect((await h.period()).deleted.sort()).toEqual(['node0', 'node1']);
   });
@@ -321,12 +331,12 @@ describe('controller: upstream scenarios (upstream-compatible options)', () => {
     expect(await h.metric('edge_ccm_instance_existence_answers_total', { answer: 'unknown' })).toBe(1);
   });
 
-  test('node is ready but provider said it is deleted: kept, provider not asked', async () => {
-    const h = harness([node('node0', 'True')], upstream);
+  test('node is ready but provider said it is deleted: kept (asked only to see the provider\'s whole answer)', async () => {
+    const h = harness([node('node0', 'True')], upstream, { listed: true });
     h.cloud.defaults.existence = 'not-found';
     await h.period();
     expect(h.writer.writes).toEqual([]);
-    expect(h.cloud.count('instanceExists')).toBe(0);
+    expect(h.cloud.count('instanceExists', 'node0')).toBe(1);
   });
 
   test('node is not ready but still exists: not shut down -> nothing written', async () => {
@@ -351,7 +361,7 @@ describe('controller: upstream scenarios (upstream-compatible options)', () => {
   });
 
   test('node is shutdown but provider says it does not exist: deleted', async () => {
-    const h = harness([node('node0', 'False', { taints: [SHUTDOWN_TAINT] })], upstream);
+    const h = harness([node('node0', 'False', { taints: [SHUTDOWN_TAINT] })], upstream, { listed: true });
     h.cloud.setNode('node0', { existence: 'not-found', shutdown: true });
     expect((await h.period()).deleted).toEqual(['node0']);
   });
@@ -363,7 +373,7 @@ describe('controller: upstream scenarios (upstream-compatible options)', () => {
   });
 
   test('delete failure: Warning DeletingNodeFailed', async () => {
-    const h = harness([node('node0', 'False')], upstream);
+    const h = harness([node('node0', 'False')], upstream, { listed: true });
     h.cloud.setNode('node0', { existence: 'not-found' });
     h.writer.deleteError = new Error('forbidden');
     await h.period();
@@ -383,7 +393,7 @@ describe('controller: upstream scenarios (upstream-compatible options)', () => {
 
 describe('controller: grace period and threshold (defaults)', () => {
   test('deleted only once both 5m since the first not-found and 3 answers in a row', async () => {
-    const h = harness([node('n', 'False')]);
+    const h = harness([node('n', 'False')], {}, { listed: true });
     h.cloud.setNode('n', { existence: 'not-found' });
     const first = await h.period();
     expect(first.held.get('n')).toBe('grace');
@@ -394,7 +404,7 @@ describe('controller: grace period and threshold (defaults)', () => {
   });
 
   test('unknown breaks the run of answers but not the grace timer; exists resets both', async () => {
-    const h = harness([node('n', 'False')]);
+    const h = harness([node('n', 'False')], {}, { listed: true });
     h.cloud.setNode('n', { existence: 'not-found' });
     await h.period();
     await h.period();
@@ -406,7 +416,7 @@ describe('controller: grace period and threshold (defaults)', () => {
     expect((await h.period()).held.get('n')).toBe('grace');
     expect((await h.period()).deleted).toEqual(['n']); // three in a row; timer kept from the very first
 
-    const h2 = harness([node('m', 'False')]);
+    const h2 = harness([node('m', 'False')], {}, { listed: true });
     h2.cloud.setNode('m', { existence: 'not-found' });
     await h2.period();
     h2.cloud.setNode('m', { existence: 'exists' });
@@ -437,7 +447,7 @@ describe('controller: grace period and threshold (defaults)', () => {
 
   test('the node becoming Ready forgets the streak', async () => {
     const n = node('n', 'False');
-    const h = harness([n]);
+    const h = harness([n], {}, { listed: true });
     h.cloud.setNode('n', { existence: 'not-found' });
     await h.period();
     await h.period();
@@ -454,7 +464,7 @@ describe('controller: policy, protection, ownership', () => {
   const confirmAt = { gracePeriodMs: 0, notFoundThreshold: 1 };
 
   test('policy never: kept, held by policy, announced once in the log', async () => {
-    const h = harness([node('n', 'False')], { ...confirmAt, deletionPolicy: 'never' });
+    const h = harness([node('n', 'False')], { ...confirmAt, deletionPolicy: 'never' }, { listed: true });
     h.cloud.setNode('n', { existence: 'not-found' });
     await h.period();
     await h.period();
@@ -464,7 +474,7 @@ describe('controller: policy, protection, ownership', () => {
   });
 
   test('policy taint: quarantine taint and event, object kept; taint removed when the machine is back', async () => {
-    const h = harness([node('n', 'False')], { ...confirmAt, deletionPolicy: 'taint' });
+    const h = harness([node('n', 'False')], { ...confirmAt, deletionPolicy: 'taint' }, { listed: true });
     h.cloud.setNode('n', { existence: 'not-found' });
     const report = await h.period();
     expect(report.quarantined).toEqual(['n']);
@@ -479,7 +489,7 @@ describe('controller: policy, protection, ownership', () => {
   });
 
   test('protection annotation: kept, logged, counted', async () => {
-    const h = harness([node('n', 'False', { annotations: { [ANNOTATION_PROTECT_FROM_DELETION]: 'true' } })], confirmAt);
+    const h = harness([node('n', 'False', { annotations: { [ANNOTATION_PROTECT_FROM_DELETION]: 'true' } })], confirmAt, { listed: true });
     h.cloud.setNode('n', { existence: 'not-found' });
     expect((await h.period()).held.get('n')).toBe('protected');
     expect(h.writer.writes).toEqual([]);
@@ -490,7 +500,7 @@ describe('controller: policy, protection, ownership', () => {
   test('nodes this CCM does not manage are never looked at', async () => {
     const foreign = node('foreign', 'False');
     foreign.metadata!.labels = { unmanaged: 'yes' };
-    const h = harness([foreign, node('own', 'False')], upstream);
+    const h = harness([foreign, node('own', 'False')], upstream, { listed: true });
     h.cloud.defaults.existence = 'not-found';
     const report = await h.period();
     expect(report.deleted).toEqual(['own']);
@@ -499,7 +509,7 @@ describe('controller: policy, protection, ownership', () => {
 });
 
 describe('controller: bulk existence', () => {
-  test('one instancesExist call per period for all NotReady nodes, none per node', async () => {
+  test('one instancesExist call per period for all managed nodes, none per node', async () => {
     const nodes = [...Array.from({ length: 5 }, (_, i) => node(`down${i}`, 'False')), node('up0', 'True'), node('up1', 'True')];
     const h = harness(nodes, {}, { bulk: true });
     h.cloud.setNode('down0', { existence: 'not-found' }).setNode('down1', { error: new Error('x') });
@@ -507,20 +517,23 @@ describe('controller: bulk existence', () => {
     await h.period();
     expect(h.cloud.count('instancesExist')).toBe(2);
     expect(h.cloud.count('instanceExists')).toBe(0);
-    expect(report.answers.size).toBe(5);
+    expect(report.answers.size).toBe(7);
     expect(report.answers.get('down0')).toBe('not-found');
     expect(report.answers.get('down1')).toBe('unknown');
   });
 
-  test('no NotReady node, no call', async () => {
-    const h = harness([node('up', 'True')], {}, { bulk: true });
+  test('no managed node, no call', async () => {
+    const foreign = node('foreign', 'False');
+    foreign.metadata!.labels = { unmanaged: 'yes' };
+    const h = harness([foreign], {}, { bulk: true });
     await h.period();
     expect(h.cloud.calls).toEqual([]);
   });
 });
 
 describe('controller: circuit breaker', () => {
-  const confirmAt = { gracePeriodMs: 0, notFoundThreshold: 1 };
+  // The shrink rule off: these scenarios are about the breaker alone.
+  const confirmAt = { gracePeriodMs: 0, notFoundThreshold: 1, shrinkMaxShare: 1 };
   const fleet = (n: number) => Array.from({ length: n }, (_, i) => node(`n${i}`, 'False'));
 
   test('trips when more than 20% are gone: nothing deleted, events, gauge, error log; clears when machines return', async () => {
@@ -553,8 +566,8 @@ describe('controller: circuit breaker', () => {
   test('an acknowledged node is deleted while the breaker holds the others', async () => {
     const nodes = fleet(4);
     nodes[1]!.metadata!.annotations = { [ANNOTATION_ACKNOWLEDGE_DELETION]: 'true' };
-    const h = harness(nodes, confirmAt);
-    h.cloud.defaults.existence = 'not-found'; // all 4 gone: an outage, most likely
+    const h = harness(nodes, confirmAt, { listed: true });
+    h.cloud.defaults.existence = 'not-found'; // 4 of 5 gone: an outage, most likely
     const report = await h.period();
     expect(report.breaker.open).toBe(true);
     expect(report.deleted).toEqual(['n1']);
@@ -562,12 +575,12 @@ describe('controller: circuit breaker', () => {
     // The acknowledged deletion still counts: the others stay held.
     h.nodeInformer.store.delete(nodes[1]!);
     const next = await h.period();
-    expect(next.breaker).toMatchObject({ open: true, gone: 4, population: 4 });
+    expect(next.breaker).toMatchObject({ open: true, gone: 4, population: 5 });
     expect(next.deleted).toEqual([]);
   });
 
   test('breakerAcknowledged lets the whole batch through', async () => {
-    const h = harness(fleet(4), { ...confirmAt, breakerAcknowledged: true });
+    const h = harness(fleet(4), { ...confirmAt, breakerAcknowledged: true }, { listed: true });
     h.cloud.defaults.existence = 'not-found';
     expect((await h.period()).deleted.length).toBe(4);
   });
@@ -587,12 +600,13 @@ describe('controller: circuit breaker', () => {
     expect((await h.period()).deleted).toEqual(['n2']);
   });
 
-  test('small clusters: the only node may go; 2 of 2 gone trips', async () => {
-    const one = harness(fleet(1), confirmAt);
+  test('small clusters: one node may go; 2 gone of 3 trips', async () => {
+    // (The last listed machine is never judged gone: that is the empty-answer rule.)
+    const one = harness(fleet(1), confirmAt, { listed: true });
     one.cloud.defaults.existence = 'not-found';
     expect((await one.period()).deleted).toEqual(['n0']);
 
-    const two = harness(fleet(2), confirmAt);
+    const two = harness(fleet(2), confirmAt, { listed: true });
     two.cloud.defaults.existence = 'not-found';
     expect((await two.period()).breaker).toMatchObject({ open: true, allowed: 1, gone: 2 });
     const twoOneGone = harness(fleet(2), confirmAt);
@@ -604,6 +618,93 @@ describe('controller: circuit breaker', () => {
     const h = harness(fleet(20), { ...confirmAt, breaker: { maxShare: 0.5, maxCount: 2 } });
     for (const name of ['n0', 'n1', 'n2']) h.cloud.setNode(name, { existence: 'not-found' });
     expect((await h.period()).breaker).toMatchObject({ open: true, allowed: 2, gone: 3 });
+  });
+});
+
+describe('controller: empty or shrunken provider answers', () => {
+  const MIN = MINUTE;
+  /** n nodes with providerIDs of one scheme; the named ones NotReady. */
+  const cluster = (n: number, notReady: string[], scheme = 'proxmox') => Array.from({ length: n }, (_, i) => {
+    const name = `w${i}`;
+    const nd = node(name, notReady.includes(name) ? 'False' : 'True');
+    nd.spec!.providerID = `${scheme}://fra1/${100 + i}`;
+    return nd;
+  });
+  const distrustEvents = (h: ReturnType<typeof harness>) => h.recorder.events.filter((e) => e.reason === 'ProviderAnswerDistrusted');
+
+  for (const [label, opts] of [['defaults', {}], ['upstream-compatible', upstream], ['breaker acknowledged', { breakerAcknowledged: true }]] as const) {
+    test(`the reported case (${label}): 10 nodes, one NotReady, every machine unlisted -> nothing deleted, Warning event, metric`, async () => {
+      const h = harness(cluster(10, ['w0']), opts, { bulk: true });
+      await h.period(); // all listed
+      h.cloud.defaults.existence = 'not-found';
+      for (let i = 0; i < 20; i++) {
+        const report = await h.period();
+        h.clock.advance(MIN);
+        expect(report.deleted).toEqual([]);
+        expect(report.answers.get('w0')).toBe('unknown');
+        expect(report.distrusted.get('w0')).toBe('empty');
+      }
+      expect(h.writer.writes).toEqual([]);
+      const events = distrustEvents(h);
+      expect(events.length).toBeGreaterThan(0);
+      expect(events.every((e) => e.type === 'Warning' && e.name === 'w0')).toBe(true);
+      expect(events[0]?.message).toBe('Not judging node w0 gone: the cloud provider\'s answer listed none of the 10 managed nodes with providerID scheme proxmox://; ' +
+        'an empty answer is an outage or lost permissions, never evidence that every machine is gone');
+      expect(await h.metric('edge_ccm_provider_answer_distrusted', { reason: 'empty' })).toBe(1);
+      expect(await h.metric('edge_ccm_provider_answers_distrusted_total', { reason: 'empty' })).toBe(200);
+      expect(h.logLines.filter((l) => l.includes('ERROR') && l.includes('listed none of the managed nodes')).length).toBe(1);
+
+      // The others are listed again, w0's machine is not: now that is believed, and w0 goes.
+      h.cloud.defaults.existence = 'exists';
+      h.cloud.setNode('w0', { existence: 'not-found' });
+      let deleted: string[] = [];
+      for (let i = 0; i < 10 && deleted.length === 0; i++) {
+        deleted = (await h.period()).deleted;
+        h.clock.advance(MIN);
+      }
+      expect(deleted).toEqual(['w0']);
+      expect(await h.metric('edge_ccm_provider_answer_distrusted', { reason: 'empty' })).toBe(0);
+    });
+  }
+
+  test('every node asked, Ready ones included (one bulk call; node by node without one): their answers make the snapshot', async () => {
+    const bulk = harness(cluster(5, ['w0']), {}, { bulk: true });
+    const report = await bulk.period();
+    expect(bulk.cloud.count('instancesExist')).toBe(1);
+    expect(report.answers.size).toBe(5);
+    const single = harness(cluster(5, ['w0']));
+    await single.period();
+    expect(single.cloud.count('instanceExists')).toBe(5);
+  });
+
+  test('a shrunken answer: the missing ones unknown until confirmed over the grace period, then the usual grace, breaker and all', async () => {
+    const h = harness(cluster(10, ['w0', 'w1', 'w2', 'w3', 'w4', 'w5']), { breakerAcknowledged: true }, { bulk: true });
+    await h.period();
+    for (const n of ['w0', 'w1', 'w2', 'w3', 'w4', 'w5']) h.cloud.setNode(n, { existence: 'not-found' });
+    const first = await h.period();
+    expect(first.distrusted.get('w0')).toBe('shrunk');
+    expect(first.held.size).toBe(0); // unknown, not even a grace timer
+    expect(distrustEvents(h)[0]?.message).toBe('Not judging node w0 gone yet: the cloud provider\'s answer lost 6 of the 10 machines with providerID scheme proxmox:// ' +
+      'it listed before, more than the share 0.5 allowed; it is believed once consecutive answers confirm the smaller list for 5m0s');
+    expect(await h.metric('edge_ccm_provider_answer_distrusted', { reason: 'shrunk' })).toBe(1);
+    h.clock.advance(5 * MIN);
+    expect((await h.period()).distrusted.get('w0')).toBe('shrunk'); // 5m, but only 2 reads
+    const confirmed = await h.period(); // 3 reads over 5m: believed; the per-node grace starts now
+    expect(confirmed.distrusted.size).toBe(0);
+    expect(confirmed.held.get('w0')).toBe('grace');
+    expect(await h.metric('edge_ccm_provider_answer_distrusted', { reason: 'shrunk' })).toBe(0);
+    h.clock.advance(5 * MIN);
+    await h.period();
+    expect((await h.period()).deleted.sort()).toEqual(['w0', 'w1', 'w2', 'w3', 'w4', 'w5']);
+  });
+
+  test('a shrunken answer under the share is believed at once (then grace and breaker as before)', async () => {
+    const h = harness(cluster(10, ['w0']), {}, { bulk: true });
+    await h.period();
+    h.cloud.setNode('w0', { existence: 'not-found' });
+    const report = await h.period();
+    expect(report.distrusted.size).toBe(0);
+    expect(report.held.get('w0')).toBe('grace');
   });
 });
 

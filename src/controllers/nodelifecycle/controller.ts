@@ -1,20 +1,21 @@
 import type { V1Node } from '@kubernetes/client-node';
 import type { Existence, Instances } from '../../cloud/types.ts';
 import { errorMessage } from '../../kube/errors.ts';
-import { nodeEventSubject, nodeName } from '../../kube/node-helpers.ts';
+import { isNodeReady, nodeEventSubject, nodeName } from '../../kube/node-helpers.ts';
 import { sleep } from '../../kube/token-bucket.ts';
 import { type Clock, systemClock } from '../../kube/workqueue/index.ts';
 import type { Logger } from '../../log.ts';
 import { formatGoDuration } from '../../options/duration.ts';
 import type { Controller, ControllerContext } from '../types.ts';
 import { type BreakerVerdict, DeletionWindow, evaluateBreaker } from './breaker.ts';
-import { type HoldReason, type NotFoundStreak, decide, needsExistenceCheck } from './decide.ts';
+import { type HoldReason, type NotFoundStreak, decide } from './decide.ts';
 import { forEachLimited } from '../../kube/parallel.ts';
 import { askExistence, askShutdown } from './existence.ts';
 import { ANNOTATION_ACKNOWLEDGE_DELETION, QUARANTINE_TAINT, SHUTDOWN_TAINT, isDeletionAcknowledged } from './keys.ts';
 import { type HeldReason, NodeLifecycleMetrics } from './metrics.ts';
 import { ApiNodeWriter, type NodeWriter } from './node-writer.ts';
-import { type LifecycleOptions, type LifecycleOptionsInput, resolveLifecycleOptions } from './options.ts';
+import { type LifecycleOptions, type LifecycleOptionsInput, resolveLifecycleOptions, shrinkConfirmReads } from './options.ts';
+import { type Distrust, type GroupJudgement, ProviderSnapshots, type SnapshotJudgement, describeGroup, providerIDScheme } from './snapshot.ts';
 
 /** Taint writes (and the shutdown questions before them) in flight at once. */
 export const WRITE_CONCURRENCY = 10;
@@ -27,7 +28,10 @@ export interface LifecycleControllerDeps {
 
 /** What one pass did; returned for logs and tests. */
 export interface MonitorReport {
+  /** The answers acted on: the provider's, with those of an empty or shrunken answer taken as unknown. */
   answers: Map<string, Existence>;
+  /** Nodes whose "not found" was not believed, and why. */
+  distrusted: Map<string, Distrust>;
   held: Map<string, HeldReason>;
   quarantined: string[];
   deleted: string[];
@@ -55,6 +59,9 @@ export class CloudNodeLifecycleController implements Controller {
   /** UIDs deleted but maybe still in the informer's store: never judged (or counted) twice. */
   private readonly deletedUids = new Set<string>();
   private breakerOpen = false;
+  private readonly snapshots: ProviderSnapshots;
+  /** Last state logged per providerID scheme, so a distrusted answer is logged when it starts and ends, not every period. */
+  private readonly groupStates = new Map<string, GroupJudgement['state']>();
 
   constructor(
     private readonly ctx: ControllerContext,
@@ -69,6 +76,11 @@ export class CloudNodeLifecycleController implements Controller {
     this.clock = deps.clock ?? systemClock;
     this.writer = deps.writer ?? new ApiNodeWriter(ctx.transport);
     this.deletions = new DeletionWindow(this.options.breaker.windowMs);
+    this.snapshots = new ProviderSnapshots({
+      shrinkMaxShare: this.options.shrinkMaxShare,
+      gracePeriodMs: this.options.gracePeriodMs,
+      confirmReads: shrinkConfirmReads(this.options),
+    });
   }
 
   async run(signal: AbortSignal): Promise<void> {
@@ -97,14 +109,21 @@ export class CloudNodeLifecycleController implements Controller {
     const nodes = this.ctx.nodeInformer.store.list().filter((n) => this.ctx.isManagedNode(n));
     this.forgetAbsent(nodes);
 
-    const answers = await askExistence(this.instances, nodes.filter(needsExistenceCheck), {
+    // Every managed node is asked, Ready ones too (upstream asks NotReady ones only): their
+    // answers are what tells one machine gone from an empty or shrunken list (snapshot.ts). A
+    // provider with the bulk call answers in one call; others are asked node by node.
+    const asked = nodes.filter((n) => !this.deletedUids.has(n.metadata?.uid ?? ''));
+    const provided = await askExistence(this.instances, asked, {
       timeoutMs: this.options.providerTimeoutMs,
       signal,
       onError: (failed, error) => this.log.error('error checking if nodes exist in the cloud provider', { nodes: failed.map(nodeName), error }),
     });
-    for (const answer of answers.values()) this.metrics.existenceAnswers.inc({ answer });
+    for (const answer of provided.values()) this.metrics.existenceAnswers.inc({ answer });
+    const snapshot = this.snapshots.judge(asked, provided, now);
+    this.reportSnapshot(snapshot, asked);
+    const answers = snapshot.answers;
 
-    const report: Omit<MonitorReport, 'breaker'> = { answers, held: new Map(), quarantined: [], deleted: [] };
+    const report: Omit<MonitorReport, 'breaker'> = { answers, distrusted: snapshot.distrusted, held: new Map(), quarantined: [], deleted: [] };
     const writes: (() => Promise<void>)[] = [];
     const candidates: V1Node[] = [];
     for (const node of nodes) {
@@ -122,7 +141,7 @@ export class CloudNodeLifecycleController implements Controller {
           writes.push(() => this.handleExisting(node, action.removeTaints, signal));
           break;
         case 'unknown':
-          this.log.debug(2, 'cloud provider cannot tell whether node exists; doing nothing', { node: name });
+          if (!snapshot.distrusted.has(name)) this.log.debug(2, 'cloud provider cannot tell whether node exists; doing nothing', { node: name });
           break;
         case 'hold':
           this.hold(node, action.reason, report, streak);
@@ -152,6 +171,47 @@ export class CloudNodeLifecycleController implements Controller {
       if (await this.deleteNode(node, now, signal)) report.deleted.push(nodeName(node));
     }
     return { ...report, breaker: verdict };
+  }
+
+  /**
+   * Metrics, a log line when a scheme's answer starts or stops being distrusted, and a Warning
+   * event per period on each NotReady node whose deletion that prevents (aggregated by the
+   * recorder while the message stays the same).
+   */
+  private reportSnapshot(snapshot: SnapshotJudgement, asked: V1Node[]): void {
+    for (const reason of ['empty', 'shrunk'] satisfies Distrust[]) {
+      this.metrics.answerDistrusted.set({ reason }, [...snapshot.groups.values()].filter((g) => g.state === reason).length);
+    }
+    for (const reason of snapshot.distrusted.values()) this.metrics.answersDistrusted.inc({ reason });
+
+    for (const group of snapshot.groups.values()) {
+      const before = this.groupStates.get(group.scheme);
+      this.groupStates.set(group.scheme, group.state);
+      const fields = { provider: describeGroup(group.scheme), nodes: group.nodes, found: group.found, notFound: group.notFound, listedBefore: group.heldBefore, lost: group.lost };
+      if (group.state === before) continue;
+      if (group.state === 'empty') {
+        this.log.error('cloud provider answer listed none of the managed nodes; taking every "not found" as unknown (an outage or lost permissions, not every machine gone)', fields);
+      } else if (group.state === 'shrunk') {
+        this.log.error('cloud provider answer lost more machines than allowed at once; taking their "not found" as unknown until consecutive answers confirm it',
+          { ...fields, maxShare: this.options.shrinkMaxShare, confirmAfter: formatGoDuration(this.options.gracePeriodMs) });
+      } else if (group.state === 'confirmed') {
+        this.log.info('cloud provider answer with fewer machines confirmed by consecutive answers; believing it', fields);
+      } else if (before === 'empty' || before === 'shrunk') {
+        this.log.info('cloud provider answer believed again', fields);
+      }
+    }
+    for (const scheme of this.groupStates.keys()) if (!snapshot.groups.has(scheme)) this.groupStates.delete(scheme);
+
+    for (const node of asked) {
+      const reason = snapshot.distrusted.get(nodeName(node));
+      if (!reason || isNodeReady(node)) continue;
+      const group = snapshot.groups.get(providerIDScheme(node))!;
+      this.ctx.recorder.event(nodeEventSubject(node), 'Warning', 'ProviderAnswerDistrusted', reason === 'empty'
+        ? `Not judging node ${nodeName(node)} gone: the cloud provider's answer listed none of the ${group.nodes} managed nodes with ${describeGroup(group.scheme)}; ` +
+          'an empty answer is an outage or lost permissions, never evidence that every machine is gone'
+        : `Not judging node ${nodeName(node)} gone yet: the cloud provider's answer lost ${group.lost} of the ${group.heldBefore} machines with ${describeGroup(group.scheme)} ` +
+          `it listed before, more than the share ${this.options.shrinkMaxShare} allowed; it is believed once consecutive answers confirm the smaller list for ${formatGoDuration(this.options.gracePeriodMs)}`);
+    }
   }
 
   private forgetAbsent(nodes: V1Node[]): void {

@@ -47,12 +47,7 @@ export interface Decision {
   streak: NotFoundStreak | undefined;
 }
 
-/** Whether the node needs the provider's opinion (upstream: Ready False, Unknown or missing). */
-export function needsExistenceCheck(node: V1Node): boolean {
-  return !isNodeReady(node);
-}
-
-/** `answer` is undefined when the provider was not asked (Ready nodes); a NotReady node without one counts as unknown. */
+/** A Ready node's answer is ignored (it only served the snapshot view); a NotReady node without one counts as unknown. */
 export function decide(
   node: V1Node,
   answer: Existence | undefined,

@@ -1,6 +1,6 @@
 /** The cloud node lifecycle controller's public face. */
 export { CloudNodeLifecycleController, type LifecycleControllerDeps, type MonitorReport, WRITE_CONCURRENCY } from './controller.ts';
-export { type Decision, type HoldReason, type LifecycleAction, type NotFoundStreak, decide, needsExistenceCheck } from './decide.ts';
+export { type Decision, type HoldReason, type LifecycleAction, type NotFoundStreak, decide } from './decide.ts';
 export { type BreakerInput, type BreakerVerdict, DeletionWindow, allowedGone, evaluateBreaker } from './breaker.ts';
 export { EXISTENCE_CHECK_CONCURRENCY, type ExistenceOptions, ProviderTimeoutError, askExistence, askShutdown, withTimeout } from './existence.ts';
 export {
@@ -13,6 +13,16 @@ export {
   isProtected,
 } from './keys.ts';
 export { type HeldReason, NodeLifecycleMetrics } from './metrics.ts';
+export {
+  DISTRUST_REASONS,
+  type Distrust,
+  type GroupJudgement,
+  ProviderSnapshots,
+  type SnapshotJudgement,
+  type SnapshotOptions,
+  describeGroup,
+  providerIDScheme,
+} from './snapshot.ts';
 export { ApiNodeWriter, type DeleteOutcome, type NodeWriter, TAINT_UPDATE_ATTEMPTS } from './node-writer.ts';
 export {
   type BreakerOptions,
@@ -23,4 +33,5 @@ export {
   type LifecycleOptionsInput,
   UPSTREAM_COMPATIBLE_OPTIONS,
   resolveLifecycleOptions,
+  shrinkConfirmReads,
 } from './options.ts';

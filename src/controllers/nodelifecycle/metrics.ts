@@ -1,6 +1,7 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Existence } from '../../cloud/types.ts';
 import type { HoldReason } from './decide.ts';
+import { DISTRUST_REASONS } from './snapshot.ts';
 
 /** Why a deletion was held back: the decision's reasons plus the circuit breaker. */
 export type HeldReason = HoldReason | 'breaker';
@@ -12,6 +13,10 @@ export class NodeLifecycleMetrics {
   readonly deletionsHeld: Counter<'reason'>;
   readonly existenceAnswers: Counter<'answer'>;
   readonly breakerOpen: Gauge;
+  /** "not found" answers not believed because the provider's answer was empty or shrunken (snapshot.ts). */
+  readonly answersDistrusted: Counter<'reason'>;
+  /** ProviderID schemes whose latest answer is not believed, by reason. */
+  readonly answerDistrusted: Gauge<'reason'>;
 
   private constructor(registry: Registry) {
     const registers = [registry];
@@ -37,10 +42,26 @@ export class NodeLifecycleMetrics {
       help: '1 while the node deletion circuit breaker holds back deletions, else 0.',
       registers,
     });
+    this.answersDistrusted = new Counter({
+      name: 'edge_ccm_provider_answers_distrusted_total',
+      help: '"Not found" answers taken as unknown because the provider\'s answer listed none of its machines (empty) or lost more than --node-deletion-shrink-max-share of them (shrunk).',
+      labelNames: ['reason'],
+      registers,
+    });
+    this.answerDistrusted = new Gauge({
+      name: 'edge_ccm_provider_answer_distrusted',
+      help: 'ProviderID schemes whose latest provider answer is not believed, by reason (empty, shrunk).',
+      labelNames: ['reason'],
+      registers,
+    });
     // Every series exists from the start, so alerts and rate() see zeros rather than nothing.
     for (const reason of ['breaker', 'grace', 'policy', 'protected'] satisfies HeldReason[]) this.deletionsHeld.inc({ reason }, 0);
     for (const answer of ['exists', 'not-found', 'unknown'] satisfies Existence[]) this.existenceAnswers.inc({ answer }, 0);
     this.breakerOpen.set(0);
+    for (const reason of DISTRUST_REASONS) {
+      this.answersDistrusted.inc({ reason }, 0);
+      this.answerDistrusted.set({ reason }, 0);
+    }
   }
 
   private static readonly byRegistry = new WeakMap<Registry, NodeLifecycleMetrics>();

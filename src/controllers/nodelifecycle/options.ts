@@ -29,6 +29,12 @@ export interface LifecycleOptions {
   breakerAcknowledged?: boolean;
   /** --node-lifecycle-provider-timeout: a provider call not answered by then counts as "unknown". */
   providerTimeoutMs: number;
+  /**
+   * --node-deletion-shrink-max-share: share (0..1) of the machines a provider listed that may be
+   * missing from its next answer and still be believed; more are "unknown" until the smaller list
+   * is confirmed (snapshot.ts). 1 turns the shrink rule off; the empty-answer rule always holds.
+   */
+  shrinkMaxShare: number;
 }
 
 export const DEFAULT_LIFECYCLE_OPTIONS: Readonly<LifecycleOptions> = Object.freeze({
@@ -39,13 +45,19 @@ export const DEFAULT_LIFECYCLE_OPTIONS: Readonly<LifecycleOptions> = Object.free
   breaker: Object.freeze({ maxShare: 0.2, windowMs: 10 * 60_000 }),
   breakerAcknowledged: false,
   providerTimeoutMs: 10_000,
+  shrinkMaxShare: 0.5,
 });
 
-/** Options that behave exactly like upstream: first "not found" deletes, no breaker. */
+/**
+ * Options that behave like upstream: first "not found" deletes, no breaker, no shrink rule. The
+ * empty-answer rule (snapshot.ts) stays: an answer listing none of a provider's machines is
+ * never taken as all of them gone.
+ */
 export const UPSTREAM_COMPATIBLE_OPTIONS: Readonly<Partial<LifecycleOptions>> = Object.freeze({
   gracePeriodMs: 0,
   notFoundThreshold: 1,
   breaker: Object.freeze({ maxShare: 1, windowMs: 0 }),
+  shrinkMaxShare: 1,
 });
 
 export type LifecycleOptionsInput = Partial<Omit<LifecycleOptions, 'breaker'>> & { breaker?: Partial<BreakerOptions> };
@@ -69,10 +81,16 @@ export function resolveLifecycleOptions(input: LifecycleOptionsInput = {}): Life
   if (maxCount !== undefined && (!Number.isInteger(maxCount) || maxCount < 1)) problems.push('breaker max count must be a whole number (0: no absolute cap)');
   if (!(opts.breaker.windowMs >= 0)) problems.push('breaker window must not be negative');
   if (!(opts.providerTimeoutMs > 0)) problems.push('provider timeout must be positive');
+  if (!(opts.shrinkMaxShare >= 0 && opts.shrinkMaxShare <= 1)) problems.push('shrink max share must be between 0 and 1');
   if (problems.length > 0) throw new Error(`invalid node lifecycle options: ${problems.join('; ')}`);
   return opts;
 }
 
 function definedOnly<T extends object>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/** Reads of a shrunken provider answer needed before it is believed: the not-found threshold, and never a single read. */
+export function shrinkConfirmReads(opts: Pick<LifecycleOptions, 'notFoundThreshold'>): number {
+  return Math.max(2, opts.notFoundThreshold);
 }
