@@ -65,6 +65,17 @@ export function ipFamilyOf(s: string): IPFamily | undefined {
   return parseIP(s)?.family;
 }
 
+/** The address as it travels in packets: 4 or 16 bytes, network order. */
+export function ipToBytes(ip: IP): Uint8Array {
+  return Uint8Array.from(bigIntToBytes(ip.value, WIDTH[ip.family] / 8));
+}
+
+/** An address read from a packet (4 bytes: IPv4, 16: IPv6); undefined for any other length. */
+export function ipFromBytes(bytes: Uint8Array): IP | undefined {
+  if (bytes.length !== 4 && bytes.length !== 16) return undefined;
+  return { family: bytes.length === 4 ? 4 : 6, value: bytesToBigInt([...bytes]) };
+}
+
 function bytesToBigInt(bytes: number[]): bigint {
   let v = 0n;
   for (const b of bytes) v = (v << 8n) | BigInt(b);
