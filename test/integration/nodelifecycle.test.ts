@@ -6,10 +6,12 @@ import {
   ApiNodeWriter,
   CloudNodeLifecycleController,
   type LifecycleOptionsInput,
+  type NodeWriter,
   SHUTDOWN_TAINT,
 } from '../../src/controllers/nodelifecycle/index.ts';
 import type { ControllerContext } from '../../src/controllers/types.ts';
 import { isNotFound } from '../../src/kube/errors.ts';
+import { nodeName } from '../../src/kube/node-helpers.ts';
 import { EventBroadcaster } from '../../src/kube/events.ts';
 import { Informer } from '../../src/kube/informer/index.ts';
 import { EVENTS, NODES, ResourceClient } from '../../src/kube/resources.ts';
@@ -88,7 +90,7 @@ async function eventsFor(name: string, reason: string): Promise<CoreV1Event[]> {
 }
 
 /** Runs a controller that manages exactly these nodes until the returned stop() is called. */
-function startController(cloud: FakeCloud, names: string[], opts: LifecycleOptionsInput = OPTIONS) {
+function startController(cloud: FakeCloud, names: string[], opts: LifecycleOptionsInput = OPTIONS, writer?: NodeWriter) {
   const managed = new Set(names);
   const registry = new Registry();
   const ctx: ControllerContext = {
@@ -103,7 +105,7 @@ function startController(cloud: FakeCloud, names: string[], opts: LifecycleOptio
     // The control plane is shared with other test files: only this scenario's nodes are ours.
     isManagedNode: (n) => managed.has(n.metadata?.name ?? ''),
   };
-  const controller = new CloudNodeLifecycleController(ctx, opts);
+  const controller = new CloudNodeLifecycleController(ctx, opts, { writer });
   const abort = new AbortController();
   const run = controller.run(abort.signal);
   const metric = async (name: string) => (await registry.getSingleMetric(name)?.get())?.values[0]?.value;
@@ -223,6 +225,48 @@ describe('ApiNodeWriter against a real API server', () => {
     expect(await writer.removeTaints(stale2, [SHUTDOWN_TAINT.key])).toBe(true);
     expect(await taintKeys(name!)).toEqual([other.key]);
     expect(await writer.removeTaints(await nodes.get(name!), [SHUTDOWN_TAINT.key])).toBe(false);
+  }, 60_000);
+
+  test('a node that came back Ready after it was judged is not deleted; one changed since is left to the next judgement', async () => {
+    const [back, changed] = await createNotReadyNodes('came-back', 2);
+    const writer = new ApiNodeWriter(transport);
+    const judged = await nodes.get(back!);
+    await setReady(nodes, back!, 'True'); // the kubelet is back between the judgement and the delete
+    expect(await writer.deleteNode(judged)).toBe('changed');
+    expect(await nodeExists(nodes, back!)).toBe(true);
+
+    const judged2 = await nodes.get(changed!);
+    await nodes.patch(changed!, 'merge', { metadata: { labels: { touched: 'yes' } } }); // still NotReady, but not what was judged
+    expect(await writer.deleteNode(judged2)).toBe('changed');
+    expect(await nodeExists(nodes, changed!)).toBe(true);
+    expect(await writer.deleteNode(await nodes.get(changed!))).toBe('deleted');
+    expect(await nodeExists(nodes, changed!)).toBe(false);
+  }, 60_000);
+
+  test('the controller: a node turning Ready between judgement and delete stays, and is not counted as deleted', async () => {
+    const names = await createNotReadyNodes('ready-race', 2);
+    const [racer, listed] = [names[0]!, names[1]!];
+    const cloud = new FakeCloud();
+    cloud.setNode(racer, { existence: 'not-found' });
+    // The kubelet posts Ready right when the controller is about to delete (after its judgement).
+    class RacingWriter extends ApiNodeWriter {
+      override async deleteNode(node: V1Node, signal?: AbortSignal) {
+        await setReady(nodes, nodeName(node), 'True');
+        return super.deleteNode(node, signal);
+      }
+    }
+    const c = startController(cloud, names, { ...OPTIONS, gracePeriodMs: 0, notFoundThreshold: 1 }, new RacingWriter(transport));
+    try {
+      await eventually('the DeletingNode event', async () => (await eventsFor(racer, 'DeletingNode')).length > 0);
+      const calls = cloud.count('instanceExists');
+      await eventually('more periods', () => cloud.count('instanceExists') >= calls + 3 * 2);
+      expect(await nodeExists(nodes, racer)).toBe(true);
+      expect(await nodeExists(nodes, listed)).toBe(true);
+      expect(await c.metric('edge_ccm_nodes_deleted_total')).toBe(0);
+      expect((await eventsFor(racer, 'DeletingNodeCancelled')).map((e) => e.message)).toEqual([`Not deleting node ${racer}: it is Ready again or changed since it was judged gone`]);
+    } finally {
+      await c.stop();
+    }
   }, 60_000);
 
   test('delete carries a UID precondition: a node re-registered under the same name is kept', async () => {

@@ -382,6 +382,17 @@ describe('controller: upstream scenarios (upstream-compatible options)', () => {
     expect(await h.metric('edge_ccm_nodes_deleted_total')).toBe(0);
   });
 
+  test('a node Ready again or changed since its judgement (re-read before the delete) is kept, not counted, and judged again', async () => {
+    const h = harness([node('node0', 'False')], upstream, { listed: true });
+    h.cloud.setNode('node0', { existence: 'not-found' });
+    h.writer.deleteOutcome = 'changed';
+    expect((await h.period()).deleted).toEqual([]);
+    expect(h.recorder.reasons()).toEqual(['DeletingNode', 'DeletingNodeCancelled']);
+    expect(await h.metric('edge_ccm_nodes_deleted_total')).toBe(0);
+    h.writer.deleteOutcome = 'deleted';
+    expect((await h.period()).deleted).toEqual(['node0']);
+  });
+
   test('a node re-registered under the same name (UID precondition failed) is kept and not counted', async () => {
     const h = harness([node('node0', 'False')], upstream);
     h.cloud.setNode('node0', { existence: 'not-found' });

@@ -268,6 +268,12 @@ export class CloudNodeLifecycleController implements Controller {
         this.log.info('node was re-registered since it was judged gone; keeping the new one', { node: name });
         return false;
       }
+      if (outcome === 'changed') {
+        // Not deleted: Ready again, or changed since the judgement; the next period judges the new copy.
+        this.log.info('node is Ready again or changed since it was judged gone; not deleting it', { node: name });
+        this.ctx.recorder.event(subject, 'Normal', 'DeletingNodeCancelled', `Not deleting node ${name}: it is Ready again or changed since it was judged gone`);
+        return false;
+      }
       this.deletedUids.add(node.metadata?.uid ?? '');
       this.deletions.record(now);
       this.streaks.delete(name);

@@ -1,6 +1,6 @@
 import type { V1Node, V1Taint } from '@kubernetes/client-node';
 import { isConflict, isNotFound } from '../../kube/errors.ts';
-import { nodeName, taintsWith } from '../../kube/node-helpers.ts';
+import { isNodeReady, nodeName, taintsWith } from '../../kube/node-helpers.ts';
 import { NODES, ResourceClient } from '../../kube/resources.ts';
 import type { KubeTransport } from '../../kube/transport.ts';
 
@@ -10,12 +10,19 @@ export interface NodeWriter {
   addTaint(node: V1Node, taint: V1Taint, signal?: AbortSignal): Promise<boolean>;
   /** Removes every taint with one of these keys; false when nothing was written. */
   removeTaints(node: V1Node, keys: readonly string[], signal?: AbortSignal): Promise<boolean>;
-  /** Deletes exactly this Node object (its UID), never a newer one of the same name. */
+  /**
+   * Deletes the Node exactly as it was judged: only if the API still has this object (UID),
+   * unchanged since (resourceVersion) and NotReady; never a newer one of the same name.
+   */
   deleteNode(node: V1Node, signal?: AbortSignal): Promise<DeleteOutcome>;
 }
 
-/** `replaced`: a Node of that name exists but with another UID (re-registered), so it was kept. */
-export type DeleteOutcome = 'deleted' | 'already-gone' | 'replaced';
+/**
+ * `replaced`: a Node of that name exists but with another UID (re-registered), so it was kept.
+ * `changed`: the node is Ready again, or changed since it was judged: kept, and judged afresh
+ * next period from the new copy.
+ */
+export type DeleteOutcome = 'deleted' | 'already-gone' | 'replaced' | 'changed';
 
 /** Upstream retries taint updates 5 times on conflict (updateTaintBackoff). */
 export const TAINT_UPDATE_ATTEMPTS = 5;
@@ -43,14 +50,26 @@ export class ApiNodeWriter implements NodeWriter {
   }
 
   async deleteNode(node: V1Node, signal?: AbortSignal): Promise<DeleteOutcome> {
+    // The judgement was made on the informer's copy, maybe seconds old: a kubelet that came
+    // back meanwhile has posted Ready, so the node is read afresh and left alone unless it is
+    // still the very object judged (UID and resourceVersion) and NotReady.
+    let current: V1Node;
     try {
-      // A UID precondition: the decision was about this object; a node re-registered under the
-      // same name since (new UID) answers 409 and is kept.
-      await this.nodes.delete(nodeName(node), { uid: node.metadata?.uid, signal });
+      current = await this.nodes.get(nodeName(node), { signal });
+    } catch (e) {
+      if (isNotFound(e)) return 'already-gone';
+      throw e;
+    }
+    if (current.metadata?.uid !== node.metadata?.uid) return 'replaced';
+    if (isNodeReady(current) || current.metadata?.resourceVersion !== node.metadata?.resourceVersion) return 'changed';
+    try {
+      // Both preconditions: a node re-registered (new UID) or changed (Ready posted) between the
+      // read and the delete answers 409 and is kept.
+      await this.nodes.delete(nodeName(node), { uid: node.metadata?.uid, resourceVersion: node.metadata?.resourceVersion, signal });
       return 'deleted';
     } catch (e) {
       if (isNotFound(e)) return 'already-gone';
-      if (isConflict(e)) return 'replaced';
+      if (isConflict(e)) return 'changed';
       throw e;
     }
   }
