@@ -294,6 +294,7 @@ function controllerSettings(options: Options, cloud: CloudProvider): ControllerS
       },
       breakerAcknowledged: options.nodeDeletionBreakerAcknowledged,
       providerTimeoutMs: options.nodeLifecycleProviderTimeoutMs,
+      shrinkMaxShare: options.nodeDeletionShrinkMaxShare,
     });
   } catch (e) {
     throw new ConfigurationError(errorMessage(e));

@@ -553,6 +553,18 @@ export const FLAGS = [
     help: 'Let every confirmed deletion through an open breaker (set it for one rollout after checking the nodes are really gone, then remove it).',
   }),
   flag({
+    name: 'node-deletion-shrink-max-share',
+    key: 'nodeDeletionShrinkMaxShare',
+    kind: 'float',
+    default: 0.5,
+    group: 'edge-ccm',
+    help:
+      'When the provider\'s answer for one providerID scheme lost more than this share of the machines it listed before, the missing ones ' +
+      'count as "unknown" until consecutive answers (the not-found threshold, at least 2) confirm the smaller list over the grace period ' +
+      '(1 turns this off). An answer listing none of the managed nodes is never believed, whatever this flag.',
+    schema: v.pipe(v.number(), v.check((n: number) => n >= 0 && n <= 1, (issue) => `must be between 0 and 1, got ${issue.input}`)),
+  }),
+  flag({
     name: 'node-lifecycle-provider-timeout',
     key: 'nodeLifecycleProviderTimeoutMs',
     kind: 'duration',
