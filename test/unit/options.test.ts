@@ -129,6 +129,7 @@ const SAMPLES: Record<string, [text: string, value: unknown]> = {
   'node-deletion-breaker-window': ['1h', 3_600_000],
   'node-deletion-breaker-acknowledged': ['true', true],
   'node-lifecycle-provider-timeout': ['3s', 3_000],
+  'node-deletion-shrink-max-share': ['0.25', 0.25],
   'node-label-resync': ['true', true],
   'kube-vip-annotation': ['true', true],
 };
@@ -411,6 +412,7 @@ describe('validation', () => {
     ['--min-resync-period=0', '--min-resync-period', 'must be greater than zero, got 0s'],
     ['--shutdown-grace-period=-5s', '--shutdown-grace-period', 'must not be negative, got -5s'],
     ['--secure-port=-1', '--secure-port', '-1 must be between 0 and 65535, inclusive. 0 for turning off secure port'],
+    ['--node-deletion-shrink-max-share=1.5', '--node-deletion-shrink-max-share', 'must be between 0 and 1, got 1.5'],
   ])('%p', (arg, flag, message) => {
     expect(flagErrors([PROVIDER, arg])).toEqual([{ flag, message }]);
   });
