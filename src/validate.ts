@@ -1,3 +1,4 @@
+import { readCloudConfigFile } from './cloud/config-file.ts';
 import type { ProviderRegistry } from './cloud/registry.ts';
 
 /**
@@ -23,12 +24,14 @@ export async function runValidate(argv: string[], providers: ProviderRegistry): 
   }
   let text: string;
   try {
-    text = await Bun.file(configPath).text();
+    text = readCloudConfigFile(configPath);
   } catch (e) {
     console.error(`error: --cloud-config: cannot read ${configPath}: ${(e as Error).message}`);
     return 2;
   }
-  const problems = validator(text, configPath);
+  const found = validator(text, configPath);
+  for (const w of found.filter((p) => p.warning)) console.error(`${configPath}:${w.line ?? '?'}: ${w.path}: warning: ${w.message}`);
+  const problems = found.filter((p) => !p.warning);
   if (problems.length === 0) {
     console.log(`${configPath}: valid ${provider} configuration`);
     return 0;

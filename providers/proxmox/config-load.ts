@@ -1,4 +1,4 @@
-import { loadYamlConfig, processSecrets, type ConfigError } from '../static/config-load.ts';
+import { loadYamlConfig, processSecrets, type ConfigError, type ConfigWarning } from '../static/config-load.ts';
 import type { SecretSource } from '../static/config-resolve.ts';
 import type { ProxmoxConfig } from './config-model.ts';
 import { resolveProxmoxConfig } from './config-resolve.ts';
@@ -9,7 +9,7 @@ import { ProxmoxConfigSchema, salvageConfig, type ResolvableProxmoxConfig } from
  * each as `PATH` + line + message, secrets read on the way.
  */
 
-export type ProxmoxConfigLoadResult = { ok: true; config: ProxmoxConfig } | { ok: false; errors: ConfigError[] };
+export type ProxmoxConfigLoadResult = { ok: true; config: ProxmoxConfig; warnings?: ConfigWarning[] } | { ok: false; errors: ConfigError[] };
 
 export function loadProxmoxConfig(text: string, secrets: SecretSource = processSecrets): ProxmoxConfigLoadResult {
   return loadYamlConfig(text, {

@@ -1,6 +1,7 @@
 import type { IPFamily } from '../../src/net/ip.ts';
 import { parseAddressRange, type AddressRange } from '../static/address-ranges.ts';
 import { resolveStaticConfig, type ConfigIssue, type ConfigPath, type SecretSource } from '../static/config-resolve.ts';
+import { SecretFiles, type ConfigWarningIssue } from '../static/config-secrets.ts';
 import { MATCH_CRITERIA, type ClusterAuth, type ProxmoxCluster, type ProxmoxConfig } from './config-model.ts';
 import type { RawCluster, ResolvableProxmoxConfig } from './config-schema.ts';
 import { INSTANCE_TYPE_PLACEHOLDERS } from './instance-type.ts';
@@ -26,8 +27,9 @@ export const DEFAULTS = {
 
 type Report = (path: ConfigPath, message: string) => void;
 
-export function resolveProxmoxConfig(raw: ResolvableProxmoxConfig, secrets: SecretSource): { config: ProxmoxConfig; issues: ConfigIssue[] } {
+export function resolveProxmoxConfig(raw: ResolvableProxmoxConfig, secrets: SecretSource): { config: ProxmoxConfig; issues: ConfigIssue[]; warnings: ConfigWarningIssue[] } {
   const issues: ConfigIssue[] = [];
+  const files = new SecretFiles(secrets);
   const report: Report = (path, message) => issues.push({ path, message });
   const clusters: ProxmoxCluster[] = [];
   const regions = new Map<string, number>();
@@ -37,7 +39,7 @@ export function resolveProxmoxConfig(raw: ResolvableProxmoxConfig, secrets: Secr
     const first = regions.get(c.region);
     if (first !== undefined) report([...path, 'region'], `duplicate region ${JSON.stringify(c.region)} (also clusters[${first}]): providerIDs proxmox://REGION/VMID must name one cluster`);
     else regions.set(c.region, i);
-    clusters.push(resolveCluster(c, path, report, secrets));
+    clusters.push(resolveCluster(c, path, report, files));
   });
 
   const format = raw.instanceType?.format ?? DEFAULTS.instanceTypeFormat;
@@ -67,10 +69,11 @@ export function resolveProxmoxConfig(raw: ResolvableProxmoxConfig, secrets: Secr
       loadBalancer: staticPart.loadBalancer,
     },
     issues,
+    warnings: files.warnings,
   };
 }
 
-function resolveCluster(c: RawCluster, path: ConfigPath, report: Report, secrets: SecretSource): ProxmoxCluster {
+function resolveCluster(c: RawCluster, path: ConfigPath, report: Report, secrets: SecretFiles): ProxmoxCluster {
   const url = new URL(c.url);
   if (url.protocol !== 'https:' && url.protocol !== 'http:') report([...path, 'url'], 'must be an https (or http) URL');
   if (url.pathname.replace(/\/+$/, '') !== '' || url.search) report([...path, 'url'], 'must be the server only, e.g. https://pve1.example.com:8006 (/api2/json is added)');
@@ -95,7 +98,7 @@ function resolveCluster(c: RawCluster, path: ConfigPath, report: Report, secrets
 }
 
 /** An API token (preferred) or a user and password; exactly one source for the secret. */
-function resolveAuth(c: RawCluster, path: ConfigPath, report: Report, secrets: SecretSource): ClusterAuth {
+function resolveAuth(c: RawCluster, path: ConfigPath, report: Report, secrets: SecretFiles): ClusterAuth {
   const tokenFields = [c.tokenSecret, c.tokenSecretFile, c.tokenSecretEnv];
   const passwordFields = [c.password, c.passwordFile, c.passwordEnv];
   const usesToken = c.tokenId !== undefined || tokenFields.some((f) => f !== undefined);
@@ -119,7 +122,7 @@ function oneSecret(
   c: RawCluster,
   path: ConfigPath,
   report: Report,
-  secrets: SecretSource,
+  secrets: SecretFiles,
   [inline, file, env]: ['tokenSecret', 'tokenSecretFile', 'tokenSecretEnv'] | ['password', 'passwordFile', 'passwordEnv'],
 ): string {
   const given = [inline, file, env].filter((k) => c[k] !== undefined);
@@ -138,10 +141,11 @@ function oneSecret(
   return c[inline] ?? '';
 }
 
-function readSecret(secrets: SecretSource, file: string, path: ConfigPath, key: string, report: Report, trimNewline: boolean): string | undefined {
+/** A secret's file (trimmed of its newline, checked for its permissions) or a CA file. */
+function readSecret(secrets: SecretFiles, file: string, path: ConfigPath, key: string, report: Report, secret: boolean): string | undefined {
   try {
-    const text = secrets.readFile(file);
-    return trimNewline ? text.replace(/\r?\n$/, '') : text;
+    const text = secrets.read(file, key, path, secret);
+    return secret ? text.replace(/\r?\n$/, '') : text;
   } catch (e) {
     report(path, `cannot read ${key} ${file}: ${(e as Error).message}`);
     return undefined;

@@ -1,6 +1,6 @@
 import * as v from 'valibot';
 import { parseAddressRange } from '../static/address-ranges.ts';
-import { StaticConfigSchema, salvageConfig as salvageStaticConfig, type ResolvableConfig as StaticResolvable } from '../static/config-schema.ts';
+import { StaticConfigSchema, salvageConfig as salvageStaticConfig, withoutUserinfo, type ResolvableConfig as StaticResolvable } from '../static/config-schema.ts';
 import { MATCH_CRITERIA } from './config-model.ts';
 
 /**
@@ -31,7 +31,7 @@ const ClusterSchema = v.strictObject({
     v.maxLength(63, 'must be at most 63 characters'),
     v.regex(/^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/, 'must be letters, digits, "-", "_" or "." and start and end with a letter or digit (it is a label value and part of providerIDs)'),
   ),
-  url: v.pipe(v.string(), v.url('must be a URL such as https://pve1.example.com:8006')),
+  url: v.pipe(v.string(), v.url('must be a URL such as https://pve1.example.com:8006'), withoutUserinfo()),
   caFile: v.optional(nonEmpty),
   fingerprint: v.optional(v.pipe(v.string(), v.regex(FINGERPRINT, 'must be a SHA-256 fingerprint: 32 hex bytes, e.g. AB:CD:...'))),
   insecureSkipVerify: v.optional(v.boolean()),

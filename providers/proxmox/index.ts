@@ -16,7 +16,7 @@ export function registerProxmoxProvider(registry: ProviderRegistry): void {
     (input) => createProxmoxProvider(input),
     (text) => {
       const result = loadProxmoxConfig(text);
-      return result.ok ? [] : result.errors;
+      return result.ok ? (result.warnings ?? []).map((w) => ({ ...w, warning: true })) : result.errors;
     },
   );
 }

@@ -130,6 +130,11 @@ export class ProxmoxProvider implements CloudProvider {
     return this.file.onConfigRejected(listener);
   }
 
+  /** Warnings about the configuration in force (a secret file others can read), per reason. */
+  onConfigWarning(listener: (reason: string, problems: string) => void): () => void {
+    return this.file.onConfigWarning(listener);
+  }
+
   async close(): Promise<void> {
     this.file.stop();
     this.stop.abort();
@@ -217,6 +222,7 @@ export function createProxmoxProvider(input: {
     logger: input.logger,
     configPath: input.configPath,
     configText: input.config,
+    configWarnings: loaded.warnings,
     secrets: input.secrets,
     watch: input.watch,
     backoff: input.backoff,

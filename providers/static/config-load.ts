@@ -1,9 +1,12 @@
-import { readFileSync } from 'node:fs';
 import * as v from 'valibot';
 import { LineCounter, isMap, isScalar, isSeq, parseDocument, type Document, type Node } from 'yaml';
 import type { StaticConfig } from './config-model.ts';
 import { resolveStaticConfig, type ConfigIssue, type ConfigPath, type SecretSource } from './config-resolve.ts';
 import { StaticConfigSchema, salvageConfig, type ResolvableConfig } from './config-schema.ts';
+import { MAX_CONFIG_STRING_LENGTH, MAX_YAML_ALIAS_COUNT, capStrings } from './config-limits.ts';
+import { isSecretPath, processSecrets, type ConfigWarningIssue } from './config-secrets.ts';
+
+export { processSecrets };
 
 /**
  * Reads the static provider's YAML: every problem at once, each with the path of the value at
@@ -19,12 +22,12 @@ export interface ConfigError {
   message: string;
 }
 
-export type ConfigLoadResult = { ok: true; config: StaticConfig } | { ok: false; errors: ConfigError[] };
+/** A problem that does not stop the file from loading (a secret file others can read), with its event reason. */
+export interface ConfigWarning extends ConfigError {
+  reason: string;
+}
 
-export const processSecrets: SecretSource = {
-  readFile: (path) => readFileSync(path, 'utf8'),
-  env: (name) => process.env[name],
-};
+export type ConfigLoadResult = { ok: true; config: StaticConfig; warnings?: ConfigWarning[] } | { ok: false; errors: ConfigError[] };
 
 /** Parses and validates a config text; `secrets` reads passwordFile/caFile/passwordEnv. */
 export function loadStaticConfig(text: string, secrets: SecretSource = processSecrets): ConfigLoadResult {
@@ -43,45 +46,75 @@ export function loadStaticConfig(text: string, secrets: SecretSource = processSe
 export interface YamlConfigSpec<Raw, Config> {
   schema: v.GenericSchema<unknown, unknown>;
   salvage(input: unknown): Raw;
-  resolve(raw: Raw): { config: Config; issues: readonly ConfigIssue[] };
+  resolve(raw: Raw): { config: Config; issues: readonly ConfigIssue[]; warnings?: readonly ConfigWarningIssue[] };
 }
 
 /**
  * Parses YAML and runs both passes, reporting every problem at once with its path and line.
  * Shared by the providers whose config is a YAML file (static, proxmox).
  */
-export function loadYamlConfig<Raw, Config>(text: string, spec: YamlConfigSpec<Raw, Config>): { ok: true; config: Config } | { ok: false; errors: ConfigError[] } {
+export function loadYamlConfig<Raw, Config>(
+  text: string,
+  spec: YamlConfigSpec<Raw, Config>,
+): { ok: true; config: Config; warnings?: ConfigWarning[] } | { ok: false; errors: ConfigError[] } {
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, uniqueKeys: true, prettyErrors: false });
   const lineAt = (offset: number) => lineCounter.linePos(offset).line;
   const errors: ConfigError[] = doc.errors.map((e) => ({
     path: formatPath(pathAt(doc, e.pos[0])),
     line: lineAt(e.pos[0]),
-    message: e.code === 'DUPLICATE_KEY' ? 'duplicate key' : e.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, ''),
+    message: e.code === 'DUPLICATE_KEY' ? 'duplicate key' : shortYamlMessage(e.message),
   }));
   // A syntax error leaves no document worth checking further; duplicate keys do (the last one wins).
   if (doc.errors.some((e) => e.code !== 'DUPLICATE_KEY')) return { ok: false, errors: sortErrors(errors) };
 
   const located = (path: ConfigPath, message: string): ConfigError => ({ path: formatPath(path), line: lineAt(offsetOf(doc, path)), message });
-  const input: unknown = doc.toJS() ?? {};
+  let input: unknown;
+  try {
+    input = doc.toJS({ maxAliasCount: MAX_YAML_ALIAS_COUNT }) ?? {};
+  } catch (e) {
+    // An alias bomb, or an alias whose anchor is missing: a config error like any other, never a crash.
+    return { ok: false, errors: [{ path: '', line: 1, message: aliasMessage(e) }] };
+  }
+  const oversized = capStrings(input);
+  const capped = new Set(oversized.filter((o) => !o.key).map((o) => formatPath(o.path)));
+  for (const o of oversized) {
+    errors.push(located(o.path, o.key ? `holds a key ${o.length} characters long; the limit is ${MAX_CONFIG_STRING_LENGTH}` : `is ${o.length} characters long; the limit is ${MAX_CONFIG_STRING_LENGTH}`));
+  }
   const parsed = v.safeParse(spec.schema, input, { abortEarly: false });
   if (!parsed.success) {
     for (const issue of parsed.issues) {
       const path = (issue.path ?? []).map((p) => p.key as string | number);
+      if (capped.has(formatPath(path))) continue; // reported above, by its length
       errors.push(located(path, issueMessage(issue, path)));
     }
   }
   // The second pass runs on the valid parts too, so one run reports every problem.
-  const { config, issues } = spec.resolve(parsed.success ? (parsed.output as Raw) : spec.salvage(input));
+  const { config, issues, warnings = [] } = spec.resolve(parsed.success ? (parsed.output as Raw) : spec.salvage(input));
   errors.push(...issues.map((i) => located(i.path, i.message)));
   if (errors.length) return { ok: false, errors: sortErrors(errors) };
-  return { ok: true, config };
+  return { ok: true, config, warnings: warnings.map((w) => ({ ...located(w.path, w.message), reason: w.reason })) };
+}
+
+/** The first line of a yaml parser message, without its position (the error has its line) and bounded. */
+function shortYamlMessage(message: string): string {
+  const first = message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '');
+  return first.length > 200 ? `${first.slice(0, 200)}...` : first;
+}
+
+function aliasMessage(e: unknown): string {
+  const message = e instanceof Error ? e.message : String(e);
+  if (/excessive alias count/i.test(message)) {
+    return `too many YAML aliases (more than ${MAX_YAML_ALIAS_COUNT} uses, counting the aliases inside what each one repeats): share settings through inventory.defaults, sites or racks instead`;
+  }
+  return `cannot be read as YAML: ${shortYamlMessage(message)}`;
 }
 
 /** The `edge-ccm validate` entry point: no cluster, no side effects beyond reading secret files. */
-export function validateStaticConfig(text: string, _path?: string, secrets: SecretSource = processSecrets): { ok: true } | { ok: false; errors: ConfigError[] } {
+export function validateStaticConfig(text: string, _path?: string, secrets: SecretSource = processSecrets): { ok: true; warnings?: ConfigWarning[] } | { ok: false; errors: ConfigError[] } {
   const result = loadStaticConfig(text, secrets);
-  return result.ok ? { ok: true } : result;
+  if (!result.ok) return result;
+  return result.warnings?.length ? { ok: true, warnings: result.warnings } : { ok: true };
 }
 
 /** One line per error, `FILE:LINE: PATH: MESSAGE`, as compilers print them. */
@@ -93,6 +126,8 @@ function issueMessage(issue: v.BaseIssue<unknown>, path: ConfigPath): string {
   const key = path.at(-1);
   if (issue.type === 'strict_object' && issue.expected === 'never') return `unknown key ${JSON.stringify(key)}`;
   if (issue.input === undefined && issue.kind === 'schema' && typeof key === 'string') return `missing required key ${JSON.stringify(key)}`;
+  // valibot's type messages end "but received VALUE": never for a secret (our own messages do not repeat values).
+  if (issue.kind === 'schema' && isSecretPath(path)) return `wrong type: expected ${issue.expected ?? 'another type'} (the value is a secret and is not shown)`;
   return issue.message.replace(/^Invalid type: /, 'wrong type: ');
 }
 

@@ -11,6 +11,7 @@ import {
   type StaticConfig,
 } from './config-model.ts';
 import { MATCH_CRITERIA, type RawDefaults, type RawMachine, type RawPool, type RawRedfish, type ResolvableConfig } from './config-schema.ts';
+import { SecretFiles, type ConfigWarningIssue } from './config-secrets.ts';
 
 /**
  * Second pass over a config that has the right shape: gives it meaning (group defaults merged,
@@ -28,16 +29,19 @@ export interface ConfigIssue {
 /** Where secrets come from; tests replace it. */
 export interface SecretSource {
   readFile(path: string): string;
+  /** Permission bits of a file (for the warning about secret files others can read); undefined when unknown. */
+  permissions?(path: string): number | undefined;
   env(name: string): string | undefined;
 }
 
 export const DEFAULT_REDFISH_TIMEOUT_SECONDS = 5;
 export const DEFAULT_REDFISH_CACHE_SECONDS = 30;
 
-export function resolveStaticConfig(raw: ResolvableConfig, secrets: SecretSource): { config: StaticConfig; issues: ConfigIssue[] } {
+export function resolveStaticConfig(raw: ResolvableConfig, secrets: SecretSource): { config: StaticConfig; issues: ConfigIssue[]; warnings: ConfigWarningIssue[] } {
   const issues: ConfigIssue[] = [];
   const report = (path: ConfigPath, message: string) => issues.push({ path, message });
-  const machines = resolveMachines(raw, secrets, report);
+  const files = new SecretFiles(secrets);
+  const machines = resolveMachines(raw, files, report);
   const loadBalancer = resolveLoadBalancer(raw, report);
   const inv = raw.inventory ?? {};
   return {
@@ -46,6 +50,7 @@ export function resolveStaticConfig(raw: ResolvableConfig, secrets: SecretSource
       loadBalancer,
     },
     issues,
+    warnings: files.warnings,
   };
 }
 
@@ -53,7 +58,7 @@ type Report = (path: ConfigPath, message: string) => void;
 
 // ---- machines ----
 
-function resolveMachines(raw: ResolvableConfig, secrets: SecretSource, report: Report): Machine[] {
+function resolveMachines(raw: ResolvableConfig, readSecret: SecretFiles, report: Report): Machine[] {
   const inv = raw.inventory ?? {};
   const base: ConfigPath = ['inventory'];
   const sites = inv.sites ?? {};
@@ -66,7 +71,6 @@ function resolveMachines(raw: ResolvableConfig, secrets: SecretSource, report: R
       report([...base, 'racks', name, 'site'], `unknown site ${JSON.stringify(rack.site)} (not in inventory.sites)`);
     }
   }
-  const readSecret = cachedSecrets(secrets);
   const machines: Machine[] = [];
   const seen = new DuplicateTracker(report);
   (inv.machines ?? []).forEach((m, i) => {
@@ -95,7 +99,7 @@ function buildMachine(
   layers: RawDefaults[],
   path: ConfigPath,
   report: Report,
-  readSecret: SecretSource,
+  readSecret: SecretFiles,
 ): { machine: Machine; addressPaths: ConfigPath[] } {
   const nearest = <K extends keyof RawDefaults>(key: K): RawDefaults[K] => layers.reduce<RawDefaults[K]>((found, l) => l[key] ?? found, undefined);
   const addresses: V1NodeAddress[] = [];
@@ -135,7 +139,7 @@ function buildMachine(
 }
 
 /** Merged Redfish settings of one machine; undefined (no Redfish) when no layer names an endpoint. */
-function resolveRedfish(r: RawRedfish, path: ConfigPath, report: Report, secrets: SecretSource): RedfishTarget | undefined {
+function resolveRedfish(r: RawRedfish, path: ConfigPath, report: Report, secrets: SecretFiles): RedfishTarget | undefined {
   if (r.endpoint === undefined) return undefined;
   const where = 'redfish: ';
   const url = new URL(r.endpoint);
@@ -145,7 +149,7 @@ function resolveRedfish(r: RawRedfish, path: ConfigPath, report: Report, secrets
   if (sources !== 1) report(path, `${where}exactly one of password, passwordFile or passwordEnv is required (found ${sources})`);
   let password = r.password ?? '';
   try {
-    if (r.passwordFile !== undefined) password = secrets.readFile(r.passwordFile).replace(/\r?\n$/, '');
+    if (r.passwordFile !== undefined) password = secrets.read(r.passwordFile, 'passwordFile', path, true).replace(/\r?\n$/, '');
   } catch (e) {
     report(path, `${where}cannot read passwordFile ${r.passwordFile}: ${(e as Error).message}`);
   }
@@ -156,7 +160,7 @@ function resolveRedfish(r: RawRedfish, path: ConfigPath, report: Report, secrets
   }
   let ca: string | undefined;
   try {
-    if (r.caFile !== undefined) ca = secrets.readFile(r.caFile);
+    if (r.caFile !== undefined) ca = secrets.read(r.caFile, 'caFile', path, false);
   } catch (e) {
     report(path, `${where}cannot read caFile ${r.caFile}: ${(e as Error).message}`);
   }
@@ -170,26 +174,6 @@ function resolveRedfish(r: RawRedfish, path: ConfigPath, report: Report, secrets
     insecureSkipVerify: r.insecureSkipVerify ?? false,
     timeoutMs: (r.timeoutSeconds ?? DEFAULT_REDFISH_TIMEOUT_SECONDS) * 1000,
     cacheMs: (r.cacheSeconds ?? DEFAULT_REDFISH_CACHE_SECONDS) * 1000,
-  };
-}
-
-/** Reads each secret file once per load: a 500-machine inventory shares a handful of files. */
-function cachedSecrets(secrets: SecretSource): SecretSource {
-  const files = new Map<string, string | Error>();
-  return {
-    readFile(path) {
-      if (!files.has(path)) {
-        try {
-          files.set(path, secrets.readFile(path));
-        } catch (e) {
-          files.set(path, e instanceof Error ? e : new Error(String(e)));
-        }
-      }
-      const got = files.get(path)!;
-      if (got instanceof Error) throw got;
-      return got;
-    },
-    env: (name) => secrets.env(name),
   };
 }
 

@@ -2,6 +2,8 @@ import * as v from 'valibot';
 import { parseLabelSelector } from '../../src/kube/label-selector.ts';
 import { parseIP } from '../../src/net/ip.ts';
 import { parseAddressRange } from './address-ranges.ts';
+import { KUBERNETES_NAME_MAX_LENGTH, NAMESPACE_MAX_LENGTH } from './config-limits.ts';
+import { urlUserinfoError } from './config-secrets.ts';
 
 /**
  * The shape of the static provider's --cloud-config file, checked with valibot: types, every
@@ -19,12 +21,17 @@ const simpleName = v.pipe(
   v.regex(/^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/, 'must be letters, digits, "-", "_" or "." and start and end with a letter or digit'),
 );
 
+/** A URL with user:password@ is refused without repeating it (the schema's check; config-secrets.ts says why). */
+export function withoutUserinfo() {
+  return v.check((s: string) => urlUserinfoError(s) === undefined, (issue) => urlUserinfoError(issue.input as string)!);
+}
+
 export const NODE_ADDRESS_TYPES = ['InternalIP', 'ExternalIP', 'Hostname', 'InternalDNS', 'ExternalDNS'] as const;
 export const MATCH_CRITERIA = ['providerID', 'nodeName', 'hostname', 'address'] as const;
 export type MatchCriterion = (typeof MATCH_CRITERIA)[number];
 
 const RedfishSchema = v.strictObject({
-  endpoint: v.optional(v.pipe(v.string(), v.url('must be a URL such as https://10.0.1.11'))),
+  endpoint: v.optional(v.pipe(v.string(), v.url('must be a URL such as https://10.0.1.11'), withoutUserinfo())),
   systemId: v.optional(nonEmpty),
   auth: v.optional(v.picklist(['basic', 'session'])),
   username: v.optional(nonEmpty),
@@ -86,11 +93,14 @@ function selectorError(s: string): string | undefined {
   }
 }
 
+/** A node name, or what becomes one: a Kubernetes object name's length. */
+const nodeNameLength = v.maxLength<string, number, string>(KUBERNETES_NAME_MAX_LENGTH, `must be at most ${KUBERNETES_NAME_MAX_LENGTH} characters`);
+
 const MachineSchema = v.strictObject({
   ...inheritable,
-  id: v.pipe(nonEmpty, v.regex(/^[^\s/]+$/, 'must not contain spaces or slashes (it becomes providerID static://ID)')),
-  nodeName: v.optional(nonEmpty),
-  hostname: v.optional(nonEmpty),
+  id: v.pipe(nonEmpty, nodeNameLength, v.regex(/^[^\s/]+$/, 'must not contain spaces or slashes (it becomes providerID static://ID)')),
+  nodeName: v.optional(v.pipe(nonEmpty, nodeNameLength)),
+  hostname: v.optional(v.pipe(nonEmpty, nodeNameLength)),
   site: v.optional(simpleName),
   rack: v.optional(simpleName),
   addresses: v.optional(v.array(AddressSchema)),
@@ -102,7 +112,7 @@ const PoolSchema = v.strictObject({
   name: simpleName,
   addresses: v.pipe(v.array(addressRange), v.minLength(1, 'must list at least one CIDR, range or address')),
   exclude: v.optional(v.array(addressRange)),
-  namespaces: v.optional(v.array(nonEmpty)),
+  namespaces: v.optional(v.array(v.pipe(nonEmpty, v.maxLength(NAMESPACE_MAX_LENGTH, `must be at most ${NAMESPACE_MAX_LENGTH} characters`)))),
   serviceSelector: v.optional(labelSelector),
   priority: v.optional(v.pipe(v.number(), v.integer('must be an integer'))),
   autoAssign: v.optional(v.boolean()),

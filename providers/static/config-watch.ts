@@ -1,9 +1,11 @@
 import { watch, type FSWatcher } from 'node:fs';
-import { readFile, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { errorMessage } from '../../src/kube/errors.ts';
 import type { Logger } from '../../src/log.ts';
-import { formatConfigErrors, type ConfigError } from './config-load.ts';
+import { FileRefusedError, readBoundedFile } from '../../src/util/bounded-file.ts';
+import { formatConfigErrors, type ConfigError, type ConfigWarning } from './config-load.ts';
+import { MAX_CONFIG_FILE_BYTES } from './config-limits.ts';
 
 /**
  * Watches one file and hands its text over when it changed. Watches the directory, not the
@@ -17,6 +19,8 @@ export interface ConfigFileWatcherOptions {
   /** The text the caller already has (no call until it changes). */
   initialText?: string;
   onChange(text: string): void;
+  /** The file is there but must not be read (not a regular file, over MAX_CONFIG_FILE_BYTES): once per such state. */
+  onRefused?(message: string): void;
   logger: Logger;
   /** Period of the stat fallback. Default 5000 ms. */
   pollMs?: number;
@@ -29,6 +33,7 @@ export class ConfigFileWatcher {
   private poller?: ReturnType<typeof setInterval>;
   private debounce?: ReturnType<typeof setTimeout>;
   private lastText?: string;
+  private lastRefusal?: string;
   private lastSignature = '';
   private reading = false;
   private readAgain = false;
@@ -66,11 +71,21 @@ export class ConfigFileWatcher {
     }
     this.reading = true;
     try {
-      const text = await readFile(this.opts.path, 'utf8');
+      const text = await readBoundedFile(this.opts.path, MAX_CONFIG_FILE_BYTES);
+      this.lastRefusal = undefined;
       if (text === this.lastText || this.stopped) return;
       this.lastText = text;
       this.opts.onChange(text);
     } catch (e) {
+      if (e instanceof FileRefusedError) {
+        // Not a moment mid-rename: a file that must not be read is an edit to reject, once.
+        if (e.message !== this.lastRefusal && !this.stopped) {
+          this.lastRefusal = e.message;
+          this.lastText = undefined; // the same good text written back is a change again
+          this.opts.onRefused?.(e.message);
+        }
+        return;
+      }
       // Mid-rename the file may be missing for a moment: the next event or poll tries again.
       this.opts.logger.debug(2, 'cannot read the config file yet', { file: this.opts.path, error: e as Error });
     } finally {
@@ -108,7 +123,7 @@ export class ConfigFileWatcher {
 }
 
 /** A reload's outcome: the configuration now in force, or every problem of the rejected text. */
-export type ConfigReloadResult<C> = { ok: true; config: C } | { ok: false; errors: ConfigError[] };
+export type ConfigReloadResult<C> = { ok: true; config: C; warnings?: ConfigWarning[] } | { ok: false; errors: ConfigError[] };
 
 export interface WatchedConfigOptions<C> {
   /** Who owns the file, for log lines, e.g. "proxmox provider". */
@@ -119,6 +134,8 @@ export interface WatchedConfigOptions<C> {
   initialText?: string;
   /** Parses and checks a text, secrets included: all or nothing. */
   load(text: string): ConfigReloadResult<C>;
+  /** The warnings of the configuration in force at start (logged now, told to onConfigWarning listeners). */
+  initialWarnings?: readonly ConfigWarning[];
   /** Puts a good configuration in force; called before any listener hears of it. */
   apply(config: C): void;
   logger: Logger;
@@ -134,6 +151,8 @@ export interface ProviderFileOptions {
   configPath?: string;
   /** The file's text as read at start, so the first watch event does not reload it again. */
   configText?: string;
+  /** The warnings of the configuration loaded at start. */
+  configWarnings?: readonly ConfigWarning[];
   /** Watcher timings (tests shorten them). */
   watch?: { pollMs?: number; debounceMs?: number };
 }
@@ -144,6 +163,7 @@ export function watchProviderConfig<C>(owner: string, options: ProviderFileOptio
     owner,
     path: options.configPath,
     initialText: options.configText,
+    initialWarnings: options.configWarnings,
     load,
     apply,
     logger: options.logger,
@@ -163,8 +183,13 @@ export class WatchedConfig<C> {
   private readonly listeners = new Set<(result: ConfigReloadResult<C>) => void>();
   private readonly counts = { success: 0, error: 0 };
   private watcher?: ConfigFileWatcher;
+  /** The warnings of the configuration in force. */
+  private warnings: readonly ConfigWarning[];
 
-  constructor(private readonly opts: WatchedConfigOptions<C>) {}
+  constructor(private readonly opts: WatchedConfigOptions<C>) {
+    this.warnings = opts.initialWarnings ?? [];
+    this.logWarnings();
+  }
 
   /** Reload attempts so far, by outcome (for the reload metrics). */
   reloads(): { success: number; error: number } {
@@ -178,6 +203,7 @@ export class WatchedConfig<C> {
       path: this.opts.path,
       initialText: this.opts.initialText,
       onChange: (text) => void this.reload(text),
+      onRefused: (message) => void this.settle({ ok: false, errors: [{ path: '', line: 1, message: `cannot be read: ${message}` }] }),
       logger: this.opts.logger,
       pollMs: this.opts.pollMs,
       debounceMs: this.opts.debounceMs,
@@ -192,7 +218,13 @@ export class WatchedConfig<C> {
 
   /** Applies a text (what the watcher calls; a caller may call it with a text from elsewhere). */
   reload(text: string): ConfigReloadResult<C> {
-    let result = this.opts.load(text);
+    let result: ConfigReloadResult<C>;
+    try {
+      result = this.opts.load(text);
+    } catch (e) {
+      // A loader bug or a resource limit hit while parsing: a rejected edit, never a silent one.
+      result = { ok: false, errors: [{ path: '', line: 1, message: `could not be read: ${errorMessage(e)}` }] };
+    }
     if (result.ok) {
       try {
         this.opts.apply(result.config);
@@ -202,7 +234,15 @@ export class WatchedConfig<C> {
         result = { ok: false, errors: [{ path: '', line: 1, message: `could not be applied: ${errorMessage(e)}` }] };
       }
     }
-    if (!result.ok) {
+    return this.settle(result);
+  }
+
+  /** Logs and counts an attempt's outcome and tells every listener. */
+  private settle(result: ConfigReloadResult<C>): ConfigReloadResult<C> {
+    if (result.ok) {
+      this.warnings = result.warnings ?? [];
+      this.logWarnings();
+    } else {
       this.opts.logger.error(`${this.opts.owner} configuration rejected; the last good configuration stays in force`, {
         file: this.opts.path,
         errors: this.problems(result.errors),
@@ -228,6 +268,29 @@ export class WatchedConfig<C> {
   /** Called after each good reload only (a rejected edit changes no answer). */
   onChange(listener: () => void): () => void {
     return this.onReload((r) => r.ok && listener());
+  }
+
+  /**
+   * Called with the warnings of the configuration in force, per reason (e.g. InsecureSecretFile),
+   * one FILE:LINE: PATH: MESSAGE line each: at once for the one in force, then after each good
+   * reload that has some.
+   */
+  onConfigWarning(listener: (reason: string, problems: string) => void): () => void {
+    const tell = (warnings: readonly ConfigWarning[]) => {
+      for (const reason of new Set(warnings.map((w) => w.reason))) listener(reason, this.problems(warnings.filter((w) => w.reason === reason)));
+    };
+    try {
+      tell(this.warnings);
+    } catch (e) {
+      this.opts.logger.error('config warning listener failed', { error: errorMessage(e) });
+    }
+    return this.onReload((r) => r.ok && tell(r.warnings ?? []));
+  }
+
+  private logWarnings(): void {
+    for (const w of this.warnings) {
+      this.opts.logger.warn(`${this.opts.owner} configuration: ${w.message}`, { reason: w.reason, file: this.opts.path, line: w.line, path: w.path });
+    }
   }
 
   /** Called with the problems of each rejected edit, one FILE:LINE: PATH: MESSAGE line each. */

@@ -16,7 +16,7 @@ export function registerStaticProvider(registry: ProviderRegistry): void {
     (input) => createStaticProvider(input),
     (text, path) => {
       const result = validateStaticConfig(text, path);
-      return result.ok ? [] : result.errors;
+      return result.ok ? (result.warnings ?? []).map((w) => ({ ...w, warning: true })) : result.errors;
     },
   );
 }

@@ -102,6 +102,11 @@ export class StaticProvider implements CloudProvider {
     return this.file.onConfigRejected(listener);
   }
 
+  /** The provider interface's warnings about the configuration in force (a secret file others can read). */
+  onConfigWarning(listener: (reason: string, problems: string) => void): () => void {
+    return this.file.onConfigWarning(listener);
+  }
+
   /** Registers the provider's metrics (pool usage, reloads) on the process registry. */
   registerMetrics(registry: Registry): void {
     registerPoolMetrics(registry, () => this.allocator.usage());
@@ -145,6 +150,7 @@ export function createStaticProvider(input: {
     logger: input.logger,
     configPath: input.configPath,
     configText: input.config,
+    configWarnings: loaded.warnings,
     secrets: input.secrets,
     watch: input.watch,
     rebuildRetry: input.rebuildRetry,

@@ -21,6 +21,8 @@ export interface ConfigProblem {
   path: string;
   line?: number;
   message: string;
+  /** A warning (e.g. a secret file others can read) is printed, but the file is valid. */
+  warning?: boolean;
 }
 
 /** Checks a config file's text without starting anything (the `validate` command). */

@@ -106,6 +106,13 @@ export interface CloudProvider {
    * force), with the problems as text; the app records a Warning event. Returns an unsubscribe.
    */
   onConfigRejected?(listener: (problems: string) => void): () => void;
+  /**
+   * Called with warnings about the configuration in force, which still loaded (e.g. reason
+   * InsecureSecretFile: a secret file its group or others can read), as text: at once for the
+   * configuration in force, then after each reload that has some; the app records a Warning
+   * event with that reason. Never carries a secret. Returns an unsubscribe.
+   */
+  onConfigWarning?(listener: (reason: string, problems: string) => void): () => void;
 }
 
 /** Thrown by a load balancer to say "implemented elsewhere": the controller skips quietly. */

@@ -1,0 +1,117 @@
+import { statSync } from 'node:fs';
+import { readBoundedFileSync } from '../../src/util/bounded-file.ts';
+import { MAX_REFERENCED_FILE_BYTES } from './config-limits.ts';
+import type { ConfigPath, SecretSource } from './config-resolve.ts';
+
+/**
+ * Secrets in the providers' config files: which keys hold one (their values are never shown in
+ * an error, a log line or an event), how the files they name are read (bounded: regular files
+ * only, MAX_REFERENCED_FILE_BYTES at most), and the warning for a secret file others can read.
+ * Shared by the static and proxmox providers.
+ */
+
+/** Keys whose value is a secret, in any provider's file (`passwordFile` and the like name one; they are not one). */
+export const SECRET_KEYS: ReadonlySet<string> = new Set(['password', 'tokenSecret']);
+
+/** Whether a value at `path` is (inside) a secret. */
+export function isSecretPath(path: readonly (string | number)[]): boolean {
+  return path.some((segment) => typeof segment === 'string' && SECRET_KEYS.has(segment));
+}
+
+/** The event reason (and log field) of a secret file readable by group or others. */
+export const INSECURE_SECRET_FILE = 'InsecureSecretFile';
+
+/** Secrets from this process's files and environment. */
+export const processSecrets: SecretSource = {
+  readFile: (path) => readBoundedFileSync(path, MAX_REFERENCED_FILE_BYTES),
+  permissions: (path) => {
+    try {
+      return statSync(path).mode & 0o777;
+    } catch {
+      return undefined;
+    }
+  },
+  env: (name) => process.env[name],
+};
+
+/** A problem that does not stop the config from loading, with the event reason it is reported under. */
+export interface ConfigWarningIssue {
+  reason: string;
+  path: ConfigPath;
+  message: string;
+}
+
+/**
+ * The files and variables one load of a config reads: each file once (a 500-machine inventory
+ * shares a handful), a read failure given to every user of the file, and one warning per
+ * secret file that its group or others may read.
+ */
+export class SecretFiles {
+  readonly warnings: ConfigWarningIssue[] = [];
+  private readonly files = new Map<string, string | Error>();
+  private readonly checked = new Set<string>();
+
+  constructor(private readonly source: SecretSource) {}
+
+  /**
+   * The text of `file`, named by `key` at `path`; throws what reading it threw. A secret's file
+   * (not a CA file) is checked for its permissions.
+   */
+  read(file: string, key: string, path: ConfigPath, secret: boolean): string {
+    if (!this.files.has(file)) {
+      try {
+        this.files.set(file, this.source.readFile(file));
+      } catch (e) {
+        this.files.set(file, e instanceof Error ? e : new Error(String(e)));
+      }
+    }
+    const got = this.files.get(file)!;
+    if (got instanceof Error) throw got;
+    if (secret && !this.checked.has(file)) {
+      this.checked.add(file);
+      const mode = this.source.permissions?.(file);
+      const exposure = exposedTo(mode);
+      if (mode !== undefined && exposure) {
+        this.warnings.push({
+          reason: INSECURE_SECRET_FILE,
+          path,
+          message: `${key} ${file} is readable by ${exposure} (mode ${modeText(mode)}): make it readable by edge-ccm's user only (chmod 0400 or 0600; a Secret volume with defaultMode: 0400)`,
+        });
+      }
+    }
+    return got;
+  }
+
+  env(name: string): string | undefined {
+    return this.source.env(name);
+  }
+}
+
+function exposedTo(mode: number | undefined): string | undefined {
+  if (mode === undefined) return undefined;
+  const group = (mode & 0o040) !== 0;
+  const other = (mode & 0o004) !== 0;
+  if (group && other) return 'its group and others';
+  if (group) return 'its group';
+  if (other) return 'others';
+  return undefined;
+}
+
+function modeText(mode: number): string {
+  return mode.toString(8).padStart(4, '0');
+}
+
+/**
+ * Why a URL carrying a user or password (`https://user:pass@host`) is refused; the message never
+ * repeats the URL (it holds the secret). Credentials have keys of their own, read from files.
+ */
+export function urlUserinfoError(text: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return undefined; // not a URL at all: the schema's URL check says so
+  }
+  if (url.username === '' && url.password === '') return undefined;
+  return 'must not contain a user or password (user:password@): credentials have keys of their own (the URL is not shown, it holds one)';
+}
