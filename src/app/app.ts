@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
 import type { KubeConfig, V1Node } from '@kubernetes/client-node';
+import { readCloudConfigFile } from '../cloud/config-file.ts';
 import type { CloudProvider } from '../cloud/types.ts';
 import type { ProviderRegistry } from '../cloud/registry.ts';
 import type { Controller } from '../controllers/types.ts';
@@ -96,14 +96,16 @@ export async function runControllerManager(options: Options, providers: Provider
     // A rejected config edit is logged and counted by the provider; an event makes it visible
     // with kubectl. It is recorded on our Lease, the one object this process is known by.
     const configEvents = events.recorder('cloud-controller-manager');
+    const lease = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { namespace: options.leaderElectResourceNamespace, name: options.leaderElectResourceName } };
     const unsubscribeConfig = cloud.onConfigRejected?.((problems) =>
-      configEvents.event(
-        { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { namespace: options.leaderElectResourceNamespace, name: options.leaderElectResourceName } },
-        'Warning',
-        'CloudConfigRejected',
-        `cloud config edit rejected, the last good configuration stays in force:\n${problems}`,
-      ));
-    signal.addEventListener('abort', () => unsubscribeConfig?.(), { once: true });
+      configEvents.event(lease, 'Warning', 'CloudConfigRejected', `cloud config edit rejected, the last good configuration stays in force:\n${problems}`));
+    // Warnings about the configuration in force (e.g. InsecureSecretFile), told at once and after each reload.
+    const unsubscribeWarnings = cloud.onConfigWarning?.((reason, problems) =>
+      configEvents.event(lease, 'Warning', reason, `cloud config in force, with a warning:\n${problems}`));
+    signal.addEventListener('abort', () => {
+      unsubscribeConfig?.();
+      unsubscribeWarnings?.();
+    }, { once: true });
     const controllerTransports = options.useServiceAccountCredentials
       ? await serviceAccountTransports(options.enabledControllers, kubeConfig, clientFor('controller-credentials'), transportOptions, logger, signal)
       : new Map<string, KubeTransport>();
@@ -257,7 +259,7 @@ async function createProvider(options: Options, providers: ProviderRegistry, log
   let config: string | undefined;
   if (options.cloudConfig) {
     try {
-      config = readFileSync(options.cloudConfig, 'utf8');
+      config = readCloudConfigFile(options.cloudConfig);
     } catch (e) {
       throw new ConfigurationError(`--cloud-config: cannot read ${options.cloudConfig}: ${errorMessage(e)}`);
     }
