@@ -17,6 +17,7 @@ import { createServer } from '../server/server.ts';
 import { version, versionLine } from '../version.ts';
 import { SystemdNotifier } from '../systemd/notify.ts';
 import { buildControllers, type ControllerSettings } from './controllers.ts';
+import { delegatedAuthClients } from './delegated-auth-clients.ts';
 import { loadKubeConfig } from './kubeconfig.ts';
 import { ControllerManagerMetrics, createRegistry, restClientObserver } from './metrics.ts';
 import { nodeOwnershipPredicate } from './node-ownership.ts';
@@ -55,7 +56,7 @@ export async function runControllerManager(options: Options, providers: Provider
 
   const checks = new HealthChecks();
   checks.add('ping', () => {});
-  const auth = delegatingAuth(authTransport(options, clientFor('delegated-auth')));
+  const auth = delegatingAuth(delegatedAuthClients(options, kubeConfig, transportOptions));
   const server = createServer({
     bindAddress: options.bindAddress,
     securePort: options.securePort,
@@ -324,9 +325,3 @@ function ownership(options: Options): (node: V1Node) => boolean {
   }
 }
 
-/** Delegated auth talks to the API server named by --authentication-kubeconfig, else ours. */
-function authTransport(options: Options, fallback: BunKubeTransport): BunKubeTransport {
-  const path = options.authenticationKubeconfig || options.authorizationKubeconfig;
-  if (!path) return fallback;
-  return new BunKubeTransport(loadKubeConfig({ kubeconfig: path }), { qps: 0 });
-}

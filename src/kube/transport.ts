@@ -98,6 +98,11 @@ export class BunKubeTransport implements KubeTransport {
     if (qps > 0) this.limiter = new TokenBucket(qps, Math.max(1, options.burst ?? 30));
   }
 
+  /** The client-side rate limit in force; undefined when there is none. */
+  get rateLimit(): { qps: number; burst: number } | undefined {
+    return this.limiter && { qps: this.limiter.qps, burst: this.limiter.burst };
+  }
+
   async request<T>(req: KubeRequest): Promise<T> {
     const bounded = this.withTimeout(req);
     const res = await this.send(bounded);

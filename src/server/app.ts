@@ -2,7 +2,7 @@ import { Hono } from 'hono';
 import type { Registry } from 'prom-client';
 import { errorMessage } from '../kube/errors.ts';
 import type { Logger } from '../log.ts';
-import { delegatedAuth, type ServerEnv } from './auth-middleware.ts';
+import { delegatedAuth, type DelegatedAuthOptions, type ServerEnv } from './auth-middleware.ts';
 import type { Authenticator } from './authn.ts';
 import type { Authorizer } from './authz.ts';
 import { HEALTH_ENDPOINTS, renderAggregate, renderSingle, type HealthChecks, type HealthEndpoint, type HealthResponse } from './health.ts';
@@ -13,6 +13,8 @@ export interface ServerAppOptions {
   alwaysAllowPaths?: readonly string[];
   authenticator?: Authenticator;
   authorizer?: Authorizer;
+  /** Where a request came from (the runtime's peer address); see DelegatedAuthOptions. */
+  clientAddress?: DelegatedAuthOptions['clientAddress'];
   registry: Registry;
   checks: HealthChecks;
   logger: Logger;
@@ -27,6 +29,7 @@ export function createServerApp(opts: ServerAppOptions): Hono<ServerEnv> {
     isAlwaysAllowed: alwaysAllowMatcher(opts.alwaysAllowPaths ?? DEFAULT_ALWAYS_ALLOW_PATHS),
     authenticator: opts.authenticator,
     authorizer: opts.authorizer,
+    clientAddress: opts.clientAddress,
     logger: log,
   }));
 

@@ -1,9 +1,10 @@
-import type { MiddlewareHandler } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import { errorMessage } from '../kube/errors.ts';
 import type { Logger } from '../log.ts';
 import { redact, type Authenticator, type UserInfo } from './authn.ts';
 import type { Authorizer } from './authz.ts';
-import { forbidden, internalError, unauthorized } from './status.ts';
+import { clientKey, TooManyRequestsError } from './per-client-limit.ts';
+import { forbidden, internalError, tooManyRequests, unauthorized } from './status.ts';
 
 /** What the auth middleware leaves for the handlers: the caller, when they authenticated. */
 export interface ServerEnv {
@@ -16,6 +17,8 @@ export interface DelegatedAuthOptions {
   authenticator?: Authenticator;
   /** Absent: authenticated callers are still refused (403) outside the always-allow list. */
   authorizer?: Authorizer;
+  /** The address the request came from, when the runtime knows it; token reviews are shared out per client by it. */
+  clientAddress?: (c: Context) => string | undefined;
   logger: Logger;
 }
 
@@ -24,6 +27,8 @@ export interface DelegatedAuthOptions {
  * - always-allowed path: served with no questions asked (a token sent along is not looked at);
  * - no bearer token, a token the API server rejects, or a TokenReview that failed: 401
  *   (as upstream, where an authenticator error is an authentication failure);
+ * - a token that needs a review while its client already has its share in flight: 429 with
+ *   Retry-After (a flood from one address cannot queue everyone else's reviews);
  * - a SubjectAccessReview that denies (or has no opinion): 403 with the Kubernetes message;
  * - a SubjectAccessReview that failed: 500 (as upstream's authorization filter).
  * Tokens are never logged: log lines carry the username at most.
@@ -40,8 +45,9 @@ export function delegatedAuth(opts: DelegatedAuthOptions): MiddlewareHandler<Ser
       return unauthorized();
     }
     let user: UserInfo;
+    const client = clientKey(opts.clientAddress?.(c));
     try {
-      const answer = await opts.authenticator.authenticateToken(token);
+      const answer = await opts.authenticator.authenticateToken(token, client);
       if (!answer.authenticated) {
         // redact again: the authenticator is pluggable, and this line must stay token-free whatever it says
         log.debug(2, 'bearer token rejected', { path, reason: answer.reason && redact(answer.reason, token) });
@@ -49,6 +55,11 @@ export function delegatedAuth(opts: DelegatedAuthOptions): MiddlewareHandler<Ser
       }
       user = answer.user;
     } catch (e) {
+      if (e instanceof TooManyRequestsError) {
+        // debug, not warn: a flood would otherwise flood the log as well
+        log.debug(2, 'request refused: too many token reviews in flight for its client', { path, client });
+        return tooManyRequests(e.retryAfterSeconds);
+      }
       log.warn('could not authenticate request', { path, error: redact(errorMessage(e), token) });
       return unauthorized();
     }

@@ -17,11 +17,12 @@ export type Authentication =
 
 /**
  * Decides who a bearer token belongs to. Resolves with authenticated: false for a token the
- * API server rejects; throws only when it could not find out (an API error). Neither the
- * answer nor a thrown error ever carries the token.
+ * API server rejects; throws only when it could not find out (an API error, or the client's
+ * share of reviews is taken: TooManyRequestsError). Neither the answer nor a thrown error ever
+ * carries the token. `client` names who sent it (clientKey of its address), when known.
  */
 export interface Authenticator {
-  authenticateToken(token: string): Promise<Authentication>;
+  authenticateToken(token: string, client?: string): Promise<Authentication>;
 }
 
 interface TokenReview {
@@ -76,6 +77,7 @@ export interface CachingAuthenticatorOptions {
   successTtlMs?: number;
   /** How long a rejected token stays rejected; 10s as upstream. */
   failureTtlMs?: number;
+  /** Per kind: accepted and rejected tokens are kept apart, so rejections never evict an accepted token. */
   maxEntries?: number;
   now?: () => number;
 }
@@ -99,13 +101,14 @@ export class CachingAuthenticator implements Authenticator {
     this.lookup = new CachedLookup({
       maxEntries: options.maxEntries ?? 4096,
       ttlMs: (answer) => (answer.authenticated ? successTtlMs : failureTtlMs),
+      kindOf: (answer) => (answer.authenticated ? 'accepted' : 'rejected'),
       now: options.now,
     });
   }
 
-  authenticateToken(token: string): Promise<Authentication> {
+  authenticateToken(token: string, client?: string): Promise<Authentication> {
     const key = createHmac('sha256', this.hmacKey).update(token).digest('base64');
-    return this.lookup.get(key, () => this.inner.authenticateToken(token));
+    return this.lookup.get(key, () => this.inner.authenticateToken(token, client));
   }
 }
 

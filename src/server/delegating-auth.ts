@@ -1,6 +1,7 @@
 import type { KubeTransport } from '../kube/transport.ts';
 import { CachingAuthenticator, TokenReviewAuthenticator, type Authenticator } from './authn.ts';
 import { CachingAuthorizer, PrivilegedGroupsAuthorizer, SubjectAccessReviewAuthorizer, type Authorizer } from './authz.ts';
+import { PerClientReviewLimit } from './per-client-limit.ts';
 
 export interface DelegatingAuthOptions {
   /** Default 10s each, as upstream's delegating authentication and authorization options. */
@@ -11,23 +12,31 @@ export interface DelegatingAuthOptions {
   /** Allowed without a SubjectAccessReview; default system:masters, as upstream. */
   alwaysAllowGroups?: string[];
   audiences?: string[];
+  /** TokenReviews one client may have in flight; default REVIEWS_IN_FLIGHT_PER_CLIENT. */
+  reviewsPerClient?: number;
   now?: () => number;
 }
 
+/** Where the reviews go: one transport for both, or each its own (as upstream, each with its own budget). */
+export type ReviewTransports = KubeTransport | { tokenReviews: KubeTransport; accessReviews: KubeTransport };
+
 /**
  * The authenticator and authorizer the serving side uses by default: TokenReview and
- * SubjectAccessReview against the API server behind `transport`, each cached.
+ * SubjectAccessReview against the API server, each cached; a token that needs a review counts
+ * against its client's share (PerClientReviewLimit) first.
  */
 export function delegatingAuth(
-  transport: KubeTransport,
+  transports: ReviewTransports,
   options: DelegatingAuthOptions = {},
 ): { authenticator: Authenticator; authorizer: Authorizer } {
-  const authenticator = new CachingAuthenticator(new TokenReviewAuthenticator(transport, options.audiences), {
+  const { tokenReviews, accessReviews } = 'tokenReviews' in transports ? transports : { tokenReviews: transports, accessReviews: transports };
+  const reviewer = new PerClientReviewLimit(new TokenReviewAuthenticator(tokenReviews, options.audiences), options.reviewsPerClient);
+  const authenticator = new CachingAuthenticator(reviewer, {
     successTtlMs: options.tokenSuccessTtlMs,
     failureTtlMs: options.tokenFailureTtlMs,
     now: options.now,
   });
-  const reviewed = new CachingAuthorizer(new SubjectAccessReviewAuthorizer(transport), {
+  const reviewed = new CachingAuthorizer(new SubjectAccessReviewAuthorizer(accessReviews), {
     allowTtlMs: options.allowTtlMs,
     denyTtlMs: options.denyTtlMs,
     now: options.now,

@@ -33,9 +33,10 @@ export function createServer(opts: ServerOptions): CcmServer {
   if (!Number.isInteger(opts.securePort) || opts.securePort < 0 || opts.securePort > 65535) {
     throw new Error(`--secure-port must be between 0 and 65535, got ${opts.securePort}`);
   }
-  const app = createServerApp(opts);
-  const log = opts.logger;
   let server: ReturnType<typeof Bun.serve> | undefined;
+  // The peer's address, for the per-client share of token reviews.
+  const app = createServerApp({ clientAddress: (c) => server?.requestIP(c.req.raw)?.address, ...opts });
+  const log = opts.logger;
 
   return {
     app,

@@ -43,6 +43,11 @@ export interface CachedLookupOptions<V> {
   maxEntries: number;
   /** How long an answer is kept, chosen per answer (upstream keeps allows and denies for different times). */
   ttlMs: (value: V) => number;
+  /**
+   * Answers of different kinds are kept in caches of their own, maxEntries each: a flood of one
+   * kind (rejected random tokens) cannot push out the other (the scraper's accepted token).
+   */
+  kindOf?: (value: V) => string;
   now?: () => number;
 }
 
@@ -52,21 +57,21 @@ export interface CachedLookupOptions<V> {
  * cached, so an API server hiccup is retried by the next request, as upstream does.
  */
 export class CachedLookup<V> {
-  private readonly cache: TtlCache<V>;
+  private readonly caches = new Map<string, TtlCache<V>>();
   private readonly inFlight = new Map<string, Promise<V>>();
 
-  constructor(private readonly options: CachedLookupOptions<V>) {
-    this.cache = new TtlCache(options.maxEntries, options.now);
-  }
+  constructor(private readonly options: CachedLookupOptions<V>) {}
 
   get(key: string, load: () => Promise<V>): Promise<V> {
-    const cached = this.cache.get(key);
-    if (cached !== undefined) return Promise.resolve(cached);
+    for (const cache of this.caches.values()) {
+      const cached = cache.get(key);
+      if (cached !== undefined) return Promise.resolve(cached);
+    }
     let pending = this.inFlight.get(key);
     if (!pending) {
       pending = load()
         .then((value) => {
-          this.cache.set(key, value, this.options.ttlMs(value));
+          this.cacheFor(value).set(key, value, this.options.ttlMs(value));
           return value;
         })
         .finally(() => this.inFlight.delete(key));
@@ -76,6 +81,15 @@ export class CachedLookup<V> {
   }
 
   get size(): number {
-    return this.cache.size;
+    let n = 0;
+    for (const cache of this.caches.values()) n += cache.size;
+    return n;
+  }
+
+  private cacheFor(value: V): TtlCache<V> {
+    const kind = this.options.kindOf?.(value) ?? '';
+    let cache = this.caches.get(kind);
+    if (!cache) this.caches.set(kind, (cache = new TtlCache(this.options.maxEntries, this.options.now)));
+    return cache;
   }
 }

@@ -5,6 +5,7 @@ import { createServerApp, type ServerAppOptions } from '../../src/server/app.ts'
 import type { Authentication, Authenticator, UserInfo } from '../../src/server/authn.ts';
 import type { AuthorizationAttributes, AuthorizationDecision, Authorizer } from '../../src/server/authz.ts';
 import { HealthChecks } from '../../src/server/health.ts';
+import { TooManyRequestsError } from '../../src/server/per-client-limit.ts';
 
 const ADMIN_TOKEN = 'admin-token-0123456789';
 const VIEWER_TOKEN = 'viewer-token-0123456789';
@@ -150,6 +151,35 @@ describe('/metrics', () => {
     const res = await app.request('/metrics', bearer(ADMIN_TOKEN));
     expect(res.status).toBe(403);
     expect((await status(res)).message).toBe('forbidden: User "admin" cannot get path "/metrics": no authorizer configured');
+  });
+
+  test('the authenticator is told which client asks, by address key (IPv4-mapped as IPv4)', async () => {
+    const clients: (string | undefined)[] = [];
+    const authenticator: Authenticator = {
+      async authenticateToken(_token, client) {
+        clients.push(client);
+        return { authenticated: false };
+      },
+    };
+    const { app } = setup({ authenticator, clientAddress: () => '::ffff:203.0.113.7' });
+    await app.request('/metrics', bearer('some-token-0123456789'));
+    expect(clients).toEqual(['203.0.113.7']);
+  });
+
+  test('a client over its share of token reviews: 429 with Retry-After, as a Kubernetes Status, logged without the token', async () => {
+    const token = 'flood-token-0123456789';
+    const authenticator: Authenticator = {
+      async authenticateToken() {
+        throw new TooManyRequestsError();
+      },
+    };
+    const { app, logLines } = setup({ authenticator, clientAddress: () => '203.0.113.7' });
+    const res = await app.request('/metrics', bearer(token));
+    expect(res.status).toBe(429);
+    expect(res.headers.get('retry-after')).toBe('1');
+    expect(await status(res)).toEqual({ code: 429, reason: 'TooManyRequests', message: 'Too many requests, please try again later.' });
+    expect(logLines.some((l) => l.includes('too many token reviews in flight') && l.includes('203.0.113.7'))).toBe(true);
+    for (const l of logLines) expect(l).not.toContain(token);
   });
 });
 

@@ -13,6 +13,7 @@ import {
 } from '../../src/server/authz.ts';
 import { delegatingAuth } from '../../src/server/delegating-auth.ts';
 import { alwaysAllowMatcher } from '../../src/server/path-matcher.ts';
+import { clientKey, PerClientReviewLimit, TooManyRequestsError } from '../../src/server/per-client-limit.ts';
 import { TtlCache } from '../../src/server/ttl-cache.ts';
 
 /** A KubeTransport that records requests and answers from a function. */
@@ -269,12 +270,103 @@ describe('CachingAuthenticator', () => {
     expect(calls).toBe(1);
   });
 
+  test('a flood of rejected tokens does not push an accepted one out of the cache', async () => {
+    const inner = new StubAuthenticator({ good: { authenticated: true, user: alice } });
+    const cached = new CachingAuthenticator(inner, { maxEntries: 100 });
+    await cached.authenticateToken('good');
+    for (let i = 0; i < 500; i++) expect((await cached.authenticateToken(`random-${i}`)).authenticated).toBe(false);
+    expect(inner.calls).toBe(501);
+    expect((await cached.authenticateToken('good')).authenticated).toBe(true);
+    expect(inner.calls).toBe(501); // still cached: no TokenReview for the scraper's token
+    // Rejections stay bounded all the same: the oldest ones went.
+    await cached.authenticateToken('random-0');
+    expect(inner.calls).toBe(502);
+  });
+
+  test('the client is handed to the reviewer on a miss', async () => {
+    const clients: (string | undefined)[] = [];
+    const inner: Authenticator = {
+      async authenticateToken(_token, client) {
+        clients.push(client);
+        return { authenticated: false };
+      },
+    };
+    const cached = new CachingAuthenticator(inner);
+    await cached.authenticateToken('t', '203.0.113.7');
+    await cached.authenticateToken('t', '203.0.113.8'); // cached: not asked again
+    expect(clients).toEqual(['203.0.113.7']);
+  });
+
   test('a TTL of 0 turns caching off', async () => {
     const inner = new StubAuthenticator({ good: { authenticated: true, user: alice } });
     const cached = new CachingAuthenticator(inner, { successTtlMs: 0 });
     await cached.authenticateToken('good');
     await cached.authenticateToken('good');
     expect(inner.calls).toBe(2);
+  });
+});
+
+describe('PerClientReviewLimit', () => {
+  /** Holds every review until released, so that reviews stay in flight. */
+  function heldReviews() {
+    const releases: (() => void)[] = [];
+    const inner: Authenticator = {
+      authenticateToken: () => new Promise<Authentication>((resolve) => releases.push(() => resolve({ authenticated: false }))),
+    };
+    return { inner, releaseAll: () => releases.splice(0).forEach((r) => r()), held: () => releases.length };
+  }
+
+  test('a client with its share of reviews in flight is refused at once; other clients are not', async () => {
+    const { inner, releaseAll, held } = heldReviews();
+    const limit = new PerClientReviewLimit(inner, 3);
+    const first = [1, 2, 3].map((i) => limit.authenticateToken(`t${i}`, '203.0.113.7'));
+    const refused = await limit.authenticateToken('t4', '203.0.113.7').catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(TooManyRequestsError);
+    expect((refused as Error).message).not.toContain('t4');
+    expect(held()).toBe(3); // the refused one cost no review
+    const other = limit.authenticateToken('good', '203.0.113.8');
+    expect(held()).toBe(4);
+    releaseAll();
+    await Promise.all([...first, other]);
+    // Its reviews done, the client has its share back.
+    const again = limit.authenticateToken('t5', '203.0.113.7');
+    expect(held()).toBe(1);
+    releaseAll();
+    await again;
+  });
+
+  test('a failed review gives the share back too', async () => {
+    const limit = new PerClientReviewLimit({ authenticateToken: async () => { throw new Error('API down'); } }, 1);
+    await expect(limit.authenticateToken('a', '203.0.113.7')).rejects.toThrow('API down');
+    await expect(limit.authenticateToken('b', '203.0.113.7')).rejects.toThrow('API down');
+  });
+
+  test('requests without a known address share one share', async () => {
+    const { inner, releaseAll } = heldReviews();
+    const limit = new PerClientReviewLimit(inner, 1);
+    const held = limit.authenticateToken('a');
+    expect(await limit.authenticateToken('b').catch((e: unknown) => e)).toBeInstanceOf(TooManyRequestsError);
+    releaseAll();
+    await held;
+  });
+
+  test('nonsense limits are refused', () => {
+    expect(() => new PerClientReviewLimit(heldReviews().inner, 0)).toThrow('at least 1');
+  });
+});
+
+describe('clientKey', () => {
+  test('IPv4 as it is, IPv4-mapped IPv6 as IPv4, IPv6 by its /64 (one host can use a whole /64)', () => {
+    expect(clientKey('203.0.113.7')).toBe('203.0.113.7');
+    expect(clientKey('::ffff:127.0.0.1')).toBe('127.0.0.1');
+    expect(clientKey('2001:db8:1:2:aaaa::1')).toBe('2001:db8:1:2::/64');
+    expect(clientKey('2001:db8:1:2:bbbb::9')).toBe('2001:db8:1:2::/64');
+    expect(clientKey('2001:db8:1:3::1')).toBe('2001:db8:1:3::/64');
+  });
+
+  test('no address, or one that does not parse, is a key of its own', () => {
+    expect(clientKey(undefined)).toBe('unknown');
+    expect(clientKey('not-an-address')).toBe('not-an-address');
   });
 });
 

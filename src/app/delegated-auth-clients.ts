@@ -1,0 +1,39 @@
+import type { KubeConfig } from '@kubernetes/client-node';
+import { BunKubeTransport, type TransportOptions } from '../kube/transport.ts';
+import { loadKubeConfig } from './kubeconfig.ts';
+
+/** The clients behind the serving side's TokenReviews and SubjectAccessReviews. */
+export interface DelegatedAuthClients {
+  tokenReviews: BunKubeTransport;
+  accessReviews: BunKubeTransport;
+}
+
+/**
+ * Upstream's DelegatingAuthenticationOptions and DelegatingAuthorizationOptions (k8s.io/apiserver
+ * pkg/server/options) each build a client of their own with QPS 200 / burst 400, "since this will
+ * effectively limit API server responsiveness": not the controllers' --kube-api-qps (20/30 let a
+ * flood of random tokens queue a valid one for minutes), and never unlimited (with
+ * --authentication-kubeconfig there used to be no limit: one TokenReview per request).
+ */
+export const DELEGATED_AUTH_RATE_LIMIT = { qps: 200, burst: 400 } as const;
+
+/**
+ * TokenReviews go to the API server of --authentication-kubeconfig, SubjectAccessReviews to that
+ * of --authorization-kubeconfig; either flag empty means ours (--kubeconfig or in-cluster).
+ */
+export function delegatedAuthClients(
+  flags: { authenticationKubeconfig: string; authorizationKubeconfig: string },
+  ours: KubeConfig,
+  base: TransportOptions,
+): DelegatedAuthClients {
+  const client = (kubeconfigPath: string, component: string) =>
+    new BunKubeTransport(kubeconfigPath ? loadKubeConfig({ kubeconfig: kubeconfigPath }) : ours, {
+      ...base,
+      ...DELEGATED_AUTH_RATE_LIMIT,
+      userAgent: `${base.userAgent}/${component}`,
+    });
+  return {
+    tokenReviews: client(flags.authenticationKubeconfig, 'delegated-authentication'),
+    accessReviews: client(flags.authorizationKubeconfig, 'delegated-authorization'),
+  };
+}
