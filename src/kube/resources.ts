@@ -33,6 +33,8 @@ export interface WriteOptions {
   subresource?: 'status' | string;
   signal?: AbortSignal;
   dryRun?: boolean;
+  /** Who the write is recorded as in managedFields (and what admission policies see); edge-ccm unless given. */
+  fieldManager?: string;
 }
 
 export const PATCH_TYPES = {
@@ -120,5 +122,5 @@ export class ResourceClient<T extends { metadata?: { name?: string; namespace?: 
 }
 
 function writeQuery(opts: WriteOptions): Record<string, QueryValue> {
-  return { fieldManager: FIELD_MANAGER, dryRun: opts.dryRun ? 'All' : undefined };
+  return { fieldManager: opts.fieldManager ?? FIELD_MANAGER, dryRun: opts.dryRun ? 'All' : undefined };
 }

@@ -2,7 +2,7 @@ import { parseAllDocuments } from 'yaml';
 import type { KubeTransport } from '../../src/kube/transport.ts';
 
 /** Kinds the project's manifests use that are not namespaced. */
-const CLUSTER_SCOPED = new Set(['Namespace', 'Node', 'ClusterRole', 'ClusterRoleBinding', 'PersistentVolume']);
+const CLUSTER_SCOPED = new Set(['Namespace', 'Node', 'ClusterRole', 'ClusterRoleBinding', 'PersistentVolume', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']);
 
 export interface ManifestObject {
   apiVersion: string;
@@ -19,7 +19,8 @@ export function parseManifests(text: string): ManifestObject[] {
 
 export function objectPath(obj: ManifestObject): string {
   const base = obj.apiVersion.includes('/') ? `/apis/${obj.apiVersion}` : `/api/${obj.apiVersion}`;
-  const plural = obj.kind.toLowerCase() + (obj.kind.endsWith('s') ? 'es' : 's');
+  const kind = obj.kind.toLowerCase();
+  const plural = kind.endsWith('s') ? `${kind}es` : /[^aeiou]y$/.test(kind) ? `${kind.slice(0, -1)}ies` : `${kind}s`;
   const ns = CLUSTER_SCOPED.has(obj.kind) ? '' : `/namespaces/${obj.metadata.namespace ?? 'default'}`;
   return `${base}${ns}/${plural}/${obj.metadata.name}`;
 }

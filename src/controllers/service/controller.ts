@@ -6,6 +6,7 @@ import { needsCleanup, needsUpdate, shouldSyncUpdatedNode, wantsLoadBalancer } f
 import { ItemExponentialFailureRateLimiter, WorkQueue, type Clock } from '../../kube/workqueue/index.ts';
 import type { Controller, ControllerContext } from '../types.ts';
 import { LoadBalancerSync, retryAfterSeconds } from './load-balancer-sync.ts';
+import { KUBE_VIP_FIELD_MANAGER } from './kube-vip.ts';
 import { ServiceControllerMetrics } from './metrics.ts';
 
 /**
@@ -82,9 +83,10 @@ export class ServiceController implements Controller {
       // to keep it, which upstream relies on for the finalizer only), and the opt-in RBAC then says
       // plainly that this flag writes Services. Merge, because annotations are a plain map: the
       // patch sets or deletes (null) our keys and leaves every other one alone.
-      // Needs `patch` on services: deploy/kubernetes/rbac-kube-vip.yaml.
+      // Needs `patch` on services: deploy/kubernetes/rbac-kube-vip.yaml, whose admission policy
+      // accepts only this field manager and only the kube-vip annotations.
       patchService: async (service, patch, signal) => {
-        await services.patch(service.metadata?.name ?? '', 'merge', patch, { namespace: service.metadata?.namespace, signal });
+        await services.patch(service.metadata?.name ?? '', 'merge', patch, { namespace: service.metadata?.namespace, signal, fieldManager: KUBE_VIP_FIELD_MANAGER });
       },
       kubeVipAnnotation: opts.kubeVipAnnotation ?? false,
     });

@@ -2,4 +2,4 @@ export { NODE_SYNC_KEY, ServiceController, MAX_RETRY_DELAY_MS, MIN_RETRY_DELAY_M
 export { LoadBalancerSync, retryAfterSeconds, serviceKey, type LoadBalancerOperation, type LoadBalancerSyncDeps } from './load-balancer-sync.ts';
 export { ServiceControllerMetrics } from './metrics.ts';
 export { addFinalizerPatch, loadBalancerStatusPatch, removeFinalizerPatch, type StrategicPatch } from './patches.ts';
-export { KUBE_VIP_ANNOTATION, KUBE_VIP_OWNED_ANNOTATION, kubeVipAddresses, kubeVipAnnotationPatch, type MergePatch } from './kube-vip.ts';
+export { KUBE_VIP_ANNOTATION, KUBE_VIP_FIELD_MANAGER, KUBE_VIP_OWNED_ANNOTATION, kubeVipAddresses, kubeVipAnnotationPatch, type MergePatch } from './kube-vip.ts';

@@ -16,6 +16,12 @@ import { ipFamilyOf } from '../../net/ip.ts';
 export const KUBE_VIP_ANNOTATION = 'kube-vip.io/loadbalancerIPs';
 /** Marks a kube-vip annotation as written by edge-ccm, so only ours is ever removed. */
 export const KUBE_VIP_OWNED_ANNOTATION = 'edge-ccm.io/kube-vip-annotation';
+/**
+ * The field manager of these writes, apart from edge-ccm's own: the admission policy in
+ * deploy/kubernetes/rbac-kube-vip.yaml lets edge-ccm write a Service only under this name and
+ * only these two annotations, and managedFields show plainly which annotation writes were ours.
+ */
+export const KUBE_VIP_FIELD_MANAGER = 'edge-ccm-kube-vip';
 
 /** A JSON merge patch body (RFC 7386): null deletes a key. */
 export type MergePatch = Record<string, unknown>;
