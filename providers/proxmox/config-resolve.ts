@@ -4,7 +4,8 @@ import { resolveStaticConfig, type ConfigIssue, type ConfigPath, type SecretSour
 import { SecretFiles, type ConfigWarningIssue } from '../static/config-secrets.ts';
 import { MATCH_CRITERIA, type ClusterAuth, type ProxmoxCluster, type ProxmoxConfig } from './config-model.ts';
 import type { RawCluster, ResolvableProxmoxConfig } from './config-schema.ts';
-import { INSTANCE_TYPE_PLACEHOLDERS } from './instance-type.ts';
+import { labelValueError } from '../../src/kube/labels.ts';
+import { INSTANCE_TYPE_PLACEHOLDERS, instanceTypeOf } from './instance-type.ts';
 
 /**
  * Second pass over a config of the right shape: authentication choices, secrets read, TLS
@@ -43,9 +44,19 @@ export function resolveProxmoxConfig(raw: ResolvableProxmoxConfig, secrets: Secr
   });
 
   const format = raw.instanceType?.format ?? DEFAULTS.instanceTypeFormat;
-  for (const [, name] of format.matchAll(/\{([^}]*)\}/g)) {
-    if (!INSTANCE_TYPE_PLACEHOLDERS.includes(name!)) {
-      report(['instanceType', 'format'], `unknown placeholder {${name}} (known: ${INSTANCE_TYPE_PLACEHOLDERS.map((p) => `{${p}}`).join(', ')})`);
+  const unknown = [...format.matchAll(/\{([^}]*)\}/g)].map(([, name]) => name!).filter((name) => !INSTANCE_TYPE_PLACEHOLDERS.includes(name));
+  for (const name of unknown) {
+    report(['instanceType', 'format'], `unknown placeholder {${name}} (known: ${INSTANCE_TYPE_PLACEHOLDERS.map((p) => `{${p}}`).join(', ')})`);
+  }
+  if (unknown.length === 0) {
+    // Placeholders give letters, digits and "." only: a small and a large VM tell whether every
+    // VM's instance type is a label value (characters, and length).
+    const samples = [{ cores: 1, memoryBytes: 1024 ** 3, tags: [] }, { cores: 1024, memoryBytes: 4095.5 * 1024 ** 3, tags: [] }];
+    for (const sample of samples.map((vm) => instanceTypeOf(vm, { format, tagPrefix: '' }))) {
+      const error = labelValueError(sample);
+      if (error === undefined) continue;
+      report(['instanceType', 'format'], `gives instance types such as ${JSON.stringify(sample)}, which is not a label value: ${error}`);
+      break;
     }
   }
 
@@ -75,7 +86,10 @@ export function resolveProxmoxConfig(raw: ResolvableProxmoxConfig, secrets: Secr
 
 function resolveCluster(c: RawCluster, path: ConfigPath, report: Report, secrets: SecretFiles): ProxmoxCluster {
   const url = new URL(c.url);
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') report([...path, 'url'], 'must be an https (or http) URL');
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') report([...path, 'url'], 'must be an https URL');
+  if (url.protocol === 'http:' && !c.allowInsecureHTTP) {
+    report([...path, 'url'], `${url.origin} is plain HTTP, which would send the API token or password unencrypted: use https, or set allowInsecureHTTP: true`);
+  }
   if (url.pathname.replace(/\/+$/, '') !== '' || url.search) report([...path, 'url'], 'must be the server only, e.g. https://pve1.example.com:8006 (/api2/json is added)');
   if (c.insecureSkipVerify && (c.caFile !== undefined || c.fingerprint !== undefined)) {
     report([...path, 'insecureSkipVerify'], 'cannot be combined with caFile or fingerprint (they verify the certificate)');

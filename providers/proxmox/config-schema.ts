@@ -1,6 +1,6 @@
 import * as v from 'valibot';
 import { parseAddressRange } from '../static/address-ranges.ts';
-import { StaticConfigSchema, salvageConfig as salvageStaticConfig, withoutUserinfo, type ResolvableConfig as StaticResolvable } from '../static/config-schema.ts';
+import { StaticConfigSchema, labelValue, salvageConfig as salvageStaticConfig, withoutUserinfo, type ResolvableConfig as StaticResolvable } from '../static/config-schema.ts';
 import { MATCH_CRITERIA } from './config-model.ts';
 
 /**
@@ -26,15 +26,13 @@ const addressRange = v.pipe(
 );
 
 const ClusterSchema = v.strictObject({
-  region: v.pipe(
-    nonEmpty,
-    v.maxLength(63, 'must be at most 63 characters'),
-    v.regex(/^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/, 'must be letters, digits, "-", "_" or "." and start and end with a letter or digit (it is a label value and part of providerIDs)'),
-  ),
+  // A label value and part of providerIDs proxmox://REGION/VMID.
+  region: v.pipe(nonEmpty, labelValue),
   url: v.pipe(v.string(), v.url('must be a URL such as https://pve1.example.com:8006'), withoutUserinfo()),
   caFile: v.optional(nonEmpty),
   fingerprint: v.optional(v.pipe(v.string(), v.regex(FINGERPRINT, 'must be a SHA-256 fingerprint: 32 hex bytes, e.g. AB:CD:...'))),
   insecureSkipVerify: v.optional(v.boolean()),
+  allowInsecureHTTP: v.optional(v.boolean()),
   tokenId: v.optional(v.pipe(v.string(), v.regex(TOKEN_ID, 'must be USER@REALM!TOKENID, e.g. ccm@pve!edge-ccm'))),
   tokenSecret: v.optional(nonEmpty),
   tokenSecretFile: v.optional(nonEmpty),

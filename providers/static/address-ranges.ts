@@ -34,6 +34,20 @@ export function parseAddressRange(text: string): AddressRange | string {
   return { family: ip.family, first: ip.value, last: ip.value };
 }
 
+/**
+ * The network and broadcast addresses of a CIDR entry, which no host can be reached at: an IPv4
+ * prefix up to /30 loses its first and last address, an IPv6 prefix up to /126 its first (the
+ * Subnet-Router anycast address, RFC 4291 2.6.1; IPv6 has no broadcast). /31 and /32 (RFC 3021),
+ * ranges and single addresses say exactly what they mean: none.
+ */
+export function networkAndBroadcast(text: string): AddressRange[] {
+  const prefix = text.includes('/') ? parsePrefix(text.trim()) : undefined;
+  if (!prefix || prefix.bits >= (prefix.family === 4 ? 31 : 127)) return [];
+  const edges = [{ family: prefix.family, first: prefix.first, last: prefix.first }];
+  if (prefix.family === 4) edges.push({ family: prefix.family, first: prefix.last, last: prefix.last });
+  return edges;
+}
+
 export function rangeSize(r: AddressRange): bigint {
   return r.last - r.first + 1n;
 }

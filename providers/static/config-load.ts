@@ -87,6 +87,7 @@ export function loadYamlConfig<Raw, Config>(
       const path = (issue.path ?? []).map((p) => p.key as string | number);
       if (capped.has(formatPath(path))) continue; // reported above, by its length
       errors.push(located(path, issueMessage(issue, path)));
+      for (const key of otherUnknownKeys(spec.schema, issue)) errors.push(located([...path.slice(0, -1), key], `unknown key ${JSON.stringify(key)}`));
     }
   }
   // The second pass runs on the valid parts too, so one run reports every problem.
@@ -129,6 +130,33 @@ function issueMessage(issue: v.BaseIssue<unknown>, path: ConfigPath): string {
   // valibot's type messages end "but received VALUE": never for a secret (our own messages do not repeat values).
   if (issue.kind === 'schema' && isSecretPath(path)) return `wrong type: expected ${issue.expected ?? 'another type'} (the value is a secret and is not shown)`;
   return issue.message.replace(/^Invalid type: /, 'wrong type: ');
+}
+
+/** The schema tree as valibot builds it: optional wraps, objects have entries, arrays an item, records a value. */
+interface SchemaNode {
+  wrapped?: SchemaNode;
+  entries?: Record<string, SchemaNode>;
+  item?: SchemaNode;
+  value?: SchemaNode;
+}
+
+/**
+ * valibot reports only the first unknown key of a strict mapping: the others of the same mapping,
+ * found by walking the schema to that mapping, so every unknown key is reported in one run.
+ */
+function otherUnknownKeys(schema: v.GenericSchema<unknown, unknown>, issue: v.BaseIssue<unknown>): string[] {
+  const items = issue.path ?? [];
+  const reported = items.at(-1);
+  if (issue.type !== 'strict_object' || issue.expected !== 'never' || !reported) return [];
+  let node: SchemaNode | undefined = schema as unknown as SchemaNode;
+  for (const { key } of items.slice(0, -1)) {
+    while (node?.wrapped) node = node.wrapped;
+    node = node?.entries ? node.entries[key as string] : (node?.item ?? node?.value);
+  }
+  while (node?.wrapped) node = node.wrapped;
+  const known = node?.entries;
+  if (!known) return [];
+  return Object.keys(reported.input as Record<string, unknown>).filter((k) => k !== reported.key && !Object.hasOwn(known, k));
 }
 
 function sortErrors(errors: ConfigError[]): ConfigError[] {

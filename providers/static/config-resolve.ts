@@ -1,7 +1,9 @@
 import type { V1NodeAddress } from '@kubernetes/client-node';
 import { parseLabelSelector } from '../../src/kube/label-selector.ts';
+import { isKubernetesNamespacedLabel, labelKeyError, labelValueError } from '../../src/kube/labels.ts';
 import { formatIP, parseIP } from '../../src/net/ip.ts';
-import { firstOverlap, parseAddressRange, subtractRanges, type AddressRange } from './address-ranges.ts';
+import { SPECIAL_ADDRESS_BLOCKS } from '../../src/net/special-addresses.ts';
+import { firstOverlap, networkAndBroadcast, parseAddressRange, subtractRanges, type AddressRange } from './address-ranges.ts';
 import {
   PROVIDER_ID_PREFIX,
   type LoadBalancerConfig,
@@ -74,8 +76,13 @@ function resolveMachines(raw: ResolvableConfig, readSecret: SecretFiles, report:
   const machines: Machine[] = [];
   const seen = new DuplicateTracker(report);
   (inv.machines ?? []).forEach((m, i) => {
-    if (!m) return; // a shape error, already reported
     const path: ConfigPath = [...base, 'machines', i];
+    if (!m) {
+      // A shape error, already reported; its id still counts, so a duplicate is reported with it.
+      const id = inv.machineIds?.[i];
+      if (id !== undefined) seen.claimId(id, path);
+      return;
+    }
     checkLabels(m, path, report);
     const rack = m.rack === undefined ? undefined : racks[m.rack];
     if (m.rack !== undefined && !rack) report([...path, 'rack'], `unknown rack ${JSON.stringify(m.rack)} (not in inventory.racks)`);
@@ -144,6 +151,9 @@ function resolveRedfish(r: RawRedfish, path: ConfigPath, report: Report, secrets
   const where = 'redfish: ';
   const url = new URL(r.endpoint);
   if (url.protocol !== 'https:' && url.protocol !== 'http:') report(path, `${where}endpoint must be an http or https URL`);
+  if (url.protocol === 'http:' && !r.allowInsecureHTTP) {
+    report(path, `${where}endpoint ${url.origin} is plain HTTP, which would send the credentials unencrypted: use https, or set allowInsecureHTTP: true`);
+  }
   if (r.username === undefined) report(path, `${where}username is required (here or in the rack, site or inventory.defaults)`);
   const sources = [r.password !== undefined, r.passwordFile !== undefined, r.passwordEnv !== undefined].filter(Boolean).length;
   if (sources !== 1) report(path, `${where}exactly one of password, passwordFile or passwordEnv is required (found ${sources})`);
@@ -179,13 +189,14 @@ function resolveRedfish(r: RawRedfish, path: ConfigPath, report: Report, secrets
 
 function checkLabels(layer: RawDefaults, path: ConfigPath, report: Report): void {
   for (const [key, value] of Object.entries(layer.labels ?? {})) {
-    // The selector parser is the project's one label grammar; separators would split the pair, so refuse them first.
-    try {
-      if (/[\s,()!=]/.test(key + value)) throw new Error('labels may hold only letters, digits, "-", "_", "." and one "/" in the key');
-      parseLabelSelector(`${key}=${value}`);
-    } catch (e) {
-      report([...path, 'labels', key], `invalid label ${JSON.stringify(key)}: ${JSON.stringify(value)}: ${(e as Error).message}`);
+    const keyError = labelKeyError(key);
+    const valueError = labelValueError(value);
+    if (keyError !== undefined) report([...path, 'labels', key], `invalid label key ${JSON.stringify(key)}: ${keyError}`);
+    else if (isKubernetesNamespacedLabel(key)) {
+      // The node controller's own rule: such a label would be dropped at every initialisation.
+      report([...path, 'labels', key], `label key ${JSON.stringify(key)} is in a namespace Kubernetes reserves (kubernetes.io, k8s.io and their subdomains): the node controller never sets it`);
     }
+    if (valueError !== undefined) report([...path, 'labels', key], `invalid value of label ${JSON.stringify(key)}: ${valueError}`);
   }
 }
 
@@ -197,10 +208,15 @@ class DuplicateTracker {
   private readonly owners = new Map<string, string>();
   constructor(private readonly report: Report) {}
 
+  /** False (and reported) when an earlier machine has this id. */
+  claimId(id: string, path: ConfigPath): boolean {
+    return this.claim(`id:${id}`, `machines[${path.at(-1)}]`, [...path, 'id'], `duplicate machine id ${JSON.stringify(id)}`);
+  }
+
   check(machine: Machine, path: ConfigPath, raw: RawMachine, addressPaths: ConfigPath[]): void {
     const where = `machines[${path.at(-1)}]`;
     // A repeated id says it all: its node name (the id by default) and addresses would only echo it.
-    if (!this.claim(`id:${machine.id}`, where, [...path, 'id'], `duplicate machine id ${JSON.stringify(machine.id)}`)) return;
+    if (!this.claimId(machine.id, path)) return;
     if (machine.decommissioned) return;
     this.claim(`node:${machine.nodeName}`, where, [...path, raw.nodeName !== undefined ? 'nodeName' : 'id'], `duplicate node name ${JSON.stringify(machine.nodeName)}`);
     machine.addresses.forEach((a, j) => {
@@ -250,7 +266,18 @@ function resolveLoadBalancer(raw: ResolvableConfig, report: Report): LoadBalance
 function resolvePool(p: RawPool, path: ConfigPath, report: Report): PoolConfig | undefined {
   // The schema checked every entry and the selector parse.
   const parseAll = (texts: string[]) => texts.map((text) => parseAddressRange(text) as AddressRange);
-  const ranges = subtractRanges(parseAll(p.addresses), parseAll(p.exclude ?? []));
+  const written = subtractRanges(parseAll(p.addresses), parseAll(p.exclude ?? []));
+  if (!p.allowSpecialAddresses) {
+    const special = SPECIAL_ADDRESS_BLOCKS.flatMap((block) => {
+      const at = firstOverlap(written, [block.prefix]);
+      return at ? [`${block.kind} address ${formatIP(at)} (in ${block.cidr})`] : [];
+    });
+    if (special.length) {
+      report([...path, 'addresses'], `pool ${JSON.stringify(p.name)} holds addresses no service can be reached at: ${special.join(', ')}; exclude them, or set allowSpecialAddresses: true`);
+    }
+  }
+  // A CIDR's network and broadcast addresses are never handed out unless the pool asks for them.
+  const ranges = p.includeNetworkAndBroadcast ? written : subtractRanges(written, p.addresses.flatMap(networkAndBroadcast));
   const serviceSelector = p.serviceSelector === undefined ? undefined : parseLabelSelector(p.serviceSelector);
   if (ranges.length === 0) {
     report([...path, 'addresses'], `pool ${JSON.stringify(p.name)} has no addresses left after exclusions`);

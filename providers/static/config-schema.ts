@@ -1,5 +1,6 @@
 import * as v from 'valibot';
 import { parseLabelSelector } from '../../src/kube/label-selector.ts';
+import { labelValueError } from '../../src/kube/labels.ts';
 import { parseIP } from '../../src/net/ip.ts';
 import { parseAddressRange } from './address-ranges.ts';
 import { KUBERNETES_NAME_MAX_LENGTH, NAMESPACE_MAX_LENGTH } from './config-limits.ts';
@@ -21,6 +22,12 @@ const simpleName = v.pipe(
   v.regex(/^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/, 'must be letters, digits, "-", "_" or "." and start and end with a letter or digit'),
 );
 
+/** A string that becomes a node's label value (region, zone, instance type), by Kubernetes' rule. */
+export const labelValue = v.pipe(
+  v.string(),
+  v.check((s) => labelValueError(s) === undefined, (issue) => labelValueError(issue.input as string)!),
+);
+
 /** A URL with user:password@ is refused without repeating it (the schema's check; config-secrets.ts says why). */
 export function withoutUserinfo() {
   return v.check((s: string) => urlUserinfoError(s) === undefined, (issue) => urlUserinfoError(issue.input as string)!);
@@ -40,6 +47,7 @@ const RedfishSchema = v.strictObject({
   passwordEnv: v.optional(nonEmpty),
   caFile: v.optional(nonEmpty),
   insecureSkipVerify: v.optional(v.boolean()),
+  allowInsecureHTTP: v.optional(v.boolean()),
   timeoutSeconds: v.optional(v.pipe(v.number(), v.minValue(0.001, 'must be more than 0'))),
   cacheSeconds: v.optional(v.pipe(v.number(), v.minValue(0, 'must not be negative'))),
 });
@@ -47,9 +55,9 @@ export type RawRedfish = v.InferOutput<typeof RedfishSchema>;
 
 /** What a machine, its rack, its site and the inventory defaults may each set; the nearest wins. */
 const inheritable = {
-  region: v.optional(v.string()),
-  zone: v.optional(v.string()),
-  instanceType: v.optional(v.string()),
+  region: v.optional(labelValue),
+  zone: v.optional(labelValue),
+  instanceType: v.optional(labelValue),
   labels: v.optional(v.record(v.string(), v.string())),
   power: v.optional(v.picklist(['on', 'off'])),
   redfish: v.optional(RedfishSchema),
@@ -96,9 +104,11 @@ function selectorError(s: string): string | undefined {
 /** A node name, or what becomes one: a Kubernetes object name's length. */
 const nodeNameLength = v.maxLength<string, number, string>(KUBERNETES_NAME_MAX_LENGTH, `must be at most ${KUBERNETES_NAME_MAX_LENGTH} characters`);
 
+const machineId = v.pipe(nonEmpty, nodeNameLength, v.regex(/^[^\s/]+$/, 'must not contain spaces or slashes (it becomes providerID static://ID)'));
+
 const MachineSchema = v.strictObject({
   ...inheritable,
-  id: v.pipe(nonEmpty, nodeNameLength, v.regex(/^[^\s/]+$/, 'must not contain spaces or slashes (it becomes providerID static://ID)')),
+  id: machineId,
   nodeName: v.optional(v.pipe(nonEmpty, nodeNameLength)),
   hostname: v.optional(v.pipe(nonEmpty, nodeNameLength)),
   site: v.optional(simpleName),
@@ -116,6 +126,8 @@ const PoolSchema = v.strictObject({
   serviceSelector: v.optional(labelSelector),
   priority: v.optional(v.pipe(v.number(), v.integer('must be an integer'))),
   autoAssign: v.optional(v.boolean()),
+  allowSpecialAddresses: v.optional(v.boolean()),
+  includeNetworkAndBroadcast: v.optional(v.boolean()),
   shareAcrossNamespaces: v.optional(v.boolean()),
 });
 export type RawPool = v.InferOutput<typeof PoolSchema>;
@@ -144,7 +156,11 @@ export type RawStaticConfig = v.InferOutput<typeof StaticConfigSchema>;
  * a machine or pool with a shape error is a null hole (so later indexes keep their paths).
  */
 export interface ResolvableConfig {
-  inventory?: Omit<NonNullable<RawStaticConfig['inventory']>, 'machines'> & { machines?: (RawMachine | null)[] };
+  inventory?: Omit<NonNullable<RawStaticConfig['inventory']>, 'machines'> & {
+    machines?: (RawMachine | null)[];
+    /** The id of every machine whose id is well formed, holes included, so a duplicate id is reported with its machine's other errors. */
+    machineIds?: (string | undefined)[];
+  };
   loadBalancer?: Omit<NonNullable<RawStaticConfig['loadBalancer']>, 'pools'> & { pools?: (RawPool | null)[] };
 }
 
@@ -185,6 +201,7 @@ export function salvageConfig(input: unknown): ResolvableConfig {
       sites,
       racks,
       machines,
+      machineIds: Array.isArray(inv.machines) ? inv.machines.map((m) => valid(machineId, asRecord(m).id)) : undefined,
     },
     loadBalancer: {
       classes: valid(ClassesSchema, lb.classes),

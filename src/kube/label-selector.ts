@@ -2,14 +2,14 @@
  * Kubernetes label selectors (`a=b`, `a==b`, `a!=b`, `a in (x,y)`, `a notin (x)`, `a`, `!a`),
  * parsed once into a predicate. Used for node ownership and load-balancer pool scoping.
  */
+import { labelKeyError, labelValueError } from './labels.ts';
+
 export type LabelPredicate = (labels: Record<string, string> | undefined) => boolean;
 
 type Requirement =
   | { key: string; op: 'in' | 'notin'; values: string[] }
   | { key: string; op: 'exists' | 'notexists' };
 
-const KEY = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
-const VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$/;
 
 /** Parses a selector; throws an Error naming the bad part. The empty selector matches everything. */
 export function parseLabelSelector(selector: string): LabelPredicate {
@@ -34,11 +34,11 @@ function splitTopLevel(s: string): string[] {
 }
 
 function checkKey(key: string, part: string): string {
-  if (!KEY.test(key) || key.length > 317) throw new Error(`invalid label key ${JSON.stringify(key)} in ${JSON.stringify(part)}`);
+  if (labelKeyError(key) !== undefined) throw new Error(`invalid label key ${JSON.stringify(key)} in ${JSON.stringify(part)}`);
   return key;
 }
 function checkValue(value: string, part: string): string {
-  if (!VALUE.test(value) || value.length > 63) throw new Error(`invalid label value ${JSON.stringify(value)} in ${JSON.stringify(part)}`);
+  if (labelValueError(value) !== undefined) throw new Error(`invalid label value ${JSON.stringify(value)} in ${JSON.stringify(part)}`);
   return value;
 }
 

@@ -53,6 +53,7 @@ beforeAll(async () => {
     'clusters:',
     '  - region: it-region',
     `    url: ${responder.url}`,
+    '    allowInsecureHTTP: true',
     `    tokenId: ${TOKEN_ID}`,
     `    tokenSecretFile: ${join(dir, 'token')}`,
     '    timeoutSeconds: 1',

@@ -133,7 +133,7 @@ describe('authentication', () => {
   });
 
   const passwordConfig = (url: string, renew = 3600) =>
-    ['clusters:', '  - region: fra1', `    url: ${url}`, `    username: ${USER}`, '    passwordFile: /secrets/password', `    ticketRenewSeconds: ${renew}`, '    cacheSeconds: 0', '    qps: 1000', '    burst: 1000', ''].join('\n');
+    ['clusters:', '  - region: fra1', `    url: ${url}`, '    allowInsecureHTTP: true', `    username: ${USER}`, '    passwordFile: /secrets/password', `    ticketRenewSeconds: ${renew}`, '    cacheSeconds: 0', '    qps: 1000', '    burst: 1000', ''].join('\n');
 
   test('user and password: one login, the ticket as cookie, renewed when old', async () => {
     const r = start({ users: { [USER]: PASSWORD } });

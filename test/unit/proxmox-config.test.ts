@@ -141,6 +141,32 @@ describe('proxmox config: every problem with its path and line', () => {
     ]);
   });
 
+  test('plain http is refused unless allowInsecureHTTP; region and instance types are label values', () => {
+    const errors = errorsOf([
+      'clusters:', //                                          1
+      '  - region: fra1', //                                   2
+      '    url: http://pve1.example.com:8006', //              3
+      `    tokenId: ${TOKEN_ID}`, //                           4
+      '    tokenSecretFile: /secrets/token', //                5
+      '  - region: ams1', //                                   6
+      '    url: http://pve2.example.com:8006', //              7
+      '    allowInsecureHTTP: true', //                        8
+      `    tokenId: ${TOKEN_ID}`, //                           9
+      '    tokenSecretFile: /secrets/token', //                10
+      `  - region: ${'r'.repeat(64)}`, //                      11
+      `    url: ${URL_}`, //                                   12
+      `    tokenId: ${TOKEN_ID}`, //                           13
+      '    tokenSecretFile: /secrets/token', //                14
+      'instanceType:', //                                      15
+      '  format: "{cores} vCPU / {memory}"', //                16
+    ].join('\n'));
+    expect(errors.map((e) => [e.line, e.path, e.message])).toEqual([
+      [3, 'clusters[0].url', 'http://pve1.example.com:8006 is plain HTTP, which would send the API token or password unencrypted: use https, or set allowInsecureHTTP: true'],
+      [11, 'clusters[2].region', 'must be at most 63 characters (it is a label value; got 64)'],
+      [16, 'instanceType.format', 'gives instance types such as "1 vCPU / 1GB", which is not a label value: must be empty or letters, digits, "-", "_" or ".", starting and ending with a letter or digit (it is a label value)'],
+    ]);
+  });
+
   test('no clusters, a YAML syntax error', () => {
     expect(errorsOf('clusters: []\n')).toEqual([{ path: 'clusters', line: 1, message: 'must list at least one Proxmox VE cluster' }]);
     expect(errorsOf('')).toEqual([{ path: 'clusters', line: 1, message: 'missing required key "clusters"' }]);

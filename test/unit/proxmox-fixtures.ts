@@ -44,6 +44,8 @@ export function tokenConfig(url: string, opts: { region?: string; cluster?: stri
     'clusters:',
     `  - region: ${opts.region ?? 'fra1'}`,
     `    url: ${url}`,
+    // The responder serves plain HTTP on loopback unless a test gives it a certificate.
+    ...(url.startsWith('http:') ? ['    allowInsecureHTTP: true'] : []),
     `    tokenId: ${TOKEN_ID}`,
     '    tokenSecretFile: /secrets/token',
     // Generous: the tests count requests, not tokens.

@@ -139,11 +139,12 @@ describe('proxmox provider: the watched configuration file', () => {
     const p = make(text, path);
     await initialize(p);
     expect(p.loadBalancer.loadBalancerClasses).toEqual(['edge-ccm.io/proxmox']);
-    expect((await p.loadBalancer.ensureLoadBalancer('c', service('a'), []))?.ingress).toEqual([{ ip: '192.0.2.0' }]);
+    // A CIDR pool's network address is never handed out.
+    expect((await p.loadBalancer.ensureLoadBalancer('c', service('a'), []))?.ingress).toEqual([{ ip: '192.0.2.1' }]);
 
     writeFileSync(path, yaml(r.url, { top: POOLS('198.51.100.8/30', 'edge-ccm.io/pve') }));
     await until(() => p.loadBalancer.loadBalancerClasses[0] === 'edge-ccm.io/pve', 'the new classes');
-    expect((await p.loadBalancer.ensureLoadBalancer('c', service('b'), []))?.ingress).toEqual([{ ip: '198.51.100.8' }]);
+    expect((await p.loadBalancer.ensureLoadBalancer('c', service('b'), []))?.ingress).toEqual([{ ip: '198.51.100.9' }]);
   });
 
   test('an invalid edit keeps the last good answers, is counted and reported as FILE:LINE; onChange only after good edits', async () => {
@@ -159,13 +160,13 @@ describe('proxmox provider: the watched configuration file', () => {
     await initialize(p, registry);
     expect((await p.instances.instanceMetadata(worker1))?.region).toBe('fra1');
 
-    // Line 3 is the url; the unknown key is the last cluster line (line 9).
+    // Line 3 is the url; the unknown key is the last cluster line (line 10).
     const broken = yaml(r.url, { region: 'ams1', cluster: ['zoen: x'] }).replace(`url: ${r.url}`, 'url: not a url');
     writeFileSync(path, broken);
     await until(() => rejected.length === 1, 'the broken edit to be rejected');
     expect(rejected[0]!.split('\n')).toEqual([
       `${path}:3: clusters[0].url: must be a URL such as https://pve1.example.com:8006`,
-      `${path}:9: clusters[0].zoen: unknown key "zoen"`,
+      `${path}:10: clusters[0].zoen: unknown key "zoen"`,
     ]);
     expect(changes).toBe(0);
     expect((await p.instances.instanceMetadata(worker1))?.region).toBe('fra1');

@@ -21,6 +21,7 @@ const SMALL = pools(`
     - name: small
       addresses: [192.0.2.0/30]
       exclude: [192.0.2.0]
+      includeNetworkAndBroadcast: true
     - name: v6
       addresses: ["2001:db8::10-2001:db8::11"]
 `);
@@ -83,6 +84,26 @@ describe('allocation', () => {
     expect(assign(a, svc('d'))).toEqual(['192.0.2.2']);
   });
 
+  test('a CIDR pool never hands out its network or broadcast address, requested or not, unless the pool asks for them', () => {
+    const a = new AddressAllocator(pools(`
+    - name: cidr
+      addresses: [10.9.0.0/30, "2001:db8:9::/127"]
+`));
+    expect(assign(a, svc('a'))).toEqual(['10.9.0.1']);
+    expect(assign(a, svc('b'))).toEqual(['10.9.0.2']);
+    expect(() => assign(a, svc('c'))).toThrow(new AllocationError('pool cidr exhausted'));
+    expect(() => assign(a, svc('d', { loadBalancerIP: '10.9.0.3' }))).toThrow('requested address 10.9.0.3 is not in any pool');
+    // A /127 (as /31) is two usable addresses.
+    expect(assign(a, svc('e', { families: ['IPv6'] }))).toEqual(['2001:db8:9::']);
+    const asked = new AddressAllocator(pools(`
+    - name: cidr
+      addresses: [10.9.0.0/30]
+      includeNetworkAndBroadcast: true
+`));
+    expect(assign(asked, svc('a'))).toEqual(['10.9.0.0']);
+    expect(assign(asked, svc('d', { loadBalancerIP: '10.9.0.3' }))).toEqual(['10.9.0.3']);
+  });
+
   test('an existing assignment is stable across calls', () => {
     const a = new AddressAllocator(SMALL);
     assign(a, svc('a'));
@@ -117,10 +138,10 @@ describe('allocation', () => {
       addresses: [10.3.0.0/30]
 `);
     const a = new AddressAllocator(p);
-    expect(assign(a, svc('x'))).toEqual(['10.0.0.0']);
-    expect(assign(a, svc('y', { namespace: 'team-a' }))).toEqual(['10.1.0.0']);
-    expect(assign(a, svc('z', { namespace: 'team-a', labels: { exposure: 'public' } }))).toEqual(['10.2.0.0']);
-    expect(assign(a, svc('r', { annotations: { 'edge-ccm.io/address-pool': 'reserved' } }))).toEqual(['10.3.0.0']);
+    expect(assign(a, svc('x'))).toEqual(['10.0.0.1']);
+    expect(assign(a, svc('y', { namespace: 'team-a' }))).toEqual(['10.1.0.1']);
+    expect(assign(a, svc('z', { namespace: 'team-a', labels: { exposure: 'public' } }))).toEqual(['10.2.0.1']);
+    expect(assign(a, svc('r', { annotations: { 'edge-ccm.io/address-pool': 'reserved' } }))).toEqual(['10.3.0.1']);
     expect(() => assign(a, svc('q', { annotations: { 'edge-ccm.io/address-pool': 'team-a' } }))).toThrow('address pool team-a does not serve service default/q');
     expect(() => assign(a, svc('q', { annotations: { 'edge-ccm.io/address-pool': 'nope' } }))).toThrow('unknown address pool "nope"');
   });

@@ -3,6 +3,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { formatConfigErrors, loadStaticConfig, validateStaticConfig, type ConfigError } from '../../providers/static/config-load.ts';
 import type { SecretSource } from '../../providers/static/config-resolve.ts';
+import { isKubernetesNamespacedLabel } from '../../src/controllers/node/labels.ts';
+import { formatIP } from '../../src/net/ip.ts';
 
 const noSecrets: SecretSource = {
   readFile: (p) => {
@@ -163,7 +165,7 @@ describe('static config: each kind of bad input', () => {
           serviceSelector: "a in (b"
     `))).toEqual([
       { path: 'inventory.racks.r1.site', line: 3, message: 'unknown site "nowhere" (not in inventory.sites)' },
-      { path: 'inventory.defaults.labels["bad key!"]', line: 5, message: 'invalid label "bad key!": "x": labels may hold only letters, digits, "-", "_", "." and one "/" in the key' },
+      { path: 'inventory.defaults.labels["bad key!"]', line: 5, message: 'invalid label key "bad key!": name part must be letters, digits, "-", "_" or ".", starting and ending with a letter or digit' },
       { path: 'inventory.machines[0].rack', line: 9, message: 'unknown rack "r2" (not in inventory.racks)' },
       { path: 'inventory.machines[0].redfish', line: 10, message: 'redfish: cannot read passwordFile /run/secrets/bmc: ENOENT: no such file /run/secrets/bmc' },
       { path: 'loadBalancer.pools[0].serviceSelector', line: 15, message: 'invalid label selector: invalid label key "a in (b" in "a in (b"' },
@@ -311,5 +313,150 @@ describe('static config: meaning', () => {
         - { name: c, addresses: [10.0.2.0/30] }
     `));
     expect(r.ok && r.config.loadBalancer.pools.map((p) => p.name)).toEqual(['b', 'a', 'c']);
+  });
+});
+
+describe('static config: what the daemon could not use is refused', () => {
+  test('region, zone and instanceType are label values: syntax, 63 characters, UTF-8', () => {
+    // Bytes that are not UTF-8 (0xff), read as Bun.file().text() and readFileSync(…, 'utf8') read them.
+    const notUtf8 = new TextDecoder().decode(new Uint8Array([0x72, 0xff, 0x31]));
+    expect(errorsOf(dedent(`
+    inventory:
+      defaults:
+        region: "eu west"
+      sites:
+        s1: { zone: "-z" }
+      machines:
+        - id: a
+          instanceType: ${'x'.repeat(64)}
+        - id: b
+          zone: "${notUtf8}"
+        - id: c
+          region: eu-west.1_a
+          zone: ""
+          instanceType: ${'y'.repeat(63)}
+    `))).toEqual([
+      { path: 'inventory.defaults.region', line: 3, message: 'must be empty or letters, digits, "-", "_" or ".", starting and ending with a letter or digit (it is a label value)' },
+      { path: 'inventory.sites.s1.zone', line: 5, message: 'must be empty or letters, digits, "-", "_" or ".", starting and ending with a letter or digit (it is a label value)' },
+      { path: 'inventory.machines[0].instanceType', line: 8, message: 'must be at most 63 characters (it is a label value; got 64)' },
+      { path: 'inventory.machines[1].zone', line: 10, message: 'is not valid UTF-8' },
+    ]);
+  });
+
+  test('labels in a namespace Kubernetes reserves are refused by the rule the node controller drops them with', () => {
+    const yaml = dedent(`
+    inventory:
+      defaults:
+        labels:
+          node-role.kubernetes.io/worker: ""
+          kubernetes.io/arch: amd64
+          storage.k8s.io/tier: fast
+          example.com/kubernetes.io: fine
+          notkubernetes.io/x: fine
+      machines:
+        - id: a
+    `);
+    const reserved = (key: string) => `label key ${JSON.stringify(key)} is in a namespace Kubernetes reserves (kubernetes.io, k8s.io and their subdomains): the node controller never sets it`;
+    expect(errorsOf(yaml)).toEqual([
+      { path: 'inventory.defaults.labels["node-role.kubernetes.io/worker"]', line: 4, message: reserved('node-role.kubernetes.io/worker') },
+      { path: 'inventory.defaults.labels["kubernetes.io/arch"]', line: 5, message: reserved('kubernetes.io/arch') },
+      { path: 'inventory.defaults.labels["storage.k8s.io/tier"]', line: 6, message: reserved('storage.k8s.io/tier') },
+    ]);
+    // The same rule as the controller's, not a copy of it.
+    for (const key of ['node-role.kubernetes.io/worker', 'kubernetes.io/arch', 'storage.k8s.io/tier']) expect(isKubernetesNamespacedLabel(key)).toBe(true);
+    for (const key of ['example.com/kubernetes.io', 'notkubernetes.io/x']) expect(isKubernetesNamespacedLabel(key)).toBe(false);
+  });
+
+  test.each([
+    ['0.0.0.0/0', 'unspecified'],
+    ['::/0', 'unspecified'],
+    ['0.0.0.0', 'unspecified'],
+    ['127.0.0.0/8', 'loopback'],
+    ['::1', 'loopback'],
+    ['224.0.0.0/4', 'multicast'],
+    ['ff02::1-ff02::ff', 'multicast'],
+    ['169.254.0.0/16', 'link-local'],
+    ['fe80::/64', 'link-local'],
+    ['255.255.255.255', 'broadcast'],
+  ])('a pool holding %p (%s) is refused', (range, kind) => {
+    const errors = errorsOf(`loadBalancer:\n  pools:\n    - name: p\n      addresses: ["${range}"]\n`);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toMatchObject({ path: 'loadBalancer.pools[0].addresses', line: 4 });
+    expect(errors[0]!.message).toContain(`${kind} address`);
+    expect(errors[0]!.message).toContain('allowSpecialAddresses: true');
+  });
+
+  test('a special address excluded from the pool is fine; allowSpecialAddresses lets a pool hold them', () => {
+    expect(loadStaticConfig('loadBalancer:\n  pools:\n    - { name: p, addresses: [169.254.1.0/24], allowSpecialAddresses: true }\n').ok).toBe(true);
+    expect(loadStaticConfig('loadBalancer:\n  pools:\n    - { name: p, addresses: [10.0.0.0-10.0.0.3, 127.0.0.1], exclude: [127.0.0.1] }\n').ok).toBe(true);
+  });
+
+  test('a CIDR pool keeps its network and broadcast addresses out unless includeNetworkAndBroadcast', () => {
+    const ranges = (yaml: string) => {
+      const r = loadStaticConfig(`loadBalancer:\n  pools:\n    - ${yaml}\n`);
+      if (!r.ok) throw new Error(formatConfigErrors('x', r.errors));
+      return r.config.loadBalancer.pools[0]!.ranges.map((x) => `${formatIP({ family: x.family, value: x.first })}-${formatIP({ family: x.family, value: x.last })}`);
+    };
+    expect(ranges('{ name: p, addresses: [10.0.0.0/29] }')).toEqual(['10.0.0.1-10.0.0.6']);
+    expect(ranges('{ name: p, addresses: [10.0.0.0/29], includeNetworkAndBroadcast: true }')).toEqual(['10.0.0.0-10.0.0.7']);
+    // A range or a single address says exactly what it means; /31 and /32 have no network or broadcast address.
+    expect(ranges('{ name: p, addresses: [10.0.0.0-10.0.0.7] }')).toEqual(['10.0.0.0-10.0.0.7']);
+    expect(ranges('{ name: p, addresses: [10.0.0.8/31, 10.0.0.11/32] }')).toEqual(['10.0.0.8-10.0.0.9', '10.0.0.11-10.0.0.11']);
+    // IPv6 has no broadcast; the prefix's first address is the Subnet-Router anycast address.
+    expect(ranges('{ name: p, addresses: ["2001:db8::/126"] }')).toEqual(['2001:db8::1-2001:db8::3']);
+    expect(ranges('{ name: p, addresses: ["2001:db8::/127"] }')).toEqual(['2001:db8::-2001:db8::1']);
+  });
+
+  test('plain http to a BMC or a Proxmox API is refused unless allowInsecureHTTP', () => {
+    expect(errorsOf(dedent(`
+    inventory:
+      defaults:
+        redfish: { username: admin, password: secret }
+      machines:
+        - id: a
+          redfish: { endpoint: "http://10.0.1.1" }
+        - id: b
+          redfish: { endpoint: "http://10.0.1.2", allowInsecureHTTP: true }
+        - id: c
+          redfish: { endpoint: "https://10.0.1.3" }
+    `))).toEqual([
+      { path: 'inventory.machines[0].redfish', line: 6, message: 'redfish: endpoint http://10.0.1.1 is plain HTTP, which would send the credentials unencrypted: use https, or set allowInsecureHTTP: true' },
+    ]);
+  });
+
+  test('every unknown key of a mapping is reported, not only the first', () => {
+    expect(errorsOf(dedent(`
+    inventory:
+      machines:
+        - id: a
+          zoen: z1
+          rgion: r1
+          redfish: { endpoint: "https://10.0.1.1", usrname: admin, pasword: x }
+      extra: 1
+    `))).toEqual([
+      { path: 'inventory.machines[0].zoen', line: 4, message: 'unknown key "zoen"' },
+      { path: 'inventory.machines[0].rgion', line: 5, message: 'unknown key "rgion"' },
+      { path: 'inventory.machines[0].redfish.pasword', line: 6, message: 'unknown key "pasword"' },
+      { path: 'inventory.machines[0].redfish.usrname', line: 6, message: 'unknown key "usrname"' },
+      { path: 'inventory.extra', line: 7, message: 'unknown key "extra"' },
+    ]);
+  });
+
+  test('a duplicate machine id is reported together with the type errors of its machine', () => {
+    expect(errorsOf(dedent(`
+    inventory:
+      machines:
+        - id: a
+        - id: a
+          zone: 7
+        - id: b
+          power: maybe
+        - id: b
+    `))).toEqual([
+      { path: 'inventory.machines[1].id', line: 4, message: 'duplicate machine id "a" (also in inventory.machines[0])' },
+      { path: 'inventory.machines[1].zone', line: 5, message: 'wrong type: Expected string but received 7' },
+      { path: 'inventory.machines[2].power', line: 7, message: 'wrong type: Expected ("on" | "off") but received "maybe"' },
+      { path: 'inventory.machines[3].id', line: 8, message: 'duplicate machine id "b" (also in inventory.machines[2])' },
+    ]);
   });
 });

@@ -20,7 +20,7 @@ loadBalancer:
   classes: [edge-ccm.io/static]
   pools:
     - name: v4
-      addresses: [192.0.2.0/30]
+      addresses: [192.0.2.0-192.0.2.3]
 `;
 
 const nodeA: V1Node = { metadata: { name: 'node-a' } };

@@ -206,7 +206,7 @@ describe('instanceShutdown through Redfish', () => {
     const r = loadStaticConfig(`
 inventory:
   defaults:
-    redfish: { username: admin, password: secret, cacheSeconds: 0, timeoutSeconds: 0.3 }
+    redfish: { username: admin, password: secret, cacheSeconds: 0, timeoutSeconds: 0.3, allowInsecureHTTP: true }
   machines:
     - id: bmc-off
       redfish: { endpoint: "${bmc.url}", systemId: "1" }

@@ -9,6 +9,10 @@ import {
   LABEL_TOPOLOGY_ZONE,
   nodeLabels,
 } from '../../kube/node-helpers.ts';
+import { isKubernetesNamespacedLabel } from '../../kube/labels.ts';
+
+// The reserved-namespace rule lives with the label syntax, where config validation uses it too.
+export { isKubernetesNamespacedLabel };
 
 /**
  * Label decisions of the cloud node controller: the cloud labels set at initialisation, and the
@@ -30,13 +34,6 @@ export function labelsToReconcile(node: V1Node): Record<string, string> {
     if (value !== undefined && labels[ga] !== value) update[ga] = value;
   }
   return update;
-}
-
-/** Kubernetes reserves the kubernetes.io and k8s.io namespaces, subdomains included. */
-const KUBERNETES_NAMESPACED = /(^|\.)(kubernetes|k8s)\.io\//;
-
-export function isKubernetesNamespacedLabel(key: string): boolean {
-  return KUBERNETES_NAMESPACED.test(key);
 }
 
 export interface CloudLabels {
