@@ -1,6 +1,6 @@
 import type { ProviderRegistry } from './cloud/registry.ts';
 import { ConfigurationError, runControllerManager } from './app/app.ts';
-import { FLAG_ERROR_EXIT_CODE, FlagErrors, parseArgs, renderHelp } from './options/index.ts';
+import { EXIT_FAILURE, EXIT_INVALID_INPUT, FLAG_ERROR_EXIT_CODE, FlagErrors, parseArgs, renderHelp } from './options/index.ts';
 import { runSelfTest } from './selftest.ts';
 import { runValidate } from './validate.ts';
 import { versionLine } from './version.ts';
@@ -54,9 +54,9 @@ export async function runCli(argv: string[], providers: ProviderRegistry): Promi
   } catch (e) {
     if (e instanceof ConfigurationError) {
       for (const line of e.message.split('\n')) console.error(`error: ${line}`);
-      return FLAG_ERROR_EXIT_CODE;
+      return EXIT_INVALID_INPUT;
     }
     console.error(`error: ${e instanceof Error ? e.message : String(e)}`);
-    return 1;
+    return EXIT_FAILURE;
   }
 }

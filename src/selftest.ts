@@ -1,5 +1,6 @@
-import { KubeConfig } from '@kubernetes/client-node';
-import type { V1ConfigMap, V1Node } from '@kubernetes/client-node';
+import type { KubeConfig, V1ConfigMap, V1Node } from '@kubernetes/client-node';
+import { loadKubeConfig } from './app/kubeconfig.ts';
+import { EXIT_INVALID_INPUT } from './options/exit-codes.ts';
 import { BunKubeTransport } from './kube/transport.ts';
 import { CONFIGMAPS, NODES, ResourceClient } from './kube/resources.ts';
 
@@ -9,8 +10,13 @@ import { CONFIGMAPS, NODES, ResourceClient } from './kube/resources.ts';
  * conflict, watch and delete. Prints one line per check; exits non-zero on the first failure.
  */
 export async function runSelfTest(kubeconfigPath: string, namespace = 'default'): Promise<number> {
-  const kc = new KubeConfig();
-  kc.loadFromFile(kubeconfigPath);
+  let kc: KubeConfig;
+  try {
+    kc = loadKubeConfig({ kubeconfig: kubeconfigPath });
+  } catch (e) {
+    console.error(`error: ${(e as Error).message}`);
+    return EXIT_INVALID_INPUT;
+  }
   const transport = new BunKubeTransport(kc, { qps: 0 });
   const nodes = new ResourceClient<V1Node>(transport, NODES);
   const cms = new ResourceClient<V1ConfigMap>(transport, CONFIGMAPS);

@@ -1,9 +1,11 @@
 import { readCloudConfigFile } from './cloud/config-file.ts';
 import type { ProviderRegistry } from './cloud/registry.ts';
+import { EXIT_INVALID_INPUT, EXIT_OK } from './options/exit-codes.ts';
 
 /**
  * `edge-ccm validate --cloud-provider NAME --cloud-config FILE`: checks a provider's config
- * without a cluster; prints every problem with its path and line; exit 0 valid, 1 invalid, 2 usage.
+ * without a cluster; prints every problem with its path and line. Exit 0 when valid; 2 when
+ * invalid or misused, the code the controller manager exits with on the same file.
  */
 export async function runValidate(argv: string[], providers: ProviderRegistry): Promise<number> {
   const flag = (name: string): string | undefined => {
@@ -15,28 +17,28 @@ export async function runValidate(argv: string[], providers: ProviderRegistry): 
   const configPath = flag('cloud-config');
   if (!provider || !configPath) {
     console.error('error: validate needs --cloud-provider and --cloud-config');
-    return 2;
+    return EXIT_INVALID_INPUT;
   }
   const validator = providers.validator(provider);
   if (!validator) {
     console.error(`error: --cloud-provider: "${provider}" has no config validator (known: ${providers.names().join(', ')})`);
-    return 2;
+    return EXIT_INVALID_INPUT;
   }
   let text: string;
   try {
     text = readCloudConfigFile(configPath);
   } catch (e) {
     console.error(`error: --cloud-config: cannot read ${configPath}: ${(e as Error).message}`);
-    return 2;
+    return EXIT_INVALID_INPUT;
   }
   const found = validator(text, configPath);
   for (const w of found.filter((p) => p.warning)) console.error(`${configPath}:${w.line ?? '?'}: ${w.path}: warning: ${w.message}`);
   const problems = found.filter((p) => !p.warning);
   if (problems.length === 0) {
     console.log(`${configPath}: valid ${provider} configuration`);
-    return 0;
+    return EXIT_OK;
   }
   for (const p of problems) console.error(`${configPath}:${p.line ?? '?'}: ${p.path}: ${p.message}`);
   console.error(`${problems.length} problem${problems.length === 1 ? '' : 's'} found`);
-  return 1;
+  return EXIT_INVALID_INPUT;
 }

@@ -18,7 +18,7 @@ import { version, versionLine } from '../version.ts';
 import { SystemdNotifier } from '../systemd/notify.ts';
 import { buildControllers, type ControllerSettings } from './controllers.ts';
 import { delegatedAuthClients } from './delegated-auth-clients.ts';
-import { loadKubeConfig } from './kubeconfig.ts';
+import { loadKubeConfig, missingKubeconfigFiles } from './kubeconfig.ts';
 import { ControllerManagerMetrics, createRegistry, restClientObserver } from './metrics.ts';
 import { nodeOwnershipPredicate } from './node-ownership.ts';
 import { CONTROLLER_SERVICE_ACCOUNTS, ServiceAccountCredentials } from './service-account-credentials.ts';
@@ -38,7 +38,7 @@ export async function runControllerManager(options: Options, providers: Provider
   const settings = controllerSettings(options, cloud);
   const isManagedNode = ownership(options);
 
-  const kubeConfig = loadKubeConfig({ kubeconfig: options.kubeconfig || undefined, master: options.master || undefined });
+  const kubeConfig = kubeconfigFromFlags(options);
   const registry = createRegistry();
   const transportOptions: TransportOptions = {
     qps: options.kubeApiQps,
@@ -315,6 +315,21 @@ function controllerSettings(options: Options, cloud: CloudProvider): ControllerS
     routeReconciliationPeriodMs: options.routeReconciliationPeriodMs,
     lifecycle,
   };
+}
+
+/** Our client configuration; a kubeconfig a flag names that is missing or broken is bad input (exit 2), named by its flag. */
+function kubeconfigFromFlags(options: Options): KubeConfig {
+  const missing = missingKubeconfigFiles({
+    '--kubeconfig': options.kubeconfig,
+    '--authentication-kubeconfig': options.authenticationKubeconfig,
+    '--authorization-kubeconfig': options.authorizationKubeconfig,
+  });
+  if (missing.length) throw new ConfigurationError(missing.join('\n'));
+  try {
+    return loadKubeConfig({ kubeconfig: options.kubeconfig || undefined, master: options.master || undefined });
+  } catch (e) {
+    throw new ConfigurationError(errorMessage(e));
+  }
 }
 
 function ownership(options: Options): (node: V1Node) => boolean {

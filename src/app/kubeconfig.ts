@@ -7,11 +7,17 @@ import { existsSync } from 'node:fs';
  * kubeconfig locations. The service-account token is re-read as it rotates (client-node's
  * token-file authenticator, refreshed by the transport).
  */
-export function loadKubeConfig(opts: { kubeconfig?: string; master?: string }): KubeConfig {
+export function loadKubeConfig(opts: { kubeconfig?: string; master?: string; /** The flag that named the file, for messages. */ flag?: string }): KubeConfig {
   const kc = new KubeConfig();
   if (opts.kubeconfig) {
-    if (!existsSync(opts.kubeconfig)) throw new Error(`--kubeconfig: file ${opts.kubeconfig} does not exist`);
-    kc.loadFromFile(opts.kubeconfig);
+    const flag = opts.flag ?? '--kubeconfig';
+    const missing = missingKubeconfigFiles({ [flag]: opts.kubeconfig });
+    if (missing.length) throw new Error(missing[0]);
+    try {
+      kc.loadFromFile(opts.kubeconfig);
+    } catch (e) {
+      throw new Error(`${flag}: cannot load ${opts.kubeconfig}: ${e instanceof Error ? e.message : String(e)}`);
+    }
   } else if (process.env.KUBERNETES_SERVICE_HOST && process.env.KUBERNETES_SERVICE_PORT) {
     kc.loadFromCluster();
   } else if (opts.master) {
@@ -28,4 +34,14 @@ export function loadKubeConfig(opts: { kubeconfig?: string; master?: string }): 
   }
   if (!kc.getCurrentCluster()) throw new Error('no Kubernetes API server configured: give --kubeconfig or --master, or run in a cluster');
   return kc;
+}
+
+/**
+ * The kubeconfig files named by flags (flag -> path; empty: not given) that do not exist, one
+ * "FLAG: file PATH does not exist" each, so every missing file is reported before anything starts.
+ */
+export function missingKubeconfigFiles(files: Record<string, string | undefined>): string[] {
+  return Object.entries(files)
+    .filter(([, path]) => path && !existsSync(path))
+    .map(([flag, path]) => `${flag}: file ${path} does not exist`);
 }

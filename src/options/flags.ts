@@ -9,6 +9,8 @@ import { CONTROLLER_ALIASES, CONTROLLER_NAMES, resolveControllers } from './cont
 import { formatGoDuration, parseGoDuration } from './duration.ts';
 import type { FlagKind, FlagKindValue } from './values.ts';
 import { parseIP } from '../net/ip.ts';
+import { alwaysAllowPathError } from '../server/path-matcher.ts';
+import { parseClusterCIDRs } from './cluster-cidr.ts';
 
 /** Help sections, in upstream's order; ours last. */
 export const FLAG_GROUPS = [
@@ -248,7 +250,16 @@ export const FLAGS = [
     group: 'generic',
     help:
       'CIDR Range for Pods in cluster: comma separated, at most one IPv4 and one IPv6 CIDR. Required when ' +
-      'routes are configured (--configure-cloud-routes and a provider with routes).',
+      'routes are configured (--configure-cloud-routes and a provider with routes); checked whenever given.',
+    // Checked whenever given, routes or not: a typo should not wait for the day routes are turned on.
+    schema: v.pipe(
+      v.string(),
+      v.rawCheck(({ dataset, addIssue }) => {
+        if (!dataset.typed || dataset.value.trim() === '') return;
+        const parsed = parseClusterCIDRs(dataset.value);
+        if (!parsed.ok) for (const message of parsed.errors) addIssue({ message });
+      }),
+    ),
   }),
   flag({
     name: 'allocate-node-cidrs',
@@ -385,6 +396,16 @@ export const FLAGS = [
     help:
       "A list of HTTP paths to skip during authorization, i.e. these are authorized without contacting the " +
       "'core' kubernetes server.",
+    schema: v.pipe(
+      v.array(v.string()),
+      v.rawCheck(({ dataset, addIssue }) => {
+        if (!dataset.typed) return;
+        for (const path of dataset.value) {
+          const message = alwaysAllowPathError(path);
+          if (message !== undefined) addIssue({ message });
+        }
+      }),
+    ),
   }),
   // misc
   flag({

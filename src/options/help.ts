@@ -3,6 +3,7 @@
  * a description, the usage line, then one aligned section per flag group.
  */
 import { flagDefaultText, flagNames, flagsByGroup, flagTypeName, groupTitle } from './describe.ts';
+import { EXIT_CODES } from './exit-codes.ts';
 
 const DESCRIPTION =
   'edge-ccm is a Kubernetes cloud-controller-manager for bare-metal, edge and private-cloud clusters:\n' +
@@ -24,5 +25,6 @@ export function renderHelp(): string {
     });
     return `\n${groupTitle(group)} flags:\n\n${lines.join('\n')}\n`;
   });
-  return `${DESCRIPTION}\n\nUsage:\n  edge-ccm [flags]\n${sections.join('')}`;
+  const exitCodes = EXIT_CODES.map(([code, meaning]) => `  ${code}   ${meaning}`).join('\n');
+  return `${DESCRIPTION}\n\nUsage:\n  edge-ccm [flags]\n${sections.join('')}\nExit codes:\n\n${exitCodes}\n`;
 }

@@ -61,4 +61,5 @@ export {
 export { parseClusterCIDRs, type ClusterCIDRs, type ClusterCIDRsResult } from './cluster-cidr.ts';
 export { FLAGS, FLAG_GROUPS, type FlagDef, type FlagGroup, type FlagValues } from './flags.ts';
 export { renderHelp } from './help.ts';
+export { EXIT_CODES, EXIT_FAILURE, EXIT_INVALID_INPUT, EXIT_OK } from './exit-codes.ts';
 export { renderFlagsMarkdown } from './markdown.ts';

@@ -1,5 +1,6 @@
 /** docs/flags.md, rendered from the flag table (scripts/gen-flags-doc.ts writes it; a test keeps it fresh). */
 import { flagDefaultText, flagNames, flagsByGroup, flagTypeName, groupTitle } from './describe.ts';
+import { EXIT_CODES } from './exit-codes.ts';
 
 export function renderFlagsMarkdown(): string {
   const out = [
@@ -19,6 +20,8 @@ export function renderFlagsMarkdown(): string {
       out.push(`| ${code(flagNames(def))} | ${type} | ${fallback === undefined ? '' : code(fallback)} | ${prose(def.help)} |`);
     }
   }
+  out.push('', '## Exit codes', '', 'The same for the controller manager and its subcommands (`validate`, `selftest`):', '', '| Code | Meaning |', '| --- | --- |');
+  for (const [code, meaning] of EXIT_CODES) out.push(`| ${code} | ${prose(meaning)} |`);
   return `${out.join('\n')}\n`;
 }
 

@@ -1,6 +1,12 @@
 /** The paths served without authentication by default (--authorization-always-allow-paths). */
 export const DEFAULT_ALWAYS_ALLOW_PATHS: readonly string[] = ['/healthz', '/readyz', '/livez'];
 
+/** Why a pattern cannot be an always-allow path (the flag is checked with this too); undefined when it can. */
+export function alwaysAllowPathError(pattern: string): string | undefined {
+  if (trimLeadingSlash(pattern).slice(0, -1).includes('*')) return `only a trailing * is allowed in always-allow path "${pattern}"`;
+  return undefined;
+}
+
 /**
  * Matches request paths against --authorization-always-allow-paths as upstream's path
  * authorizer: exact paths, or a prefix when the pattern ends in `*` (a `*` anywhere else is
@@ -10,8 +16,9 @@ export function alwaysAllowMatcher(patterns: readonly string[]): (path: string) 
   const exact = new Set<string>();
   const prefixes: string[] = [];
   for (const raw of patterns) {
+    const error = alwaysAllowPathError(raw);
+    if (error !== undefined) throw new Error(error);
     const p = trimLeadingSlash(raw);
-    if (p.slice(0, -1).includes('*')) throw new Error(`only a trailing * is allowed in always-allow path "${raw}"`);
     if (p.endsWith('*')) prefixes.push(p.slice(0, -1));
     else exact.add(p);
   }

@@ -55,7 +55,7 @@ describe('dist/edge-ccm', () => {
     expect(output).toContain("Run 'edge-ccm --help' for usage.");
   });
 
-  test('validate reports every problem of a bad inventory with file and line, and exits 1', async () => {
+  test('validate reports every problem of a bad inventory with file and line, and exits 2 (as the daemon on that file)', async () => {
     const path = join(tempDir('edge-ccm-binary-cli-'), 'inventory.yaml');
     writeFileSync(path, [
       'inventory:',
@@ -69,7 +69,7 @@ describe('dist/edge-ccm', () => {
       '',
     ].join('\n'));
     const { code, output } = await run(['validate', '--cloud-provider', 'static', '--cloud-config', path]);
-    expect(code).toBe(1);
+    expect(code).toBe(2);
     expect(output).toContain(`${path}:4: inventory.machines[0].zoen: unknown key "zoen"`);
     expect(output).toMatch(new RegExp(`${path.replaceAll('.', '\\.')}:8: loadBalancer\\.pools\\[0\\]\\.addresses\\[0\\]: .*host bits`));
     expect(output).toContain('2 problems found');

@@ -41,3 +41,47 @@ test('routes configured with a bad or missing --cluster-cidr exit 2', async () =
   expect(none.code).toBe(2);
   expect(none.output).toContain('--cluster-cidr: required when routes are configured');
 });
+
+test('validate and the daemon exit 2 on the same invalid file, as --help states', async () => {
+  const dir = tempDir('edge-ccm-cli-errors-');
+  const file = join(dir, 'bad.yaml');
+  writeFileSync(file, 'inventory:\n  machines:\n    - id: a\n      region: "eu west"\n');
+  const validate = await run(CcmProcess.binary(['validate', '--cloud-provider', 'static', '--cloud-config', file]));
+  const daemon = await run(CcmProcess.binary(['--cloud-provider=static', `--cloud-config=${file}`, '--kubeconfig=/nonexistent']));
+  expect(validate.code).toBe(2);
+  expect(daemon.code).toBe(2);
+  for (const { output } of [validate, daemon]) expect(output).toContain(`${file}:4: inventory.machines[0].region:`);
+  const help = await run(CcmProcess.binary(['--help']));
+  expect(help.output).toContain('Exit codes:');
+  expect(help.output).toMatch(/^\s+2\s+.*invalid --cloud-config.*(validate|edge-ccm validate)/m);
+});
+
+test('a missing kubeconfig exits 2 naming the flag that gave it', async () => {
+  const dir = tempDir('edge-ccm-cli-errors-');
+  // A kubeconfig that parses; nothing connects before the missing file is refused.
+  const kubeconfig = join(dir, 'kubeconfig');
+  writeFileSync(kubeconfig, [
+    'apiVersion: v1', 'kind: Config', 'current-context: c',
+    'clusters: [{ name: c, cluster: { server: "https://127.0.0.1:9" } }]',
+    'users: [{ name: u, user: { token: t } }]',
+    'contexts: [{ name: c, context: { cluster: c, user: u } }]', '',
+  ].join('\n'));
+  const main = await run(CcmProcess.binary(['--cloud-provider=static', `--kubeconfig=${join(dir, 'missing')}`]));
+  expect(main.code).toBe(2);
+  expect(main.output).toContain(`error: --kubeconfig: file ${join(dir, 'missing')} does not exist`);
+  const auth = await run(CcmProcess.binary(['--cloud-provider=static', `--kubeconfig=${kubeconfig}`, `--authentication-kubeconfig=${join(dir, 'missing-authn')}`]));
+  expect(auth.code).toBe(2);
+  expect(auth.output).toContain(`error: --authentication-kubeconfig: file ${join(dir, 'missing-authn')} does not exist`);
+  const selftest = await run(CcmProcess.binary(['selftest', '--kubeconfig', join(dir, 'missing')]));
+  expect(selftest).toEqual({ code: 2, output: `error: --kubeconfig: file ${join(dir, 'missing')} does not exist\n` });
+});
+
+test('a bad --authorization-always-allow-paths and a bad --cluster-cidr exit 2 naming the flag, routes or not', async () => {
+  const paths = await run(CcmProcess.binary(['--cloud-provider=static', '--authorization-always-allow-paths=/a*b', '--kubeconfig=/nonexistent']));
+  expect(paths.code).toBe(2);
+  expect(paths.output).toContain('error: --authorization-always-allow-paths: only a trailing * is allowed in always-allow path "/a*b"');
+  // The static provider has no routes: the flag is still checked.
+  const cidr = await run(CcmProcess.binary(['--cloud-provider=static', '--cluster-cidr=10.0.0.0/33', '--kubeconfig=/nonexistent']));
+  expect(cidr.code).toBe(2);
+  expect(cidr.output).toContain('error: --cluster-cidr: invalid CIDR "10.0.0.0/33"');
+});

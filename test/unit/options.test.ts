@@ -486,7 +486,20 @@ describe('validation', () => {
     expect([...options('--controllers=').enabledControllers]).toEqual([]);
   });
 
-  test('--cluster-cidr is kept as given; parseClusterCIDRs checks it where routes run', () => {
-    expect(options('--cluster-cidr=garbage').clusterCIDR).toBe('garbage');
+  test('--cluster-cidr is checked whenever it is given, routes or not; kept as given', () => {
+    expect(options('--cluster-cidr= 10.244.1.7/16 ').clusterCIDR).toBe(' 10.244.1.7/16 ');
+    expect(options('--cluster-cidr=').clusterCIDR).toBe('');
+    expect(flagErrors([PROVIDER, '--cluster-cidr=10.0.0.0/33'])).toEqual([{ flag: '--cluster-cidr', message: 'invalid CIDR "10.0.0.0/33"' }]);
+    expect(flagErrors([PROVIDER, '--cluster-cidr=garbage,10.0.0.0/8,10.1.0.0/16'])).toEqual([
+      { flag: '--cluster-cidr', message: 'at most two CIDRs (one IPv4, one IPv6) are allowed, got 3' },
+    ]);
+  });
+
+  test('--authorization-always-allow-paths takes a * only at the end, as the server\'s path matcher', () => {
+    expect(options('--authorization-always-allow-paths=/healthz,/debug/*,*').authorizationAlwaysAllowPaths).toEqual(['/healthz', '/debug/*', '*']);
+    expect(flagErrors([PROVIDER, '--authorization-always-allow-paths=/ok,/a*b,/*/x'])).toEqual([
+      { flag: '--authorization-always-allow-paths', message: 'only a trailing * is allowed in always-allow path "/a*b"' },
+      { flag: '--authorization-always-allow-paths', message: 'only a trailing * is allowed in always-allow path "/*/x"' },
+    ]);
   });
 });
