@@ -1,4 +1,4 @@
-import { closeSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Subprocess } from 'bun';
 
@@ -17,7 +17,13 @@ const livePids = new Set<number>();
 const watchdogs = new Map<string, Subprocess>();
 let handlersInstalled = false;
 
-const WATCHDOG_SCRIPT = 'cat >/dev/null; for f in "$1"/*.pid; do [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null; done; rm -rf "$1"';
+/**
+ * An owned dir may hold this shell script: run when the owner dies, after the dir's processes were
+ * killed and before the dir is removed, for what is not a process or a file (network namespaces).
+ */
+export const DIR_CLEANUP_SCRIPT = 'cleanup.sh';
+
+const WATCHDOG_SCRIPT = `cat >/dev/null; for f in "$1"/*.pid; do [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null; done; [ -f "$1/${DIR_CLEANUP_SCRIPT}" ] && sh "$1/${DIR_CLEANUP_SCRIPT}" >/dev/null 2>&1; rm -rf "$1"`;
 
 function cleanUpSync(): void {
   for (const pid of livePids) {
@@ -30,6 +36,7 @@ function cleanUpSync(): void {
   livePids.clear();
   for (const [dir, watchdog] of watchdogs) {
     watchdog.kill('SIGKILL');
+    if (existsSync(join(dir, DIR_CLEANUP_SCRIPT))) Bun.spawnSync({ cmd: ['sh', join(dir, DIR_CLEANUP_SCRIPT)], stdout: 'ignore', stderr: 'ignore' });
     rmSync(dir, { recursive: true, force: true });
   }
   watchdogs.clear();

@@ -1,0 +1,237 @@
+import { dlopen, FFIType, ptr, read } from 'bun:ffi';
+
+/**
+ * Raw Ethernet frames on one interface through Linux AF_PACKET sockets, called in libc over
+ * bun:ffi (as src/systemd does for sd_notify). Hand-written because nothing maintained offers raw
+ * frames to Bun: node:dgram speaks UDP only, and the npm packet libraries are native Node addons
+ * (node-gyp builds of libpcap or raw-socket) that `bun build --compile` cannot embed.
+ *
+ * The sockets are non-blocking and never wait: the caller polls them (see responder.ts). The
+ * binding is loaded on first use, so nothing here touches libc in processes that never announce.
+ */
+const AF_PACKET = 17;
+const AF_INET6 = 10;
+const SOCK_RAW = 3;
+const SOCK_DGRAM = 2;
+const SOCK_NONBLOCK = 0o4000;
+const SOCK_CLOEXEC = 0o2000000;
+const SOL_SOCKET = 1;
+const SO_ATTACH_FILTER = 26;
+const IPPROTO_IPV6 = 41;
+const IPV6_ADD_MEMBERSHIP = 20;
+const IPV6_DROP_MEMBERSHIP = 21;
+const EAGAIN = 11;
+const ARPHRD_ETHER = 1;
+/** sizeof(struct sockaddr_ll). */
+const SOCKADDR_LL_SIZE = 20;
+export const ETH_P_ARP = 0x0806;
+export const ETH_P_IPV6 = 0x86dd;
+
+/** sll_pkttype of a received frame. */
+export const PACKET_HOST = 0;
+export const PACKET_BROADCAST = 1;
+export const PACKET_MULTICAST = 2;
+export const PACKET_OTHERHOST = 3;
+export const PACKET_OUTGOING = 4;
+
+function openLibc() {
+  return dlopen('libc.so.6', {
+    socket: { args: [FFIType.i32, FFIType.i32, FFIType.i32], returns: FFIType.i32 },
+    bind: { args: [FFIType.i32, FFIType.ptr, FFIType.u32], returns: FFIType.i32 },
+    setsockopt: { args: [FFIType.i32, FFIType.i32, FFIType.i32, FFIType.ptr, FFIType.u32], returns: FFIType.i32 },
+    getsockname: { args: [FFIType.i32, FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
+    recvfrom: { args: [FFIType.i32, FFIType.ptr, FFIType.u64, FFIType.i32, FFIType.ptr, FFIType.ptr], returns: FFIType.i64 },
+    sendto: { args: [FFIType.i32, FFIType.ptr, FFIType.u64, FFIType.i32, FFIType.ptr, FFIType.u32], returns: FFIType.i64 },
+    close: { args: [FFIType.i32], returns: FFIType.i32 },
+    if_nametoindex: { args: [FFIType.ptr], returns: FFIType.u32 },
+    __errno_location: { args: [], returns: FFIType.ptr },
+    strerror: { args: [FFIType.i32], returns: FFIType.cstring },
+  }).symbols;
+}
+
+type Libc = ReturnType<typeof openLibc>;
+let libcBinding: Libc | undefined;
+function libc(): Libc {
+  libcBinding ??= openLibc();
+  return libcBinding;
+}
+
+function errno(): number {
+  return read.i32(libc().__errno_location()!, 0);
+}
+
+function failure(what: string, code = errno()): Error {
+  return new Error(`${what}: ${String(libc().strerror(code))} (errno ${code})`);
+}
+
+/** The kernel's index of an interface in this network namespace; throws naming it when there is none. */
+export function interfaceIndex(name: string): number {
+  const cName = new TextEncoder().encode(`${name}\0`);
+  const index = libc().if_nametoindex(ptr(cName));
+  if (index === 0) throw failure(`interface ${JSON.stringify(name)}`);
+  return index;
+}
+
+/** One classic BPF instruction (struct sock_filter). */
+export interface BpfInstruction {
+  code: number;
+  jt: number;
+  jf: number;
+  k: number;
+}
+
+export interface ReceivedFrame {
+  length: number;
+  /** PACKET_HOST, PACKET_BROADCAST, PACKET_MULTICAST, PACKET_OTHERHOST or PACKET_OUTGOING. */
+  packetType: number;
+}
+
+export class PacketSocket {
+  private readonly peer = new Uint8Array(SOCKADDR_LL_SIZE);
+  private readonly peerLength = new Uint32Array(1);
+  private open = true;
+
+  private constructor(
+    readonly interfaceName: string,
+    readonly interfaceIndex: number,
+    private readonly fd: number,
+  ) {}
+
+  /**
+   * A socket receiving the frames of `etherType` that reach `interfaceName`, after `filter` if
+   * given. It is created listening to no protocol and bound afterwards, so no frame of another
+   * interface or type is queued before the binding (and the filter) are in place.
+   */
+  static open(interfaceName: string, etherType: number, filter?: BpfInstruction[]): PacketSocket {
+    const index = interfaceIndex(interfaceName);
+    const c = libc();
+    const fd = c.socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) throw failure(`socket(AF_PACKET) for ${interfaceName}`);
+    const socket = new PacketSocket(interfaceName, index, fd);
+    try {
+      if (filter) socket.attachFilter(filter);
+      const address = new Uint8Array(SOCKADDR_LL_SIZE);
+      const view = new DataView(address.buffer);
+      view.setUint16(0, AF_PACKET, true);
+      view.setUint16(2, etherType); // network order
+      view.setInt32(4, index, true);
+      if (c.bind(fd, ptr(address), SOCKADDR_LL_SIZE) !== 0) throw failure(`bind(AF_PACKET) to ${interfaceName}`);
+      const hardware = socket.hardwareType();
+      if (hardware !== ARPHRD_ETHER) throw new Error(`interface ${interfaceName} is not Ethernet (ARP hardware type ${hardware})`);
+    } catch (e) {
+      socket.close();
+      throw e;
+    }
+    return socket;
+  }
+
+  /** The interface's MAC address, read afresh (an administrator may change it). */
+  mac(): Uint8Array {
+    return this.localAddress().subarray(12, 18).slice();
+  }
+
+  private hardwareType(): number {
+    return new DataView(this.localAddress().buffer).getUint16(8, true);
+  }
+
+  private localAddress(): Uint8Array {
+    const address = new Uint8Array(SOCKADDR_LL_SIZE);
+    const length = new Uint32Array([SOCKADDR_LL_SIZE]);
+    if (libc().getsockname(this.fd, ptr(address), ptr(length)) !== 0) throw failure(`getsockname on ${this.interfaceName}`);
+    return address;
+  }
+
+  private attachFilter(program: BpfInstruction[]): void {
+    const instructions = new Uint8Array(program.length * 8);
+    const view = new DataView(instructions.buffer);
+    program.forEach((op, i) => {
+      view.setUint16(i * 8, op.code, true);
+      instructions[i * 8 + 2] = op.jt;
+      instructions[i * 8 + 3] = op.jf;
+      view.setUint32(i * 8 + 4, op.k, true);
+    });
+    // struct sock_fprog: unsigned short len, (padding), struct sock_filter *filter.
+    const fprog = new Uint8Array(16);
+    const fview = new DataView(fprog.buffer);
+    fview.setUint16(0, program.length, true);
+    fview.setBigUint64(8, BigInt(ptr(instructions)), true);
+    if (libc().setsockopt(this.fd, SOL_SOCKET, SO_ATTACH_FILTER, ptr(fprog), fprog.length) !== 0) {
+      throw failure(`attaching the frame filter on ${this.interfaceName}`);
+    }
+  }
+
+  /**
+   * The next queued frame into `buffer`, or undefined when none is waiting. A frame longer than
+   * the buffer arrives cut to it (the length says so).
+   */
+  receive(buffer: Uint8Array): ReceivedFrame | undefined {
+    this.peerLength[0] = SOCKADDR_LL_SIZE;
+    const n = Number(libc().recvfrom(this.fd, ptr(buffer), buffer.length, 0, ptr(this.peer), ptr(this.peerLength)));
+    if (n < 0) {
+      const code = errno();
+      if (code === EAGAIN) return undefined;
+      throw failure(`receiving on ${this.interfaceName}`, code);
+    }
+    return { length: Math.min(n, buffer.length), packetType: this.peer[10]! };
+  }
+
+  /** Sends one whole frame (Ethernet header included) out of the bound interface. */
+  send(frame: Uint8Array): void {
+    const n = Number(libc().sendto(this.fd, ptr(frame), frame.length, 0, null, 0));
+    if (n !== frame.length) throw failure(`sending a ${frame.length}-byte frame on ${this.interfaceName}`);
+  }
+
+  close(): void {
+    if (!this.open) return;
+    this.open = false;
+    libc().close(this.fd);
+  }
+}
+
+/**
+ * Membership of IPv6 multicast groups on one interface, held by an ordinary UDP socket: the
+ * kernel then both lets the group's frames in and sends the MLD reports that multicast-snooping
+ * switches need before they forward a solicited-node group to this port. (PACKET_ADD_MEMBERSHIP
+ * on the packet socket would open the MAC filter only, and ALLMULTI or PROMISC would let in every
+ * group's traffic.) Closing the socket leaves every group.
+ */
+export class MulticastMembership {
+  private open = true;
+
+  private constructor(
+    readonly interfaceName: string,
+    private readonly interfaceIndex: number,
+    private readonly fd: number,
+  ) {}
+
+  static open(interfaceName: string): MulticastMembership {
+    const index = interfaceIndex(interfaceName);
+    const fd = libc().socket(AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) throw failure(`socket(AF_INET6) for ${interfaceName}'s multicast groups`);
+    return new MulticastMembership(interfaceName, index, fd);
+  }
+
+  join(group: Uint8Array): void {
+    this.change(IPV6_ADD_MEMBERSHIP, group, 'joining');
+  }
+
+  leave(group: Uint8Array): void {
+    this.change(IPV6_DROP_MEMBERSHIP, group, 'leaving');
+  }
+
+  private change(option: number, group: Uint8Array, verb: string): void {
+    // struct ipv6_mreq: the group's 16 bytes, then the interface index.
+    const request = new Uint8Array(20);
+    request.set(group, 0);
+    new DataView(request.buffer).setUint32(16, this.interfaceIndex, true);
+    if (libc().setsockopt(this.fd, IPPROTO_IPV6, option, ptr(request), request.length) !== 0) {
+      throw failure(`${verb} a multicast group on ${this.interfaceName}`);
+    }
+  }
+
+  close(): void {
+    if (!this.open) return;
+    this.open = false;
+    libc().close(this.fd);
+  }
+}
