@@ -56,7 +56,7 @@ export async function runControllerManager(options: Options, providers: Provider
 
   const checks = new HealthChecks();
   checks.add('ping', () => {});
-  const auth = delegatingAuth(delegatedAuthClients(options, kubeConfig, transportOptions));
+  const auth = delegatingAuth(delegatedAuthClientsFromFlags(options, kubeConfig, transportOptions));
   const server = createServer({
     bindAddress: options.bindAddress,
     securePort: options.securePort,
@@ -327,6 +327,15 @@ function kubeconfigFromFlags(options: Options): KubeConfig {
   if (missing.length) throw new ConfigurationError(missing.join('\n'));
   try {
     return loadKubeConfig({ kubeconfig: options.kubeconfig || undefined, master: options.master || undefined });
+  } catch (e) {
+    throw new ConfigurationError(errorMessage(e));
+  }
+}
+
+/** The delegated-auth clients; a kubeconfig their flags name that cannot be loaded is bad input, named by its flag. */
+function delegatedAuthClientsFromFlags(...args: Parameters<typeof delegatedAuthClients>): ReturnType<typeof delegatedAuthClients> {
+  try {
+    return delegatedAuthClients(...args);
   } catch (e) {
     throw new ConfigurationError(errorMessage(e));
   }

@@ -26,14 +26,14 @@ export function delegatedAuthClients(
   ours: KubeConfig,
   base: TransportOptions,
 ): DelegatedAuthClients {
-  const client = (kubeconfigPath: string, component: string) =>
-    new BunKubeTransport(kubeconfigPath ? loadKubeConfig({ kubeconfig: kubeconfigPath }) : ours, {
+  const client = (kubeconfigPath: string, component: string, flag: string) =>
+    new BunKubeTransport(kubeconfigPath ? loadKubeConfig({ kubeconfig: kubeconfigPath, flag }) : ours, {
       ...base,
       ...DELEGATED_AUTH_RATE_LIMIT,
       userAgent: `${base.userAgent}/${component}`,
     });
   return {
-    tokenReviews: client(flags.authenticationKubeconfig, 'delegated-authentication'),
-    accessReviews: client(flags.authorizationKubeconfig, 'delegated-authorization'),
+    tokenReviews: client(flags.authenticationKubeconfig, 'delegated-authentication', '--authentication-kubeconfig'),
+    accessReviews: client(flags.authorizationKubeconfig, 'delegated-authorization', '--authorization-kubeconfig'),
   };
 }

@@ -72,6 +72,14 @@ test('a missing kubeconfig exits 2 naming the flag that gave it', async () => {
   const auth = await run(CcmProcess.binary(['--cloud-provider=static', `--kubeconfig=${kubeconfig}`, `--authentication-kubeconfig=${join(dir, 'missing-authn')}`]));
   expect(auth.code).toBe(2);
   expect(auth.output).toContain(`error: --authentication-kubeconfig: file ${join(dir, 'missing-authn')} does not exist`);
+  // A file that is there but is no kubeconfig: named by its flag too.
+  writeFileSync(join(dir, 'broken'), 'not: [a kubeconfig\n');
+  const broken = await run(CcmProcess.binary(['--cloud-provider=static', `--kubeconfig=${join(dir, 'broken')}`]));
+  expect(broken.code).toBe(2);
+  expect(broken.output).toContain(`error: --kubeconfig: cannot load ${join(dir, 'broken')}:`);
+  const brokenAuthz = await run(CcmProcess.binary(['--cloud-provider=static', `--kubeconfig=${kubeconfig}`, `--authorization-kubeconfig=${join(dir, 'broken')}`]));
+  expect(brokenAuthz.code).toBe(2);
+  expect(brokenAuthz.output).toContain(`error: --authorization-kubeconfig: cannot load ${join(dir, 'broken')}:`);
   const selftest = await run(CcmProcess.binary(['selftest', '--kubeconfig', join(dir, 'missing')]));
   expect(selftest).toEqual({ code: 2, output: `error: --kubeconfig: file ${join(dir, 'missing')} does not exist\n` });
 });
