@@ -2,6 +2,7 @@ import { afterEach, describe, expect, test } from 'bun:test';
 import { closeSync, mkdtempSync, openSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Registry } from 'prom-client';
 import { loadProxmoxConfig } from '../../providers/proxmox/config-load.ts';
 import { formatConfigErrors, loadStaticConfig, processSecrets } from '../../providers/static/config-load.ts';
 import { MAX_CONFIG_FILE_BYTES, MAX_CONFIG_STRING_LENGTH, MAX_REFERENCED_FILE_BYTES } from '../../providers/static/config-limits.ts';
@@ -9,6 +10,7 @@ import { WatchedConfig } from '../../providers/static/config-watch.ts';
 import { createStaticProvider } from '../../providers/static/provider.ts';
 import { silentLogger } from '../../src/log.ts';
 import { readBoundedFile, readBoundedFileSync } from '../../src/util/bounded-file.ts';
+import { aliasBomb } from '../harness/alias-bomb.ts';
 import { eventually } from '../harness/eventually.ts';
 import { replaceFile } from '../harness/files.ts';
 
@@ -39,17 +41,6 @@ function sparse(dir: string, bytes: number): string {
   closeSync(openSync(path, 'w'));
   truncateSync(path, bytes);
   return path;
-}
-
-/** Ten levels of ten aliases each: 10^10 nodes once expanded. */
-export function aliasBomb(): string {
-  const lines = ['a: &a [x, x, x, x, x, x, x, x, x, x]'];
-  for (let i = 1; i < 10; i++) {
-    const name = String.fromCharCode(97 + i);
-    const prev = String.fromCharCode(96 + i);
-    lines.push(`${name}: &${name} [${Array(10).fill(`*${prev}`).join(', ')}]`);
-  }
-  return lines.join('\n') + '\n';
 }
 
 describe('bounded file reads', () => {
@@ -170,11 +161,13 @@ describe('the YAML alias bomb', () => {
     p.onConfigRejected((problems) => rejected.push(problems));
     const stop = new AbortController();
     const noServices = { request: async () => ({ kind: 'ServiceList', metadata: {}, items: [] }) };
-    await p.initialize({ transport: noServices as never, logger: silentLogger, signal: stop.signal });
+    const registry = new Registry();
+    await p.initialize({ transport: noServices as never, logger: silentLogger, signal: stop.signal, registry });
     try {
       replaceFile(path, aliasBomb());
       await eventually('the alias bomb rejected', () => rejected.length === 1);
       expect(rejected[0]).toContain(`${path}:1: too many YAML aliases`);
+      expect(await registry.getSingleMetricAsString('edge_ccm_static_config_reload_errors_total')).toMatch(/ 1$/m);
       expect(p.currentConfig().inventory.machines.map((m) => m.id)).toEqual(['m1']);
     } finally {
       stop.abort();
