@@ -7,6 +7,7 @@ import { resolveLifecycleOptions } from '../controllers/nodelifecycle/index.ts';
 import { errorMessage } from '../kube/errors.ts';
 import { EventBroadcaster } from '../kube/events.ts';
 import { LeaderElector, makeIdentity } from '../kube/leader-election.ts';
+import { RequestFence } from '../kube/request-fence.ts';
 import { BunKubeTransport, type KubeTransport, type TransportOptions } from '../kube/transport.ts';
 import { createLogger, type Logger } from '../log.ts';
 import { parsePrefix, type Prefix } from '../net/ip.ts';
@@ -83,12 +84,17 @@ export async function runControllerManager(options: Options, providers: Provider
   const managerMetrics = new ControllerManagerMetrics(registry);
   const controllersStop = new AbortController();
   const electionStop = new AbortController();
+  // Every request the controllers and the provider make belongs to this leadership term: when it
+  // ends, the requests still in flight are aborted and accounted for before the lease is released.
+  const term = new RequestFence();
+  controllersStop.signal.addEventListener('abort', () => term.stopping(), { once: true });
+  const termClient = (component: string) => clientFor(component, { fence: term });
   let shuttingDown = false;
   let runningControllers: Promise<void> | undefined;
 
   const startControllers = async (signal: AbortSignal): Promise<void> => {
     await cloud.initialize?.({
-      transport: clientFor('cloud-provider'),
+      transport: termClient('cloud-provider'),
       logger: logger.with({ provider: cloud.providerName }),
       signal,
       registry,
@@ -108,11 +114,11 @@ export async function runControllerManager(options: Options, providers: Provider
       unsubscribeWarnings?.();
     }, { once: true });
     const controllerTransports = options.useServiceAccountCredentials
-      ? await serviceAccountTransports(options.enabledControllers, kubeConfig, clientFor('controller-credentials'), transportOptions, logger, signal)
+      ? await serviceAccountTransports(options.enabledControllers, kubeConfig, termClient('controller-credentials'), { ...transportOptions, fence: term }, logger, signal)
       : new Map<string, KubeTransport>();
     const { informers, controllers } = buildControllers(settings, {
-      transport: clientFor('shared-informers'),
-      transportFor: (component) => controllerTransports.get(component) ?? clientFor(component),
+      transport: termClient('shared-informers'),
+      transportFor: (component) => controllerTransports.get(component) ?? termClient(component),
       recorderFor: (component) => events.recorder(component),
       logger,
       registry,
@@ -149,6 +155,7 @@ export async function runControllerManager(options: Options, providers: Provider
 
   let exitCode = 0;
   if (options.leaderElect) {
+    let releaseLease = true;
     const elector = new LeaderElector({
       // As upstream's leader-election client (Timeout = renew deadline): a standby's acquire
       // attempt never hangs on a stalled connection past one renew deadline.
@@ -162,7 +169,8 @@ export async function runControllerManager(options: Options, providers: Provider
       logger: logger.with({ component: 'leader-election' }),
       registry,
       events: events.recorder('cloud-controller-manager'),
-      releaseOnCancel: true,
+      // Unless a write of this term may still land (see endTerm): then the lease expires instead.
+      releaseOnCancel: () => releaseLease,
       onStartedLeading: (leading) => {
         systemd.status('leading: running the controllers');
         const both = AbortSignal.any([leading, controllersStop.signal]);
@@ -194,6 +202,7 @@ export async function runControllerManager(options: Options, providers: Provider
     // standby never runs while our in-flight syncs are still writing.
     controllersStop.signal.addEventListener('abort', async () => {
       await drain(runningControllers, options.shutdownGracePeriodMs, logger);
+      releaseLease = await endTerm(term, logger);
       electionStop.abort(new Error('shutdown'));
     }, { once: true });
     await elector.run(electionStop.signal);
@@ -205,6 +214,7 @@ export async function runControllerManager(options: Options, providers: Provider
     });
     await new Promise<void>((resolve) => controllersStop.signal.addEventListener('abort', () => resolve(), { once: true }));
     await drain(runningControllers, options.shutdownGracePeriodMs, logger);
+    await endTerm(term, logger);
   }
 
   await events.close(2_000);
@@ -241,6 +251,26 @@ async function runController(c: Controller, signal: AbortSignal, metrics: Contro
   } finally {
     metrics.stopped(c.name);
   }
+}
+
+/** How long the aborted requests of an ending term may take to settle (an abort settles at once). */
+const TERM_SETTLE_MS = 5_000;
+
+/**
+ * Ends the term's requests once draining is over (done or out of grace): new ones are refused,
+ * those in flight aborted. Whether the lease may be released: not when a write was cut off on its
+ * way (the SIGTERM or this abort), since the API server may still commit it; a standby taking
+ * over at once could write first and be overwritten, so the lease is left to expire, as after a
+ * crash. Events are not the term's: they are flushed afterwards.
+ */
+async function endTerm(term: RequestFence, logger: Logger): Promise<boolean> {
+  const outcome = await term.close('the leadership term ended (shutting down)', TERM_SETTLE_MS);
+  if (outcome.settled && outcome.cutOffWrites === 0) return true;
+  logger.warn('not releasing the lease: writes of this term were cut off in flight and may still land; a standby takes over once the lease expires', {
+    cutOffWrites: outcome.cutOffWrites,
+    settled: outcome.settled,
+  });
+  return false;
 }
 
 /** Waits for in-flight work, but no longer than the shutdown grace period. */

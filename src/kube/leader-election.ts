@@ -67,8 +67,11 @@ export interface LeaderElectionOptions {
   onStoppedLeading(): void;
   /** Called when the observed holder changes to a (non-empty) identity, ours included. */
   onNewLeader?(identity: string): void;
-  /** On abort, clear the holder so a standby takes over at once instead of after the lease duration. */
-  releaseOnCancel?: boolean;
+  /**
+   * On abort, clear the holder so a standby takes over at once instead of after the lease duration.
+   * A function is asked at that moment (false: leave the lease to expire).
+   */
+  releaseOnCancel?: boolean | (() => boolean);
   /** Gets leader_election_master_status{name}. */
   registry?: Registry;
   /** Records "became leader" / "stopped leading" on the Lease, as upstream's lock does. */
@@ -164,7 +167,8 @@ export class LeaderElector {
         this.gauge?.set({ name: this.options.name }, 0);
         this.recordEvent('stopped leading');
       }
-      if (this.options.releaseOnCancel ?? true) await this.release();
+      const release = this.options.releaseOnCancel ?? true;
+      if (typeof release === 'function' ? release() : release) await this.release();
       return signal.aborted ? 'aborted' : 'lost';
     } finally {
       this.options.onStoppedLeading();

@@ -1,5 +1,6 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { KubeApiError } from './errors.ts';
+import type { RequestFence } from './request-fence.ts';
 import { TokenBucket, sleep } from './token-bucket.ts';
 
 /**
@@ -57,6 +58,11 @@ export interface TransportOptions {
   requestTimeoutMs?: number;
   /** A watch that delivers nothing (not even a bookmark) for this long is ended and resumed; default 5 min. */
   watchIdleTimeoutMs?: number;
+  /**
+   * The leadership term this client's requests belong to: once it closes, requests are refused
+   * and those in flight aborted, and it learns of every write cut off on the way (see RequestFence).
+   */
+  fence?: RequestFence;
 }
 
 const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
@@ -111,12 +117,11 @@ export class BunKubeTransport implements KubeTransport {
     return (text ? JSON.parse(text) : undefined) as T;
   }
 
-  /** The request, aborted after requestTimeoutMs too (the caller's signal still counts). */
+  /** The request, aborted after requestTimeoutMs too, and when the fence closes (the caller's signal still counts). */
   private withTimeout(req: KubeRequest): KubeRequest {
     const ms = this.options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
-    if (!(ms > 0)) return req;
-    const timeout = AbortSignal.timeout(ms);
-    return { ...req, signal: req.signal ? AbortSignal.any([req.signal, timeout]) : timeout };
+    const signals = [req.signal, ms > 0 ? AbortSignal.timeout(ms) : undefined, this.options.fence?.signal].filter((s): s is AbortSignal => !!s);
+    return { ...req, signal: signals.length > 1 ? AbortSignal.any(signals) : signals[0] };
   }
 
   async *watch<T>(path: string, query: Record<string, QueryValue>, signal: AbortSignal): AsyncGenerator<WatchEvent<T>> {
@@ -130,7 +135,8 @@ export class BunKubeTransport implements KubeTransport {
       clearTimeout(idleTimer);
       if (idleMs > 0) idleTimer = setTimeout(() => idle.abort(new Error(`watch ${path}: nothing received for ${idleMs} ms`)), idleMs);
     };
-    const req: KubeRequest = { method: 'GET', path, query: { ...query, watch: true }, signal: AbortSignal.any([signal, idle.signal]) };
+    const fence = this.options.fence?.signal;
+    const req: KubeRequest = { method: 'GET', path, query: { ...query, watch: true }, signal: AbortSignal.any(fence ? [signal, idle.signal, fence] : [signal, idle.signal]) };
     touch();
     try {
       yield* this.watchEvents<T>(req, touch, signal);
@@ -173,6 +179,7 @@ export class BunKubeTransport implements KubeTransport {
   }
 
   private async send(req: KubeRequest, authRetried = false, retryAfterCount = 0): Promise<Response> {
+    this.options.fence?.admit();
     if (this.limiter) await this.limiter.take(req.signal);
     const creds = await this.currentCredentials();
     const url = this.server + req.path + queryString(req.query);
@@ -183,10 +190,13 @@ export class BunKubeTransport implements KubeTransport {
       headers['content-type'] = req.contentType ?? 'application/json';
       body = req.rawBody ?? JSON.stringify(req.body);
     }
+    // Checked again: the waits for a token and for credentials may have outlived the term.
+    this.options.fence?.admit();
     const started = performance.now();
     let res: Response;
     try {
-      res = await fetch(url, { method: req.method, headers, body, signal: req.signal, tls: creds.tls, redirect: 'manual' });
+      const sent = fetch(url, { method: req.method, headers, body, signal: req.signal, tls: creds.tls, redirect: 'manual' });
+      res = await (this.options.fence ? this.options.fence.track(req.method, sent) : sent);
     } catch (e) {
       this.observe(req.method, '<error>', started);
       throw e;
