@@ -124,6 +124,31 @@ export class ScriptedPeer {
     return this.listener.port;
   }
 
+  /** A connection this side opens to the speaker's listener (for collisions). */
+  static async dial(hostname: string, port: number): Promise<ScriptedConnection> {
+    let conn: ScriptedConnection | undefined;
+    await Bun.connect({
+      hostname,
+      port,
+      socket: {
+        open(socket) {
+          conn = new ScriptedConnection(socket as Socket<unknown>);
+        },
+        data(_socket, chunk) {
+          conn?.onData(chunk);
+        },
+        close() {
+          if (conn) conn.closed = true;
+        },
+        error() {
+          if (conn) conn.closed = true;
+        },
+      },
+    });
+    if (!conn) throw new Error(`no connection to ${hostname}:${port}`);
+    return conn;
+  }
+
   /** The n-th connection the speaker made (0-based), once it is there. */
   async connection(n: number): Promise<ScriptedConnection> {
     return eventually(`connection #${n} from the speaker`, () => this.connections[n], 15_000, 10);

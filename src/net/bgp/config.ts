@@ -34,6 +34,8 @@ export interface PeerConfig {
   multihop?: number;
   /** Only accept the peer's connections, never connect. */
   passive?: boolean;
+  /** How long one TCP connect may take (seconds, default 10); a silent peer (or a TCP-MD5 mismatch, which drops the SYN) fails after it. */
+  connectTimeoutSeconds?: number;
   /** Connect-retry backoff: doubles from min to max (seconds; default 1 and 60). */
   connectRetry?: { minSeconds?: number; maxSeconds?: number };
   /** Address families offered; default both. */
@@ -102,6 +104,8 @@ export function resolveConfig(c: SpeakerConfig): ResolvedConfig {
     const min = p.connectRetry?.minSeconds ?? 1;
     const max = p.connectRetry?.maxSeconds ?? 60;
     if (!(typeof min === 'number' && min > 0 && typeof max === 'number' && max >= min)) problems.push(`${at}.connectRetry: need 0 < minSeconds <= maxSeconds`);
+    const connectTimeout = p.connectTimeoutSeconds ?? 10;
+    if (!(typeof connectTimeout === 'number' && connectTimeout > 0)) problems.push(`${at}.connectTimeoutSeconds: ${JSON.stringify(p.connectTimeoutSeconds)} must be a positive number`);
     const families = p.families ?? [4, 6];
     if (!Array.isArray(families) || families.length === 0 || families.some((f) => f !== 4 && f !== 6)) problems.push(`${at}.families: ${JSON.stringify(p.families)} must list 4 and/or 6`);
     if (problems.length > before || !address) return;
@@ -116,6 +120,7 @@ export function resolveConfig(c: SpeakerConfig): ResolvedConfig {
       ...(source ? { source } : {}),
       ...(ttl !== undefined ? { ttl } : {}),
       passive: p.passive ?? false,
+      connectTimeoutMs: connectTimeout * 1000,
       connectRetryMinMs: min * 1000,
       connectRetryMaxMs: max * 1000,
       families: [...new Set(families)].sort(),

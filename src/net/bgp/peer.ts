@@ -25,6 +25,7 @@ export interface PeerSettings {
   /** TTL / hop limit of what we send; undefined leaves the kernel default (64). */
   ttl?: number;
   passive: boolean;
+  connectTimeoutMs: number;
   connectRetryMinMs: number;
   connectRetryMaxMs: number;
   families: IPFamily[];
@@ -81,7 +82,6 @@ export interface PeerHooks {
 
 /** RFC 4271 10: the hold time before OPEN arrives is "a large value"; 4 minutes suggested. */
 const OPEN_HOLD_MS = 240_000;
-const CONNECT_TIMEOUT_MS = 10_000;
 /** A session that lasted this long resets the connect-retry backoff. */
 const STABLE_SESSION_MS = 30_000;
 const STATE_RANK: Record<ConnectionState, number> = { opensent: 1, openconfirm: 2, established: 3 };
@@ -257,7 +257,7 @@ export class Peer {
       fd = await connectTcp({
         remote: s.address,
         port: s.port,
-        timeoutMs: CONNECT_TIMEOUT_MS,
+        timeoutMs: s.connectTimeoutMs,
         signal: abort.signal,
         ...(s.source ? { source: s.source } : {}),
         ...(s.password !== undefined ? { md5Key: s.password } : {}),

@@ -101,8 +101,8 @@ export class BgpSpeaker {
    */
   reconfigure(next: SpeakerConfig): void {
     const resolved = resolveConfig(next);
-    const localChanged = JSON.stringify(resolved.local) !== JSON.stringify(this.config.local);
-    const listenChanged = JSON.stringify(resolved.listen) !== JSON.stringify(this.config.listen);
+    const localChanged = !same(resolved.local, this.config.local);
+    const listenChanged = !same(resolved.listen, this.config.listen);
     const before = this.config;
     this.config = resolved;
     const wanted = new Map(resolved.peers.map((p) => [peerKey(p.address), p]));
@@ -112,7 +112,7 @@ export class BgpSpeaker {
         peer.stop({ subcode: CeaseSubcode.PEER_DECONFIGURED });
         this.peers.delete(key);
         this.setListenerKey(peer.settings.address, undefined);
-      } else if (localChanged || JSON.stringify(settings) !== JSON.stringify(peer.settings)) {
+      } else if (localChanged || !same(settings, peer.settings)) {
         peer.stop({ subcode: CeaseSubcode.OTHER_CONFIGURATION_CHANGE });
         this.peers.delete(key);
       }
@@ -211,6 +211,12 @@ export class BgpSpeaker {
     const conn = peer.accept(socket);
     socket.data = conn ? { conn } : {};
   }
+}
+
+/** Deep equality of plain settings (addresses hold bigints, which JSON.stringify refuses). */
+function same(a: unknown, b: unknown): boolean {
+  const text = (v: unknown) => JSON.stringify(v, (_k, x) => (typeof x === 'bigint' ? x.toString() : x));
+  return text(a) === text(b);
 }
 
 function peerKey(ip: IP): string {
