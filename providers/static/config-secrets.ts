@@ -1,5 +1,6 @@
 import { statSync } from 'node:fs';
 import { readBoundedFileSync } from '../../src/util/bounded-file.ts';
+import { resolveCredentialPath } from '../../src/util/credentials-directory.ts';
 import { MAX_REFERENCED_FILE_BYTES } from './config-limits.ts';
 import type { ConfigPath, SecretSource } from './config-resolve.ts';
 
@@ -58,9 +59,11 @@ export class SecretFiles {
    * (not a CA file) is checked for its permissions.
    */
   read(file: string, key: string, path: ConfigPath, secret: boolean): string {
+    // `${CREDENTIALS_DIRECTORY}/NAME`: systemd's LoadCredential= or the Deployment's Secret volume.
+    const onDisk = () => resolveCredentialPath(file, (name) => this.source.env(name));
     if (!this.files.has(file)) {
       try {
-        this.files.set(file, this.source.readFile(file));
+        this.files.set(file, this.source.readFile(onDisk()));
       } catch (e) {
         this.files.set(file, e instanceof Error ? e : new Error(String(e)));
       }
@@ -69,7 +72,7 @@ export class SecretFiles {
     if (got instanceof Error) throw got;
     if (secret && !this.checked.has(file)) {
       this.checked.add(file);
-      const mode = this.source.permissions?.(file);
+      const mode = this.source.permissions?.(onDisk());
       const exposure = exposedTo(mode);
       if (mode !== undefined && exposure) {
         this.warnings.push({

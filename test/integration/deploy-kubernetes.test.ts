@@ -1,10 +1,13 @@
 import { beforeAll, expect, test } from 'bun:test';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { V1ConfigMap, V1Container, V1Deployment, V1Pod } from '@kubernetes/client-node';
+import type { V1ConfigMap, V1Container, V1Deployment, V1Pod, V1Secret } from '@kubernetes/client-node';
 import { parse as parseYaml } from 'yaml';
 import type { BunKubeTransport } from '../../src/kube/transport.ts';
 import { parseArgs } from '../../src/options/index.ts';
+import { loadProxmoxConfig } from '../../providers/proxmox/index.ts';
+import { loadStaticConfig } from '../../providers/static/index.ts';
+import type { SecretSource } from '../../providers/static/config-resolve.ts';
 import { sharedControlPlane } from '../harness/control-plane.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
 import { applyManifests, objectPath, type ManifestObject } from '../harness/manifests.ts';
@@ -122,3 +125,75 @@ test("a pod from the template passes the API server's admission (service account
   const refused = await admin.request({ method: 'POST', path: '/api/v1/namespaces/kube-system/pods', query: { dryRun: 'All' }, body: wrong }).then(() => undefined, (e: unknown) => e);
   expect(String(refused)).toContain('no-such-account');
 });
+
+/** Keys of the providers' configs whose value is a file edge-ccm reads. */
+const FILE_KEYS = /^(passwordFile|tokenSecretFile|caFile)$/;
+const CREDENTIAL_FILE = /^\$\{CREDENTIALS_DIRECTORY\}\/([\w.-]+)$/;
+
+/** Every `key: value` of a YAML text whose key matches, commented-out lines included (they are examples too). */
+function yamlValues(text: string, key: RegExp): { key: string; value: string }[] {
+  return [...text.matchAll(/^\s*#?\s*(?:- )?(\w+):\s*(\S+)/gm)].filter((m) => key.test(m[1] as string)).map((m) => ({ key: m[1] as string, value: m[2] as string }));
+}
+
+test("credentials: a Secret volume of their own, named to edge-ccm by CREDENTIALS_DIRECTORY, readable through the pod's group", () => {
+  const c = container();
+  const pod = deployment.spec?.template.spec;
+  const { options } = parseArgs(c.args ?? []);
+  const credentialsDirectory = c.env?.find((e) => e.name === 'CREDENTIALS_DIRECTORY')?.value;
+  expect(credentialsDirectory).toMatch(/^\//);
+  const secretMount = c.volumeMounts?.find((m) => m.mountPath === credentialsDirectory);
+  expect(secretMount?.readOnly).toBe(true);
+  const secretVolume = pod?.volumes?.find((v) => v.name === secretMount?.name);
+  expect(secretVolume?.secret?.secretName).toBe('edge-ccm-secrets');
+  expect(secretVolume?.secret?.items).toBeUndefined(); // every key is a file
+  // The kubelet gives the files to the pod's fsGroup with at least 0440: the group is the pod's own.
+  expect(secretVolume?.secret?.defaultMode).toBe(0o440);
+  expect(pod?.securityContext?.fsGroup).toBe(pod?.securityContext?.runAsGroup);
+  // The cloud config stays in the ConfigMap, another volume; no mount lies inside another (the
+  // mount point would have to be made in a read-only volume).
+  const configMount = c.volumeMounts?.find((m) => options.cloudConfig.startsWith(`${m.mountPath}/`));
+  expect(pod?.volumes?.find((v) => v.name === configMount?.name)?.configMap?.name).toBe('edge-ccm-cloud-config');
+  const paths = (c.volumeMounts ?? []).map((m) => m.mountPath);
+  for (const a of paths) for (const b of paths) expect({ a, b, nested: a !== b && b.startsWith(`${a}/`) }).toEqual({ a, b, nested: false });
+});
+
+test('each example loads as the pod sees it: its files from the Secret, created as docs/install.md says and read back from the API server', async () => {
+  const c = container();
+  const pod = deployment.spec?.template.spec;
+  const env = new Map((c.env ?? []).map((e) => [e.name, e.value ?? '']));
+  for (const [example, load] of [['inventory.yaml', loadStaticConfig], ['proxmox.yaml', loadProxmoxConfig]] as const) {
+    const text = readFileSync(join(ROOT, 'examples', example), 'utf8');
+    // Every file an example names is a key of the Secret (kubectl create secret generic --from-file=KEY=FILE).
+    const files = yamlValues(text, FILE_KEYS).map((f) => ({ ...f, key: CREDENTIAL_FILE.exec(f.value)?.[1] }));
+    expect(files.length).toBeGreaterThan(0);
+    expect(files.filter((f) => !f.key)).toEqual([]);
+    const namespace = `example-${example.replace('.yaml', '')}`;
+    const secret: V1Secret = {
+      apiVersion: 'v1', kind: 'Secret', type: 'Opaque', metadata: { name: 'edge-ccm-secrets', namespace },
+      data: Object.fromEntries(files.map((f) => [f.key, Buffer.from(`secret of ${f.key}\n`).toString('base64')])),
+    };
+    const configMap: V1ConfigMap = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'edge-ccm-cloud-config', namespace }, data: { 'cloud-config.yaml': text } };
+    await applyManifests(admin, JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } }));
+    const [storedSecret, storedConfigMap] = await Promise.all([secret, configMap].map(async (o) => {
+      await applyManifests(admin, JSON.stringify(o));
+      return admin.request<V1Secret & V1ConfigMap>({ method: 'GET', path: objectPath(o as ManifestObject) });
+    }));
+    // The pod's file system: each mount shows its volume's keys as files.
+    const readFile = (path: string): string => {
+      const mount = c.volumeMounts?.find((m) => path.startsWith(`${m.mountPath}/`));
+      const volume = pod?.volumes?.find((v) => v.name === mount?.name);
+      const key = path.slice((mount?.mountPath.length ?? 0) + 1);
+      const data = volume?.secret ? storedSecret?.data?.[key] : volume?.configMap ? storedConfigMap?.data?.[key] : undefined;
+      if (!mount || data === undefined) throw new Error(`ENOENT: ${path} is not in the pod`);
+      return volume?.secret ? Buffer.from(data, 'base64').toString('utf8') : data;
+    };
+    expect(readFile(options().cloudConfig)).toBe(text);
+    const source: SecretSource = { readFile, env: (name) => env.get(name) };
+    const loaded = load(text, source);
+    expect({ example, errors: loaded.ok ? [] : loaded.errors }).toEqual({ example, errors: [] });
+  }
+});
+
+function options() {
+  return parseArgs(container().args ?? []).options;
+}

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from '../../src/options/index.ts';
@@ -155,4 +155,57 @@ test('ExecStart with the example EnvironmentFile is a valid edge-ccm command lin
   expect(options.kubeconfig).toBe('/run/credentials/edge-ccm.service/kubeconfig');
   expect(options.cloudConfig).toBe('/run/credentials/edge-ccm.service/cloud-config');
   expect(options.leaderElect).toBe(true);
+});
+
+const EXAMPLES = join(ROOT, 'examples');
+/** Keys of the providers' configs whose value is a file edge-ccm reads. */
+const FILE_KEYS = /^(passwordFile|tokenSecretFile|caFile)$/;
+
+/** Every `key: value` of a YAML text whose key matches, comments included (a commented-out block is an example too). */
+function yamlValues(text: string, key: RegExp): { key: string; value: string }[] {
+  return [...text.matchAll(/^\s*#?\s*(?:- )?(\w+):\s*(\S+)/gm)].filter((m) => key.test(m[1] as string)).map((m) => ({ key: m[1] as string, value: m[2] as string }));
+}
+
+test('secrets never come through the EnvironmentFile: the examples name every file through ${CREDENTIALS_DIRECTORY}, none an environment variable or an inline secret', () => {
+  // The EnvironmentFile is installed 0644 (docs/install.md): no variable in it may carry a secret.
+  const envText = readFileSync(ENV_PATH, 'utf8');
+  const variables = [...envText.matchAll(/^([A-Za-z_][A-Za-z0-9_]*)=/gm)].map((m) => m[1]);
+  expect(variables).toEqual(['EDGE_CCM_ARGS']);
+  expect(envText).toContain('LoadCredential=');
+  for (const example of ['inventory.yaml', 'proxmox.yaml']) {
+    const text = readFileSync(join(EXAMPLES, example), 'utf8');
+    // (Not passwordEnv/tokenSecretEnv: under systemd the variable would live in a world-readable file.)
+    expect({ example, secretsInline: yamlValues(text, /^(password|passwordEnv|tokenSecret|tokenSecretEnv)$/) }).toEqual({ example, secretsInline: [] });
+    const files = yamlValues(text, FILE_KEYS);
+    expect(files.length).toBeGreaterThan(0);
+    for (const f of files) expect({ example, ...f }).toEqual({ example, key: f.key, value: expect.stringMatching(/^\$\{CREDENTIALS_DIRECTORY\}\/[\w.-]+$/) });
+  }
+});
+
+test("the unit's LoadCredential= lines are what the config reads: the Proxmox example validates with systemd's CREDENTIALS_DIRECTORY, and not without it", () => {
+  // The credentials directory as systemd lays it out for the unit: one file per LoadCredential= ID.
+  const credentials = join(dir, 'credentials');
+  mkdirSync(credentials);
+  const example = readFileSync(join(EXAMPLES, 'proxmox.yaml'), 'utf8');
+  writeFileSync(join(credentials, 'cloud-config'), example);
+  // The unit shows the LoadCredential= line of each file the example names.
+  const shown = [...unitText.matchAll(/^#LoadCredential=([\w.-]+):\/etc\/edge-ccm\/\1$/gm)].map((m) => m[1]);
+  expect(shown.sort()).toEqual(yamlValues(example, FILE_KEYS).map((f) => f.value.slice('${CREDENTIALS_DIRECTORY}/'.length)).sort());
+  for (const f of yamlValues(example, FILE_KEYS)) {
+    writeFileSync(join(credentials, f.value.slice('${CREDENTIALS_DIRECTORY}/'.length)), f.key === 'caFile' ? '-----BEGIN CERTIFICATE-----\n' : 'not-the-real-secret\n', { mode: 0o400 });
+  }
+  const validate = (env: Record<string, string>) => {
+    const r = Bun.spawnSync([process.execPath, join(ROOT, 'src/main.ts'), 'validate', '--cloud-provider=proxmox', `--cloud-config=${join(credentials, 'cloud-config')}`], {
+      cwd: dir, env: { PATH: process.env.PATH ?? '', ...env }, stdout: 'pipe', stderr: 'pipe',
+    });
+    return { exitCode: r.exitCode, output: (r.stdout.toString() + r.stderr.toString()).trim() };
+  };
+  const ok = validate({ CREDENTIALS_DIRECTORY: credentials });
+  expect(ok).toEqual({ exitCode: 0, output: `${join(credentials, 'cloud-config')}: valid proxmox configuration` });
+  // Outside systemd (no variable): each file is refused, naming the variable, and nothing secret is printed.
+  const outside = validate({});
+  expect(outside.exitCode).toBe(2);
+  expect(outside.output).toContain('tokenSecretFile');
+  expect(outside.output).toContain('CREDENTIALS_DIRECTORY is not set');
+  expect(outside.output).not.toContain('not-the-real-secret');
 });

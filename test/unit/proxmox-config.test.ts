@@ -19,7 +19,10 @@ const URL_ = 'https://pve1.example.com:8006';
 describe('proxmox config: valid files', () => {
   test('the example file is valid', () => {
     const text = readFileSync(join(import.meta.dir, '../../examples/proxmox.yaml'), 'utf8');
-    const config = loadOrThrow(text, { readFile: () => 'PEM', env: () => 'pw' });
+    // Its files are credentials (${CREDENTIALS_DIRECTORY}/NAME), as systemd or the Deployment provide them.
+    const read: string[] = [];
+    const config = loadOrThrow(text, { readFile: (path) => (read.push(path), 'PEM'), env: (name) => (name === 'CREDENTIALS_DIRECTORY' ? '/run/credentials/edge-ccm.service' : undefined) });
+    expect(read.sort()).toEqual(['pve-ams1-password', 'pve-fra1-ca.pem', 'pve-fra1-token'].map((f) => `/run/credentials/edge-ccm.service/${f}`));
     expect(config.clusters.map((c) => [c.region, c.zoneFrom, c.auth.kind])).toEqual([['fra1', 'host', 'token'], ['ams1', 'haGroup', 'password']]);
     expect(config.topologyLabelResync).toBe(true);
     expect(config.loadBalancer.pools.map((p) => p.name)).toEqual(['public', 'internal']);
