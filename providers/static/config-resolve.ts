@@ -29,10 +29,16 @@ export interface ConfigIssue {
 }
 
 /** Where secrets come from; tests replace it. */
+export interface FilePermissions {
+  mode: number;
+  /** The file's group is one this process is in (its group bits expose it to nobody else). */
+  groupIsOwn: boolean;
+}
+
 export interface SecretSource {
   readFile(path: string): string;
-  /** Permission bits of a file (for the warning about secret files others can read); undefined when unknown. */
-  permissions?(path: string): number | undefined;
+  /** A file's permission bits and whether its group is one of ours (for the warning about secret files others can read); undefined when unknown. */
+  permissions?(path: string): FilePermissions | undefined;
   env(name: string): string | undefined;
 }
 

@@ -2,7 +2,7 @@ import { statSync } from 'node:fs';
 import { readBoundedFileSync } from '../../src/util/bounded-file.ts';
 import { resolveCredentialPath } from '../../src/util/credentials-directory.ts';
 import { MAX_REFERENCED_FILE_BYTES } from './config-limits.ts';
-import type { ConfigPath, SecretSource } from './config-resolve.ts';
+import type { ConfigPath, FilePermissions, SecretSource } from './config-resolve.ts';
 
 /**
  * Secrets in the providers' config files: which keys hold one (their values are never shown in
@@ -22,12 +22,17 @@ export function isSecretPath(path: readonly (string | number)[]): boolean {
 /** The event reason (and log field) of a secret file readable by group or others. */
 export const INSECURE_SECRET_FILE = 'InsecureSecretFile';
 
+function ownGroups(): Set<number> {
+  return new Set([process.getgid?.() ?? -1, ...(process.getgroups?.() ?? [])]);
+}
+
 /** Secrets from this process's files and environment. */
 export const processSecrets: SecretSource = {
   readFile: (path) => readBoundedFileSync(path, MAX_REFERENCED_FILE_BYTES),
   permissions: (path) => {
     try {
-      return statSync(path).mode & 0o777;
+      const stat = statSync(path);
+      return { mode: stat.mode & 0o777, groupIsOwn: ownGroups().has(stat.gid) };
     } catch {
       return undefined;
     }
@@ -72,13 +77,13 @@ export class SecretFiles {
     if (got instanceof Error) throw got;
     if (secret && !this.checked.has(file)) {
       this.checked.add(file);
-      const mode = this.source.permissions?.(onDisk());
-      const exposure = exposedTo(mode);
-      if (mode !== undefined && exposure) {
+      const permissions = this.source.permissions?.(onDisk());
+      const exposure = exposedTo(permissions);
+      if (permissions && exposure) {
         this.warnings.push({
           reason: INSECURE_SECRET_FILE,
           path,
-          message: `${key} ${file} is readable by ${exposure} (mode ${modeText(mode)}): make it readable by edge-ccm's user only (chmod 0400 or 0600; a Secret volume with defaultMode: 0400)`,
+          message: `${key} ${file} is readable by ${exposure} (mode ${modeText(permissions.mode)}): make it readable by edge-ccm's user or group only (chmod 0400 or 0600; a Secret volume: defaultMode 0440 with the pod's fsGroup)`,
         });
       }
     }
@@ -90,10 +95,12 @@ export class SecretFiles {
   }
 }
 
-function exposedTo(mode: number | undefined): string | undefined {
-  if (mode === undefined) return undefined;
-  const group = (mode & 0o040) !== 0;
-  const other = (mode & 0o004) !== 0;
+function exposedTo(permissions: FilePermissions | undefined): string | undefined {
+  if (permissions === undefined) return undefined;
+  // Group-read by a group this process is in exposes nothing to anyone else: it is how a
+  // Kubernetes Secret volume reaches a non-root pod (files 0440, group = the pod's fsGroup).
+  const group = (permissions.mode & 0o040) !== 0 && !permissions.groupIsOwn;
+  const other = (permissions.mode & 0o004) !== 0;
   if (group && other) return 'its group and others';
   if (group) return 'its group';
   if (other) return 'others';

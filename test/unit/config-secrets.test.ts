@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from 'bun:test';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadProxmoxConfig } from '../../providers/proxmox/config-load.ts';
@@ -143,7 +143,7 @@ describe('a secret file readable by group or others is warned about', () => {
   });
 
   test('static: one warning per file, however many machines share it; 0600 and 0400 warn nothing', () => {
-    const shared = tempFile('bmc', SECRET_TEXT, 0o640);
+    const shared = tempFile('bmc', SECRET_TEXT, 0o644);
     const machines = [0, 1, 2].map((i) => `    - id: m${i}\n      redfish: { endpoint: "https://10.0.1.1${i}", username: admin, passwordFile: ${shared} }\n`).join('');
     const r = loadStaticConfig(`inventory:\n  machines:\n${machines}`, processSecrets);
     expect(r.ok && r.warnings?.length).toBe(1);
@@ -152,6 +152,19 @@ describe('a secret file readable by group or others is warned about', () => {
       const ok = loadStaticConfig(staticWith(`{ endpoint: "https://10.0.1.11", username: admin, passwordFile: ${file} }`), processSecrets);
       expect(ok.ok && (ok.warnings ?? [])).toEqual([]);
     }
+  });
+
+  test("group-read by edge-ccm's own group warns nothing (a Secret volume under fsGroup: 0440); by a foreign group it warns", () => {
+    const own = tempFile('bmc', SECRET_TEXT, 0o440);
+    const load = (file: string) => loadStaticConfig(staticWith(`{ endpoint: "https://10.0.1.11", username: admin, passwordFile: ${file} }`), processSecrets);
+    const ownResult = load(own);
+    expect(ownResult.ok && (ownResult.warnings ?? [])).toEqual([]);
+    const foreign = tempFile('bmc', SECRET_TEXT, 0o640);
+    const foreignGid = 65534; // nogroup: a group this test process (root) is not in
+    expect(process.getgroups!()).not.toContain(foreignGid);
+    chownSync(foreign, process.getuid!(), foreignGid);
+    const foreignResult = load(foreign);
+    expect(foreignResult.ok && foreignResult.warnings?.map((w) => w.message.includes('its group'))).toEqual([true]);
   });
 
   test('proxmox: tokenSecretFile mode 0604 warns', () => {

@@ -29,7 +29,7 @@ test('SecretFiles reads and checks the permissions of the expanded path, and rep
   const checked: string[] = [];
   const files = new SecretFiles({
     readFile: (path) => (read.push(path), 'hunter2\n'),
-    permissions: (path) => (checked.push(path), 0o644),
+    permissions: (path) => (checked.push(path), { mode: 0o644, groupIsOwn: false }),
     env: env({ CREDENTIALS_DIRECTORY: '/run/secrets/edge-ccm' }),
   });
   expect(files.read('${CREDENTIALS_DIRECTORY}/bmc-password', 'passwordFile', ['m1'], true)).toBe('hunter2\n');
