@@ -1,0 +1,346 @@
+import { chmodSync, chownSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { eventually } from './eventually.ts';
+import { mustRun, NetnsLab, requireTools, runCommand } from './netns.ts';
+import type { LoggedProcess } from './processes.ts';
+
+/**
+ * A router and the BGP speaker on one shared subnet, each in its own namespace:
+ *
+ *   [spk] spk0 198.51.100.2/24, 2001:db8::2/64  ----  rtr0 198.51.100.1/24, 2001:db8::1/64 [rtr]
+ *
+ * The speaker announces third-party next hops on that subnet (the "nodes", .11 .12 .13 and
+ * ::11 ::12 ::13, which need not exist for the routes to be accepted and installed: RFC 4271
+ * 5.1.3, the next hop shares the subnet with the router). The router is BIRD 2, FRR or GoBGP,
+ * started by hand in its namespace, one IPv4 and one IPv6 session with the speaker.
+ */
+export const ROUTER_ASN = 65000;
+export const SPEAKER_ASN = 4200000001;
+export const ROUTER4 = '198.51.100.1';
+export const SPEAKER4 = '198.51.100.2';
+export const ROUTER6 = '2001:db8::1';
+export const SPEAKER6 = '2001:db8::2';
+export const NODES4 = ['198.51.100.11', '198.51.100.12', '198.51.100.13'];
+export const NODES6 = ['2001:db8::11', '2001:db8::12', '2001:db8::13'];
+
+export const ROUTER_TOOLS = {
+  bird: { '/usr/sbin/bird': 'bird2', '/usr/sbin/birdc': 'bird2', '/usr/sbin/ip': 'iproute2' },
+  frr: { '/usr/lib/frr/zebra': 'frr', '/usr/lib/frr/bgpd': 'frr', '/usr/bin/vtysh': 'frr', '/usr/sbin/ip': 'iproute2' },
+  gobgp: { '/usr/bin/gobgpd': 'gobgpd', '/usr/bin/gobgp': 'gobgpd', '/usr/sbin/ip': 'iproute2' },
+} as const;
+
+export type RouterKind = keyof typeof ROUTER_TOOLS;
+
+export interface RouterOptions {
+  /** Graceful restart helper: keep the speaker's routes while it restarts. */
+  gracefulRestart?: boolean;
+  /** TCP-MD5 password on both sessions. */
+  password?: string;
+}
+
+/** Paths (next hops) per prefix in the router's BGP table. */
+export type PathTable = Map<string, string[]>;
+
+export interface BgpRouter {
+  readonly kind: RouterKind;
+  paths(family: 4 | 6): Promise<PathTable>;
+  /** The router's session with `address` is Established. */
+  sessionUp(address: string): Promise<boolean>;
+  stop(): Promise<void>;
+}
+
+export async function createBgpLab(label: string, kind: RouterKind): Promise<NetnsLab> {
+  requireTools(ROUTER_TOOLS[kind]);
+  const lab = NetnsLab.create(label);
+  await lab.addNamespace('spk');
+  await lab.addNamespace('rtr');
+  await lab.addVeth({ from: 'spk', fromName: 'spk0', to: 'rtr', toName: 'rtr0' });
+  await lab.ip('spk', 'addr', 'add', `${SPEAKER4}/24`, 'dev', 'spk0');
+  await lab.ip('spk', 'addr', 'add', `${SPEAKER6}/64`, 'dev', 'spk0', 'nodad');
+  await lab.ip('rtr', 'addr', 'add', `${ROUTER4}/24`, 'dev', 'rtr0');
+  await lab.ip('rtr', 'addr', 'add', `${ROUTER6}/64`, 'dev', 'rtr0', 'nodad');
+  return lab;
+}
+
+/** Kernel routes in `role`'s namespace installed by a routing daemon: prefix -> sorted next hops. */
+export async function kernelRoutes(lab: NetnsLab, role: string, family: 4 | 6): Promise<PathTable> {
+  const out = await lab.ip(role, '-j', `-${family}`, 'route', 'show');
+  const table: PathTable = new Map();
+  for (const r of JSON.parse(out || '[]') as { dst: string; gateway?: string; nexthops?: { gateway?: string }[]; protocol?: string }[]) {
+    if (r.protocol === 'kernel' || !r.dst || r.dst === 'default') continue;
+    const hops = r.nexthops ? r.nexthops.map((h) => h.gateway ?? '') : r.gateway ? [r.gateway] : [];
+    if (hops.length === 0) continue;
+    const dst = r.dst.includes('/') ? r.dst : `${r.dst}/${family === 4 ? 32 : 128}`;
+    table.set(dst, hops.sort());
+  }
+  return table;
+}
+
+export function speakerConfig(options: { gracefulRestartSeconds?: number; password?: string } = {}) {
+  const peer = { asn: ROUTER_ASN, holdTimeSeconds: 9, connectRetry: { minSeconds: 0.2, maxSeconds: 2 }, ...(options.password ? { password: options.password } : {}) };
+  return {
+    localAsn: SPEAKER_ASN,
+    routerId: SPEAKER4,
+    ...(options.gracefulRestartSeconds ? { gracefulRestart: { restartTimeSeconds: options.gracefulRestartSeconds } } : {}),
+    peers: [
+      { ...peer, address: ROUTER4, sourceAddress: SPEAKER4, families: [4 as const] },
+      { ...peer, address: ROUTER6, sourceAddress: SPEAKER6, families: [6 as const] },
+    ],
+  };
+}
+
+export async function startRouter(lab: NetnsLab, kind: RouterKind, options: RouterOptions = {}): Promise<BgpRouter> {
+  switch (kind) {
+    case 'bird':
+      return Bird.start(lab, options);
+    case 'frr':
+      return Frr.start(lab, options);
+    case 'gobgp':
+      return GoBgp.start(lab, options);
+  }
+}
+
+function sortTable(t: PathTable): PathTable {
+  for (const [k, v] of t) t.set(k, v.sort());
+  return t;
+}
+
+// ---- BIRD 2 ----
+
+class Bird implements BgpRouter {
+  readonly kind = 'bird';
+  private constructor(
+    private readonly lab: NetnsLab,
+    private readonly proc: LoggedProcess,
+    private readonly socket: string,
+  ) {}
+
+  static async start(lab: NetnsLab, o: RouterOptions): Promise<Bird> {
+    const conf = join(lab.dir, 'bird.conf');
+    const socket = join(lab.dir, 'bird.ctl');
+    const session = (name: string, local: string, neighbor: string, channel: string) => `
+protocol bgp ${name} {
+  local ${local} as ${ROUTER_ASN};
+  neighbor ${neighbor} as ${SPEAKER_ASN};
+  hold time 9;
+  ${o.gracefulRestart ? 'graceful restart on;' : 'graceful restart off;'}
+  ${o.password ? `password "${o.password}";` : ''}
+  ${channel} { import all; export none; add paths rx; };
+}`;
+    writeFileSync(
+      conf,
+      `# edge-ccm BGP test router
+log stderr all;
+router id ${ROUTER4};
+protocol device { scan time 10; }
+protocol kernel kernel4 { ipv4 { export all; }; merge paths on; }
+protocol kernel kernel6 { ipv6 { export all; }; merge paths on; }
+${session('speaker4', ROUTER4, SPEAKER4, 'ipv4')}
+${session('speaker6', ROUTER6, SPEAKER6, 'ipv6')}
+`,
+    );
+    const proc = lab.spawnLogged('rtr', 'bird', ['/usr/sbin/bird', '-f', '-c', conf, '-s', socket, '-P', join(lab.dir, 'bird.pidfile')]);
+    const bird = new Bird(lab, proc, socket);
+    await eventually(`BIRD up (log: ${proc.logPath})`, async () => {
+      if (!proc.running) throw new Error(`bird exited: ${proc.logTail()}`);
+      return (await bird.birdc('show status')).code === 0;
+    });
+    return bird;
+  }
+
+  birdc(command: string) {
+    return this.lab.exec('rtr', ['/usr/sbin/birdc', '-s', this.socket, ...command.split(' ')]);
+  }
+
+  /**
+   * `show route table masterN` as prefix -> next hops. BIRD prints a prefix once, then each
+   * of its routes as a "unicast [...]" line followed by "via ADDR on IF".
+   */
+  async paths(family: 4 | 6): Promise<PathTable> {
+    const r = await this.birdc(`show route table master${family}`);
+    if (r.code !== 0) throw new Error(`birdc: ${r.stderr || r.stdout}`);
+    const table: PathTable = new Map();
+    let prefix: string | undefined;
+    for (const line of r.stdout.split('\n')) {
+      const head = /^(\S+\/\d+)\s+unicast/.exec(line);
+      if (head) prefix = head[1];
+      const via = /^\s+via (\S+) on /.exec(line);
+      if (via && prefix) table.set(prefix, [...(table.get(prefix) ?? []), via[1]!]);
+    }
+    return sortTable(table);
+  }
+
+  async sessionUp(address: string): Promise<boolean> {
+    const name = address.includes(':') ? 'speaker6' : 'speaker4';
+    const r = await this.birdc(`show protocols ${name}`);
+    return r.code === 0 && /\bEstablished\b/.test(r.stdout);
+  }
+
+  async stop(): Promise<void> {
+    await this.proc.kill();
+  }
+}
+
+// ---- FRR 8.4 (zebra + bgpd started by hand) ----
+
+class Frr implements BgpRouter {
+  readonly kind = 'frr';
+  private constructor(
+    private readonly lab: NetnsLab,
+    private readonly procs: LoggedProcess[],
+    private readonly dir: string,
+  ) {}
+
+  static async start(lab: NetnsLab, o: RouterOptions): Promise<Frr> {
+    // The daemons drop to user frr: their dir and every parent must be traversable by it.
+    chmodSync(lab.dir, 0o711);
+    const dir = join(lab.dir, 'frr');
+    mkdirSync(dir);
+    const uid = Number((await mustRun(['id', '-u', 'frr'])).trim());
+    const gid = Number((await mustRun(['id', '-g', 'frr'])).trim());
+    chownSync(dir, uid, gid);
+    const pw = o.password ? [` neighbor ${SPEAKER4} password ${o.password}`, ` neighbor ${SPEAKER6} password ${o.password}`] : [];
+    const conf = join(dir, 'bgpd.conf');
+    writeFileSync(
+      conf,
+      [
+        'frr defaults traditional',
+        'hostname rtr',
+        'log stdout debugging',
+        `router bgp ${ROUTER_ASN}`,
+        ` bgp router-id ${ROUTER4}`,
+        ' no bgp ebgp-requires-policy',
+        ' no bgp network import-check',
+        o.gracefulRestart ? ' bgp graceful-restart' : ' bgp graceful-restart-disable',
+        ` neighbor ${SPEAKER4} remote-as ${SPEAKER_ASN}`,
+        ` neighbor ${SPEAKER4} timers 3 9`,
+        ` neighbor ${SPEAKER6} remote-as ${SPEAKER_ASN}`,
+        ` neighbor ${SPEAKER6} timers 3 9`,
+        ...pw,
+        ' address-family ipv4 unicast',
+        '  maximum-paths 8',
+        `  neighbor ${SPEAKER4} activate`,
+        `  neighbor ${SPEAKER4} addpath-rx-paths-limit 8`,
+        `  no neighbor ${SPEAKER6} activate`,
+        ' exit-address-family',
+        ' address-family ipv6 unicast',
+        '  maximum-paths 8',
+        `  neighbor ${SPEAKER6} activate`,
+        `  neighbor ${SPEAKER6} addpath-rx-paths-limit 8`,
+        ' exit-address-family',
+        '',
+      ].join('\n'),
+    );
+    writeFileSync(join(dir, 'zebra.conf'), 'hostname rtr\nlog stdout debugging\n');
+    chownSync(conf, uid, gid);
+    chownSync(join(dir, 'zebra.conf'), uid, gid);
+    const common = ['-z', join(dir, 'zserv.api'), '--vty_socket', dir];
+    const zebra = lab.spawnLogged('rtr', 'zebra', ['/usr/lib/frr/zebra', ...common, '-i', join(dir, 'zebra.pid'), '-f', join(dir, 'zebra.conf')]);
+    const procs = [zebra];
+    const frr = new Frr(lab, procs, dir);
+    await eventually(`zebra up (log: ${zebra.logPath})`, async () => {
+      if (!zebra.running) throw new Error(`zebra exited: ${zebra.logTail()}`);
+      return (await frr.vtysh('show version')).code === 0;
+    });
+    const bgpd = lab.spawnLogged('rtr', 'bgpd', ['/usr/lib/frr/bgpd', ...common, '-i', join(dir, 'bgpd.pid'), '-f', conf]);
+    procs.push(bgpd);
+    await eventually(`bgpd up (log: ${bgpd.logPath})`, async () => {
+      if (!bgpd.running) throw new Error(`bgpd exited: ${bgpd.logTail()}`);
+      return (await frr.vtysh('show bgp summary json')).code === 0;
+    });
+    return frr;
+  }
+
+  vtysh(command: string) {
+    return this.lab.exec('rtr', ['/usr/bin/vtysh', '--vty_socket', this.dir, '-c', command]);
+  }
+
+  async paths(family: 4 | 6): Promise<PathTable> {
+    const r = await this.vtysh(`show bgp ipv${family} unicast json`);
+    if (r.code !== 0) throw new Error(`vtysh: ${r.stderr || r.stdout}`);
+    const routes = (JSON.parse(r.stdout).routes ?? {}) as Record<string, { nexthops: { ip: string; scope?: string }[] }[]>;
+    const table: PathTable = new Map();
+    for (const [prefix, paths] of Object.entries(routes)) {
+      table.set(prefix, paths.map((p) => p.nexthops.find((h) => h.scope !== 'link-local')?.ip ?? p.nexthops[0]!.ip));
+    }
+    return sortTable(table);
+  }
+
+  async sessionUp(address: string): Promise<boolean> {
+    const r = await this.vtysh(`show bgp neighbors ${address} json`);
+    if (r.code !== 0) return false;
+    return JSON.parse(r.stdout)[address]?.bgpState === 'Established';
+  }
+
+  async stop(): Promise<void> {
+    for (const p of this.procs.reverse()) await p.kill();
+  }
+}
+
+// ---- GoBGP ----
+
+class GoBgp implements BgpRouter {
+  readonly kind = 'gobgp';
+  private constructor(
+    private readonly lab: NetnsLab,
+    private readonly proc: LoggedProcess,
+  ) {}
+
+  static async start(lab: NetnsLab, o: RouterOptions): Promise<GoBgp> {
+    const conf = join(lab.dir, 'gobgpd.toml');
+    const neighbor = (address: string, family: string) => `
+[[neighbors]]
+  [neighbors.config]
+    neighbor-address = "${address}"
+    peer-as = ${SPEAKER_ASN}
+    ${o.password ? `auth-password = "${o.password}"` : ''}
+  [neighbors.timers.config]
+    hold-time = 9
+    keepalive-interval = 3
+  [neighbors.graceful-restart.config]
+    enabled = ${o.gracefulRestart ? 'true' : 'false'}
+  [[neighbors.afi-safis]]
+    [neighbors.afi-safis.config]
+      afi-safi-name = "${family}"
+    [neighbors.afi-safis.add-paths.config]
+      receive = true
+    [neighbors.afi-safis.mp-graceful-restart.config]
+      enabled = ${o.gracefulRestart ? 'true' : 'false'}
+`;
+    writeFileSync(conf, `[global.config]\n  as = ${ROUTER_ASN}\n  router-id = "${ROUTER4}"\n${neighbor(SPEAKER4, 'ipv4-unicast')}${neighbor(SPEAKER6, 'ipv6-unicast')}`);
+    const proc = lab.spawnLogged('rtr', 'gobgpd', ['/usr/bin/gobgpd', '-f', conf, '-p', '--api-hosts', '127.0.0.1:50051', '--pprof-disable']);
+    const g = new GoBgp(lab, proc);
+    await eventually(`gobgpd up (log: ${proc.logPath})`, async () => {
+      if (!proc.running) throw new Error(`gobgpd exited: ${proc.logTail()}`);
+      return (await g.gobgp(['neighbor', '-j'])).code === 0;
+    });
+    return g;
+  }
+
+  gobgp(args: string[]) {
+    return this.lab.exec('rtr', ['/usr/bin/gobgp', '-u', '127.0.0.1', '-p', '50051', ...args]);
+  }
+
+  async paths(family: 4 | 6): Promise<PathTable> {
+    const r = await this.gobgp(['global', 'rib', '-a', `ipv${family}`, '-j']);
+    if (r.code !== 0) throw new Error(`gobgp: ${r.stderr || r.stdout}`);
+    const table: PathTable = new Map();
+    const rib = JSON.parse(r.stdout || '{}') as Record<string, { attrs: { type: number; nexthop?: string }[] }[]>;
+    for (const [prefix, paths] of Object.entries(rib)) {
+      table.set(prefix, paths.map((p) => p.attrs.find((a) => a.type === 3 || a.type === 14)?.nexthop ?? '?'));
+    }
+    return sortTable(table);
+  }
+
+  async sessionUp(address: string): Promise<boolean> {
+    const r = await this.gobgp(['neighbor', address, '-j']);
+    if (r.code !== 0) return false;
+    return JSON.parse(r.stdout)?.state?.session_state === 6; // ESTABLISHED
+  }
+
+  async stop(): Promise<void> {
+    await this.proc.kill();
+  }
+}
+
+export { runCommand };
