@@ -45,8 +45,16 @@ class RecordingWriter implements NodeWriter {
     return this.store.get(name)!;
   }
 
-  async setAddresses(name: string, addresses: V1NodeAddress[]): Promise<V1Node> {
+  /** Thrown by the next setAddresses calls, in order. */
+  addressErrors: Error[] = [];
+  /** The resourceVersion precondition of each address write. */
+  readonly addressVersions: (string | undefined)[] = [];
+
+  async setAddresses(name: string, resourceVersion: string | undefined, addresses: V1NodeAddress[]): Promise<V1Node> {
     this.writes.push({ kind: 'addresses', name, addresses });
+    this.addressVersions.push(resourceVersion);
+    const error = this.addressErrors.shift();
+    if (error) throw error;
     return this.store.get(name)!;
   }
 
@@ -216,6 +224,21 @@ describe('updateNodeStatus (periodic pass)', () => {
     await s.controller.updateNodeStatus();
     expect(cloud.callLog.map((c) => c.target).sort()).toEqual(['changed', 'same']);
     expect(s.writer.writes).toEqual([{ kind: 'addresses', name: 'changed', addresses: ADDRESSES }]);
+  });
+
+  test('an address write carries the resourceVersion read; on a conflict the node is read again and the list recomputed with what the kubelet added', async () => {
+    const cloud = new FakeCloud();
+    cloud.defaults.metadata = (node) => fakeMetadata(node.metadata!.name!, { nodeAddresses: [INTERNAL('10.0.0.1')] });
+    const s = setup([makeNode({ tainted: false, resourceVersion: '7' })], { cloud });
+    s.writer.addressErrors = [new KubeApiError(409, 'Conflict', 'the object has been modified', 'PATCH', '/api/v1/nodes/node0/status')];
+    s.writer.fresh = makeNode({ tainted: false, resourceVersion: '8', addresses: [HOSTNAME('node0')] }); // the kubelet posted meanwhile
+    await s.controller.updateNodeStatus();
+    expect(s.writer.writes).toEqual([
+      { kind: 'addresses', name: 'node0', addresses: [INTERNAL('10.0.0.1')] },
+      { kind: 'addresses', name: 'node0', addresses: [INTERNAL('10.0.0.1'), HOSTNAME('node0')] },
+    ]);
+    expect(s.writer.addressVersions).toEqual(['7', '8']);
+    expect(cloud.count('instanceMetadata')).toBe(1);
   });
 
   test('a provider error for one node does not stop the pass', async () => {

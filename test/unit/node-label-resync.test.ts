@@ -186,7 +186,7 @@ class StoreWriter implements NodeWriter, NodeLabelWriter {
     return this.store.get(name)!;
   }
 
-  async setAddresses(name: string, _addresses: V1NodeAddress[]): Promise<V1Node> {
+  async setAddresses(name: string, _resourceVersion: string | undefined, _addresses: V1NodeAddress[]): Promise<V1Node> {
     this.writes.push({ kind: 'addresses', name });
     return this.store.get(name)!;
   }

@@ -2,6 +2,7 @@ import type { V1Node, V1NodeAddress } from '@kubernetes/client-node';
 import type { InstanceMetadata, Instances } from '../../cloud/types.ts';
 import { errorMessage, isConflict, isNotFound } from '../../kube/errors.ts';
 import { isUninitialized, nodeAgeMs, nodeEventSubject, nodeName } from '../../kube/node-helpers.ts';
+import { DEFAULT_RETRY, retryOnConflict } from '../../kube/retry-on-conflict.ts';
 import { sleep } from '../../kube/token-bucket.ts';
 import { WorkQueue, defaultControllerRateLimiter, processNextItem } from '../../kube/workqueue/index.ts';
 import type { Logger } from '../../log.ts';
@@ -260,20 +261,28 @@ export class CloudNodeController implements Controller {
     }
   }
 
-  /** Writes the node's addresses when they changed. Errors are logged, not retried (upstream). */
-  private async updateNodeAddresses(node: V1Node, cloudAddresses: V1NodeAddress[], log: Logger, signal?: AbortSignal): Promise<void> {
-    const decision = decideNodeAddresses(node, cloudAddresses);
-    if (decision.action === 'skip') {
-      log.debug(5, 'not updating node addresses', { reason: decision.reason });
-      return;
-    }
-    if (decision.action === 'invalid-node-ip') {
-      log.error('failed to update node addresses', { error: decision.reason });
-      return;
-    }
+  /**
+   * Writes the node's addresses when they changed, computed from the node as read and written
+   * only if it is still at that resourceVersion: on a conflict (the kubelet posted its status
+   * meanwhile) the node is read again and the list recomputed, so nothing the kubelet added is
+   * lost. Other errors are logged, not retried (upstream): the next pass tries again.
+   */
+  private async updateNodeAddresses(cached: V1Node, cloudAddresses: V1NodeAddress[], log: Logger, signal?: AbortSignal): Promise<void> {
+    const name = nodeName(cached);
     try {
-      await this.writer.setAddresses(nodeName(node), decision.addresses, signal);
+      await retryOnConflict(async (attempt) => {
+        const node = attempt === 1 ? cached : await this.writer.get(name, signal);
+        const decision = decideNodeAddresses(node, cloudAddresses);
+        if (decision.action === 'skip') {
+          log.debug(5, 'not updating node addresses', { reason: decision.reason });
+        } else if (decision.action === 'invalid-node-ip') {
+          log.error('failed to update node addresses', { error: decision.reason });
+        } else {
+          await this.writer.setAddresses(name, node.metadata?.resourceVersion, decision.addresses, signal);
+        }
+      }, DEFAULT_RETRY, signal);
     } catch (e) {
+      if (isNotFound(e)) return;
       log.error('error patching node with cloud ip addresses', { error: errorMessage(e) });
     }
   }

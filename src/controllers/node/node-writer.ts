@@ -13,7 +13,8 @@ export interface NodeWriter {
   get(name: string, signal?: AbortSignal): Promise<V1Node>;
   initialize(name: string, patch: InitializationPatch, signal?: AbortSignal): Promise<V1Node>;
   setLabels(name: string, labels: Record<string, string>, signal?: AbortSignal): Promise<V1Node>;
-  setAddresses(name: string, addresses: V1NodeAddress[], signal?: AbortSignal): Promise<V1Node>;
+  /** Replaces status.addresses if the node is still at `resourceVersion` (409 otherwise). */
+  setAddresses(name: string, resourceVersion: string | undefined, addresses: V1NodeAddress[], signal?: AbortSignal): Promise<V1Node>;
 }
 
 /** The label re-sync's write (label-resync.ts), apart so NodeWriter's test doubles need not know it. */
@@ -69,9 +70,11 @@ export class ApiNodeWriter implements NodeWriter, NodeLabelWriter {
   /**
    * Merge patch on the status subresource: the address list is replaced whole, which is what we
    * want (a strategic patch merges addresses by type and cannot express two addresses of one type
-   * or a new order). Upstream patches node status too (PatchNodeStatus), without a precondition.
+   * or a new order). Beyond upstream (PatchNodeStatus, no precondition): the patch carries the
+   * resourceVersion the list was computed from, so a Hostname the kubelet posted meanwhile is not
+   * replaced away; the caller gets 409, reads the node again and recomputes.
    */
-  setAddresses(name: string, addresses: V1NodeAddress[], signal?: AbortSignal): Promise<V1Node> {
-    return this.nodes.patch(name, 'merge', { status: { addresses } }, { subresource: 'status', signal });
+  setAddresses(name: string, resourceVersion: string | undefined, addresses: V1NodeAddress[], signal?: AbortSignal): Promise<V1Node> {
+    return this.nodes.patch(name, 'merge', { metadata: { resourceVersion }, status: { addresses } }, { subresource: 'status', signal });
   }
 }
