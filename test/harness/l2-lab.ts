@@ -24,6 +24,9 @@ export const SERVICE_IPV4 = '198.51.100.200';
 export const SERVICE_IPV6 = '2001:db8:1::200';
 export const UNASSIGNED_IPV4 = '198.51.100.201';
 export const UNASSIGNED_IPV6 = '2001:db8:1::201';
+/** Announced on the nodes' eth1 only (the "side" segment). */
+export const SIDE_IPV4 = '203.0.113.200';
+export const SIDE_IPV6 = '2001:db8:2::200';
 export const SERVICE_PORT = 8080;
 export const NODES = ['n1', 'n2', 'n3'] as const;
 export type NodeName = (typeof NODES)[number];
@@ -135,7 +138,8 @@ export class L2Lab {
     return /lladdr ([0-9a-f:]{17})/.exec(out)?.[1];
   }
 
-  nodeOfMac(mac: string): NodeName | undefined {
-    return NODES.find((n) => this.nodes[n].lanMac === mac);
+  /** Forgets what the client learnt, so a test starts from no neighbour entries. */
+  async flushClientNeighbours(): Promise<void> {
+    await this.lab.ip('client', 'neigh', 'flush', 'dev', 'eth0');
   }
 }

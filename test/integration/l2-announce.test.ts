@@ -1,0 +1,269 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { join } from 'node:path';
+import { ipToBytes, parseIP } from '../../src/net/ip.ts';
+import { electNode } from '../../src/net/l2/election.ts';
+import { ARP_REQUEST, serializeArp } from '../../src/net/l2/arp.ts';
+import { BROADCAST_MAC, ETHERTYPE_ARP, ZERO_MAC, buildEthernet, parseMac } from '../../src/net/l2/ethernet.ts';
+import { icmpv6Checksum, neighborSolicitationFrame } from '../../src/net/l2/ndp.ts';
+import { eventually } from '../harness/eventually.ts';
+import { L2Lab, NODES, SERVICE_IPV4, SERVICE_IPV6, SIDE_IPV4, SIDE_IPV6, UNASSIGNED_IPV4, UNASSIGNED_IPV6, type NodeName } from '../harness/l2-lab.ts';
+import { ResponderChild } from '../harness/l2-responder.ts';
+import { mustRun } from '../harness/netns.ts';
+
+/**
+ * The L2 responder with real frames: three nodes and a client on one bridge (l2-lab.ts), one
+ * responder per node in its namespace. The test plays the part of the speaker's control loop:
+ * it elects an owner per address with electNode over the live nodes and tells each responder
+ * what to announce. Answers are observed with the client's own arping, ndisc6 and curl.
+ */
+const LAN_ADDRESSES = [SERVICE_IPV4, SERVICE_IPV6];
+const SIDE_ADDRESSES = [SIDE_IPV4, SIDE_IPV6];
+/** arping and ndisc6 wait a second per probe, and a failover takes a few: room for a loaded machine. */
+const TEST_TIMEOUT_MS = 120_000;
+const FRAME_SENDER = join(import.meta.dir, '..', 'fakes', 'l2-frame-sender-main.ts');
+
+let site: L2Lab;
+const responders = new Map<NodeName, ResponderChild>();
+const alive = new Set<NodeName>(NODES);
+
+beforeAll(async () => {
+  site = await L2Lab.build();
+  for (const node of NODES) responders.set(node, await ResponderChild.start(site.lab, node));
+}, 120_000);
+
+afterAll(async () => {
+  await site?.destroy();
+});
+
+const owner = (address: string) => electNode(address, alive) as NodeName;
+const responder = (node: NodeName) => responders.get(node)!;
+const macOf = (node: NodeName) => site.nodes[node].lanMac;
+
+/** Each live node announces what it is elected for: LAN addresses on eth0, side addresses on eth1. */
+async function announceElected(): Promise<void> {
+  for (const node of alive) {
+    const problems = await responder(node).announce({
+      eth0: LAN_ADDRESSES.filter((a) => owner(a) === node),
+      eth1: SIDE_ADDRESSES.filter((a) => owner(a) === node),
+    });
+    expect(problems).toEqual([]);
+  }
+  for (const node of alive) await responder(node).settled();
+}
+
+async function answersFor(address: string): Promise<Record<string, number>> {
+  const result: Record<string, number> = {};
+  for (const node of alive) result[node] = (await responder(node).stats()).stats.answers[address] ?? 0;
+  return result;
+}
+
+describe('answering', () => {
+  test("the client's ARP request is answered by the elected node alone, with its MAC", async () => {
+    await announceElected();
+    const before = await answersFor(SERVICE_IPV4);
+    expect(await site.arpAnswers(SERVICE_IPV4)).toEqual([macOf(owner(SERVICE_IPV4))]);
+    const after = await answersFor(SERVICE_IPV4);
+    for (const node of alive) expect(after[node]! - before[node]!).toBe(node === owner(SERVICE_IPV4) ? 1 : 0);
+  }, TEST_TIMEOUT_MS);
+
+  test("the client's Neighbor Solicitation is answered by the elected node alone, which the switch forwards it to after MLD", async () => {
+    await announceElected();
+    expect(await site.ndpAnswers(SERVICE_IPV6)).toEqual([macOf(owner(SERVICE_IPV6))]);
+    // The responder joined the solicited-node group through the kernel, which reported it: the
+    // snooping bridge lists the group on the elected node's port.
+    const mdb = await mustRun(['bridge', '-n', site.lab.ns('sw'), 'mdb', 'show', 'dev', 'lan']);
+    expect(mdb).toContain(`port ${owner(SERVICE_IPV6)}-lan grp ff02::1:ff00:200`);
+  }, TEST_TIMEOUT_MS);
+
+  test('curl from the client reaches the listener on the elected node, over IPv4 and IPv6', async () => {
+    await announceElected();
+    expect(await site.fetchFromClient(SERVICE_IPV4)).toBe(owner(SERVICE_IPV4));
+    expect(await site.fetchFromClient(SERVICE_IPV6)).toBe(owner(SERVICE_IPV6));
+  }, TEST_TIMEOUT_MS);
+
+  test('the probes see every answer: a second node announcing the same addresses is heard as a duplicate', async () => {
+    await announceElected();
+    const extra4 = NODES.find((n) => n !== owner(SERVICE_IPV4))!;
+    const extra6 = NODES.find((n) => n !== owner(SERVICE_IPV6))!;
+    try {
+      await responder(extra4).announce({ eth0: LAN_ADDRESSES.filter((a) => owner(a) === extra4).concat(SERVICE_IPV4) });
+      await responder(extra4).settled();
+      expect((await site.arpAnswers(SERVICE_IPV4)).sort()).toEqual([macOf(owner(SERVICE_IPV4)), macOf(extra4)].sort());
+      await announceElected();
+      await responder(extra6).announce({ eth0: LAN_ADDRESSES.filter((a) => owner(a) === extra6).concat(SERVICE_IPV6) });
+      await responder(extra6).settled();
+      expect((await site.ndpAnswers(SERVICE_IPV6)).sort()).toEqual([macOf(owner(SERVICE_IPV6)), macOf(extra6)].sort());
+    } finally {
+      await announceElected();
+      // The client learnt the extra node's MAC from its answers: forget it, as the owner did not change.
+      await site.flushClientNeighbours();
+    }
+  }, TEST_TIMEOUT_MS);
+});
+
+describe('takeover', () => {
+  test("moves the client's neighbour entry to the new owner without the client asking (gratuitous ARP, unsolicited NA)", async () => {
+    await announceElected();
+    for (const address of LAN_ADDRESSES) {
+      const from = owner(address);
+      const to = NODES.find((n) => n !== from)!;
+      expect(await site.fetchFromClient(address)).toBe(from);
+      expect(await site.clientNeighbour(address)).toBe(macOf(from));
+      try {
+        // No traffic from the client from here on: its entry can only change by what it is sent.
+        await responder(from).announce({ eth0: LAN_ADDRESSES.filter((a) => a !== address && owner(a) === from) });
+        await responder(to).announce({ eth0: LAN_ADDRESSES.filter((a) => owner(a) === to).concat(address) });
+        await eventually(`the client's neighbour entry for ${address} moving to ${to}`, async () => (await site.clientNeighbour(address)) === macOf(to), 30_000);
+      } finally {
+        await announceElected();
+      }
+    }
+  }, TEST_TIMEOUT_MS);
+});
+
+describe('silence', () => {
+  test('no answer for an address nobody was given', async () => {
+    await announceElected();
+    expect(await site.arpAnswers(UNASSIGNED_IPV4)).toEqual([]);
+    expect(await site.ndpAnswers(UNASSIGNED_IPV6)).toEqual([]);
+  }, TEST_TIMEOUT_MS);
+
+  test('no answer on an interface the address is not listed for, though the responder listens there', async () => {
+    await announceElected();
+    // The side addresses are answered on eth1 (so some responder reads eth1's frames)...
+    expect(await site.arpAnswers(SIDE_IPV4, 'eth1')).toEqual([site.nodes[owner(SIDE_IPV4)].sideMac]);
+    expect(await site.ndpAnswers(SIDE_IPV6, 'eth1')).toEqual([site.nodes[owner(SIDE_IPV6)].sideMac]);
+    // ...but the service addresses, listed for eth0 only, are not.
+    expect(await site.arpAnswers(SERVICE_IPV4, 'eth1')).toEqual([]);
+    expect(await site.ndpAnswers(SERVICE_IPV6, 'eth1')).toEqual([]);
+  }, TEST_TIMEOUT_MS);
+
+  test('an address taken away is not answered any more', async () => {
+    await announceElected();
+    const node4 = owner(SERVICE_IPV4);
+    const node6 = owner(SERVICE_IPV6);
+    try {
+      await responder(node4).announce({ eth0: [], eth1: SIDE_ADDRESSES.filter((a) => owner(a) === node4) });
+      await responder(node6).announce({ eth0: [], eth1: SIDE_ADDRESSES.filter((a) => owner(a) === node6) });
+      expect(await site.arpAnswers(SERVICE_IPV4)).toEqual([]);
+      expect(await site.ndpAnswers(SERVICE_IPV6)).toEqual([]);
+    } finally {
+      await announceElected();
+    }
+    expect(await site.arpAnswers(SERVICE_IPV4)).toEqual([macOf(node4)]);
+  }, TEST_TIMEOUT_MS);
+});
+
+describe('malformed frames', () => {
+  test('are counted and never answered, and answering goes on', async () => {
+    await announceElected();
+    const clientMac = parseMac(site.client.lanMac)!;
+    const clientLinkLocal = ipToBytes(parseIP('fe80::ff:fe00:99')!);
+    const request = serializeArp({ operation: ARP_REQUEST, senderMac: clientMac, senderIp: ipToBytes(parseIP(site.client.lanIPv4)!), targetMac: ZERO_MAC, targetIp: ipToBytes(parseIP(SERVICE_IPV4)!) });
+    const arpHeader = buildEthernet(BROADCAST_MAC, clientMac, ETHERTYPE_ARP, new Uint8Array()).subarray(0, 14);
+    const solicitation = () => neighborSolicitationFrame(ipToBytes(parseIP(SERVICE_IPV6)!), clientMac, clientLinkLocal);
+    const withChecksum = (frame: Uint8Array) => {
+      frame[56] = frame[57] = 0;
+      const sum = icmpv6Checksum(frame.subarray(22, 38), frame.subarray(38, 54), frame.subarray(54, 54 + ((frame[18]! << 8) | frame[19]!)));
+      frame[56] = sum >> 8;
+      frame[57] = sum & 0xff;
+      return frame;
+    };
+    const junk: Record<string, Uint8Array> = {
+      // A veth does not pad, so a short ARP frame arrives as short as it was sent.
+      'ARP packet of 10 bytes': Buffer.concat([arpHeader, request.subarray(0, 10)]),
+      'not Ethernet/IPv4': Buffer.concat([arpHeader, Object.assign(request.slice(), { 2: 0x86, 3: 0xdd })]),
+      'ARP operation 9': Buffer.concat([arpHeader, Object.assign(request.slice(), { 7: 9 })]),
+      'wrong ICMPv6 checksum': Object.assign(solicitation(), { 57: solicitation()[57]! ^ 0xff }),
+      'hop limit 64': Object.assign(solicitation(), { 21: 64 }),
+      'zero-length option': withChecksum(Object.assign(solicitation(), { 79: 0 })),
+    };
+    const node4 = owner(SERVICE_IPV4);
+    const node6 = owner(SERVICE_IPV6);
+    const before4 = (await responder(node4).stats()).stats;
+    const before6 = (await responder(node6).stats()).stats;
+    await mustRun(['ip', 'netns', 'exec', site.lab.ns('client'), process.execPath, FRAME_SENDER, 'eth0', ...Object.values(junk).map((f) => Buffer.from(f).toString('hex'))]);
+    const reasonsSeen = async (node: NodeName, names: string[]) => {
+      const reasons = Object.keys((await responder(node).stats()).stats.malformedReasons);
+      return names.every((name) => reasons.some((r) => r.includes(name)));
+    };
+    await eventually('the owners counting every junk frame as malformed', async () =>
+      (await reasonsSeen(node4, Object.keys(junk).slice(0, 3))) && reasonsSeen(node6, Object.keys(junk).slice(3)),
+    );
+    const after4 = (await responder(node4).stats()).stats;
+    const after6 = (await responder(node6).stats()).stats;
+    expect(after4.answers[SERVICE_IPV4]).toBe(before4.answers[SERVICE_IPV4]!);
+    expect(after6.answers[SERVICE_IPV6]).toBe(before6.answers[SERVICE_IPV6]!);
+    expect(after4.malformedFrames - before4.malformedFrames).toBeGreaterThanOrEqual(3);
+    expect(after6.malformedFrames - before6.malformedFrames).toBeGreaterThanOrEqual(3);
+    // The responders are alive and still answer.
+    expect(await site.arpAnswers(SERVICE_IPV4)).toEqual([macOf(node4)]);
+    expect(await site.ndpAnswers(SERVICE_IPV6)).toEqual([macOf(node6)]);
+  }, TEST_TIMEOUT_MS);
+});
+
+/** A request to a dead node fails after this long: the resolution of the measured gap. */
+const REQUEST_TIMEOUT_SECONDS = 0.3;
+
+interface Attempt {
+  start: number;
+  end: number;
+  node: string | undefined;
+}
+
+/** Requests `address` from the client back to back until `newOwner` answers (at most `limit` tries). */
+async function requestUntil(address: string, newOwner: NodeName, attempts: Attempt[], limit = 200): Promise<void> {
+  for (let i = 0; i < limit; i++) {
+    const start = performance.now();
+    const node = await site.fetchFromClient(address, REQUEST_TIMEOUT_SECONDS);
+    attempts.push({ start, end: performance.now(), node });
+    if (node === newOwner) return;
+  }
+  throw new Error(`${address} never reached ${newOwner} in ${limit} requests: ${JSON.stringify(attempts.map((a) => a.node ?? 'failed'))}`);
+}
+
+/** First failed request to first good one, in ms; 0 when no request failed. */
+function gapOf(attempts: Attempt[], newOwner: string): number {
+  const firstFailed = attempts.find((a) => a.node === undefined);
+  const firstGood = attempts.find((a) => a.node === newOwner)!;
+  return firstFailed ? Math.round(firstGood.end - firstFailed.start) : 0;
+}
+
+describe('failover', () => {
+  for (const address of [SERVICE_IPV4, SERVICE_IPV6]) {
+    test(`the node announcing ${address} fails: another node takes over with gratuitous frames and the client reaches it again`, async () => {
+      await announceElected();
+      const failed = owner(address);
+      const others = LAN_ADDRESSES.filter((a) => owner(a) !== failed);
+      const next = electNode(address, [...alive].filter((n) => n !== failed)) as NodeName;
+      expect(next).toBeDefined();
+      const attempts: Attempt[] = [];
+      const loop = requestUntil(address, next, attempts);
+      await eventually(`two answers from ${failed} before it fails`, () => attempts.filter((a) => a.node === failed).length >= 2);
+
+      // The node dies: its responder SIGKILLed, its link gone from the switch. The test, standing
+      // in for liveness detection, sees the exit, re-elects and tells the new owner at once.
+      await responder(failed).kill();
+      await site.lab.ip(failed, 'link', 'set', 'eth0', 'down');
+      alive.delete(failed);
+      const takeoversBefore = (await responder(next).stats()).stats.takeovers[address] ?? 0;
+      const takeoverAt = performance.now();
+      await announceElected();
+      await loop;
+
+      const gap = gapOf(attempts, next);
+      const afterTakeover = Math.round(attempts.find((a) => a.node === next)!.end - takeoverAt);
+      console.log(
+        `l2 failover ${address}: ${failed} -> ${next}, gap ${gap} ms from first failed to first good request, ` +
+          `${afterTakeover} ms from takeover to first good; ${attempts.length} requests, ${attempts.filter((a) => !a.node).length} failed`,
+      );
+      expect(owner(address)).toBe(next);
+      expect((await responder(next).stats()).stats.takeovers[address]).toBe(takeoversBefore + 1);
+      const family = address.includes(':') ? 'ndpAnswers' : 'arpAnswers';
+      expect(await site[family](address)).toEqual([macOf(next)]);
+      expect(await site.clientNeighbour(address)).toBe(macOf(next));
+      // Addresses the failed node did not hold stayed where they were.
+      for (const other of others) expect(await site.fetchFromClient(other)).toBe(owner(other));
+    }, TEST_TIMEOUT_MS);
+  }
+});
