@@ -118,7 +118,7 @@ export class CloudNodeLifecycleController implements Controller {
       signal,
       onError: (failed, error) => this.log.error('error checking if nodes exist in the cloud provider', { nodes: failed.map(nodeName), error }),
     });
-    for (const answer of provided.values()) this.metrics.existenceAnswers.inc({ answer });
+    countBy(provided.values(), (answer, n) => this.metrics.existenceAnswers.inc({ answer }, n));
     const snapshot = this.snapshots.judge(asked, provided, now);
     this.reportSnapshot(snapshot, asked);
     const answers = snapshot.answers;
@@ -182,7 +182,7 @@ export class CloudNodeLifecycleController implements Controller {
     for (const reason of ['empty', 'shrunk'] satisfies Distrust[]) {
       this.metrics.answerDistrusted.set({ reason }, [...snapshot.groups.values()].filter((g) => g.state === reason).length);
     }
-    for (const reason of snapshot.distrusted.values()) this.metrics.answersDistrusted.inc({ reason });
+    countBy(snapshot.distrusted.values(), (reason, n) => this.metrics.answersDistrusted.inc({ reason }, n));
 
     for (const group of snapshot.groups.values()) {
       const before = this.groupStates.get(group.scheme);
@@ -320,4 +320,11 @@ export class CloudNodeLifecycleController implements Controller {
       this.log.error('error patching node taints', { node: nodeName(node), taints: keys, error: errorMessage(e) });
     }
   }
+}
+
+/** Calls `add` once per distinct value with its count (one metric update per label, not per node). */
+function countBy<T>(values: Iterable<T>, add: (value: T, count: number) => void): void {
+  const counts = new Map<T, number>();
+  for (const value of values) counts.set(value, (counts.get(value) ?? 0) + 1);
+  for (const [value, count] of counts) add(value, count);
 }
