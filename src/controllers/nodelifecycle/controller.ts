@@ -15,7 +15,7 @@ import { ANNOTATION_ACKNOWLEDGE_DELETION, QUARANTINE_TAINT, SHUTDOWN_TAINT, isDe
 import { type HeldReason, NodeLifecycleMetrics } from './metrics.ts';
 import { ApiNodeWriter, type NodeWriter } from './node-writer.ts';
 import { type LifecycleOptions, type LifecycleOptionsInput, resolveLifecycleOptions, shrinkConfirmReads } from './options.ts';
-import { type Distrust, type GroupJudgement, ProviderSnapshots, type SnapshotJudgement, describeGroup, providerIDScheme } from './snapshot.ts';
+import { DISTRUST_REASONS, type Distrust, type GroupJudgement, ProviderSnapshots, type SnapshotJudgement, describeGroup, providerIDScheme } from './snapshot.ts';
 
 /** Taint writes (and the shutdown questions before them) in flight at once. */
 export const WRITE_CONCURRENCY = 10;
@@ -179,7 +179,7 @@ export class CloudNodeLifecycleController implements Controller {
    * recorder while the message stays the same).
    */
   private reportSnapshot(snapshot: SnapshotJudgement, asked: V1Node[]): void {
-    for (const reason of ['empty', 'shrunk'] satisfies Distrust[]) {
+    for (const reason of DISTRUST_REASONS) {
       this.metrics.answerDistrusted.set({ reason }, [...snapshot.groups.values()].filter((g) => g.state === reason).length);
     }
     countBy(snapshot.distrusted.values(), (reason, n) => this.metrics.answersDistrusted.inc({ reason }, n));
