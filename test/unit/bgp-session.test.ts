@@ -274,3 +274,20 @@ test('stop: graceful closes without a NOTIFICATION (the peer keeps the routes); 
     else expect(notes.map((n) => [n.code, n.subcode])).toEqual([[ErrorCode.CEASE, CeaseSubcode.ADMINISTRATIVE_SHUTDOWN]]);
   }
 });
+
+test('ADD-PATH turned off for a peer: one stable next hop per prefix and no path identifiers, even when the peer can receive several', async () => {
+  const p = peer();
+  const s = await speaker({ peers: [{ ...peerConfig(p), addPath: false }] });
+  s.setAnnouncements([{ prefix: '203.0.113.10/32', nextHops: ['198.51.100.11', '198.51.100.12', '198.51.100.13'] }]);
+  const conn = await p.connection(0);
+  const open = await conn.waitFor('OPEN', (m) => m.type === 'open');
+  expect(open.type === 'open' && open.capabilities.addPath).toEqual([]);
+  conn.sendOpen({ asn: 65010, caps: { addPath: [{ afi: Afi.IPV4, safi: Safi.UNICAST, send: false, receive: true }] } });
+  // We never agreed to send path identifiers: read the UPDATEs without them.
+  conn.ctx = { fourOctetAs: true, addPath: { 4: false, 6: false } };
+  conn.sendKeepalive();
+  await eventually('two End-of-RIB markers', () => endOfRibs(conn) === 2);
+  expect(conn.decodeError).toBeUndefined();
+  expect([...announced(conn).keys()]).toEqual(['203.0.113.10/32']);
+  expect(s.stats().peers[0]!.negotiated?.addPath).toEqual([]);
+});

@@ -40,6 +40,12 @@ export interface PeerConfig {
   connectRetry?: { minSeconds?: number; maxSeconds?: number };
   /** Address families offered; default both. */
   families?: IPFamily[];
+  /**
+   * Offer ADD-PATH send (RFC 7911), so a prefix with several next hops goes out as several
+   * paths (ECMP at the router) where the peer can receive them; default true. Off, or with a
+   * peer that cannot receive them, each prefix gets one next hop, chosen stably.
+   */
+  addPath?: boolean;
 }
 
 export interface ResolvedConfig {
@@ -104,6 +110,7 @@ export function resolveConfig(c: SpeakerConfig): ResolvedConfig {
     const min = p.connectRetry?.minSeconds ?? 1;
     const max = p.connectRetry?.maxSeconds ?? 60;
     if (!(typeof min === 'number' && min > 0 && typeof max === 'number' && max >= min)) problems.push(`${at}.connectRetry: need 0 < minSeconds <= maxSeconds`);
+    if (p.addPath !== undefined && typeof p.addPath !== 'boolean') problems.push(`${at}.addPath: ${JSON.stringify(p.addPath)} is not true or false`);
     const connectTimeout = p.connectTimeoutSeconds ?? 10;
     if (!(typeof connectTimeout === 'number' && connectTimeout > 0)) problems.push(`${at}.connectTimeoutSeconds: ${JSON.stringify(p.connectTimeoutSeconds)} must be a positive number`);
     const families = p.families ?? [4, 6];
@@ -124,6 +131,7 @@ export function resolveConfig(c: SpeakerConfig): ResolvedConfig {
       connectRetryMinMs: min * 1000,
       connectRetryMaxMs: max * 1000,
       families: [...new Set(families)].sort(),
+      addPath: p.addPath ?? true,
     });
   });
   if (problems.length > 0) throw new Error(`invalid BGP configuration:\n  ${problems.join('\n  ')}`);

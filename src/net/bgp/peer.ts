@@ -29,6 +29,8 @@ export interface PeerSettings {
   connectRetryMinMs: number;
   connectRetryMaxMs: number;
   families: IPFamily[];
+  /** Offer ADD-PATH send. */
+  addPath: boolean;
 }
 
 export interface LocalSettings {
@@ -214,7 +216,7 @@ export class Peer {
       routeRefresh: true,
       fourOctetAs: this.local.asn,
       // We send several paths per prefix where the peer can receive them; we never receive any.
-      addPath: families.map((f) => ({ afi: afiOf(f), safi: Safi.UNICAST, send: true, receive: false })),
+      addPath: this.settings.addPath ? families.map((f) => ({ afi: afiOf(f), safi: Safi.UNICAST, send: true, receive: false })) : [],
     };
     if (this.local.gracefulRestart) {
       caps.gracefulRestart = {
@@ -406,10 +408,11 @@ export class Peer {
       if (family) offered.add(family);
     }
     const families = new Set(this.settings.families.filter((f) => offered.has(f)));
+    // Several paths go out for a family only where we offered to send and the peer to receive.
     const addPathSend = { 4: false, 6: false } as Record<IPFamily, boolean>;
     for (const a of caps.addPath) {
       const family = familyOf(a.afi, a.safi);
-      if (family && a.receive && families.has(family)) addPathSend[family] = true;
+      if (family && a.receive && this.settings.addPath && families.has(family)) addPathSend[family] = true;
     }
     const fourOctetAs = caps.fourOctetAs !== undefined;
     const view: PeerView = { localAsn: this.local.asn, ibgp: this.settings.asn === this.local.asn, families, addPathSend, ctx: { fourOctetAs, addPath: addPathSend } };
