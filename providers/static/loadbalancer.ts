@@ -2,6 +2,7 @@ import type { V1LoadBalancerStatus, V1Node, V1Service } from '@kubernetes/client
 import { RetryAfterError, defaultLoadBalancerName, type LoadBalancer, type LoadBalancerResult } from '../../src/cloud/types.ts';
 import { wantsLoadBalancer } from '../../src/kube/service-helpers.ts';
 import type { ProviderContext } from '../../src/cloud/types.ts';
+import type { KubeTransport } from '../../src/kube/transport.ts';
 import { errorMessage } from '../../src/kube/errors.ts';
 import type { EventRecorder } from '../../src/kube/event-recorder.ts';
 import { ResourceClient, SERVICES } from '../../src/kube/resources.ts';
@@ -27,7 +28,13 @@ export const ADDRESS_NOT_SHARED_REASON = 'AddressNotShared';
  * out twice after a restart or a change of leader.
  */
 export class StaticLoadBalancer implements LoadBalancer {
+  /** The allocator is this process's memory: two processes would hand out one address twice. */
+  readonly exclusive = { refresh: (signal: AbortSignal) => this.refresh(signal) };
   private rebuilt = false;
+  /** Where the services are read from: set at the provider's start (rebuildFromServices). */
+  private source?: { transport: KubeTransport; retry: RebuildRetry; logger: Logger };
+  /** Counts refreshes, so one that finishes after a later one started does not apply its older list. */
+  private generation = 0;
   private events?: EventRecorder;
 
   constructor(
@@ -43,6 +50,24 @@ export class StaticLoadBalancer implements LoadBalancer {
 
   get isRebuilt(): boolean {
     return this.rebuilt;
+  }
+
+  /** Reads the services from `transport` for every refresh from now on. */
+  connect(transport: KubeTransport, retry: RebuildRetry, logger: Logger): void {
+    this.source = { transport, retry, logger };
+  }
+
+  /**
+   * Rebuilds the allocator from every service (GET /api/v1/services, paged), retrying until it
+   * succeeds or the signal aborts: until then ensure and delete answer "retry after" rather than
+   * risk handing out a held address. Nothing before connect (the provider's start rebuilds).
+   */
+  async refresh(signal: AbortSignal): Promise<void> {
+    if (!this.source) return;
+    const generation = ++this.generation;
+    this.rebuilt = false;
+    const services = await listServicesRetrying(this.source, signal);
+    if (generation === this.generation) this.rebuild(services);
   }
 
   /** Where to report what a service should know about its addresses (the provider context's recorder). */
@@ -122,28 +147,37 @@ function creation(s: V1Service): string {
   return t instanceof Date ? t.toISOString() : typeof t === 'string' ? t : '';
 }
 
-export const DEFAULT_REBUILD_RETRY = { initialMs: 1000, maxMs: 30_000 };
+export interface RebuildRetry {
+  initialMs: number;
+  maxMs: number;
+}
+
+export const DEFAULT_REBUILD_RETRY: RebuildRetry = { initialMs: 1000, maxMs: 30_000 };
 
 /**
- * Rebuilds the allocator from every service (GET /api/v1/services, paged), retrying until it
- * succeeds or the signal aborts: until then ensureLoadBalancer answers "retry after" rather than
- * risk handing out a held address. For any provider that uses these pools.
+ * At the provider's start: connects the load balancer to the cluster and rebuilds its allocator
+ * from every service (see refresh). For any provider that uses these pools.
  */
 export async function rebuildFromServices(
   loadBalancer: StaticLoadBalancer,
   ctx: Pick<ProviderContext, 'transport' | 'signal'>,
-  retry: { initialMs: number; maxMs: number },
+  retry: RebuildRetry,
   logger: Logger,
 ): Promise<void> {
-  const services = new ResourceClient<V1Service>(ctx.transport, SERVICES);
-  for (let delay = retry.initialMs; ; delay = Math.min(delay * 2, retry.maxMs)) {
+  loadBalancer.connect(ctx.transport, retry, logger);
+  await loadBalancer.refresh(ctx.signal);
+}
+
+/** Every service, paged; a failed list is retried with backoff until it succeeds or the signal aborts. */
+async function listServicesRetrying(source: { transport: KubeTransport; retry: RebuildRetry; logger: Logger }, signal: AbortSignal): Promise<V1Service[]> {
+  const services = new ResourceClient<V1Service>(source.transport, SERVICES);
+  for (let delay = source.retry.initialMs; ; delay = Math.min(delay * 2, source.retry.maxMs)) {
     try {
-      loadBalancer.rebuild(await listAll(services, ctx.signal));
-      return;
+      return await listAll(services, signal);
     } catch (e) {
-      if (ctx.signal.aborted) throw e;
-      logger.warn('cannot list services to rebuild load-balancer addresses; retrying', { error: errorMessage(e), retryMs: delay });
-      await sleep(delay, ctx.signal);
+      if (signal.aborted) throw e;
+      source.logger.warn('cannot list services to rebuild load-balancer addresses; retrying', { error: errorMessage(e), retryMs: delay });
+      await sleep(delay, signal);
     }
   }
 }

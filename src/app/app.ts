@@ -5,8 +5,10 @@ import type { ProviderRegistry } from '../cloud/registry.ts';
 import type { Controller } from '../controllers/types.ts';
 import { resolveLifecycleOptions } from '../controllers/nodelifecycle/index.ts';
 import { errorMessage } from '../kube/errors.ts';
+import type { EventRecorder } from '../kube/event-recorder.ts';
 import { EventBroadcaster } from '../kube/events.ts';
 import { LeaderElector, makeIdentity } from '../kube/leader-election.ts';
+import { ReplicaGuard } from './replica-guard.ts';
 import { RequestFence } from '../kube/request-fence.ts';
 import { BunKubeTransport, type KubeTransport, type TransportOptions } from '../kube/transport.ts';
 import { createLogger, type Logger } from '../log.ts';
@@ -91,6 +93,10 @@ export async function runControllerManager(options: Options, providers: Provider
   const termClient = (component: string) => clientFor(component, { fence: term });
   let shuttingDown = false;
   let runningControllers: Promise<void> | undefined;
+  // Whether the lease may be released at the stop: see endTerm.
+  let releaseLease = true;
+  // Without leader election, why the service controller may not ensure now: see ReplicaGuard.
+  let ensureBlocked: (() => string | undefined) | undefined;
 
   const startControllers = async (signal: AbortSignal): Promise<void> => {
     await cloud.initialize?.({
@@ -124,6 +130,7 @@ export async function runControllerManager(options: Options, providers: Provider
       registry,
       cloud,
       isManagedNode,
+      ensureBlocked,
     });
     // One check per running controller (as upstream's controller health adaptors): unhealthy once
     // its loop has ended while we still lead, or when the controller reports a problem itself.
@@ -155,7 +162,6 @@ export async function runControllerManager(options: Options, providers: Provider
 
   let exitCode = 0;
   if (options.leaderElect) {
-    let releaseLease = true;
     const elector = new LeaderElector({
       // As upstream's leader-election client (Timeout = renew deadline): a standby's acquire
       // attempt never hangs on a stalled connection past one renew deadline.
@@ -207,6 +213,15 @@ export async function runControllerManager(options: Options, providers: Provider
     }, { once: true });
     await elector.run(electionStop.signal);
   } else {
+    const guard = replicaGuard(options, cloud, clientFor('leader-election', { requestTimeoutMs: options.leaderElectRenewDeadlineMs }), {
+      logger: logger.with({ component: 'replica-guard' }),
+      events: events.recorder('cloud-controller-manager'),
+      releaseOnStop: () => releaseLease,
+      stop: controllersStop.signal,
+    });
+    const guardStop = new AbortController();
+    const guarding = guard?.run(guardStop.signal);
+    ensureBlocked = guard && (() => guard.blockedReason());
     runningControllers = startControllers(controllersStop.signal).catch((e) => {
       if (controllersStop.signal.aborted) return; // stopped while starting: not a failure
       logger.error('controllers failed', { error: errorMessage(e) });
@@ -214,7 +229,9 @@ export async function runControllerManager(options: Options, providers: Provider
     });
     await new Promise<void>((resolve) => controllersStop.signal.addEventListener('abort', () => resolve(), { once: true }));
     await drain(runningControllers, options.shutdownGracePeriodMs, logger);
-    await endTerm(term, logger);
+    releaseLease = await endTerm(term, logger);
+    guardStop.abort(new Error('shutdown'));
+    await guarding;
   }
 
   await events.close(2_000);
@@ -222,6 +239,40 @@ export async function runControllerManager(options: Options, providers: Provider
   await cloud.close?.();
   logger.info('stopped');
   return exitCode;
+}
+
+/**
+ * With --leader-elect=false, a guard on the leader Lease when the service controller runs and the
+ * provider's load balancer decides from memory (LoadBalancer.exclusive); none otherwise, so other
+ * providers keep upstream's behaviour (no Lease at all).
+ */
+function replicaGuard(
+  options: Options,
+  cloud: CloudProvider,
+  transport: KubeTransport,
+  deps: { logger: Logger; events: EventRecorder; releaseOnStop: () => boolean; stop: AbortSignal },
+): ReplicaGuard | undefined {
+  const exclusive = cloud.loadBalancer?.exclusive;
+  if (!exclusive || !options.enabledControllers.has('service-lb-controller')) return undefined;
+  return new ReplicaGuard({
+    transport,
+    namespace: options.leaderElectResourceNamespace,
+    name: options.leaderElectResourceName,
+    identity: makeIdentity(),
+    leaseDurationMs: options.leaderElectLeaseDurationMs,
+    renewDeadlineMs: options.leaderElectRenewDeadlineMs,
+    retryPeriodMs: options.leaderElectRetryPeriodMs,
+    logger: deps.logger,
+    events: deps.events,
+    releaseOnStop: deps.releaseOnStop,
+    // Another edge-ccm may have handed out addresses while this one held no Lease.
+    onAcquired: (held) => {
+      const signal = AbortSignal.any([held, deps.stop]);
+      exclusive.refresh(signal).catch((e: unknown) => {
+        if (!signal.aborted) deps.logger.error('cannot refresh the load balancer after taking the Lease', { error: errorMessage(e) });
+      });
+    },
+  });
 }
 
 /** Each controller's own service-account transport, resolved before the controllers start. */

@@ -49,6 +49,8 @@ export interface ControllerDeps {
   registry: Registry;
   cloud: CloudProvider;
   isManagedNode(node: V1Node): boolean;
+  /** Why the service controller may not ensure load balancers now (see ReplicaGuard); undefined: it may. */
+  ensureBlocked?: () => string | undefined;
 }
 
 /**
@@ -94,6 +96,7 @@ export function buildControllers(settings: ControllerSettings, deps: ControllerD
     controllers.push(new ServiceController(context('service-lb-controller'), {
       workers: settings.concurrentServiceSyncs,
       kubeVipAnnotation: settings.kubeVipAnnotation,
+      ensureBlocked: deps.ensureBlocked,
     }));
   }
   const routesWhy = !settings.configureCloudRoutes ? '--configure-cloud-routes=false' : `provider ${cloud.providerName} has no routes`;

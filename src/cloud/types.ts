@@ -50,6 +50,15 @@ export interface LoadBalancer {
   ensureLoadBalancerDeleted(clusterName: string, service: V1Service, signal?: AbortSignal): Promise<void>;
   /** Classes this provider owns besides the default (class unset); beyond upstream. */
   readonly loadBalancerClasses?: readonly string[];
+  /**
+   * Beyond upstream: ensure decides from what this process remembers (e.g. an address allocator),
+   * so only one edge-ccm may ensure at a time, and `refresh` re-reads that memory from the
+   * cluster after another edge-ccm may have decided. Leader election gives both (each new leader
+   * starts the provider afresh); without it (--leader-elect=false) the app holds the Lease anyway,
+   * the service controller ensures nothing while another edge-ccm holds it, and the app calls
+   * refresh whenever this process gets the Lease.
+   */
+  readonly exclusive?: { refresh(signal: AbortSignal): Promise<void> };
 }
 
 export interface Route {

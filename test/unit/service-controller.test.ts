@@ -3,6 +3,7 @@ import type { V1Node, V1Service } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { ImplementedElsewhereError, RetryAfterError, defaultLoadBalancerName, type CloudProvider, type LoadBalancer } from '../../src/cloud/types.ts';
 import { NODE_SYNC_KEY, ServiceController } from '../../src/controllers/service/index.ts';
+import { ENSURE_BLOCKED_RETRY_SECONDS, retryAfterSeconds } from '../../src/controllers/service/load-balancer-sync.ts';
 import type { ControllerContext } from '../../src/controllers/types.ts';
 import { KubeApiError } from '../../src/kube/errors.ts';
 import { RecordingEventRecorder } from '../../src/kube/event-recorder.ts';
@@ -99,6 +100,7 @@ interface SetupOptions {
   /** Replaces the fake's load balancer (to slow a call down). */
   balancer?: (fake: LoadBalancer) => LoadBalancer;
   isManagedNode?: (node: V1Node) => boolean;
+  ensureBlocked?: () => string | undefined;
 }
 
 function setup(opts: SetupOptions = {}): Setup {
@@ -123,7 +125,7 @@ function setup(opts: SetupOptions = {}): Setup {
     serviceInformer: services.asInformer(),
     isManagedNode: opts.isManagedNode ?? (() => true),
   };
-  const controller = new ServiceController(ctx, { workers: opts.workers ?? 1, clock });
+  const controller = new ServiceController(ctx, { workers: opts.workers ?? 1, clock, ensureBlocked: opts.ensureBlocked });
   return { controller, cloud, transport, recorder, registry, nodes, services, clock };
 }
 
@@ -360,6 +362,22 @@ describe('ensuring a load balancer', () => {
     await controller.sync.syncService(key(svc));
     expect(recorder.reasons()).toEqual(['EnsuringLoadBalancer']);
     expect(transport.patches().map((p) => p.body)).toEqual([{ metadata: { finalizers: [LB_CLEANUP_FINALIZER] } }]);
+  });
+
+  test('another edge-ccm decides (ensureBlocked): no provider call, no write, a Warning saying why, retried after the delay', async () => {
+    const svc = newService('svc', 'LoadBalancer');
+    let blocked: string | undefined = 'another edge-ccm (x) holds the Lease kube-system/ccm';
+    const { controller, cloud, transport, recorder, services } = setup({ nodes: [makeNode('n1')], services: [svc], ensureBlocked: () => blocked });
+    const refused = await controller.sync.syncService(key(svc)).catch((e: unknown) => e);
+    expect(retryAfterSeconds(refused)).toBe(ENSURE_BLOCKED_RETRY_SECONDS);
+    expect(cloud.count('ensureLoadBalancer')).toBe(0);
+    expect(transport.requests).toEqual([]);
+    expect(recorder.events.map((e) => [e.type, e.reason, e.message])).toEqual([
+      ['Warning', 'SyncLoadBalancerFailed', 'Error syncing load balancer: another edge-ccm (x) holds the Lease kube-system/ccm'],
+    ]);
+    blocked = undefined;
+    await controller.sync.syncService(key(services.store.get(key(svc))!));
+    expect(cloud.count('ensureLoadBalancer')).toBe(1);
   });
 
   test('adding the finalizer fails: no provider call', async () => {

@@ -133,6 +133,46 @@ describe('static provider', () => {
     expect(await metrics.metrics()).toContain('edge_ccm_lb_pool_addresses_used{pool="v4"} 4');
   });
 
+  test('exclusive.refresh re-reads what another edge-ccm handed out meanwhile; an older list finishing last is not applied', async () => {
+    const p = make(CONFIG('z1'));
+    const signal = new AbortController().signal;
+    await p.loadBalancer.exclusive.refresh(signal); // before the start: nothing to read from yet
+    expect(p.loadBalancer.isRebuilt).toBe(false);
+    const cluster = [service('a', ['192.0.2.0'])];
+    // Each list answers what the cluster holds when it is asked, once `answer` lets it.
+    const answers: (() => void)[] = [];
+    const transport: KubeTransport = {
+      server: 'https://fake',
+      async request<T>(): Promise<T> {
+        const items = [...cluster];
+        await new Promise<void>((r) => answers.push(r));
+        return { metadata: {}, items } as T;
+      },
+      watch: () => {
+        throw new Error('no watch');
+      },
+    };
+    const answer = async () => {
+      await until(() => answers.length > 0, 'a list in flight');
+      answers.shift()!();
+    };
+    const started = p.initialize({ transport, logger: silentLogger, signal });
+    await answer();
+    await started;
+    // Another edge-ccm gave b an address; two refreshes, the older list answered last.
+    cluster.push(service('b', ['192.0.2.1']));
+    const older = p.loadBalancer.exclusive.refresh(signal);
+    cluster.push(service('c', ['192.0.2.2']));
+    const newer = p.loadBalancer.exclusive.refresh(signal);
+    await until(() => answers.length === 2, 'two lists in flight');
+    expect(await p.loadBalancer.ensureLoadBalancer('c', service('x'), []).catch((e) => e)).toBeInstanceOf(RetryAfterError);
+    answers.pop()!();
+    await newer;
+    answers.shift()!();
+    await older;
+    expect((await p.loadBalancer.ensureLoadBalancer('c', service('d'), [])).ingress).toEqual([{ ip: '192.0.2.3' }]);
+  });
+
   test('initialize gives up only when its signal aborts', async () => {
     const p = make(CONFIG('z1'));
     const stop = new AbortController();

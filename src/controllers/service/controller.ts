@@ -26,6 +26,8 @@ export interface ServiceControllerOptions {
   kubeVipAnnotation?: boolean;
   /** Time source for the queues' delays (tests). */
   clock?: Clock;
+  /** Why no load balancer may be ensured now (see LoadBalancerSyncDeps.ensureBlocked). */
+  ensureBlocked?: () => string | undefined;
 }
 
 // Per-item retry delay: 5s doubling to 300s (upstream minRetryDelay / maxRetryDelay).
@@ -89,6 +91,7 @@ export class ServiceController implements Controller {
         await services.patch(service.metadata?.name ?? '', 'merge', patch, { namespace: service.metadata?.namespace, signal, fieldManager: KUBE_VIP_FIELD_MANAGER });
       },
       kubeVipAnnotation: opts.kubeVipAnnotation ?? false,
+      ensureBlocked: opts.ensureBlocked,
     });
     this.registerHandlers();
   }

@@ -54,7 +54,12 @@ export interface LoadBalancerSyncDeps {
   patchService(service: V1Service, patch: MergePatch, signal?: AbortSignal): Promise<void>;
   /** --kube-vip-annotation: mirror the ingress IPs into kube-vip's annotation (beyond upstream). */
   kubeVipAnnotation?: boolean;
+  /** Why no load balancer may be ensured now (another edge-ccm decides; see LoadBalancer.exclusive); undefined: go ahead. */
+  ensureBlocked?: () => string | undefined;
 }
+
+/** How soon a service whose ensure was refused (ensureBlocked) is tried again. */
+export const ENSURE_BLOCKED_RETRY_SECONDS = 10;
 
 /** What a sync did: ensured a load balancer, deleted one, or left a foreign service alone. */
 export type LoadBalancerOperation = 'ensure' | 'delete' | 'skip';
@@ -261,6 +266,9 @@ export class LoadBalancerSync {
   private async ensureLoadBalancer(service: V1Service, key: string, signal?: AbortSignal): Promise<V1LoadBalancerStatus | undefined> {
     const { balancer, clusterName, recorder, logger } = this.deps;
     const subject = serviceSubject(service);
+    // Before anything is written: this process is not the one that decides (a SyncLoadBalancerFailed event says why).
+    const blocked = this.deps.ensureBlocked?.();
+    if (blocked) throw new RetryAfterError(ENSURE_BLOCKED_RETRY_SECONDS, blocked);
     logger.debug(2, 'Ensuring load balancer for service', { service: key });
     recorder.event(subject, ...event(EVENTS.ensuring));
     // Always add the finalizer before creating anything, so the service cannot be deleted before its load balancer.
