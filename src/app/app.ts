@@ -208,7 +208,7 @@ export async function runControllerManager(options: Options, providers: Provider
     // standby never runs while our in-flight syncs are still writing.
     controllersStop.signal.addEventListener('abort', async () => {
       await drain(runningControllers, options.shutdownGracePeriodMs, logger);
-      releaseLease = await endTerm(term, logger);
+      releaseLease = await endTerm(term, logger, true);
       electionStop.abort(new Error('shutdown'));
     }, { once: true });
     await elector.run(electionStop.signal);
@@ -229,7 +229,7 @@ export async function runControllerManager(options: Options, providers: Provider
     });
     await new Promise<void>((resolve) => controllersStop.signal.addEventListener('abort', () => resolve(), { once: true }));
     await drain(runningControllers, options.shutdownGracePeriodMs, logger);
-    releaseLease = await endTerm(term, logger);
+    releaseLease = await endTerm(term, logger, !!guard);
     guardStop.abort(new Error('shutdown'));
     await guarding;
   }
@@ -312,11 +312,13 @@ const TERM_SETTLE_MS = 5_000;
  * those in flight aborted. Whether the lease may be released: not when a write was cut off on its
  * way (the SIGTERM or this abort), since the API server may still commit it; a standby taking
  * over at once could write first and be overwritten, so the lease is left to expire, as after a
- * crash. Events are not the term's: they are flushed afterwards.
+ * crash. Events are not the term's: they are flushed afterwards. `holdsLease`: whether there is
+ * a lease to speak of (none without leader election, unless a ReplicaGuard holds one).
  */
-async function endTerm(term: RequestFence, logger: Logger): Promise<boolean> {
+async function endTerm(term: RequestFence, logger: Logger, holdsLease: boolean): Promise<boolean> {
   const outcome = await term.close('the leadership term ended (shutting down)', TERM_SETTLE_MS);
   if (outcome.settled && outcome.cutOffWrites === 0) return true;
+  if (!holdsLease) return false;
   logger.warn('not releasing the lease: writes of this term were cut off in flight and may still land; a standby takes over once the lease expires', {
     cutOffWrites: outcome.cutOffWrites,
     settled: outcome.settled,
