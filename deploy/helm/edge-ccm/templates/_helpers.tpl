@@ -1,0 +1,114 @@
+{{/* The release's object names: the release name, with the chart's unless it already holds it. */}}
+{{- define "edge-ccm.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Selects the release's pods; never changes across upgrades (a selector is immutable). */}}
+{{- define "edge-ccm.selectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "edge-ccm.labels" -}}
+{{ include "edge-ccm.selectorLabels" . }}
+app.kubernetes.io/component: cloud-controller-manager
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+{{- end -}}
+
+{{- define "edge-ccm.serviceAccountName" -}}
+{{- .Values.serviceAccount.name -}}
+{{- end -}}
+
+{{/* The user name edge-ccm's own service account authenticates as. */}}
+{{- define "edge-ccm.serviceAccountUser" -}}
+system:serviceaccount:{{ .Release.Namespace }}:{{ include "edge-ccm.serviceAccountName" . }}
+{{- end -}}
+
+{{- define "edge-ccm.configMapName" -}}
+{{- .Values.cloudConfig.existingConfigMap | default (printf "%s-cloud-config" (include "edge-ccm.fullname" .)) -}}
+{{- end -}}
+
+{{- define "edge-ccm.secretName" -}}
+{{- .Values.secrets.existingSecret | default (printf "%s-secrets" (include "edge-ccm.fullname" .)) -}}
+{{- end -}}
+
+{{- define "edge-ccm.metricsTokenSecretName" -}}
+{{- .Values.metrics.tokenSecret.existingSecret | default (printf "%s-metrics-token" (include "edge-ccm.fullname" .)) -}}
+{{- end -}}
+
+{{- define "edge-ccm.image" -}}
+{{- if .Values.image.digest -}}
+{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{- else -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Where the kubelet probes: the bind address when it is one address of the host network (a pod
+bound to 127.0.0.1 answers nowhere else); otherwise the pod's IP, the kubelet's default.
+*/}}
+{{- define "edge-ccm.probeHost" -}}
+{{- $bind := .Values.server.bindAddress -}}
+{{- if and .Values.hostNetwork (not (has $bind (list "podIP" "0.0.0.0" "::"))) -}}
+{{ $bind }}
+{{- end -}}
+{{- end -}}
+
+{{/* The scrape endpoint's TLS and bearer token, shared by the PodMonitor and the ServiceMonitor. */}}
+{{- define "edge-ccm.scrapeEndpoint" -}}
+path: /metrics
+scheme: https
+interval: {{ .Values.metrics.interval }}
+{{- with .Values.metrics.scrapeTimeout }}
+scrapeTimeout: {{ . }}
+{{- end }}
+tlsConfig:
+  insecureSkipVerify: {{ .Values.metrics.insecureSkipVerify }}
+# The job name the shipped alert rules and dashboard select.
+relabelings:
+  - targetLabel: job
+    replacement: {{ .Values.metrics.jobName }}
+{{- if include "edge-ccm.metricsTokenSecret" . }}
+authorization:
+  type: Bearer
+  credentials:
+    name: {{ include "edge-ccm.metricsTokenSecretName" . }}
+    key: token
+{{- end }}
+{{- end -}}
+
+{{/* Non-empty when the monitors send the token from metrics.tokenSecret. */}}
+{{- define "edge-ccm.metricsTokenSecret" -}}
+{{- if or .Values.metrics.tokenSecret.create .Values.metrics.tokenSecret.existingSecret }}true{{ end -}}
+{{- end -}}
+
+{{/* Refuses values that would deploy something that cannot work, naming the value. */}}
+{{- define "edge-ccm.validate" -}}
+{{- $pods := ternary 2 (int .Values.replicas) (eq .Values.kind "DaemonSet") -}}
+{{- if and (gt $pods 1) (not .Values.leaderElection.enabled) -}}
+{{- fail (printf "leaderElection.enabled=false with %s: more than one pod would run the controllers at once (set replicas: 1 or enable leader election)" (ternary "kind: DaemonSet" (printf "replicas: %d" $pods) (eq .Values.kind "DaemonSet"))) -}}
+{{- end -}}
+{{- if and (not .Values.hostNetwork) (hasPrefix "127." .Values.server.bindAddress) -}}
+{{- fail (printf "server.bindAddress=%s with hostNetwork=false: the pod's loopback is reachable by nobody, not even the kubelet's probes (use podIP or 0.0.0.0)" .Values.server.bindAddress) -}}
+{{- end -}}
+{{- if and (or .Values.metrics.podMonitor.enabled .Values.metrics.serviceMonitor.enabled) (hasPrefix "127." .Values.server.bindAddress) -}}
+{{- fail (printf "metrics.podMonitor/serviceMonitor with server.bindAddress=%s: Prometheus cannot scrape a loopback address (use podIP or 0.0.0.0)" .Values.server.bindAddress) -}}
+{{- end -}}
+{{- if and .Values.cloudConfig.content .Values.cloudConfig.existingConfigMap -}}
+{{- fail "cloudConfig.content and cloudConfig.existingConfigMap are both set: give the config one way" -}}
+{{- end -}}
+{{- if and .Values.secrets.files .Values.secrets.existingSecret -}}
+{{- fail "secrets.files and secrets.existingSecret are both set: give the files one way" -}}
+{{- end -}}
+{{- if and .Values.metrics.podMonitor.enabled (not (include "edge-ccm.metricsTokenSecret" .)) -}}
+{{- fail "metrics.podMonitor.enabled needs metrics.tokenSecret (create, or existingSecret): a PodMonitor cannot send Prometheus's own token, and /metrics refuses a scrape without one" -}}
+{{- end -}}
+{{- if and .Values.metrics.tokenSecret.create .Values.metrics.tokenSecret.existingSecret -}}
+{{- fail "metrics.tokenSecret.create and metrics.tokenSecret.existingSecret are both set" -}}
+{{- end -}}
+{{- end -}}
