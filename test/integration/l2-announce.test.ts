@@ -101,6 +101,29 @@ describe('answering', () => {
   }, TEST_TIMEOUT_MS);
 });
 
+describe('bad tables', () => {
+  test('an unknown or non-Ethernet interface and a bad address are reported; the rest is announced', async () => {
+    await announceElected();
+    const node = owner(SERVICE_IPV4);
+    try {
+      const problems = await responder(node).announce({
+        eth0: LAN_ADDRESSES.filter((a) => owner(a) === node).concat('198.51.100.300'),
+        nope0: [UNASSIGNED_IPV4],
+        lo: [UNASSIGNED_IPV4],
+      });
+      expect(problems.map((p) => `${p.interface}: ${p.message}`).sort()).toEqual([
+        'eth0: "198.51.100.300" is not an IP address',
+        'lo: cannot announce on lo: interface lo is not Ethernet (ARP hardware type 772)',
+        'nope0: cannot announce on nope0: interface "nope0": No such device (errno 19)',
+      ]);
+      expect((await responder(node).stats()).announcements).toEqual({ eth0: LAN_ADDRESSES.filter((a) => owner(a) === node) });
+      expect(await site.arpAnswers(SERVICE_IPV4)).toEqual([macOf(node)]);
+    } finally {
+      await announceElected();
+    }
+  }, TEST_TIMEOUT_MS);
+});
+
 describe('takeover', () => {
   test("moves the client's neighbour entry to the new owner without the client asking (gratuitous ARP, unsolicited NA)", async () => {
     await announceElected();
