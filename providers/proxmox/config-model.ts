@@ -1,6 +1,6 @@
 import type { IPFamily } from '../../src/net/ip.ts';
-import type { AddressRange } from '../static/address-ranges.ts';
-import type { LoadBalancerConfig } from '../static/config-model.ts';
+import type { AddressRange } from '../shared/pools/ranges.ts';
+import type { SharedSections } from '../shared/sections.ts';
 
 /**
  * The proxmox provider's configuration after validation: defaults applied, secrets read, CIDRs
@@ -8,7 +8,7 @@ import type { LoadBalancerConfig } from '../static/config-model.ts';
  * docs/providers/proxmox.md.
  */
 
-export const PROVIDER_ID_PREFIX = 'proxmox://';
+export const PROXMOX_PROVIDER_ID_PREFIX = 'proxmox://';
 
 /** Also the default order: the cheap criteria first (a UUID search reads every VM's config). */
 export const MATCH_CRITERIA = ['providerID', 'name', 'systemUUID'] as const;
@@ -66,7 +66,8 @@ export interface AddressPolicy {
   hostname: boolean;
 }
 
-export interface ProxmoxConfig {
+/** The clusters and how VMs become nodes, and the sections every provider has (loadBalancer). */
+export interface ProxmoxConfig extends SharedSections {
   clusters: ProxmoxCluster[];
   matchBy: readonly MatchCriterion[];
   instanceType: InstanceTypeNaming;
@@ -75,5 +76,4 @@ export interface ProxmoxConfig {
   topologyLabelResync: boolean;
   /** With topologyLabelResync: how often the VM list is read when nothing else asks. */
   resyncPeriodMs: number;
-  loadBalancer: LoadBalancerConfig;
 }

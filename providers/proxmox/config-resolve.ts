@@ -1,10 +1,11 @@
+import { labelValueError } from '../../src/kube/labels.ts';
 import type { IPFamily } from '../../src/net/ip.ts';
-import { parseAddressRange, type AddressRange } from '../static/address-ranges.ts';
-import { resolveStaticConfig, type ConfigIssue, type ConfigPath, type SecretSource } from '../static/config-resolve.ts';
-import { SecretFiles, type ConfigWarningIssue } from '../static/config-secrets.ts';
+import type { ConfigIssue, ConfigPath, ReportIssue } from '../shared/config-file/issues.ts';
+import { SecretFiles, type ConfigWarningIssue, type SecretSource } from '../shared/config-file/secrets.ts';
+import { parseAddressRange, type AddressRange } from '../shared/pools/ranges.ts';
+import { resolveSharedSections } from '../shared/sections.ts';
 import { MATCH_CRITERIA, type ClusterAuth, type ProxmoxCluster, type ProxmoxConfig } from './config-model.ts';
 import type { RawCluster, ResolvableProxmoxConfig } from './config-schema.ts';
-import { labelValueError } from '../../src/kube/labels.ts';
 import { INSTANCE_TYPE_PLACEHOLDERS, instanceTypeOf } from './instance-type.ts';
 
 /**
@@ -26,12 +27,10 @@ export const DEFAULTS = {
   instanceTypeTagPrefix: 'instance-type.',
 } as const;
 
-type Report = (path: ConfigPath, message: string) => void;
-
 export function resolveProxmoxConfig(raw: ResolvableProxmoxConfig, secrets: SecretSource): { config: ProxmoxConfig; issues: ConfigIssue[]; warnings: ConfigWarningIssue[] } {
   const issues: ConfigIssue[] = [];
   const files = new SecretFiles(secrets);
-  const report: Report = (path, message) => issues.push({ path, message });
+  const report: ReportIssue = (path, message) => issues.push({ path, message });
   const clusters: ProxmoxCluster[] = [];
   const regions = new Map<string, number>();
   raw.clusters.forEach((c, i) => {
@@ -66,9 +65,6 @@ export function resolveProxmoxConfig(raw: ResolvableProxmoxConfig, secrets: Secr
   const families = (a.families ?? ['IPv4', 'IPv6']).map((f): IPFamily => (f === 'IPv6' ? 6 : 4));
   if (new Set(families).size !== families.length) report(['addresses', 'families'], 'lists a family twice');
 
-  const { config: staticPart, issues: lbIssues } = resolveStaticConfig({ loadBalancer: raw.loadBalancer }, secrets);
-  issues.push(...lbIssues);
-
   return {
     config: {
       clusters,
@@ -77,14 +73,14 @@ export function resolveProxmoxConfig(raw: ResolvableProxmoxConfig, secrets: Secr
       addresses: { include: ranges(a.include), exclude: ranges(a.exclude), families: [...new Set(families)], guestAgent: a.guestAgent ?? true, hostname: a.hostname ?? true },
       topologyLabelResync: raw.topologyLabelResync ?? false,
       resyncPeriodMs: (raw.resyncPeriodSeconds ?? DEFAULTS.resyncPeriodSeconds) * 1000,
-      loadBalancer: staticPart.loadBalancer,
+      ...resolveSharedSections(raw, report),
     },
     issues,
     warnings: files.warnings,
   };
 }
 
-function resolveCluster(c: RawCluster, path: ConfigPath, report: Report, secrets: SecretFiles): ProxmoxCluster {
+function resolveCluster(c: RawCluster, path: ConfigPath, report: ReportIssue, secrets: SecretFiles): ProxmoxCluster {
   const url = new URL(c.url);
   if (url.protocol !== 'https:' && url.protocol !== 'http:') report([...path, 'url'], 'must be an https URL');
   if (url.protocol === 'http:' && !c.allowInsecureHTTP) {
@@ -112,7 +108,7 @@ function resolveCluster(c: RawCluster, path: ConfigPath, report: Report, secrets
 }
 
 /** An API token (preferred) or a user and password; exactly one source for the secret. */
-function resolveAuth(c: RawCluster, path: ConfigPath, report: Report, secrets: SecretFiles): ClusterAuth {
+function resolveAuth(c: RawCluster, path: ConfigPath, report: ReportIssue, secrets: SecretFiles): ClusterAuth {
   const tokenFields = [c.tokenSecret, c.tokenSecretFile, c.tokenSecretEnv];
   const passwordFields = [c.password, c.passwordFile, c.passwordEnv];
   const usesToken = c.tokenId !== undefined || tokenFields.some((f) => f !== undefined);
@@ -135,7 +131,7 @@ function resolveAuth(c: RawCluster, path: ConfigPath, report: Report, secrets: S
 function oneSecret(
   c: RawCluster,
   path: ConfigPath,
-  report: Report,
+  report: ReportIssue,
   secrets: SecretFiles,
   [inline, file, env]: ['tokenSecret', 'tokenSecretFile', 'tokenSecretEnv'] | ['password', 'passwordFile', 'passwordEnv'],
 ): string {
@@ -156,7 +152,7 @@ function oneSecret(
 }
 
 /** A secret's file (trimmed of its newline, checked for its permissions) or a CA file. */
-function readSecret(secrets: SecretFiles, file: string, path: ConfigPath, key: string, report: Report, secret: boolean): string | undefined {
+function readSecret(secrets: SecretFiles, file: string, path: ConfigPath, key: string, report: ReportIssue, secret: boolean): string | undefined {
   try {
     const text = secrets.read(file, key, path, secret);
     return secret ? text.replace(/\r?\n$/, '') : text;

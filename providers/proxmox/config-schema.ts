@@ -1,16 +1,16 @@
 import * as v from 'valibot';
-import { parseAddressRange } from '../static/address-ranges.ts';
-import { StaticConfigSchema, labelValue, salvageConfig as salvageStaticConfig, withoutUserinfo, type ResolvableConfig as StaticResolvable } from '../static/config-schema.ts';
+import { asRecord, labelValue, nonEmpty, validOrUndefined, withoutUserinfo } from '../shared/config-file/schema.ts';
+import { addressRange } from '../shared/pools/config-schema.ts';
+import { SHARED_SECTIONS, salvageSharedSections, type ResolvableSharedSections } from '../shared/sections.ts';
 import { MATCH_CRITERIA } from './config-model.ts';
 
 /**
  * The shape of the proxmox provider's --cloud-config file, checked with valibot: every object
  * strict (an unknown key is an error), each value that can be judged alone checked here. What
  * needs more than one value (auth choices, secrets, duplicate regions) is config-resolve.ts's.
- * `loadBalancer` is the static provider's section, with the same keys and checks.
+ * The sections every provider has (loadBalancer) are providers/shared/sections.ts's.
  */
 
-const nonEmpty = v.pipe(v.string(), v.nonEmpty('must not be empty'));
 const positive = v.pipe(v.number(), v.minValue(0.001, 'must be more than 0'));
 
 /** Proxmox user ids are USER@REALM; API token ids USER@REALM!TOKENID. */
@@ -18,12 +18,6 @@ export const USER_ID = /^[^\s:/@!]+@[A-Za-z][A-Za-z0-9._-]*$/;
 export const TOKEN_ID = /^[^\s:/@!]+@[A-Za-z][A-Za-z0-9._-]*![A-Za-z][A-Za-z0-9._-]*$/;
 /** SHA-256: 32 bytes in hex, with or without colons. */
 export const FINGERPRINT = /^([0-9A-Fa-f]{2}:){31}[0-9A-Fa-f]{2}$|^[0-9A-Fa-f]{64}$/;
-
-/** A CIDR, a range FIRST-LAST or one address (the static provider's pool syntax). */
-const addressRange = v.pipe(
-  v.string(),
-  v.check((s) => typeof parseAddressRange(s) !== 'string', (issue) => parseAddressRange(issue.input as string) as string),
-);
 
 const ClusterSchema = v.strictObject({
   // A label value and part of providerIDs proxmox://REGION/VMID.
@@ -74,39 +68,29 @@ export const ProxmoxConfigSchema = v.strictObject({
   addresses: v.optional(AddressesSchema),
   topologyLabelResync: v.optional(v.boolean()),
   resyncPeriodSeconds: v.optional(positive),
-  loadBalancer: StaticConfigSchema.entries.loadBalancer,
+  ...SHARED_SECTIONS,
 });
 export type RawProxmoxConfig = v.InferOutput<typeof ProxmoxConfigSchema>;
 
 /** What the second pass works on: a valid config, or the valid parts of one (a broken cluster is a null hole). */
-export interface ResolvableProxmoxConfig {
+export interface ResolvableProxmoxConfig extends ResolvableSharedSections {
   clusters: (RawCluster | null)[];
   matchBy?: RawProxmoxConfig['matchBy'];
   instanceType?: RawProxmoxConfig['instanceType'];
   addresses?: RawProxmoxConfig['addresses'];
   topologyLabelResync?: boolean;
   resyncPeriodSeconds?: number;
-  loadBalancer?: StaticResolvable['loadBalancer'];
 }
 
-export function salvageConfig(input: unknown): ResolvableProxmoxConfig {
+export function salvageProxmoxConfig(input: unknown): ResolvableProxmoxConfig {
   const root = asRecord(input);
   return {
-    clusters: Array.isArray(root.clusters) ? root.clusters.map((c) => valid(ClusterSchema, c) ?? null) : [],
-    matchBy: valid(MatchBySchema, root.matchBy),
-    instanceType: valid(InstanceTypeSchema, root.instanceType),
-    addresses: valid(AddressesSchema, root.addresses),
-    topologyLabelResync: valid(v.boolean(), root.topologyLabelResync),
-    resyncPeriodSeconds: valid(positive, root.resyncPeriodSeconds),
-    loadBalancer: salvageStaticConfig({ loadBalancer: root.loadBalancer }).loadBalancer,
+    clusters: Array.isArray(root.clusters) ? root.clusters.map((c) => validOrUndefined(ClusterSchema, c) ?? null) : [],
+    matchBy: validOrUndefined(MatchBySchema, root.matchBy),
+    instanceType: validOrUndefined(InstanceTypeSchema, root.instanceType),
+    addresses: validOrUndefined(AddressesSchema, root.addresses),
+    topologyLabelResync: validOrUndefined(v.boolean(), root.topologyLabelResync),
+    resyncPeriodSeconds: validOrUndefined(positive, root.resyncPeriodSeconds),
+    ...salvageSharedSections(root),
   };
-}
-
-function valid<T>(schema: v.GenericSchema<unknown, T>, value: unknown): T | undefined {
-  const r = v.safeParse(schema, value);
-  return r.success ? r.output : undefined;
-}
-
-function asRecord(value: unknown): Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
 }

@@ -1,6 +1,6 @@
 import type { V1Node } from '@kubernetes/client-node';
 import type { ProxmoxApi } from './api.ts';
-import { PROVIDER_ID_PREFIX, type MatchCriterion, type ProxmoxCluster } from './config-model.ts';
+import { PROXMOX_PROVIDER_ID_PREFIX, type MatchCriterion, type ProxmoxCluster } from './config-model.ts';
 import type { SnapshotCache, Vm, VmSnapshot } from './snapshot.ts';
 import type { VmDetails } from './vm-details.ts';
 
@@ -29,12 +29,12 @@ export type VmMatch =
   | { kind: 'unknown'; reason: string };
 
 export function providerIDOf(region: string, vmid: number): string {
-  return `${PROVIDER_ID_PREFIX}${region}/${vmid}`;
+  return `${PROXMOX_PROVIDER_ID_PREFIX}${region}/${vmid}`;
 }
 
 export function parseProviderID(providerID: string): { region: string; vmid: number } | undefined {
-  if (!providerID.startsWith(PROVIDER_ID_PREFIX)) return undefined;
-  const m = /^([^/]+)\/(\d+)$/.exec(providerID.slice(PROVIDER_ID_PREFIX.length));
+  if (!providerID.startsWith(PROXMOX_PROVIDER_ID_PREFIX)) return undefined;
+  const m = /^([^/]+)\/(\d+)$/.exec(providerID.slice(PROXMOX_PROVIDER_ID_PREFIX.length));
   return m ? { region: m[1]!, vmid: Number(m[2]) } : undefined;
 }
 
@@ -60,7 +60,7 @@ export class SnapshotPass {
 
 export async function matchNode(node: V1Node, views: readonly ClusterView[], matchBy: readonly MatchCriterion[], pass: SnapshotPass): Promise<VmMatch> {
   const providerID = node.spec?.providerID;
-  if (providerID && !providerID.startsWith(PROVIDER_ID_PREFIX)) return { kind: 'unknown', reason: `providerID ${providerID} belongs to another provider` };
+  if (providerID && !providerID.startsWith(PROXMOX_PROVIDER_ID_PREFIX)) return { kind: 'unknown', reason: `providerID ${providerID} belongs to another provider` };
   let searched = false;
   for (const criterion of matchBy) {
     if (criterion === 'providerID') {
@@ -78,7 +78,7 @@ export async function matchNode(node: V1Node, views: readonly ClusterView[], mat
 
 async function matchByProviderID(providerID: string, views: readonly ClusterView[], pass: SnapshotPass): Promise<VmMatch> {
   const parsed = parseProviderID(providerID);
-  if (!parsed) return { kind: 'unknown', reason: `malformed providerID ${providerID} (expected ${PROVIDER_ID_PREFIX}REGION/VMID)` };
+  if (!parsed) return { kind: 'unknown', reason: `malformed providerID ${providerID} (expected ${PROXMOX_PROVIDER_ID_PREFIX}REGION/VMID)` };
   const view = views.find((v) => v.cluster.region === parsed.region);
   if (!view) return { kind: 'unknown', reason: `no cluster with region ${parsed.region} is configured` };
   const result = await pass.get(view);

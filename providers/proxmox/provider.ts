@@ -2,12 +2,13 @@ import type { CloudProvider, Instances, ProviderContext } from '../../src/cloud/
 import { errorMessage } from '../../src/kube/errors.ts';
 import { sleep } from '../../src/kube/token-bucket.ts';
 import type { Logger } from '../../src/log.ts';
-import { AddressAllocator } from '../static/allocator.ts';
-import { formatConfigErrors, processSecrets } from '../static/config-load.ts';
-import type { SecretSource } from '../static/config-resolve.ts';
-import { watchProviderConfig, type ConfigReloadResult, type ProviderFileOptions, type WatchedConfig } from '../static/config-watch.ts';
-import { DEFAULT_REBUILD_RETRY, StaticLoadBalancer, rebuildFromServices } from '../static/loadbalancer.ts';
-import { registerPoolMetrics, registerReloadMetrics } from '../static/metrics.ts';
+import { registerReloadMetrics } from '../shared/config-file/metrics.ts';
+import { processSecrets, type SecretSource } from '../shared/config-file/secrets.ts';
+import { providerFileOptions, watchProviderConfig, type ConfigReloadResult, type ProviderFileOptions, type WatchedConfig } from '../shared/config-file/watch.ts';
+import { formatConfigErrors } from '../shared/config-file/yaml-load.ts';
+import { AddressAllocator } from '../shared/pools/allocator.ts';
+import { DEFAULT_REBUILD_RETRY, PoolLoadBalancer, rebuildFromServices, type RebuildRetry } from '../shared/pools/load-balancer.ts';
+import { registerPoolMetrics } from '../shared/pools/metrics.ts';
 import { ProxmoxApi, type BackoffOptions } from './api.ts';
 import type { ProxmoxCluster, ProxmoxConfig } from './config-model.ts';
 import { loadProxmoxConfig } from './config-load.ts';
@@ -19,8 +20,8 @@ import { VmDetails } from './vm-details.ts';
 
 /**
  * The `proxmox` provider: nodes are QEMU VMs of one or more Proxmox VE clusters (InstancesV2,
- * read-only API use), and load-balancer addresses come from the static provider's pools,
- * configured in the same file. No routes.
+ * read-only API use), and load-balancer addresses come from the shared address pools
+ * (providers/shared/pools), configured in the same file. No routes.
  *
  * With `topologyLabelResync: true` it asks the node controller to keep cloud labels in line
  * (relabelNodes) and tells it (onChange) when a VM's host changed between two VM lists (a live
@@ -42,7 +43,7 @@ export interface ProxmoxProviderOptions extends ProviderFileOptions {
   /** API back-off bounds (tests shorten them); default from each cluster's maxBackoffSeconds. */
   backoff?: BackoffOptions;
   /** Backoff bounds when listing services for the load-balancer rebuild fails. */
-  rebuildRetry?: { initialMs: number; maxMs: number };
+  rebuildRetry?: RebuildRetry;
   now?: () => number;
 }
 
@@ -57,7 +58,7 @@ export class ProxmoxProvider implements CloudProvider {
   readonly providerName = PROXMOX_PROVIDER_NAME;
   /** Stable for the app; each call is answered by the generation in force when it starts. */
   readonly instances: Required<Instances>;
-  readonly loadBalancer: StaticLoadBalancer;
+  readonly loadBalancer: PoolLoadBalancer;
   /** topologyLabelResync as read at start: the node controller reads it once. */
   readonly relabelNodes: boolean;
 
@@ -83,7 +84,7 @@ export class ProxmoxProvider implements CloudProvider {
       instanceMetadata: (node, signal) => current().instanceMetadata(node, signal),
     };
     this.allocator = new AddressAllocator(initial.loadBalancer.pools);
-    this.loadBalancer = new StaticLoadBalancer(this.allocator, () => this.generation.config.loadBalancer.classes, options.logger.with({ component: 'proxmox-lb' }));
+    this.loadBalancer = new PoolLoadBalancer(this.allocator, () => this.generation.config.loadBalancer.classes, options.logger.with({ component: 'proxmox-lb' }));
     this.file = watchProviderConfig('proxmox provider', options, (text) => loadProxmoxConfig(text, options.secrets ?? processSecrets), (config) => this.apply(config));
   }
 
@@ -218,14 +219,5 @@ export function createProxmoxProvider(input: {
   if (input.config === undefined) throw new Error('the proxmox provider needs --cloud-config (its clusters)');
   const loaded = loadProxmoxConfig(input.config, input.secrets ?? processSecrets);
   if (!loaded.ok) throw new Error(`invalid proxmox provider configuration:\n${formatConfigErrors(input.configPath, loaded.errors)}`);
-  return new ProxmoxProvider(loaded.config, {
-    logger: input.logger,
-    configPath: input.configPath,
-    configText: input.config,
-    configWarnings: loaded.warnings,
-    secrets: input.secrets,
-    watch: input.watch,
-    backoff: input.backoff,
-    rebuildRetry: input.rebuildRetry,
-  });
+  return new ProxmoxProvider(loaded.config, { ...providerFileOptions(input, loaded.warnings), secrets: input.secrets, backoff: input.backoff, rebuildRetry: input.rebuildRetry });
 }

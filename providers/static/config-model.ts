@@ -1,6 +1,5 @@
 import type { V1NodeAddress } from '@kubernetes/client-node';
-import type { LabelPredicate } from '../../src/kube/label-selector.ts';
-import type { AddressRange } from './address-ranges.ts';
+import type { SharedSections } from '../shared/sections.ts';
 import type { MatchCriterion } from './config-schema.ts';
 
 /**
@@ -47,28 +46,9 @@ export interface InventoryConfig {
   machines: Machine[];
 }
 
-export interface PoolConfig {
-  name: string;
-  /** The pool's addresses with exclusions removed; normalized (sorted, disjoint). */
-  ranges: AddressRange[];
-  /** undefined: every namespace. */
-  namespaces?: readonly string[];
-  serviceSelector?: LabelPredicate;
-  priority: number;
-  autoAssign: boolean;
-  /** Whether one edge-ccm.io/allow-shared-ip key shares this pool's addresses across namespaces (else keys are per namespace). */
-  shareAcrossNamespaces: boolean;
-}
-
-export interface LoadBalancerConfig {
-  classes: readonly string[];
-  /** In the order services try them: priority (highest first), then file order. */
-  pools: PoolConfig[];
-}
-
-export interface StaticConfig {
+/** The inventory, and the sections every provider has (loadBalancer). */
+export interface StaticConfig extends SharedSections {
   inventory: InventoryConfig;
-  loadBalancer: LoadBalancerConfig;
 }
 
-export const PROVIDER_ID_PREFIX = 'static://';
+export const STATIC_PROVIDER_ID_PREFIX = 'static://';

@@ -1,72 +1,38 @@
 import type { V1NodeAddress } from '@kubernetes/client-node';
-import { parseLabelSelector } from '../../src/kube/label-selector.ts';
 import { isKubernetesNamespacedLabel, labelKeyError, labelValueError } from '../../src/kube/labels.ts';
 import { formatIP, parseIP } from '../../src/net/ip.ts';
-import { SPECIAL_ADDRESS_BLOCKS } from '../../src/net/special-addresses.ts';
-import { firstOverlap, networkAndBroadcast, parseAddressRange, subtractRanges, type AddressRange } from './address-ranges.ts';
-import {
-  PROVIDER_ID_PREFIX,
-  type LoadBalancerConfig,
-  type Machine,
-  type PoolConfig,
-  type RedfishTarget,
-  type StaticConfig,
-} from './config-model.ts';
-import { MATCH_CRITERIA, type RawDefaults, type RawMachine, type RawPool, type RawRedfish, type ResolvableConfig } from './config-schema.ts';
-import { SecretFiles, type ConfigWarningIssue } from './config-secrets.ts';
+import type { ConfigIssue, ConfigPath, ReportIssue } from '../shared/config-file/issues.ts';
+import { SecretFiles, type ConfigWarningIssue, type SecretSource } from '../shared/config-file/secrets.ts';
+import { resolveSharedSections } from '../shared/sections.ts';
+import { STATIC_PROVIDER_ID_PREFIX, type Machine, type RedfishTarget, type StaticConfig } from './config-model.ts';
+import { MATCH_CRITERIA, type RawDefaults, type RawMachine, type RawRedfish, type ResolvableStaticConfig } from './config-schema.ts';
 
 /**
  * Second pass over a config that has the right shape: gives it meaning (group defaults merged,
- * addresses and selectors parsed, duplicates refused, secrets read) and reports every problem
- * with the path of the value at fault.
+ * addresses parsed, duplicates refused, secrets read) and reports every problem with the path
+ * of the value at fault. The shared sections (loadBalancer) are resolved by providers/shared.
  */
-
-export type ConfigPath = (string | number)[];
-
-export interface ConfigIssue {
-  path: ConfigPath;
-  message: string;
-}
-
-/** Where secrets come from; tests replace it. */
-export interface FilePermissions {
-  mode: number;
-  /** The file's group is one this process is in (its group bits expose it to nobody else). */
-  groupIsOwn: boolean;
-}
-
-export interface SecretSource {
-  readFile(path: string): string;
-  /** A file's permission bits and whether its group is one of ours (for the warning about secret files others can read); undefined when unknown. */
-  permissions?(path: string): FilePermissions | undefined;
-  env(name: string): string | undefined;
-}
 
 export const DEFAULT_REDFISH_TIMEOUT_SECONDS = 5;
 export const DEFAULT_REDFISH_CACHE_SECONDS = 30;
 
-export function resolveStaticConfig(raw: ResolvableConfig, secrets: SecretSource): { config: StaticConfig; issues: ConfigIssue[]; warnings: ConfigWarningIssue[] } {
+export function resolveStaticConfig(raw: ResolvableStaticConfig, secrets: SecretSource): { config: StaticConfig; issues: ConfigIssue[]; warnings: ConfigWarningIssue[] } {
   const issues: ConfigIssue[] = [];
-  const report = (path: ConfigPath, message: string) => issues.push({ path, message });
+  const report: ReportIssue = (path, message) => issues.push({ path, message });
   const files = new SecretFiles(secrets);
   const machines = resolveMachines(raw, files, report);
-  const loadBalancer = resolveLoadBalancer(raw, report);
   const inv = raw.inventory ?? {};
   return {
     config: {
       inventory: { authoritative: inv.authoritative ?? false, matchBy: inv.matchBy ?? MATCH_CRITERIA, machines },
-      loadBalancer,
+      ...resolveSharedSections(raw, report),
     },
     issues,
     warnings: files.warnings,
   };
 }
 
-type Report = (path: ConfigPath, message: string) => void;
-
-// ---- machines ----
-
-function resolveMachines(raw: ResolvableConfig, readSecret: SecretFiles, report: Report): Machine[] {
+function resolveMachines(raw: ResolvableStaticConfig, readSecret: SecretFiles, report: ReportIssue): Machine[] {
   const inv = raw.inventory ?? {};
   const base: ConfigPath = ['inventory'];
   const sites = inv.sites ?? {};
@@ -111,7 +77,7 @@ function buildMachine(
   site: string | undefined,
   layers: RawDefaults[],
   path: ConfigPath,
-  report: Report,
+  report: ReportIssue,
   readSecret: SecretFiles,
 ): { machine: Machine; addressPaths: ConfigPath[] } {
   const nearest = <K extends keyof RawDefaults>(key: K): RawDefaults[K] => layers.reduce<RawDefaults[K]>((found, l) => l[key] ?? found, undefined);
@@ -134,7 +100,7 @@ function buildMachine(
   const redfish = redfishLayers.length ? resolveRedfish(Object.assign({}, ...redfishLayers) as RawRedfish, redfishPath, report, readSecret) : undefined;
   const machine: Machine = {
     id: m.id,
-    providerID: PROVIDER_ID_PREFIX + m.id,
+    providerID: STATIC_PROVIDER_ID_PREFIX + m.id,
     nodeName: m.nodeName ?? m.id,
     hostname: m.hostname,
     site,
@@ -152,7 +118,7 @@ function buildMachine(
 }
 
 /** Merged Redfish settings of one machine; undefined (no Redfish) when no layer names an endpoint. */
-function resolveRedfish(r: RawRedfish, path: ConfigPath, report: Report, secrets: SecretFiles): RedfishTarget | undefined {
+function resolveRedfish(r: RawRedfish, path: ConfigPath, report: ReportIssue, secrets: SecretFiles): RedfishTarget | undefined {
   if (r.endpoint === undefined) return undefined;
   const where = 'redfish: ';
   const url = new URL(r.endpoint);
@@ -193,7 +159,7 @@ function resolveRedfish(r: RawRedfish, path: ConfigPath, report: Report, secrets
   };
 }
 
-function checkLabels(layer: RawDefaults, path: ConfigPath, report: Report): void {
+function checkLabels(layer: RawDefaults, path: ConfigPath, report: ReportIssue): void {
   for (const [key, value] of Object.entries(layer.labels ?? {})) {
     const keyError = labelKeyError(key);
     const valueError = labelValueError(value);
@@ -212,7 +178,7 @@ function checkLabels(layer: RawDefaults, path: ConfigPath, report: Report): void
  */
 class DuplicateTracker {
   private readonly owners = new Map<string, string>();
-  constructor(private readonly report: Report) {}
+  constructor(private readonly report: ReportIssue) {}
 
   /** False (and reported) when an earlier machine has this id. */
   claimId(id: string, path: ConfigPath): boolean {
@@ -242,60 +208,4 @@ class DuplicateTracker {
     this.owners.set(key, where);
     return true;
   }
-}
-
-// ---- load balancer ----
-
-function resolveLoadBalancer(raw: ResolvableConfig, report: Report): LoadBalancerConfig {
-  const lb = raw.loadBalancer ?? {};
-  const pools: PoolConfig[] = [];
-  const names = new Map<string, number>();
-  (lb.pools ?? []).forEach((p, i) => {
-    if (!p) return; // a shape error, already reported
-    const path: ConfigPath = ['loadBalancer', 'pools', i];
-    const first = names.get(p.name);
-    if (first !== undefined) report([...path, 'name'], `duplicate pool name ${JSON.stringify(p.name)} (also loadBalancer.pools[${first}])`);
-    else names.set(p.name, i);
-    const pool = resolvePool(p, path, report);
-    if (!pool) return;
-    for (const other of pools) {
-      const overlap = firstOverlap(pool.ranges, other.ranges);
-      if (overlap) report([...path, 'addresses'], `pool ${JSON.stringify(p.name)} overlaps pool ${JSON.stringify(other.name)} at ${formatIP(overlap)}`);
-    }
-    pools.push(pool);
-  });
-  // Array.prototype.sort is stable: equal priorities keep file order.
-  pools.sort((a, b) => b.priority - a.priority);
-  return { classes: lb.classes ?? [], pools };
-}
-
-function resolvePool(p: RawPool, path: ConfigPath, report: Report): PoolConfig | undefined {
-  // The schema checked every entry and the selector parse.
-  const parseAll = (texts: string[]) => texts.map((text) => parseAddressRange(text) as AddressRange);
-  const written = subtractRanges(parseAll(p.addresses), parseAll(p.exclude ?? []));
-  if (!p.allowSpecialAddresses) {
-    const special = SPECIAL_ADDRESS_BLOCKS.flatMap((block) => {
-      const at = firstOverlap(written, [block.prefix]);
-      return at ? [`${block.kind} address ${formatIP(at)} (in ${block.cidr})`] : [];
-    });
-    if (special.length) {
-      report([...path, 'addresses'], `pool ${JSON.stringify(p.name)} holds addresses no service can be reached at: ${special.join(', ')}; exclude them, or set allowSpecialAddresses: true`);
-    }
-  }
-  // A CIDR's network and broadcast addresses are never handed out unless the pool asks for them.
-  const ranges = p.includeNetworkAndBroadcast ? written : subtractRanges(written, p.addresses.flatMap(networkAndBroadcast));
-  const serviceSelector = p.serviceSelector === undefined ? undefined : parseLabelSelector(p.serviceSelector);
-  if (ranges.length === 0) {
-    report([...path, 'addresses'], `pool ${JSON.stringify(p.name)} has no addresses left after exclusions`);
-    return undefined;
-  }
-  return {
-    name: p.name,
-    ranges,
-    namespaces: p.namespaces,
-    serviceSelector,
-    priority: p.priority ?? 0,
-    autoAssign: p.autoAssign ?? true,
-    shareAcrossNamespaces: p.shareAcrossNamespaces ?? false,
-  };
 }

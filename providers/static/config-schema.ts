@@ -1,37 +1,17 @@
 import * as v from 'valibot';
-import { parseLabelSelector } from '../../src/kube/label-selector.ts';
-import { labelValueError } from '../../src/kube/labels.ts';
 import { parseIP } from '../../src/net/ip.ts';
-import { parseAddressRange } from './address-ranges.ts';
-import { KUBERNETES_NAME_MAX_LENGTH, NAMESPACE_MAX_LENGTH } from './config-limits.ts';
-import { urlUserinfoError } from './config-secrets.ts';
+import { KUBERNETES_NAME_MAX_LENGTH } from '../shared/config-file/limits.ts';
+import { asRecord, labelValue, nonEmpty, simpleName, validOrUndefined, withoutUserinfo } from '../shared/config-file/schema.ts';
+import { SHARED_SECTIONS, salvageSharedSections, type ResolvableSharedSections } from '../shared/sections.ts';
 
 /**
  * The shape of the static provider's --cloud-config file, checked with valibot: types, every
  * object strict (an unknown key is an error), and each value that can be judged alone (an
- * address, a range, a selector), so one pass reports them all. What needs the whole file
- * (references, duplicates, overlaps, merged settings, secrets) is config-resolve.ts's.
- * Every field is documented in docs/providers/static.md.
+ * address, a selector), so one pass reports them all. What needs the whole file (references,
+ * duplicates, merged settings, secrets) is config-resolve.ts's. The sections every provider
+ * has (loadBalancer) are providers/shared/sections.ts's. Every field is documented in
+ * docs/providers/static.md.
  */
-
-const nonEmpty = v.pipe(v.string(), v.nonEmpty('must not be empty'));
-/** Names that end up as label values (site, rack) or metric labels (pool). */
-const simpleName = v.pipe(
-  nonEmpty,
-  v.maxLength(63, 'must be at most 63 characters'),
-  v.regex(/^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/, 'must be letters, digits, "-", "_" or "." and start and end with a letter or digit'),
-);
-
-/** A string that becomes a node's label value (region, zone, instance type), by Kubernetes' rule. */
-export const labelValue = v.pipe(
-  v.string(),
-  v.check((s) => labelValueError(s) === undefined, (issue) => labelValueError(issue.input as string)!),
-);
-
-/** A URL with user:password@ is refused without repeating it (the schema's check; config-secrets.ts says why). */
-export function withoutUserinfo() {
-  return v.check((s: string) => urlUserinfoError(s) === undefined, (issue) => urlUserinfoError(issue.input as string)!);
-}
 
 export const NODE_ADDRESS_TYPES = ['InternalIP', 'ExternalIP', 'Hostname', 'InternalDNS', 'ExternalDNS'] as const;
 export const MATCH_CRITERIA = ['providerID', 'nodeName', 'hostname', 'address'] as const;
@@ -81,26 +61,6 @@ const AddressSchema = v.pipe(
   ),
 );
 
-/** A CIDR, a range FIRST-LAST or one address. */
-const addressRange = v.pipe(
-  v.string(),
-  v.check((s) => typeof parseAddressRange(s) !== 'string', (issue) => parseAddressRange(issue.input as string) as string),
-);
-
-const labelSelector = v.pipe(
-  v.string(),
-  v.check((s) => selectorError(s) === undefined, (issue) => `invalid label selector: ${selectorError(issue.input as string)}`),
-);
-
-function selectorError(s: string): string | undefined {
-  try {
-    parseLabelSelector(s);
-    return undefined;
-  } catch (e) {
-    return (e as Error).message;
-  }
-}
-
 /** A node name, or what becomes one: a Kubernetes object name's length. */
 const nodeNameLength = v.maxLength<string, number, string>(KUBERNETES_NAME_MAX_LENGTH, `must be at most ${KUBERNETES_NAME_MAX_LENGTH} characters`);
 
@@ -118,22 +78,7 @@ const MachineSchema = v.strictObject({
 });
 export type RawMachine = v.InferOutput<typeof MachineSchema>;
 
-const PoolSchema = v.strictObject({
-  name: simpleName,
-  addresses: v.pipe(v.array(addressRange), v.minLength(1, 'must list at least one CIDR, range or address')),
-  exclude: v.optional(v.array(addressRange)),
-  namespaces: v.optional(v.array(v.pipe(nonEmpty, v.maxLength(NAMESPACE_MAX_LENGTH, `must be at most ${NAMESPACE_MAX_LENGTH} characters`)))),
-  serviceSelector: v.optional(labelSelector),
-  priority: v.optional(v.pipe(v.number(), v.integer('must be an integer'))),
-  autoAssign: v.optional(v.boolean()),
-  allowSpecialAddresses: v.optional(v.boolean()),
-  includeNetworkAndBroadcast: v.optional(v.boolean()),
-  shareAcrossNamespaces: v.optional(v.boolean()),
-});
-export type RawPool = v.InferOutput<typeof PoolSchema>;
-
 const MatchBySchema = v.pipe(v.array(v.picklist(MATCH_CRITERIA)), v.minLength(1, 'must list at least one criterion'));
-const ClassesSchema = v.array(nonEmpty);
 
 export const StaticConfigSchema = v.strictObject({
   inventory: v.optional(v.strictObject({
@@ -144,10 +89,7 @@ export const StaticConfigSchema = v.strictObject({
     racks: v.optional(v.record(simpleName, RackSchema)),
     machines: v.optional(v.array(MachineSchema)),
   })),
-  loadBalancer: v.optional(v.strictObject({
-    classes: v.optional(ClassesSchema),
-    pools: v.optional(v.array(PoolSchema)),
-  })),
+  ...SHARED_SECTIONS,
 });
 export type RawStaticConfig = v.InferOutput<typeof StaticConfigSchema>;
 
@@ -155,13 +97,12 @@ export type RawStaticConfig = v.InferOutput<typeof StaticConfigSchema>;
  * What the second pass works on: a valid config, or the valid parts of an invalid one, where
  * a machine or pool with a shape error is a null hole (so later indexes keep their paths).
  */
-export interface ResolvableConfig {
+export interface ResolvableStaticConfig extends ResolvableSharedSections {
   inventory?: Omit<NonNullable<RawStaticConfig['inventory']>, 'machines'> & {
     machines?: (RawMachine | null)[];
     /** The id of every machine whose id is well formed, holes included, so a duplicate id is reported with its machine's other errors. */
     machineIds?: (string | undefined)[];
   };
-  loadBalancer?: Omit<NonNullable<RawStaticConfig['loadBalancer']>, 'pools'> & { pools?: (RawPool | null)[] };
 }
 
 /**
@@ -169,24 +110,23 @@ export interface ResolvableConfig {
  * problems in the same run. A machine that depends on an invalid defaults, site or rack entry
  * is left out too: its merged settings would be guesses and its errors echoes.
  */
-export function salvageConfig(input: unknown): ResolvableConfig {
+export function salvageStaticConfig(input: unknown): ResolvableStaticConfig {
   const root = asRecord(input);
   const inv = asRecord(root.inventory);
-  const lb = asRecord(root.loadBalancer);
   const brokenSites = new Set<string>();
   const brokenRacks = new Set<string>();
   const entries = <T>(value: unknown, schema: v.GenericSchema<unknown, T>, broken: Set<string>) =>
     Object.fromEntries(Object.entries(asRecord(value)).map(([name, entry]) => {
-      const parsed = valid(schema, entry);
+      const parsed = validOrUndefined(schema, entry);
       if (!parsed) broken.add(name);
       return [name, parsed ?? ({} as T)];
     }));
-  const defaults = valid(DefaultsSchema, inv.defaults ?? {});
+  const defaults = validOrUndefined(DefaultsSchema, inv.defaults ?? {});
   const sites = entries(inv.sites, DefaultsSchema, brokenSites);
   const racks = entries(inv.racks, RackSchema, brokenRacks);
   const machines = Array.isArray(inv.machines)
     ? inv.machines.map((m) => {
-        const machine = valid(MachineSchema, m);
+        const machine = validOrUndefined(MachineSchema, m);
         if (!machine || !defaults) return null;
         const site = machine.site ?? (machine.rack !== undefined ? racks[machine.rack]?.site : undefined);
         if ((machine.rack !== undefined && brokenRacks.has(machine.rack)) || (site !== undefined && brokenSites.has(site))) return null;
@@ -195,26 +135,14 @@ export function salvageConfig(input: unknown): ResolvableConfig {
     : undefined;
   return {
     inventory: {
-      authoritative: valid(v.boolean(), inv.authoritative),
-      matchBy: valid(MatchBySchema, inv.matchBy),
+      authoritative: validOrUndefined(v.boolean(), inv.authoritative),
+      matchBy: validOrUndefined(MatchBySchema, inv.matchBy),
       defaults: defaults ?? {},
       sites,
       racks,
       machines,
-      machineIds: Array.isArray(inv.machines) ? inv.machines.map((m) => valid(machineId, asRecord(m).id)) : undefined,
+      machineIds: Array.isArray(inv.machines) ? inv.machines.map((m) => validOrUndefined(machineId, asRecord(m).id)) : undefined,
     },
-    loadBalancer: {
-      classes: valid(ClassesSchema, lb.classes),
-      pools: Array.isArray(lb.pools) ? lb.pools.map((p) => valid(PoolSchema, p) ?? null) : undefined,
-    },
+    ...salvageSharedSections(root),
   };
-}
-
-function valid<T>(schema: v.GenericSchema<unknown, T>, value: unknown): T | undefined {
-  const r = v.safeParse(schema, value);
-  return r.success ? r.output : undefined;
-}
-
-function asRecord(value: unknown): Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
 }

@@ -1,7 +1,7 @@
 import type { V1Node } from '@kubernetes/client-node';
 import type { Existence } from '../../src/cloud/types.ts';
 import { parseIP, formatIP } from '../../src/net/ip.ts';
-import { PROVIDER_ID_PREFIX, type InventoryConfig, type Machine } from './config-model.ts';
+import { STATIC_PROVIDER_ID_PREFIX, type InventoryConfig, type Machine } from './config-model.ts';
 
 /**
  * The machines of one configuration and how a node finds its machine. Criteria are tried in
@@ -39,12 +39,12 @@ export class Inventory {
   /** The node's machine, decommissioned or not; undefined when none matches. */
   match(node: V1Node): Machine | undefined {
     const providerID = node.spec?.providerID;
-    if (providerID && !providerID.startsWith(PROVIDER_ID_PREFIX)) return undefined;
+    if (providerID && !providerID.startsWith(STATIC_PROVIDER_ID_PREFIX)) return undefined;
     for (const criterion of this.config.matchBy) {
       switch (criterion) {
         case 'providerID':
           // A node that names its machine is matched by that name only.
-          if (providerID) return this.byId.get(providerID.slice(PROVIDER_ID_PREFIX.length));
+          if (providerID) return this.byId.get(providerID.slice(STATIC_PROVIDER_ID_PREFIX.length));
           break;
         case 'nodeName': {
           const m = node.metadata?.name ? this.byNodeName.get(node.metadata.name) : undefined;
@@ -73,7 +73,7 @@ export class Inventory {
    */
   existence(node: V1Node): Existence {
     const providerID = node.spec?.providerID;
-    if (providerID && !providerID.startsWith(PROVIDER_ID_PREFIX)) return 'unknown';
+    if (providerID && !providerID.startsWith(STATIC_PROVIDER_ID_PREFIX)) return 'unknown';
     const machine = this.match(node);
     if (machine) return machine.decommissioned ? 'not-found' : 'exists';
     return this.config.authoritative ? 'not-found' : 'unknown';

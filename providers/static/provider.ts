@@ -1,15 +1,17 @@
 import type { Registry } from 'prom-client';
 import type { CloudProvider, ProviderContext } from '../../src/cloud/types.ts';
 import type { Logger } from '../../src/log.ts';
-import { AddressAllocator } from './allocator.ts';
-import { formatConfigErrors, loadStaticConfig, processSecrets } from './config-load.ts';
+import { registerReloadMetrics } from '../shared/config-file/metrics.ts';
+import { processSecrets, type SecretSource } from '../shared/config-file/secrets.ts';
+import { providerFileOptions, watchProviderConfig, type ConfigReloadResult, type ProviderFileOptions, type WatchedConfig } from '../shared/config-file/watch.ts';
+import { formatConfigErrors } from '../shared/config-file/yaml-load.ts';
+import { AddressAllocator } from '../shared/pools/allocator.ts';
+import { DEFAULT_REBUILD_RETRY, PoolLoadBalancer, rebuildFromServices, type RebuildRetry } from '../shared/pools/load-balancer.ts';
+import { registerPoolMetrics } from '../shared/pools/metrics.ts';
+import { loadStaticConfig } from './config-load.ts';
 import type { StaticConfig } from './config-model.ts';
-import type { SecretSource } from './config-resolve.ts';
-import { watchProviderConfig, type ConfigReloadResult, type ProviderFileOptions, type WatchedConfig } from './config-watch.ts';
 import { StaticInstances } from './instances.ts';
 import { Inventory } from './inventory.ts';
-import { DEFAULT_REBUILD_RETRY, StaticLoadBalancer, rebuildFromServices } from './loadbalancer.ts';
-import { registerPoolMetrics, registerReloadMetrics } from './metrics.ts';
 import { RedfishClientPool } from './redfish.ts';
 
 /**
@@ -31,13 +33,13 @@ export type ReloadListener = (result: ReloadResult) => void;
 export interface StaticProviderOptions extends ProviderFileOptions {
   secrets?: SecretSource;
   /** Backoff bounds when listing services for the rebuild fails. */
-  rebuildRetry?: { initialMs: number; maxMs: number };
+  rebuildRetry?: RebuildRetry;
 }
 
 export class StaticProvider implements CloudProvider {
   readonly providerName = STATIC_PROVIDER_NAME;
   readonly instances: StaticInstances;
-  readonly loadBalancer: StaticLoadBalancer;
+  readonly loadBalancer: PoolLoadBalancer;
   /** Inventory edits change labels while nodes live: the node controller re-syncs them. */
   readonly relabelNodes = true;
 
@@ -55,7 +57,7 @@ export class StaticProvider implements CloudProvider {
     this.allocator = new AddressAllocator(initial.loadBalancer.pools);
     this.redfish = new RedfishClientPool(options.logger.with({ component: 'redfish' }));
     this.instances = new StaticInstances(() => this.inventory, this.redfish);
-    this.loadBalancer = new StaticLoadBalancer(this.allocator, () => this.config.loadBalancer.classes, options.logger.with({ component: 'static-lb' }));
+    this.loadBalancer = new PoolLoadBalancer(this.allocator, () => this.config.loadBalancer.classes, options.logger.with({ component: 'static-lb' }));
     this.file = watchProviderConfig('static provider', options, (text) => loadStaticConfig(text, options.secrets ?? processSecrets), (config) => this.apply(config));
   }
 
@@ -109,8 +111,8 @@ export class StaticProvider implements CloudProvider {
 
   /** Registers the provider's metrics (pool usage, reloads) on the process registry. */
   registerMetrics(registry: Registry): void {
-    registerPoolMetrics(registry, () => this.allocator.usage());
-    registerReloadMetrics(registry, () => this.file.reloads());
+    registerPoolMetrics(registry, () => this.allocator.usage(), STATIC_PROVIDER_NAME);
+    registerReloadMetrics(registry, () => this.file.reloads(), STATIC_PROVIDER_NAME);
   }
 
   async close(): Promise<void> {
@@ -146,13 +148,5 @@ export function createStaticProvider(input: {
   if (!loaded.ok) {
     throw new Error(`invalid static provider configuration:\n${formatConfigErrors(input.configPath, loaded.errors)}`);
   }
-  return new StaticProvider(loaded.config, {
-    logger: input.logger,
-    configPath: input.configPath,
-    configText: input.config,
-    configWarnings: loaded.warnings,
-    secrets: input.secrets,
-    watch: input.watch,
-    rebuildRetry: input.rebuildRetry,
-  });
+  return new StaticProvider(loaded.config, { ...providerFileOptions(input, loaded.warnings), secrets: input.secrets, rebuildRetry: input.rebuildRetry });
 }

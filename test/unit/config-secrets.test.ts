@@ -4,8 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadProxmoxConfig } from '../../providers/proxmox/config-load.ts';
 import { createProxmoxProvider } from '../../providers/proxmox/provider.ts';
-import { formatConfigErrors, loadStaticConfig, processSecrets, validateStaticConfig } from '../../providers/static/config-load.ts';
-import type { SecretSource } from '../../providers/static/config-resolve.ts';
+import { processSecrets, type SecretSource } from '../../providers/shared/config-file/secrets.ts';
+import { formatConfigErrors } from '../../providers/shared/config-file/yaml-load.ts';
+import { loadStaticConfig, validateStaticConfig } from '../../providers/static/config-load.ts';
 import { createStaticProvider } from '../../providers/static/provider.ts';
 import { createLogger } from '../../src/log.ts';
 

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { registerProxmoxProvider } from '../../providers/proxmox/index.ts';
 import { loadProxmoxConfig } from '../../providers/proxmox/config-load.ts';
 import { createProxmoxProvider } from '../../providers/proxmox/provider.ts';
-import type { ConfigError } from '../../providers/static/config-load.ts';
+import type { ConfigError } from '../../providers/shared/config-file/yaml-load.ts';
 import { ProviderRegistry } from '../../src/cloud/registry.ts';
 import { PASSWORD, SECRETS, TOKEN_ID, TOKEN_SECRET, loadOrThrow, quietLogger, tokenConfig } from './proxmox-fixtures.ts';
 

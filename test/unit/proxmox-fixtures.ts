@@ -2,8 +2,8 @@ import type { V1Node } from '@kubernetes/client-node';
 import { loadProxmoxConfig } from '../../providers/proxmox/config-load.ts';
 import type { ProxmoxConfig } from '../../providers/proxmox/config-model.ts';
 import { ProxmoxProvider } from '../../providers/proxmox/provider.ts';
-import type { SecretSource } from '../../providers/static/config-resolve.ts';
-import { formatConfigErrors } from '../../providers/static/config-load.ts';
+import type { SecretSource } from '../../providers/shared/config-file/secrets.ts';
+import { formatConfigErrors } from '../../providers/shared/config-file/yaml-load.ts';
 import { createLogger, type Logger } from '../../src/log.ts';
 import type { FakeVm } from '../fakes/proxmox-responder.ts';
 

@@ -5,7 +5,7 @@ import { instanceTypeOf } from '../../providers/proxmox/instance-type.ts';
 import { parseProviderID, providerIDOf } from '../../providers/proxmox/matching.ts';
 import { parseAgentInterfaces, parseVmConfig } from '../../providers/proxmox/vm-details.ts';
 import type { ProxmoxProvider } from '../../providers/proxmox/provider.ts';
-import { parseAddressRange, type AddressRange } from '../../providers/static/address-ranges.ts';
+import { parseAddressRange, type AddressRange } from '../../providers/shared/pools/ranges.ts';
 import { formatIP } from '../../src/net/ip.ts';
 import { ProxmoxResponder } from '../fakes/proxmox-responder.ts';
 import { Clock, TOKEN_ID, TOKEN_SECRET, node, providerFor, sampleVms, tokenConfig } from './proxmox-fixtures.ts';

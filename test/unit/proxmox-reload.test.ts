@@ -6,7 +6,7 @@ import type { V1Service } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { registerProxmoxProvider } from '../../providers/proxmox/index.ts';
 import { createProxmoxProvider, type ProxmoxProvider } from '../../providers/proxmox/provider.ts';
-import type { SecretSource } from '../../providers/static/config-resolve.ts';
+import type { SecretSource } from '../../providers/shared/config-file/secrets.ts';
 import { ProviderRegistry } from '../../src/cloud/registry.ts';
 import type { KubeTransport } from '../../src/kube/transport.ts';
 import type { Logger } from '../../src/log.ts';

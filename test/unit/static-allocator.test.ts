@@ -1,15 +1,15 @@
 import { describe, expect, test } from 'bun:test';
 import type { V1LoadBalancerStatus, V1Service } from '@kubernetes/client-node';
-import { AddressAllocator } from '../../providers/static/allocator.ts';
+import { AddressAllocator } from '../../providers/shared/pools/allocator.ts';
 import { loadStaticConfig } from '../../providers/static/config-load.ts';
-import type { PoolConfig } from '../../providers/static/config-model.ts';
-import { StaticLoadBalancer } from '../../providers/static/loadbalancer.ts';
-import { AllocationError, addressRequest } from '../../providers/static/service-request.ts';
+import type { PoolConfig } from '../../providers/shared/pools/config-model.ts';
+import { PoolLoadBalancer } from '../../providers/shared/pools/load-balancer.ts';
+import { AllocationError, addressRequest } from '../../providers/shared/pools/requests.ts';
 import { RetryAfterError } from '../../src/cloud/types.ts';
 import { RecordingEventRecorder } from '../../src/kube/event-recorder.ts';
 import { silentLogger } from '../../src/log.ts';
 import { formatIP } from '../../src/net/ip.ts';
-import { subtractRanges, parseAddressRange, normalizeRanges, type AddressRange } from '../../providers/static/address-ranges.ts';
+import { subtractRanges, parseAddressRange, normalizeRanges, type AddressRange } from '../../providers/shared/pools/ranges.ts';
 
 function pools(yaml: string): PoolConfig[] {
   const loaded = loadStaticConfig(`loadBalancer:\n  pools:\n${yaml}`);
@@ -247,7 +247,7 @@ describe('sharing matrix', () => {
   test('a rebuild keeps a mixed-policy sharer off the address it claims', () => {
     const a = new AddressAllocator(SMALL);
     const key = { 'edge-ccm.io/allow-shared-ip': 'k' };
-    const lb = new StaticLoadBalancer(a, () => [], silentLogger);
+    const lb = new PoolLoadBalancer(a, () => [], silentLogger);
     lb.rebuild([
       svc('first', { ingress: ['192.0.2.1'], annotations: key, ports: [{ port: 80 }], created: '2026-01-01T00:00:00Z' }),
       svc('second', { ingress: ['192.0.2.1'], annotations: key, ports: [{ port: 81 }], created: '2026-01-02T00:00:00Z', externalTrafficPolicy: 'Local', selector: { app: 'x' } }),
@@ -310,7 +310,7 @@ describe('rebuild and races', () => {
 
   function balancer(p = SMALL) {
     const allocator = new AddressAllocator(p);
-    return { allocator, lb: new StaticLoadBalancer(allocator, classes, silentLogger) };
+    return { allocator, lb: new PoolLoadBalancer(allocator, classes, silentLogger) };
   }
 
   test('ensure before the rebuild asks for a retry instead of allocating', async () => {
@@ -414,7 +414,7 @@ describe('sharing keys and namespaces', () => {
 
   test('a rebuild keeps a sharer from another namespace off the address its status claims', () => {
     const a = new AddressAllocator(SCOPED);
-    const lb = new StaticLoadBalancer(a, () => [], silentLogger);
+    const lb = new PoolLoadBalancer(a, () => [], silentLogger);
     lb.rebuild([
       keyed('victim', 'team-a', 80, { ingress: ['198.51.100.10'], created: '2026-01-01T00:00:00Z' }),
       keyed('intruder', 'team-b', 8080, { ingress: ['198.51.100.10'], created: '2026-01-02T00:00:00Z' }),
@@ -443,7 +443,7 @@ describe('an address the key holds but cannot share', () => {
 
   test('a second TCP/80 with the same key gets a fresh address and a Normal AddressNotShared event naming the clash', async () => {
     const recorder = new RecordingEventRecorder();
-    const lb = new StaticLoadBalancer(new AddressAllocator(RANGE), () => [], silentLogger);
+    const lb = new PoolLoadBalancer(new AddressAllocator(RANGE), () => [], silentLogger);
     lb.reportEventsTo(recorder);
     lb.rebuild([]);
     expect(ips(await lb.ensureLoadBalancer('c', keyed('first', 80), []))).toEqual(['198.51.100.10']);

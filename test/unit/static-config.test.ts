@@ -1,8 +1,9 @@
 import { describe, expect, test } from 'bun:test';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { formatConfigErrors, loadStaticConfig, validateStaticConfig, type ConfigError } from '../../providers/static/config-load.ts';
-import type { SecretSource } from '../../providers/static/config-resolve.ts';
+import type { SecretSource } from '../../providers/shared/config-file/secrets.ts';
+import { formatConfigErrors, type ConfigError } from '../../providers/shared/config-file/yaml-load.ts';
+import { loadStaticConfig, validateStaticConfig } from '../../providers/static/config-load.ts';
 import { isKubernetesNamespacedLabel } from '../../src/controllers/node/labels.ts';
 import { formatIP } from '../../src/net/ip.ts';
 

@@ -1,5 +1,5 @@
 import { expect, test } from 'bun:test';
-import { WatchedConfig, type ConfigReloadResult } from '../../providers/static/config-watch.ts';
+import { WatchedConfig, type ConfigReloadResult } from '../../providers/shared/config-file/watch.ts';
 import { silentLogger } from '../../src/log.ts';
 
 /** A config that is a number; "bad" does not parse, "boom" parses but cannot be applied. */

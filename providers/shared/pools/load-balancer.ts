@@ -1,16 +1,16 @@
 import type { V1LoadBalancerStatus, V1Node, V1Service } from '@kubernetes/client-node';
-import { RetryAfterError, defaultLoadBalancerName, type LoadBalancer, type LoadBalancerResult } from '../../src/cloud/types.ts';
-import { wantsLoadBalancer } from '../../src/kube/service-helpers.ts';
-import type { ProviderContext } from '../../src/cloud/types.ts';
-import type { KubeTransport } from '../../src/kube/transport.ts';
-import { errorMessage } from '../../src/kube/errors.ts';
-import type { EventRecorder } from '../../src/kube/event-recorder.ts';
-import { ResourceClient, SERVICES } from '../../src/kube/resources.ts';
-import { sleep } from '../../src/kube/token-bucket.ts';
-import type { Logger } from '../../src/log.ts';
-import { formatIP, parseIP, type IP } from '../../src/net/ip.ts';
+import { RetryAfterError, defaultLoadBalancerName, type LoadBalancer, type LoadBalancerResult } from '../../../src/cloud/types.ts';
+import { wantsLoadBalancer } from '../../../src/kube/service-helpers.ts';
+import type { ProviderContext } from '../../../src/cloud/types.ts';
+import type { KubeTransport } from '../../../src/kube/transport.ts';
+import { errorMessage } from '../../../src/kube/errors.ts';
+import type { EventRecorder } from '../../../src/kube/event-recorder.ts';
+import { ResourceClient, SERVICES } from '../../../src/kube/resources.ts';
+import { sleep } from '../../../src/kube/token-bucket.ts';
+import type { Logger } from '../../../src/log.ts';
+import { formatIP, parseIP, type IP } from '../../../src/net/ip.ts';
 import type { AddressAllocator, Assignment, NotShared } from './allocator.ts';
-import { ALLOW_SHARED_IP_ANNOTATION, addressRequest, serviceKeyOf, sharingTerms } from './service-request.ts';
+import { ALLOW_SHARED_IP_ANNOTATION, addressRequest, serviceKeyOf, sharingTerms } from './requests.ts';
 
 /** Seconds the controller waits before retrying a service while the allocator is not rebuilt. */
 const REBUILD_RETRY_SECONDS = 2;
@@ -19,15 +19,15 @@ const REBUILD_RETRY_SECONDS = 2;
 export const ADDRESS_NOT_SHARED_REASON = 'AddressNotShared';
 
 /**
- * Load balancers as addresses only: this provider assigns from its pools and reports them in
- * the service status; announcing them (ARP, BGP) is left to kube-vip, MetalLB's speaker or the
+ * Load balancers as addresses only, for any provider that serves address pools: it assigns from
+ * the pools and reports the addresses in the service status; announcing them (ARP, BGP) is left to kube-vip, MetalLB's speaker or the
  * network. Nodes do not matter, so updateLoadBalancer has nothing to do.
  *
  * No database: the record is each Service's status.loadBalancer.ingress. rebuild() reads it back
  * from every service before the first ensure or delete is answered, so no address is handed
  * out twice after a restart or a change of leader.
  */
-export class StaticLoadBalancer implements LoadBalancer {
+export class PoolLoadBalancer implements LoadBalancer {
   /** The allocator is this process's memory: two processes would hand out one address twice. */
   readonly exclusive = { refresh: (signal: AbortSignal) => this.refresh(signal) };
   private rebuilt = false;
@@ -159,7 +159,7 @@ export const DEFAULT_REBUILD_RETRY: RebuildRetry = { initialMs: 1000, maxMs: 30_
  * from every service (see refresh). For any provider that uses these pools.
  */
 export async function rebuildFromServices(
-  loadBalancer: StaticLoadBalancer,
+  loadBalancer: PoolLoadBalancer,
   ctx: Pick<ProviderContext, 'transport' | 'signal'>,
   retry: RebuildRetry,
   logger: Logger,

@@ -1,5 +1,5 @@
 import type { V1Service } from '@kubernetes/client-node';
-import { formatIP, parseIP, type IP, type IPFamily } from '../../src/net/ip.ts';
+import { formatIP, parseIP, type IP, type IPFamily } from '../../../src/net/ip.ts';
 
 /**
  * What a Service asks of the address allocator, read once from its spec and annotations.

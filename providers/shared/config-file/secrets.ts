@@ -1,15 +1,29 @@
 import { statSync } from 'node:fs';
-import { readBoundedFileSync } from '../../src/util/bounded-file.ts';
-import { resolveCredentialPath } from '../../src/util/credentials-directory.ts';
-import { MAX_REFERENCED_FILE_BYTES } from './config-limits.ts';
-import type { ConfigPath, FilePermissions, SecretSource } from './config-resolve.ts';
+import { readBoundedFileSync } from '../../../src/util/bounded-file.ts';
+import { resolveCredentialPath } from '../../../src/util/credentials-directory.ts';
+import type { ConfigPath } from './issues.ts';
+import { MAX_REFERENCED_FILE_BYTES } from './limits.ts';
 
 /**
  * Secrets in the providers' config files: which keys hold one (their values are never shown in
  * an error, a log line or an event), how the files they name are read (bounded: regular files
  * only, MAX_REFERENCED_FILE_BYTES at most), and the warning for a secret file others can read.
- * Shared by the static and proxmox providers.
+ * Shared by every provider whose config is a file.
  */
+
+/** Where secrets come from; tests replace it. */
+export interface SecretSource {
+  readFile(path: string): string;
+  /** A file's permission bits and whether its group is one of ours (for the warning about secret files others can read); undefined when unknown. */
+  permissions?(path: string): FilePermissions | undefined;
+  env(name: string): string | undefined;
+}
+
+export interface FilePermissions {
+  mode: number;
+  /** The file's group is one this process is in (its group bits expose it to nobody else). */
+  groupIsOwn: boolean;
+}
 
 /** Keys whose value is a secret, in any provider's file (`passwordFile` and the like name one; they are not one). */
 export const SECRET_KEYS: ReadonlySet<string> = new Set(['password', 'tokenSecret']);

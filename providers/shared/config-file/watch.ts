@@ -1,11 +1,11 @@
 import { watch, type FSWatcher } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { errorMessage } from '../../src/kube/errors.ts';
-import type { Logger } from '../../src/log.ts';
-import { FileRefusedError, readBoundedFile } from '../../src/util/bounded-file.ts';
-import { formatConfigErrors, type ConfigError, type ConfigWarning } from './config-load.ts';
-import { MAX_CONFIG_FILE_BYTES } from './config-limits.ts';
+import { errorMessage } from '../../../src/kube/errors.ts';
+import type { Logger } from '../../../src/log.ts';
+import { FileRefusedError, readBoundedFile } from '../../../src/util/bounded-file.ts';
+import { formatConfigErrors, type ConfigError, type ConfigWarning } from './yaml-load.ts';
+import { MAX_CONFIG_FILE_BYTES } from './limits.ts';
 
 /**
  * Watches one file and hands its text over when it changed. Watches the directory, not the
@@ -157,6 +157,14 @@ export interface ProviderFileOptions {
   watch?: { pollMs?: number; debounceMs?: number };
 }
 
+/** A provider factory's input about its file (what the registry hands over) as the options its WatchedConfig takes. */
+export function providerFileOptions(
+  input: { config: string | undefined; configPath: string | undefined; logger: Logger; watch?: ProviderFileOptions['watch'] },
+  warnings: readonly ConfigWarning[] | undefined,
+): ProviderFileOptions {
+  return { logger: input.logger, configPath: input.configPath, configText: input.config, configWarnings: warnings, watch: input.watch };
+}
+
 /** A provider's WatchedConfig from its options: `load` checks a text, `apply` puts it in force. */
 export function watchProviderConfig<C>(owner: string, options: ProviderFileOptions, load: (text: string) => ConfigReloadResult<C>, apply: (config: C) => void): WatchedConfig<C> {
   return new WatchedConfig<C>({
@@ -177,7 +185,7 @@ export function watchProviderConfig<C>(owner: string, options: ProviderFileOptio
  * and counted; a rejected one is logged with every problem as FILE:LINE: PATH: MESSAGE and
  * counted, and changes nothing. Every attempt then reaches the onReload listeners; onChange
  * and onConfigRejected are the provider interface's views of them. So a provider's reload is
- * one `apply` function (the static and proxmox providers both use it).
+ * one `apply` function (every provider with a config file uses it).
  */
 export class WatchedConfig<C> {
   private readonly listeners = new Set<(result: ConfigReloadResult<C>) => void>();

@@ -4,7 +4,7 @@
  */
 
 /** The --cloud-config file (the app reads it at start, the providers on each change). */
-export { MAX_CONFIG_FILE_BYTES } from '../../src/cloud/config-file.ts';
+export { MAX_CONFIG_FILE_BYTES } from '../../../src/cloud/config-file.ts';
 
 /** Each file the config names: passwordFile, tokenSecretFile, caFile (a CA bundle is ~200 KiB). */
 export const MAX_REFERENCED_FILE_BYTES = 1024 * 1024;

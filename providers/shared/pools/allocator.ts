@@ -1,7 +1,7 @@
-import { formatIP, type IP, type IPFamily } from '../../src/net/ip.ts';
-import { rangeSize, rangesContain } from './address-ranges.ts';
+import { formatIP, type IP, type IPFamily } from '../../../src/net/ip.ts';
+import { rangeSize, rangesContain } from './ranges.ts';
 import type { PoolConfig } from './config-model.ts';
-import { AllocationError, familyName, type AddressRequest, type SharingTerms } from './service-request.ts';
+import { AllocationError, familyName, type AddressRequest, type SharingTerms } from './requests.ts';
 
 /**
  * The load-balancer address allocator: which service holds which addresses, in memory, rebuilt

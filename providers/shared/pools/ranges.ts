@@ -1,4 +1,4 @@
-import { formatIP, parseIP, parsePrefix, type IP, type IPFamily } from '../../src/net/ip.ts';
+import { formatIP, parseIP, parsePrefix, type IP, type IPFamily } from '../../../src/net/ip.ts';
 
 /**
  * Inclusive address ranges (first..last of one family): what pools and their exclusions are made

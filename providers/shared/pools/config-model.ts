@@ -1,0 +1,23 @@
+import type { LabelPredicate } from '../../../src/kube/label-selector.ts';
+import type { AddressRange } from './ranges.ts';
+
+/** The `loadBalancer` section after validation: pools parsed and ordered. Every field is documented in docs/providers/static.md. */
+
+export interface PoolConfig {
+  name: string;
+  /** The pool's addresses with exclusions removed; normalized (sorted, disjoint). */
+  ranges: AddressRange[];
+  /** undefined: every namespace. */
+  namespaces?: readonly string[];
+  serviceSelector?: LabelPredicate;
+  priority: number;
+  autoAssign: boolean;
+  /** Whether one edge-ccm.io/allow-shared-ip key shares this pool's addresses across namespaces (else keys are per namespace). */
+  shareAcrossNamespaces: boolean;
+}
+
+export interface LoadBalancerConfig {
+  classes: readonly string[];
+  /** In the order services try them: priority (highest first), then file order. */
+  pools: PoolConfig[];
+}

@@ -1,0 +1,66 @@
+import { parseLabelSelector } from '../../../src/kube/label-selector.ts';
+import { formatIP } from '../../../src/net/ip.ts';
+import { SPECIAL_ADDRESS_BLOCKS } from '../../../src/net/special-addresses.ts';
+import type { ConfigPath, ReportIssue } from '../config-file/issues.ts';
+import type { LoadBalancerConfig, PoolConfig } from './config-model.ts';
+import type { RawPool, ResolvableLoadBalancer } from './config-schema.ts';
+import { firstOverlap, networkAndBroadcast, parseAddressRange, subtractRanges, type AddressRange } from './ranges.ts';
+
+/**
+ * Second pass over the `loadBalancer` section: pools parsed, exclusions and (unless asked for)
+ * network/broadcast addresses removed, duplicate names, overlaps and unreachable addresses
+ * reported with their paths, pools put in the order services try them.
+ */
+export function resolveLoadBalancer(raw: ResolvableLoadBalancer | undefined, report: ReportIssue): LoadBalancerConfig {
+  const lb = raw ?? {};
+  const pools: PoolConfig[] = [];
+  const names = new Map<string, number>();
+  (lb.pools ?? []).forEach((p, i) => {
+    if (!p) return; // a shape error, already reported
+    const path: ConfigPath = ['loadBalancer', 'pools', i];
+    const first = names.get(p.name);
+    if (first !== undefined) report([...path, 'name'], `duplicate pool name ${JSON.stringify(p.name)} (also loadBalancer.pools[${first}])`);
+    else names.set(p.name, i);
+    const pool = resolvePool(p, path, report);
+    if (!pool) return;
+    for (const other of pools) {
+      const overlap = firstOverlap(pool.ranges, other.ranges);
+      if (overlap) report([...path, 'addresses'], `pool ${JSON.stringify(p.name)} overlaps pool ${JSON.stringify(other.name)} at ${formatIP(overlap)}`);
+    }
+    pools.push(pool);
+  });
+  // Array.prototype.sort is stable: equal priorities keep file order.
+  pools.sort((a, b) => b.priority - a.priority);
+  return { classes: lb.classes ?? [], pools };
+}
+
+function resolvePool(p: RawPool, path: ConfigPath, report: ReportIssue): PoolConfig | undefined {
+  // The schema checked every entry and the selector parse.
+  const parseAll = (texts: string[]) => texts.map((text) => parseAddressRange(text) as AddressRange);
+  const written = subtractRanges(parseAll(p.addresses), parseAll(p.exclude ?? []));
+  if (!p.allowSpecialAddresses) {
+    const special = SPECIAL_ADDRESS_BLOCKS.flatMap((block) => {
+      const at = firstOverlap(written, [block.prefix]);
+      return at ? [`${block.kind} address ${formatIP(at)} (in ${block.cidr})`] : [];
+    });
+    if (special.length) {
+      report([...path, 'addresses'], `pool ${JSON.stringify(p.name)} holds addresses no service can be reached at: ${special.join(', ')}; exclude them, or set allowSpecialAddresses: true`);
+    }
+  }
+  // A CIDR's network and broadcast addresses are never handed out unless the pool asks for them.
+  const ranges = p.includeNetworkAndBroadcast ? written : subtractRanges(written, p.addresses.flatMap(networkAndBroadcast));
+  const serviceSelector = p.serviceSelector === undefined ? undefined : parseLabelSelector(p.serviceSelector);
+  if (ranges.length === 0) {
+    report([...path, 'addresses'], `pool ${JSON.stringify(p.name)} has no addresses left after exclusions`);
+    return undefined;
+  }
+  return {
+    name: p.name,
+    ranges,
+    namespaces: p.namespaces,
+    serviceSelector,
+    priority: p.priority ?? 0,
+    autoAssign: p.autoAssign ?? true,
+    shareAcrossNamespaces: p.shareAcrossNamespaces ?? false,
+  };
+}

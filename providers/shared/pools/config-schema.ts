@@ -1,0 +1,65 @@
+import * as v from 'valibot';
+import { parseLabelSelector } from '../../../src/kube/label-selector.ts';
+import { NAMESPACE_MAX_LENGTH } from '../config-file/limits.ts';
+import { asRecord, nonEmpty, simpleName, validOrUndefined } from '../config-file/schema.ts';
+import { parseAddressRange } from './ranges.ts';
+
+/**
+ * The shape of the `loadBalancer` section (address pools and the load-balancer classes served),
+ * the same in every provider's file: each value that can be judged alone is checked here; what
+ * needs the whole section (duplicate names, overlaps, special addresses) is config-resolve.ts's.
+ */
+
+/** A CIDR, a range FIRST-LAST or one address. */
+export const addressRange = v.pipe(
+  v.string(),
+  v.check((s) => typeof parseAddressRange(s) !== 'string', (issue) => parseAddressRange(issue.input as string) as string),
+);
+
+const labelSelector = v.pipe(
+  v.string(),
+  v.check((s) => selectorError(s) === undefined, (issue) => `invalid label selector: ${selectorError(issue.input as string)}`),
+);
+
+function selectorError(s: string): string | undefined {
+  try {
+    parseLabelSelector(s);
+    return undefined;
+  } catch (e) {
+    return (e as Error).message;
+  }
+}
+
+const PoolSchema = v.strictObject({
+  name: simpleName,
+  addresses: v.pipe(v.array(addressRange), v.minLength(1, 'must list at least one CIDR, range or address')),
+  exclude: v.optional(v.array(addressRange)),
+  namespaces: v.optional(v.array(v.pipe(nonEmpty, v.maxLength(NAMESPACE_MAX_LENGTH, `must be at most ${NAMESPACE_MAX_LENGTH} characters`)))),
+  serviceSelector: v.optional(labelSelector),
+  priority: v.optional(v.pipe(v.number(), v.integer('must be an integer'))),
+  autoAssign: v.optional(v.boolean()),
+  allowSpecialAddresses: v.optional(v.boolean()),
+  includeNetworkAndBroadcast: v.optional(v.boolean()),
+  shareAcrossNamespaces: v.optional(v.boolean()),
+});
+export type RawPool = v.InferOutput<typeof PoolSchema>;
+
+const ClassesSchema = v.array(nonEmpty);
+
+export const LoadBalancerSchema = v.strictObject({
+  classes: v.optional(ClassesSchema),
+  pools: v.optional(v.array(PoolSchema)),
+});
+export type RawLoadBalancer = v.InferOutput<typeof LoadBalancerSchema>;
+
+/** What the second pass works on: a valid section, or its valid parts (a pool with a shape error is a null hole, so later indexes keep their paths). */
+export type ResolvableLoadBalancer = Omit<RawLoadBalancer, 'pools'> & { pools?: (RawPool | null)[] };
+
+/** The valid parts of a `loadBalancer` section that failed the schema. */
+export function salvageLoadBalancer(input: unknown): ResolvableLoadBalancer {
+  const lb = asRecord(input);
+  return {
+    classes: validOrUndefined(ClassesSchema, lb.classes),
+    pools: Array.isArray(lb.pools) ? lb.pools.map((p) => validOrUndefined(PoolSchema, p) ?? null) : undefined,
+  };
+}
