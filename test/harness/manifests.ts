@@ -2,7 +2,7 @@ import { parseAllDocuments } from 'yaml';
 import type { KubeTransport } from '../../src/kube/transport.ts';
 
 /** Kinds the project's manifests use that are not namespaced. */
-const CLUSTER_SCOPED = new Set(['Namespace', 'Node', 'ClusterRole', 'ClusterRoleBinding', 'PersistentVolume', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']);
+const CLUSTER_SCOPED = new Set(['Namespace', 'Node', 'ClusterRole', 'ClusterRoleBinding', 'PersistentVolume', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding', 'CustomResourceDefinition']);
 
 export interface ManifestObject {
   apiVersion: string;

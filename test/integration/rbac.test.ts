@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, expect, test } from 'bun:test';
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { V1Node, V1Service } from '@kubernetes/client-node';
@@ -13,15 +13,59 @@ import { NODES, ResourceClient, SERVICES } from '../../src/kube/resources.ts';
 import type { BunKubeTransport } from '../../src/kube/transport.ts';
 import { eventually } from '../harness/eventually.ts';
 import { UNINITIALIZED } from '../harness/nodes.ts';
+import { helmTemplate } from '../harness/helm.ts';
 
 /**
  * Least privilege, proven: edge-ccm runs every controller, leader election, events and
  * delegated auth under exactly the manifests in deploy/kubernetes, and the API server's audit
- * log shows that each identity made every kind of request it needs and got no 403.
+ * log shows that each identity made every kind of request it needs and got no 403. The same
+ * scenario runs under the Helm chart's RBAC rendered for another release, namespace and service
+ * account (deploy/kubernetes is the chart rendered with its defaults).
  */
-const SA = (name: string) => `system:serviceaccount:kube-system:${name}`;
-const CCM_USER = SA('cloud-controller-manager');
+const SA = (name: string, namespace = 'kube-system') => `system:serviceaccount:${namespace}:${name}`;
 const DEPLOY = resolve(import.meta.dir, '../../deploy/kubernetes');
+
+/** Where the RBAC under test comes from, and the identity it is bound to. */
+interface RbacSource {
+  label: string;
+  namespace: string;
+  serviceAccount: string;
+  /** The ClusterRole whose every grant the scenario must use. */
+  clusterRole: string;
+  /** The Lease in kube-system the Role lets it take (a new one per source: its create is checked). */
+  leaseName: string;
+  /** The service account, its roles and bindings. */
+  rbac(): string;
+  /** The opt-in objects for --use-service-account-credentials. */
+  serviceAccountCredentials(): string;
+}
+
+const CHART = { release: 'rbac-chart', namespace: 'edge-ccm-rbac', serviceAccount: 'edge-ccm-chart', leaseName: 'edge-ccm-rbac-chart' };
+const CHART_VALUES = { serviceAccount: { name: CHART.serviceAccount }, leaderElection: { leaseName: CHART.leaseName } };
+const SOURCES: RbacSource[] = [
+  {
+    label: 'deploy/kubernetes',
+    namespace: 'kube-system',
+    serviceAccount: 'cloud-controller-manager',
+    clusterRole: 'system:edge-ccm',
+    leaseName: 'cloud-controller-manager',
+    rbac: () => readFileSync(join(DEPLOY, 'rbac.yaml'), 'utf8'),
+    serviceAccountCredentials: () => readFileSync(join(DEPLOY, 'rbac-service-account-credentials.yaml'), 'utf8'),
+  },
+  {
+    label: `the Helm chart (release ${CHART.release} in ${CHART.namespace}, service account ${CHART.serviceAccount})`,
+    namespace: CHART.namespace,
+    serviceAccount: CHART.serviceAccount,
+    clusterRole: `system:${CHART.release}-edge-ccm`,
+    leaseName: CHART.leaseName,
+    rbac: () => [
+      `apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ${CHART.namespace}\n---\n`,
+      helmTemplate({ ...CHART, values: CHART_VALUES, showOnly: ['rbac.yaml'] }),
+    ].join(''),
+    serviceAccountCredentials: () =>
+      helmTemplate({ ...CHART, values: { ...CHART_VALUES, useServiceAccountCredentials: true }, showOnly: ['rbac-service-account-credentials.yaml'] }),
+  },
+];
 
 
 let cp: ControlPlane;
@@ -37,19 +81,22 @@ const until = <T>(what: string, probe: () => Promise<T | undefined>) =>
 beforeAll(async () => {
   cp = await startControlPlane();
   admin = transportFor(cp.adminKubeconfig);
-  await applyManifests(admin, readFileSync(join(DEPLOY, 'rbac.yaml'), 'utf8'));
 }, 240_000);
 
 afterEach(() => CcmProcess.stopAll());
 afterAll(() => cp?.stop());
 
 /**
- * Runs edge-ccm as kube-system/cloud-controller-manager through node initialisation, routes, a
- * load balancer's life, a node deletion and a protected /metrics request; returns the audit log.
+ * Runs edge-ccm as the source's service account through node initialisation, routes, a load
+ * balancer's life, a node deletion and a protected /metrics request; returns the audit log's
+ * entries since the scenario started (so a later source's run proves something of its own).
  */
-async function runScenario(prefix: string, extraFlags: string[]): Promise<AuditEntry[]> {
+async function runScenario(source: RbacSource, prefix: string, extraFlags: string[]): Promise<AuditEntry[]> {
+  const ccmUser = SA(source.serviceAccount, source.namespace);
+  const isLeaseUpdate = (e: AuditEntry) => e.user?.username === ccmUser && e.verb === 'update' && e.objectRef?.resource === 'leases';
+  const earlier = (await readAudit()).length;
   const dir = tempDir('edge-ccm-rbac-');
-  const token = await cp.serviceAccountToken('kube-system', 'cloud-controller-manager');
+  const token = await cp.serviceAccountToken(source.namespace, source.serviceAccount);
   const kubeconfig = await writeKubeconfig(join(dir, 'ccm.yaml'), cp.server, cp.caPem, 'ccm', { token });
   const fakeConfig = join(dir, 'fake.json');
   const auto = { instanceType: 'fake.small', zone: 'z1', region: 'r1', externalIP: '203.0.113.7' };
@@ -60,7 +107,7 @@ async function runScenario(prefix: string, extraFlags: string[]): Promise<AuditE
   ccm = CcmProcess.fake([
     '--cloud-provider=fake', `--cloud-config=${fakeConfig}`, `--kubeconfig=${kubeconfig}`,
     '--cluster-cidr=10.244.0.0/16', '--bind-address=127.0.0.1', `--secure-port=${port}`,
-    '--leader-elect-lease-duration=3s', '--leader-elect-renew-deadline=2s', '--leader-elect-retry-period=500ms',
+    `--leader-elect-resource-name=${source.leaseName}`, '--leader-elect-lease-duration=3s', '--leader-elect-renew-deadline=2s', '--leader-elect-retry-period=500ms',
     '--node-monitor-period=300ms', '--route-reconciliation-period=1s',
     '--node-deletion-grace-period=0s', '--node-deletion-not-found-threshold=1', '--node-deletion-breaker-max-share=1',
     ...extraFlags,
@@ -110,12 +157,8 @@ async function runScenario(prefix: string, extraFlags: string[]): Promise<AuditE
   // The audit log is written asynchronously: wait for the release to appear in it.
   return until('audit entries', async () => {
     const entries = await readAudit();
-    return entries.filter(isLeaseUpdate).length > updatesBefore ? entries : undefined;
+    return entries.filter(isLeaseUpdate).length > updatesBefore ? entries.slice(earlier) : undefined;
   });
-}
-
-function isLeaseUpdate(e: AuditEntry): boolean {
-  return e.user?.username === CCM_USER && e.verb === 'update' && e.objectRef?.resource === 'leases';
 }
 
 async function readAudit(): Promise<AuditEntry[]> {
@@ -131,48 +174,55 @@ function forbidden(entries: AuditEntry[], users: string[]): string[] {
   return entries.filter((e) => users.includes(e.user?.username ?? '') && e.responseStatus?.code === 403).map((e) => `${e.user?.username} ${e.verb} ${e.requestURI}`);
 }
 
-test('every controller works under the shipped ClusterRole with no 403', async () => {
-  const entries = await runScenario('rbac', []);
-  expect(forbidden(entries, [CCM_USER])).toEqual([]);
-  // The test proves something only if every kind of request really happened.
-  const seen = requestKinds(entries, CCM_USER);
-  for (const want of [
-    'list nodes', 'watch nodes', 'patch nodes', 'patch nodes/status', 'delete nodes',
-    'list services', 'watch services', 'patch services/status',
-    'create events', 'create leases', 'update leases', 'get leases',
-    'create tokenreviews', 'create subjectaccessreviews',
-  ]) expect(seen).toContain(want);
-  // And the other way round: the ClusterRole grants nothing edge-ccm does not use. A grant the
-  // scenario cannot reach on its own stays only with the reason it is needed.
-  const usedOnlyOnRarePaths: Record<string, string> = {
-    'get nodes': 'the node controller re-reads a node after a conflicting write',
-    'patch events': 'the event recorder counts a repeated event',
-  };
-  const unused = [...grantedByClusterRole('system:edge-ccm')].filter((g) => !seen.has(g) && !(g in usedOnlyOnRarePaths));
-  expect(unused).toEqual([]);
-}, 180_000);
+for (const [index, source] of SOURCES.entries()) describe(source.label, () => {
+  const ccmUser = SA(source.serviceAccount, source.namespace);
+  const prefix = index === 0 ? '' : 'chart-';
 
-/** `verb resource[/subresource]` for every rule of a ClusterRole in rbac.yaml. */
-function grantedByClusterRole(name: string): Set<string> {
-  const role = parseManifests(readFileSync(join(DEPLOY, 'rbac.yaml'), 'utf8')).find((o) => o.kind === 'ClusterRole' && o.metadata.name === name) as unknown as
+  test('every controller works under the shipped ClusterRole with no 403', async () => {
+    const rbac = source.rbac();
+    await applyManifests(admin, rbac);
+    const entries = await runScenario(source, `${prefix}rbac`, []);
+    expect(forbidden(entries, [ccmUser])).toEqual([]);
+    // The test proves something only if every kind of request really happened.
+    const seen = requestKinds(entries, ccmUser);
+    for (const want of [
+      'list nodes', 'watch nodes', 'patch nodes', 'patch nodes/status', 'delete nodes',
+      'list services', 'watch services', 'patch services/status',
+      'create events', 'create leases', 'update leases', 'get leases',
+      'create tokenreviews', 'create subjectaccessreviews',
+    ]) expect(seen).toContain(want);
+    // And the other way round: the ClusterRole grants nothing edge-ccm does not use. A grant the
+    // scenario cannot reach on its own stays only with the reason it is needed.
+    const usedOnlyOnRarePaths: Record<string, string> = {
+      'get nodes': 'the node controller re-reads a node after a conflicting write',
+      'patch events': 'the event recorder counts a repeated event',
+    };
+    const unused = [...grantedByClusterRole(rbac, source.clusterRole)].filter((g) => !seen.has(g) && !(g in usedOnlyOnRarePaths));
+    expect(unused).toEqual([]);
+  }, 180_000);
+
+  test('with --use-service-account-credentials each controller acts as its own service account, with no 403', async () => {
+    await applyManifests(admin, source.serviceAccountCredentials());
+    const entries = await runScenario(source, `${prefix}sacred`, ['--use-service-account-credentials']);
+    const users = [ccmUser, SA('node-controller'), SA('service-controller'), SA('route-controller')];
+    expect(forbidden(entries, users)).toEqual([]);
+    const ccmSeen = requestKinds(entries, ccmUser);
+    for (const want of ['create serviceaccounts/token', 'get serviceaccounts']) expect(ccmSeen).toContain(want);
+    expect(requestKinds(entries, SA('node-controller'))).toContain('patch nodes');
+    expect(requestKinds(entries, SA('node-controller'))).toContain('delete nodes');
+    expect(requestKinds(entries, SA('service-controller'))).toContain('patch services/status');
+    expect(requestKinds(entries, SA('route-controller'))).toContain('patch nodes/status');
+    // The controllers' writes no longer come from edge-ccm's own account.
+    const sacredWrites = entries.filter((e) => e.user?.username === ccmUser && e.verb === 'patch' && e.objectRef?.name?.startsWith(`${prefix}sacred`));
+    expect(sacredWrites.map((e) => e.requestURI)).toEqual([]);
+  }, 180_000);
+});
+
+/** `verb resource[/subresource]` for every rule of a ClusterRole in the manifests. */
+function grantedByClusterRole(manifests: string, name: string): Set<string> {
+  const role = parseManifests(manifests).find((o) => o.kind === 'ClusterRole' && o.metadata.name === name) as unknown as
     | { rules: { resources: string[]; verbs: string[] }[] }
     | undefined;
-  if (!role) throw new Error(`no ClusterRole ${name} in rbac.yaml`);
+  if (!role) throw new Error(`no ClusterRole ${name} in the RBAC under test`);
   return new Set(role.rules.flatMap((r) => r.resources.flatMap((res) => r.verbs.map((verb) => `${verb} ${res}`))));
 }
-
-test('with --use-service-account-credentials each controller acts as its own service account, with no 403', async () => {
-  await applyManifests(admin, readFileSync(join(DEPLOY, 'rbac-service-account-credentials.yaml'), 'utf8'));
-  const entries = await runScenario('sacred', ['--use-service-account-credentials']);
-  const users = [CCM_USER, SA('node-controller'), SA('service-controller'), SA('route-controller')];
-  expect(forbidden(entries, users)).toEqual([]);
-  const ccmSeen = requestKinds(entries, CCM_USER);
-  for (const want of ['create serviceaccounts/token', 'get serviceaccounts']) expect(ccmSeen).toContain(want);
-  expect(requestKinds(entries, SA('node-controller'))).toContain('patch nodes');
-  expect(requestKinds(entries, SA('node-controller'))).toContain('delete nodes');
-  expect(requestKinds(entries, SA('service-controller'))).toContain('patch services/status');
-  expect(requestKinds(entries, SA('route-controller'))).toContain('patch nodes/status');
-  // The controllers' writes no longer come from edge-ccm's own account.
-  const sacredWrites = entries.filter((e) => e.user?.username === CCM_USER && e.verb === 'patch' && e.objectRef?.name?.startsWith('sacred'));
-  expect(sacredWrites.map((e) => e.requestURI)).toEqual([]);
-}, 180_000);
