@@ -1,23 +1,89 @@
 #!/usr/bin/env bash
-# Debian packages the deploy tests need, installed only when missing (idempotent, quiet when
-# everything is there): systemd-analyze (package systemd) checks deploy/systemd/edge-ccm.service;
-# unshare (util-linux), chroot (coreutils) and ldd (libc-bin) run the scratch image's files in an
-# empty root; readelf (binutils) checks the arm64 image against its binary's ELF headers. Needs root and apt-get; prints what it could not install and exits non-zero.
+# What the deploy tests need, installed only when missing (idempotent, quiet when everything is
+# there). Debian packages:
+#   systemd-analyze (systemd) checks deploy/systemd/edge-ccm.service; unshare (util-linux),
+#   chroot (coreutils) and ldd (libc-bin) run the scratch image's files in an empty root; readelf
+#   (binutils) checks the arm64 image against its binary's ELF headers;
+#   podman and runc build and run deploy/container/Dockerfile (test/integration/podman-image);
+#   mmdebstrap makes the minimal Debian roots they start from (the image's glibc stage, the root
+#   systemd boots in), systemd-nspawn (systemd-container) boots that root
+#   (test/integration/systemd-boot);
+#   qemu-aarch64-static (qemu-user-static) with the arm64 loader and libc (libc6:arm64, after
+#   `dpkg --add-architecture arm64`) runs dist/edge-ccm-linux-arm64 (test/integration/arm64-qemu).
+# And promtool, built from its Go module (no release download) into ~/.cache/edge-ccm/promtool-*,
+# which checks and unit-tests docs/observability/edge-ccm.rules.yaml.
+# Needs root and apt-get for the packages, Go for promtool; prints what it could not install and
+# exits non-zero.
 set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+. "$root/scripts/lib.sh"
 
-declare -A package_for=([systemd-analyze]=systemd [unshare]=util-linux [chroot]=coreutils [ldd]=libc-bin [readelf]=binutils)
-missing=()
+# promtool: the Prometheus release whose rule syntax the docs use (Prometheus 3.x is module v0.3xx).
+PROMTOOL_MODULE_VERSION="${EDGE_CCM_PROMTOOL_VERSION:-v0.316.0}"
+PROMTOOL="$EDGE_CCM_CACHE/promtool-$PROMTOOL_MODULE_VERSION/promtool"
+
+declare -A package_for=(
+  [systemd-analyze]=systemd [unshare]=util-linux [chroot]=coreutils [ldd]=libc-bin [readelf]=binutils
+  [podman]=podman [/usr/sbin/runc]=runc [mmdebstrap]=mmdebstrap [systemd-nspawn]=systemd-container
+  [qemu-aarch64-static]=qemu-user-static [/lib/ld-linux-aarch64.so.1]=libc6:arm64
+)
+declare -A wanted=()
 for tool in "${!package_for[@]}"; do
-  command -v "$tool" >/dev/null 2>&1 || missing+=("${package_for[$tool]}")
+  if [[ "$tool" == /* ]]; then [ -e "$tool" ] && continue; else command -v "$tool" >/dev/null 2>&1 && continue; fi
+  wanted[${package_for[$tool]}]=1
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
 
-if ! command -v apt-get >/dev/null 2>&1 || [ "$(id -u)" -ne 0 ]; then
-  echo "install-test-deps: missing Debian packages ${missing[*]} (needs root and apt-get to install)" >&2
-  exit 1
+if [ ${#wanted[@]} -gt 0 ]; then
+  missing=("${!wanted[@]}")
+  if ! command -v apt-get >/dev/null 2>&1 || [ "$(id -u)" -ne 0 ]; then
+    echo "install-test-deps: missing Debian packages ${missing[*]} (needs root and apt-get to install)" >&2
+    exit 1
+  fi
+  echo "install-test-deps: installing ${missing[*]}" >&2
+  # No service of these packages starts on this machine while they install (podman's, machined):
+  # a policy-rc.d refusing every start, unless the machine already has one.
+  policy=/usr/sbin/policy-rc.d
+  own_policy=0
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\n# edge-ccm install-test-deps: no service starts while it installs\nexit 101\n' >"$policy"
+    chmod 755 "$policy"
+    own_policy=1
+  fi
+  trap '[ "$own_policy" = 1 ] && rm -f "$policy"' EXIT
+  export DEBIAN_FRONTEND=noninteractive
+  if [ -n "${wanted[libc6:arm64]:-}" ] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+    dpkg --add-architecture arm64
+  fi
+  apt-get -o DPkg::Lock::Timeout=600 update -qq >&2
+  # systemd and systemd-container for their tools only: nothing here boots the host's systemd.
+  apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
-echo "install-test-deps: installing ${missing[*]}" >&2
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq >&2
-# systemd is installed for its tools only: nothing here boots it or starts its services.
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+
+if [ ! -x "$PROMTOOL" ]; then
+  command -v go >/dev/null || { echo "install-test-deps: go is required to build promtool (install the Go toolchain)" >&2; exit 1; }
+  echo "install-test-deps: building promtool $PROMTOOL_MODULE_VERSION from its Go module (first run only; cached in $(dirname "$PROMTOOL"))" >&2
+  mkdir -p "$(dirname "$PROMTOOL")"
+  GOBIN="$(dirname "$PROMTOOL")" CGO_ENABLED=0 go install -trimpath -ldflags='-s -w' \
+    "github.com/prometheus/prometheus/cmd/promtool@$PROMTOOL_MODULE_VERSION" >&2
+fi
+
+# helm, built from its Go module (no release download) into ~/.cache/edge-ccm/helm-*: lints,
+# renders and installs deploy/helm/edge-ccm (test/integration/helm-chart.test.ts) and renders
+# deploy/kubernetes from it (scripts/gen-manifests). The version is read by scripts/helm.ts.
+HELM_VERSION="${EDGE_CCM_HELM_VERSION:-v3.22.0}"
+HELM="$EDGE_CCM_CACHE/helm-$HELM_VERSION/helm"
+if [ ! -x "$HELM" ]; then
+  command -v go >/dev/null || { echo "install-test-deps: go is required to build helm (install the Go toolchain)" >&2; exit 1; }
+  echo "install-test-deps: building helm $HELM_VERSION from its Go module (first run only; cached in $(dirname "$HELM"))" >&2
+  mkdir -p "$(dirname "$HELM")"
+  # As helm's Makefile: the Kubernetes version `helm template` and `helm lint` assume is the one
+  # of the client-go it is built with (else v1.20, which the chart's kubeVersion refuses).
+  helm_gomod=$(go mod download -json "helm.sh/helm/v3@$HELM_VERSION" | sed -n 's/^\s*"GoMod": "\(.*\)",$/\1/p')
+  k8s_minor=$(awk '$1 == "k8s.io/client-go" { split($2, v, "."); print v[2] }' "$helm_gomod")
+  [ -n "$k8s_minor" ] || { echo "install-test-deps: no k8s.io/client-go in helm $HELM_VERSION's go.mod ($helm_gomod)" >&2; exit 1; }
+  ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
+  for pkg in pkg/lint/rules pkg/chartutil; do
+    ldflags+=" -X helm.sh/helm/v3/$pkg.k8sVersionMajor=1 -X helm.sh/helm/v3/$pkg.k8sVersionMinor=$k8s_minor"
+  done
+  GOBIN="$(dirname "$HELM")" CGO_ENABLED=0 go install -trimpath -ldflags="$ldflags" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" >&2
+fi

@@ -10,6 +10,7 @@ import { loadStaticConfig } from '../../providers/static/index.ts';
 import type { SecretSource } from '../../providers/shared/config-file/secrets.ts';
 import { sharedControlPlane } from '../harness/control-plane.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
+import { kubeletArgs } from '../harness/container-args.ts';
 import { applyManifests, objectPath, type ManifestObject } from '../harness/manifests.ts';
 
 /**
@@ -82,7 +83,11 @@ test('the Deployment: two replicas in kube-system on control-plane nodes, under 
 
 test('the container: leader election, valid flags, cloud config from the ConfigMap, probes, requests, no privileges', () => {
   const c = container();
-  const { options } = parseArgs(c.args ?? []); // throws on any unknown or invalid flag
+  // As the kubelet starts it on a node whose address (the host-network pod's IP) is POD_IP.
+  const POD_IP = '198.51.100.7';
+  const { options } = parseArgs(kubeletArgs(c, { 'status.podIP': POD_IP })); // throws on any unknown or invalid flag
+  // Served on the pod's IP, where Prometheus can scrape it (not loopback, not every interface).
+  expect(options.bindAddress).toBe(POD_IP);
   expect(options.leaderElect).toBe(true);
   expect(options.cloudProvider).toBe('static');
   expect(options.securePort).toBe(10258);
@@ -94,8 +99,8 @@ test('the container: leader election, valid flags, cloud config from the ConfigM
 
   for (const [probe, path] of [[c.livenessProbe, '/livez'], [c.readinessProbe, '/readyz']] as const) {
     expect(probe?.httpGet).toMatchObject({ path, port: 10258, scheme: 'HTTPS' });
-    // A host-network pod bound to one address must be probed there.
-    expect(probe?.httpGet?.host).toBe(options.bindAddress);
+    // A host-network pod bound to one address must be probed there: no host is the pod's IP.
+    expect(probe?.httpGet?.host).toBeUndefined();
   }
   expect(c.ports?.[0]?.containerPort).toBe(10258);
   // (Plain checks: toMatchObject with expect.any() would overwrite the values it matched.)
@@ -138,7 +143,7 @@ function yamlValues(text: string, key: RegExp): { key: string; value: string }[]
 test("credentials: a Secret volume of their own, named to edge-ccm by CREDENTIALS_DIRECTORY, readable through the pod's group", () => {
   const c = container();
   const pod = deployment.spec?.template.spec;
-  const { options } = parseArgs(c.args ?? []);
+  const { options } = parseArgs(kubeletArgs(c, { 'status.podIP': '198.51.100.7' }));
   const credentialsDirectory = c.env?.find((e) => e.name === 'CREDENTIALS_DIRECTORY')?.value;
   expect(credentialsDirectory).toMatch(/^\//);
   const secretMount = c.volumeMounts?.find((m) => m.mountPath === credentialsDirectory);
@@ -195,5 +200,5 @@ test('each example loads as the pod sees it: its files from the Secret, created 
 });
 
 function options() {
-  return parseArgs(container().args ?? []).options;
+  return parseArgs(kubeletArgs(container(), { 'status.podIP': '198.51.100.7' })).options;
 }

@@ -12,6 +12,7 @@ import { eventually } from '../harness/eventually.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
 import { applyManifests, parseManifests } from '../harness/manifests.ts';
 import { freeLoopbackPorts } from '../harness/ports.ts';
+import { kubeletArgs } from '../harness/container-args.ts';
 import { UNINITIALIZED } from '../harness/nodes.ts';
 
 /**
@@ -284,7 +285,11 @@ test('the image holds the binary and exactly the libraries it is linked against,
 test('every image the Dockerfile pulls is pinned by digest (a re-tagged base cannot change the libraries)', () => {
   const froms = dockerfileText.split('\n').map((l) => /^FROM\s+(\S+)(?:\s+AS\s+(\S+))?/i.exec(l.trim())).filter((m) => m !== null);
   const stageNames = new Set(froms.map((m) => m[2]).filter(Boolean));
-  const pulled = froms.map((m) => m[1] as string).filter((ref) => ref !== 'scratch' && !stageNames.has(ref) && !ref.startsWith('runtime-$'));
+  // A base named by a global ARG (GLIBC_IMAGE, which a build without a registry overrides) is
+  // pinned by its default.
+  const globalArgs = new Map([...dockerfileText.split(/^FROM /m)[0]!.matchAll(/^ARG (\w+)=(\S+)$/gm)].map((m) => [m[1]!, m[2]!]));
+  const pulled = froms.map((m) => (m[1] as string).replace(/^\$\{(\w+)\}$/, (whole, name: string) => globalArgs.get(name) ?? whole))
+    .filter((ref) => ref !== 'scratch' && !stageNames.has(ref) && !ref.startsWith('runtime-$'));
   expect(pulled.length).toBeGreaterThan(0);
   for (const ref of pulled) expect(ref).toMatch(/^[\w./:-]+@sha256:[0-9a-f]{64}$/);
   // The libraries' release is the one the binary is tested on (glibc 2.36).
@@ -395,17 +400,19 @@ test("as the Deployment's pod: its args, user and mounts, a service-account toke
   mountFile(root, cloudConfigArg, smallInventory(['scratch-b']), uid as number);
 
   // The one change: a free port instead of 10258 (the last --secure-port wins, as with pflag).
+  // The host-network pod's IP, which --bind-address=$(POD_IP) binds: loopback here.
+  const podIp = '127.0.0.1';
   const [port] = await freeLoopbackPorts(1);
   const apiPort = new URL(cp.server).port;
   const ccm = await runContainer(dir, root, `${uid}:${gid}`, [
     'HOSTNAME=edge-ccm-7d9f-abcde', 'KUBERNETES_SERVICE_HOST=127.0.0.1', `KUBERNETES_SERVICE_PORT=${apiPort}`,
-  ], [...(container.args ?? []), `--secure-port=${port}`]);
+  ], [...kubeletArgs(container, { 'status.podIP': podIp }), `--secure-port=${port}`]);
   await ccm.process.waitForLog('successfully acquired lease', 60_000);
 
   // The kubelet's probes, as the Deployment states them (but on the test's port).
   for (const probe of [container.livenessProbe, container.readinessProbe]) {
     const get = probe?.httpGet;
-    const url = `${get?.scheme?.toLowerCase()}://${get?.host}:${port}${get?.path}`;
+    const url = `${get?.scheme?.toLowerCase()}://${get?.host ?? podIp}:${port}${get?.path}`;
     await eventually(`probe ${url}`, async () => (await fetch(url, { tls: { rejectUnauthorized: false } })).status === 200, 60_000);
   }
 
