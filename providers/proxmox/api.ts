@@ -1,4 +1,5 @@
-import { TokenBucket } from '../../src/kube/token-bucket.ts';
+import { TokenBucket } from '../../src/util/token-bucket.ts';
+import { Backoff, type BackoffBounds } from '../../src/util/backoff.ts';
 import { silentLogger, type Logger } from '../../src/log.ts';
 import { authenticatorFor, type Authenticator, type Ticket } from './auth.ts';
 import type { ProxmoxCluster } from './config-model.ts';
@@ -32,11 +33,6 @@ export class ProxmoxApiError extends Error {
   }
 }
 
-export interface BackoffOptions {
-  initialMs: number;
-  maxMs: number;
-}
-
 const INITIAL_BACKOFF_MS = 1_000;
 
 export interface ProxmoxApiOptions {
@@ -44,7 +40,7 @@ export interface ProxmoxApiOptions {
   /** Read on every request, so metrics registered after construction (initialize) are used. */
   metrics?: () => ApiMetrics | undefined;
   /** Default: 1 s doubling up to the cluster's maxBackoffSeconds. */
-  backoff?: BackoffOptions;
+  backoff?: BackoffBounds;
   now?: () => number;
 }
 
@@ -54,8 +50,7 @@ export class ProxmoxApi {
   private readonly auth: Authenticator;
   private readonly logger: Logger;
   private readonly now: () => number;
-  private readonly backoff: BackoffOptions;
-  private backoffMs = 0;
+  private readonly backoff: Backoff;
   private backoffUntil = 0;
 
   constructor(readonly cluster: ProxmoxCluster, private readonly opts: ProxmoxApiOptions = {}) {
@@ -64,7 +59,7 @@ export class ProxmoxApi {
     this.trust = new TlsTrust(cluster.tls, cluster.url, cluster.timeoutMs);
     this.auth = authenticatorFor(cluster.auth, () => this.login(), this.now);
     this.logger = opts.logger ?? silentLogger;
-    this.backoff = opts.backoff ?? { initialMs: INITIAL_BACKOFF_MS, maxMs: Math.max(INITIAL_BACKOFF_MS, cluster.maxBackoffMs) };
+    this.backoff = Backoff.doubling(opts.backoff ?? { initialMs: INITIAL_BACKOFF_MS, maxMs: Math.max(INITIAL_BACKOFF_MS, cluster.maxBackoffMs) });
   }
 
   /** GET /api2/json/PATH and its `data`; throws ProxmoxApiError for anything but an answer. */
@@ -135,7 +130,7 @@ export class ProxmoxApi {
     if (res.ok) {
       try {
         const parsed = (await res.json()) as { data?: unknown };
-        this.backoffMs = 0;
+        this.backoff.reset();
         return parsed.data as T;
       } catch (e) {
         this.opts.metrics?.()?.error(request);
@@ -150,9 +145,9 @@ export class ProxmoxApi {
   }
 
   private startBackoff(retryAfter: string | null | undefined): void {
-    this.backoffMs = Math.min(Math.max(this.backoff.initialMs, this.backoffMs * 2), this.backoff.maxMs);
+    const delay = this.backoff.next();
     const serverSays = retryAfter && /^\d+$/.test(retryAfter) ? Number(retryAfter) * 1000 : 0;
-    const wait = Math.min(Math.max(this.backoffMs, serverSays), this.backoff.maxMs);
+    const wait = Math.min(Math.max(delay, serverSays), this.backoff.maxMs);
     this.backoffUntil = this.now() + wait;
     this.logger.warn('proxmox API errors: backing off', { cluster: this.cluster.region, backoffMs: wait });
   }

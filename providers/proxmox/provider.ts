@@ -1,7 +1,6 @@
 import type { CloudProvider, Instances, ProviderContext } from '../../src/cloud/types.ts';
-import { errorMessage } from '../../src/kube/errors.ts';
-import { sleep } from '../../src/kube/token-bucket.ts';
 import type { Logger } from '../../src/log.ts';
+import type { BackoffBounds } from '../../src/util/backoff.ts';
 import { registerReloadMetrics } from '../shared/config-file/metrics.ts';
 import { processSecrets, type SecretSource } from '../shared/config-file/secrets.ts';
 import { providerFileOptions, watchProviderConfig, type ConfigReloadResult, type ProviderFileOptions, type WatchedConfig } from '../shared/config-file/watch.ts';
@@ -9,7 +8,7 @@ import { formatConfigErrors } from '../shared/config-file/yaml-load.ts';
 import { AddressAllocator } from '../shared/pools/allocator.ts';
 import { DEFAULT_REBUILD_RETRY, PoolLoadBalancer, rebuildFromServices, type RebuildRetry } from '../shared/pools/load-balancer.ts';
 import { registerPoolMetrics } from '../shared/pools/metrics.ts';
-import { ProxmoxApi, type BackoffOptions } from './api.ts';
+import { ProxmoxApi } from './api.ts';
 import type { ProxmoxCluster, ProxmoxConfig } from './config-model.ts';
 import { loadProxmoxConfig } from './config-load.ts';
 import { ProxmoxInstances } from './instances.ts';
@@ -17,6 +16,8 @@ import type { ClusterView } from './matching.ts';
 import { registerProxmoxMetrics, type ApiMetrics } from './metrics.ts';
 import { SnapshotCache } from './snapshot.ts';
 import { VmDetails } from './vm-details.ts';
+import { sleep } from '../../src/util/time.ts';
+import { errorMessage } from '../../src/util/errors.ts';
 
 /**
  * The `proxmox` provider: nodes are QEMU VMs of one or more Proxmox VE clusters (InstancesV2,
@@ -41,7 +42,7 @@ export interface ProxmoxProviderOptions extends ProviderFileOptions {
   /** Reads tokenSecretFile, passwordFile, caFile and the *Env variables, at start and on each reload. */
   secrets?: SecretSource;
   /** API back-off bounds (tests shorten them); default from each cluster's maxBackoffSeconds. */
-  backoff?: BackoffOptions;
+  backoff?: BackoffBounds;
   /** Backoff bounds when listing services for the load-balancer rebuild fails. */
   rebuildRetry?: RebuildRetry;
   now?: () => number;
@@ -213,7 +214,7 @@ export function createProxmoxProvider(input: {
   logger: Logger;
   secrets?: SecretSource;
   watch?: ProxmoxProviderOptions['watch'];
-  backoff?: BackoffOptions;
+  backoff?: BackoffBounds;
   rebuildRetry?: ProxmoxProviderOptions['rebuildRetry'];
 }): ProxmoxProvider {
   if (input.config === undefined) throw new Error('the proxmox provider needs --cloud-config (its clusters)');

@@ -4,7 +4,6 @@ import type { CloudProvider } from '../cloud/types.ts';
 import type { ProviderRegistry } from '../cloud/registry.ts';
 import type { Controller } from '../controllers/types.ts';
 import { resolveLifecycleOptions } from '../controllers/nodelifecycle/index.ts';
-import { errorMessage } from '../kube/errors.ts';
 import type { EventRecorder } from '../kube/event-recorder.ts';
 import { EventBroadcaster } from '../kube/events.ts';
 import { LeaderElector, makeIdentity } from '../kube/leader-election.ts';
@@ -25,6 +24,7 @@ import { loadKubeConfig, missingKubeconfigFiles } from './kubeconfig.ts';
 import { ControllerManagerMetrics, createRegistry, restClientObserver } from './metrics.ts';
 import { nodeOwnershipPredicate } from './node-ownership.ts';
 import { CONTROLLER_SERVICE_ACCOUNTS, ServiceAccountCredentials } from './service-account-credentials.ts';
+import { errorMessage } from '../util/errors.ts';
 
 /** A problem with the command line or its files: the process exits 2, as upstream. */
 export class ConfigurationError extends Error {}

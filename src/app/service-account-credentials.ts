@@ -1,8 +1,10 @@
 import { KubeConfig } from '@kubernetes/client-node';
-import { errorMessage, isNotFound } from '../kube/errors.ts';
+import { isNotFound } from '../kube/errors.ts';
 import { BunKubeTransport, type KubeTransport, type TransportOptions } from '../kube/transport.ts';
-import { sleep } from '../kube/token-bucket.ts';
 import type { Logger } from '../log.ts';
+import { Backoff, type BackoffBounds } from '../util/backoff.ts';
+import { sleep } from '../util/time.ts';
+import { errorMessage } from '../util/errors.ts';
 
 /**
  * --use-service-account-credentials, as upstream's SAControllerClientBuilder: each controller
@@ -37,7 +39,7 @@ export class ServiceAccountCredentials {
     private readonly options: TransportOptions,
     private readonly logger: Logger,
     private readonly signal: AbortSignal,
-    private readonly retry: { initialMs: number; maxMs: number } = DEFAULT_RENEW_RETRY,
+    private readonly retry: BackoffBounds = DEFAULT_RENEW_RETRY,
   ) {}
 
   /** The transport acting as kube-system/NAME; one per name. */
@@ -69,7 +71,7 @@ export class ServiceAccountCredentials {
 
   private async renew(name: string, kc: KubeConfig, firstInMs: number): Promise<void> {
     let waitMs = firstInMs;
-    let failures = 0;
+    const backoff = Backoff.doubling(this.retry);
     while (!this.signal.aborted) {
       await sleep(waitMs, this.signal).catch(() => {});
       if (this.signal.aborted) return;
@@ -78,9 +80,9 @@ export class ServiceAccountCredentials {
         // client-node's users are plain objects: the transport picks the new token up on its next refresh.
         (kc.getCurrentUser() as { token?: string }).token = issued.token;
         waitMs = issued.renewInMs;
-        failures = 0;
+        backoff.reset();
       } catch (e) {
-        waitMs = Math.min(this.retry.maxMs, this.retry.initialMs * 2 ** failures++);
+        waitMs = backoff.next();
         this.logger.error('renewing service account token failed; retrying', { serviceAccount: name, retryInMs: waitMs, error: errorMessage(e) });
       }
     }

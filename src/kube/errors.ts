@@ -19,8 +19,3 @@ export const isAlreadyExists = (e: unknown): boolean =>
   e instanceof KubeApiError && e.status === 409 && e.reason === 'AlreadyExists';
 export const isGone = (e: unknown): boolean => e instanceof KubeApiError && e.status === 410;
 export const isForbidden = (e: unknown): boolean => e instanceof KubeApiError && e.status === 403;
-
-/** Short text for logs and events from anything thrown. */
-export function errorMessage(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
-}

@@ -1,10 +1,11 @@
 import { hostname } from 'node:os';
 import type { Logger } from '../log.ts';
-import { errorMessage, isAlreadyExists, isNotFound, KubeApiError } from './errors.ts';
+import { isAlreadyExists, isNotFound, KubeApiError } from './errors.ts';
 import type { EventRecorder, EventSubject, EventType } from './event-recorder.ts';
 import { EVENTS, ResourceClient } from './resources.ts';
-import { sleep } from './token-bucket.ts';
 import type { KubeTransport } from './transport.ts';
+import { sleep } from '../util/time.ts';
+import { errorMessage } from '../util/errors.ts';
 
 /**
  * Writes core/v1 Events the way client-go's record package does: every event goes through an

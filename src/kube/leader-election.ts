@@ -1,11 +1,12 @@
 import { hostname } from 'node:os';
 import { Gauge, type Registry } from 'prom-client';
 import type { Logger } from '../log.ts';
-import { errorMessage, isConflict, isNotFound } from './errors.ts';
+import { isConflict, isNotFound } from './errors.ts';
 import type { EventRecorder } from './event-recorder.ts';
 import { LEASES, ResourceClient } from './resources.ts';
-import { sleep } from './token-bucket.ts';
 import type { KubeTransport } from './transport.ts';
+import { sleep } from '../util/time.ts';
+import { errorMessage } from '../util/errors.ts';
 
 /**
  * Lease-based leader election, as client-go's leaderelection with a LeaseLock: candidates race to
@@ -44,7 +45,7 @@ export interface ElectionClock {
   monotonicMs(): number;
 }
 
-export const systemClock: ElectionClock = {
+const SYSTEM_ELECTION_CLOCK: ElectionClock = {
   wallMs: () => Date.now(),
   monotonicMs: () => performance.now(),
 };
@@ -118,7 +119,7 @@ export class LeaderElector {
     if (this.renewDeadlineMs <= JITTER_FACTOR * this.retryPeriodMs) throw new RangeError('renewDeadline must be greater than retryPeriod*JitterFactor');
     if (this.retryPeriodMs < 1 || this.leaseDurationMs < 1000) throw new RangeError('retryPeriod must be positive and leaseDuration at least 1s');
     if (!options.identity) throw new RangeError('leader election identity must not be empty');
-    this.clock = options.clock ?? systemClock;
+    this.clock = options.clock ?? SYSTEM_ELECTION_CLOCK;
     this.leases = new ResourceClient<Lease>(options.transport, LEASES);
     this.log = options.logger.with({ lease: `${options.namespace}/${options.name}` });
     if (options.registry) this.gauge = masterStatusGauge(options.registry);

@@ -1,5 +1,5 @@
 import { isConflict } from './errors.ts';
-import { sleep } from './token-bucket.ts';
+import { sleep } from '../util/time.ts';
 
 /**
  * client-go's retry.RetryOnConflict: a read-modify-write under optimistic concurrency (a write

@@ -1,4 +1,4 @@
-import { parseGoBool } from '../strconv.ts';
+import { parseGoBool } from '../util/strconv.ts';
 import type { V1LoadBalancerIngress, V1LoadBalancerStatus, V1Node, V1Service, V1ServicePort } from '@kubernetes/client-node';
 
 /**

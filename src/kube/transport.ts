@@ -1,7 +1,8 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { KubeApiError } from './errors.ts';
 import type { RequestFence } from './request-fence.ts';
-import { TokenBucket, sleep } from './token-bucket.ts';
+import { TokenBucket } from '../util/token-bucket.ts';
+import { sleep } from '../util/time.ts';
 
 /**
  * The HTTP transport to the Kubernetes API, on Bun's own fetch.

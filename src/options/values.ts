@@ -2,7 +2,7 @@
  * Turning one flag's text into its typed value, with pflag's grammar per kind: Go's ParseBool
  * spellings, decimal int32, floats, Go durations, and string lists read as one CSV record.
  */
-import { parseGoBool } from '../strconv.ts';
+import { parseGoBool } from '../util/strconv.ts';
 import { parseGoDuration } from './duration.ts';
 
 export type FlagKind = 'string' | 'bool' | 'int' | 'float' | 'duration' | 'list';

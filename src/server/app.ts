@@ -1,12 +1,12 @@
 import { Hono } from 'hono';
 import type { Registry } from 'prom-client';
-import { errorMessage } from '../kube/errors.ts';
 import type { Logger } from '../log.ts';
 import { delegatedAuth, type DelegatedAuthOptions, type ServerEnv } from './auth-middleware.ts';
 import type { Authenticator } from './authn.ts';
 import type { Authorizer } from './authz.ts';
 import { HEALTH_ENDPOINTS, renderAggregate, renderSingle, type HealthChecks, type HealthEndpoint, type HealthResponse } from './health.ts';
 import { alwaysAllowMatcher, DEFAULT_ALWAYS_ALLOW_PATHS } from './path-matcher.ts';
+import { errorMessage } from '../util/errors.ts';
 
 export interface ServerAppOptions {
   /** --authorization-always-allow-paths; default /healthz, /readyz, /livez. */

@@ -1,10 +1,10 @@
 import type { Context, MiddlewareHandler } from 'hono';
-import { errorMessage } from '../kube/errors.ts';
 import type { Logger } from '../log.ts';
 import { redact, type Authenticator, type UserInfo } from './authn.ts';
 import type { Authorizer } from './authz.ts';
 import { clientKey, TooManyRequestsError } from './per-client-limit.ts';
 import { forbidden, internalError, tooManyRequests, unauthorized } from './status.ts';
+import { errorMessage } from '../util/errors.ts';
 
 /** What the auth middleware leaves for the handlers: the caller, when they authenticated. */
 export interface ServerEnv {

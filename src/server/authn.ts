@@ -1,7 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
-import { errorMessage } from '../kube/errors.ts';
 import type { KubeTransport } from '../kube/transport.ts';
 import { CachedLookup } from './ttl-cache.ts';
+import { errorMessage } from '../util/errors.ts';
 
 /** Who a request comes from, as a TokenReview tells it. */
 export interface UserInfo {

@@ -1,7 +1,7 @@
-import { errorMessage } from '../kube/errors.ts';
 import type { KubeTransport } from '../kube/transport.ts';
 import type { UserInfo } from './authn.ts';
 import { CachedLookup } from './ttl-cache.ts';
+import { errorMessage } from '../util/errors.ts';
 
 /** A request on a non-resource path, as a SubjectAccessReview's nonResourceAttributes. */
 export interface AuthorizationAttributes {

@@ -1,4 +1,4 @@
-import { errorMessage } from '../kube/errors.ts';
+import { errorMessage } from '../util/errors.ts';
 
 /**
  * Named health checks and the three endpoints that run them, as Kubernetes' healthz package:

@@ -1,9 +1,17 @@
 /**
- * Exponential backoff with jitter, as client-go's reflector uses between failed list/watch
- * attempts: 800ms doubling to 30s, back to the start after a healthy period (2 minutes without
- * a failure). Jitter only shortens a delay, so the maximum stays a maximum while clients that
- * failed together still spread out.
+ * Exponential backoff, the one every retry loop uses. The defaults are client-go's reflector's
+ * between failed list/watch attempts: 800ms doubling to 30s with jitter, back to the start after
+ * a healthy period (2 minutes without a failure). Jitter only shortens a delay, so the maximum
+ * stays a maximum while clients that failed together still spread out. Backoff.doubling(bounds)
+ * is the plain kind: initialMs doubling to maxMs, no jitter, until reset().
  */
+
+/** The first delay and the cap of a doubling backoff (what flags, config and tests set). */
+export interface BackoffBounds {
+  initialMs: number;
+  maxMs: number;
+}
+
 export interface BackoffOptions {
   initialMs?: number;
   maxMs?: number;
@@ -39,6 +47,11 @@ export class Backoff {
       throw new RangeError('backoff needs 0 < initialMs <= maxMs, factor >= 1 and 0 <= jitter <= 1');
     }
     this.base = this.initialMs;
+  }
+
+  /** initialMs, doubling to maxMs: no jitter, no reset but reset(). */
+  static doubling(bounds: BackoffBounds): Backoff {
+    return new Backoff({ initialMs: bounds.initialMs, maxMs: bounds.maxMs, jitter: 0, resetAfterMs: Infinity });
   }
 
   /** The delay before the next attempt, after a failure. */

@@ -1,4 +1,4 @@
-/** Time source and one-shot timers for the work queue; injectable so tests control time. */
+/** Time source and one-shot timers (the work queue's, the lifecycle controller's); injectable so tests control time (test/fakes/fake-clock.ts). */
 export interface Clock {
   /** Monotonic milliseconds. */
   now(): number;
@@ -16,3 +16,19 @@ export const systemClock: Clock = {
     return () => clearTimeout(timer);
   },
 };
+
+/** Sleeps for ms milliseconds; rejects with the signal's reason when aborted. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}

@@ -1,4 +1,4 @@
-import type { Clock } from './clock.ts';
+import type { Clock } from '../../src/util/time.ts';
 
 interface FakeTimer {
   due: number;

@@ -11,7 +11,7 @@ import {
   type Route,
   type Routes,
 } from '../../src/cloud/types.ts';
-import { sleep } from '../../src/kube/token-bucket.ts';
+import { sleep } from '../../src/util/time.ts';
 
 /**
  * A test double of the provider interface, after k8s.io/cloud-provider/fake: configurable answers

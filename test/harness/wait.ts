@@ -1,5 +1,5 @@
-import { sleep } from '../../src/kube/token-bucket.ts';
 import type { LoggedProcess } from './processes.ts';
+import { sleep } from '../../src/util/time.ts';
 
 /**
  * Polls `probe` until it answers true. Fails early when the process it waits for has died, and on

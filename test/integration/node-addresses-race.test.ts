@@ -7,13 +7,13 @@ import { EventBroadcaster } from '../../src/kube/events.ts';
 import { Informer } from '../../src/kube/informer/index.ts';
 import { TAINT_EXTERNAL_CLOUD_PROVIDER } from '../../src/kube/node-helpers.ts';
 import { NODES, ResourceClient } from '../../src/kube/resources.ts';
-import { sleep } from '../../src/kube/token-bucket.ts';
 import type { KubeTransport } from '../../src/kube/transport.ts';
 import { createLogger } from '../../src/log.ts';
 import { FakeCloud, fakeMetadata } from '../fakes/fake-cloud.ts';
 import { type ControlPlane, sharedControlPlane } from '../harness/control-plane.ts';
 import { eventually } from '../harness/eventually.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
+import { sleep } from '../../src/util/time.ts';
 
 // Issue 11, item 9, against a real API server: the cloud node controller's address write must
 // not lose the Hostname a kubelet posts between the controller's read and its write.

@@ -15,7 +15,6 @@ import { nodeName } from '../../src/kube/node-helpers.ts';
 import { EventBroadcaster } from '../../src/kube/events.ts';
 import { Informer } from '../../src/kube/informer/index.ts';
 import { EVENTS, NODES, ResourceClient } from '../../src/kube/resources.ts';
-import { sleep } from '../../src/kube/token-bucket.ts';
 import type { KubeTransport } from '../../src/kube/transport.ts';
 import { createLogger } from '../../src/log.ts';
 import { FakeCloud } from '../fakes/fake-cloud.ts';
@@ -23,6 +22,7 @@ import { type ControlPlane, sharedControlPlane } from '../harness/control-plane.
 import { transportFor } from '../harness/kubeconfig.ts';
 import { eventually } from '../harness/eventually.ts';
 import { nodeExists, setReady } from '../harness/nodes.ts';
+import { sleep } from '../../src/util/time.ts';
 
 // The lifecycle controller against a real API server: nodes are created NotReady (no kubelet
 // runs, so their status stays as written) and the fake provider plays outages and removals.

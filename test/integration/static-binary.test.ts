@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { join, resolve } from 'node:path';
 import type { CoreV1Event, V1Node, V1Service } from '@kubernetes/client-node';
-import { forEachLimited } from '../../src/kube/parallel.ts';
+import { forEachLimited } from '../../src/util/parallel.ts';
 import { EVENTS, NODES, ResourceClient, SERVICES } from '../../src/kube/resources.ts';
 import type { KubeTransport } from '../../src/kube/transport.ts';
 import { ADDRESS_POOL_ANNOTATION } from '../../providers/shared/pools/requests.ts';

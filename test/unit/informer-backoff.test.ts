@@ -1,5 +1,5 @@
 import { expect, test } from 'bun:test';
-import { Backoff } from '../../src/kube/informer/backoff.ts';
+import { Backoff } from '../../src/util/backoff.ts';
 
 test('delays double from 800ms up to the 30s cap', () => {
   const backoff = new Backoff({ random: () => 0, now: () => 0 });

@@ -1,7 +1,7 @@
 import { expect, test } from 'bun:test';
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import { KubeApiError } from '../../src/kube/errors.ts';
-import { Backoff } from '../../src/kube/informer/backoff.ts';
+import { Backoff } from '../../src/util/backoff.ts';
 import { Informer } from '../../src/kube/informer/informer.ts';
 import { Reflector } from '../../src/kube/informer/reflector.ts';
 import { Store, type StoreChange } from '../../src/kube/informer/store.ts';

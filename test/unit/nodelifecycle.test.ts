@@ -28,7 +28,7 @@ import { RecordingEventRecorder } from '../../src/kube/event-recorder.ts';
 import { Informer } from '../../src/kube/informer/index.ts';
 import { NODES, SERVICES } from '../../src/kube/resources.ts';
 import type { KubeTransport } from '../../src/kube/transport.ts';
-import { FakeClock } from '../../src/kube/workqueue/index.ts';
+import { FakeClock } from '../fakes/fake-clock.ts';
 import { createLogger } from '../../src/log.ts';
 import { FakeCloud } from '../fakes/fake-cloud.ts';
 

@@ -1,4 +1,4 @@
-import { parseGoBool } from '../../src/strconv.ts';
+import { parseGoBool } from '../../src/util/strconv.ts';
 import { describe, expect, test } from 'bun:test';
 import type { V1Node, V1Service, V1ServicePort } from '@kubernetes/client-node';
 import {

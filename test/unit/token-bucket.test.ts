@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { TokenBucket } from '../../src/kube/token-bucket.ts';
+import { TokenBucket } from '../../src/util/token-bucket.ts';
 
 describe('TokenBucket (client-go --kube-api-qps / --kube-api-burst)', () => {
   test('a full bucket serves `burst` requests at once, then one per 1/qps seconds, in order', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { Registry } from 'prom-client';
-import { FakeClock } from '../../src/kube/workqueue/fake-clock.ts';
+import { FakeClock } from '../fakes/fake-clock.ts';
 import { WorkQueueMetrics } from '../../src/kube/workqueue/metrics.ts';
 import { WorkQueue } from '../../src/kube/workqueue/queue.ts';
 import { ItemExponentialFailureRateLimiter } from '../../src/kube/workqueue/rate-limiters.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { TokenBucket } from '../../src/kube/token-bucket.ts';
+import { TokenBucket } from '../../src/util/token-bucket.ts';
 import {
   BucketRateLimiter,
   ItemExponentialFailureRateLimiter,

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { FakeClock } from '../../src/kube/workqueue/fake-clock.ts';
+import { FakeClock } from '../fakes/fake-clock.ts';
 import { processNextItem } from '../../src/kube/workqueue/process.ts';
 import { WorkQueue, type GetResult } from '../../src/kube/workqueue/queue.ts';
 import { ItemExponentialFailureRateLimiter } from '../../src/kube/workqueue/rate-limiters.ts';

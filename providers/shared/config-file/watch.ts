@@ -1,11 +1,11 @@
 import { watch, type FSWatcher } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { errorMessage } from '../../../src/kube/errors.ts';
 import type { Logger } from '../../../src/log.ts';
 import { FileRefusedError, readBoundedFile } from '../../../src/util/bounded-file.ts';
 import { formatConfigErrors, type ConfigError, type ConfigWarning } from './yaml-load.ts';
 import { MAX_CONFIG_FILE_BYTES } from './limits.ts';
+import { errorMessage } from '../../../src/util/errors.ts';
 
 /**
  * Watches one file and hands its text over when it changed. Watches the directory, not the

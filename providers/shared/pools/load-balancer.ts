@@ -3,14 +3,15 @@ import { RetryAfterError, defaultLoadBalancerName, type LoadBalancer, type LoadB
 import { wantsLoadBalancer } from '../../../src/kube/service-helpers.ts';
 import type { ProviderContext } from '../../../src/cloud/types.ts';
 import type { KubeTransport } from '../../../src/kube/transport.ts';
-import { errorMessage } from '../../../src/kube/errors.ts';
 import type { EventRecorder } from '../../../src/kube/event-recorder.ts';
 import { ResourceClient, SERVICES } from '../../../src/kube/resources.ts';
-import { sleep } from '../../../src/kube/token-bucket.ts';
 import type { Logger } from '../../../src/log.ts';
 import { formatIP, parseIP, type IP } from '../../../src/net/ip.ts';
 import type { AddressAllocator, Assignment, NotShared } from './allocator.ts';
 import { ALLOW_SHARED_IP_ANNOTATION, addressRequest, serviceKeyOf, sharingTerms } from './requests.ts';
+import { Backoff, type BackoffBounds } from '../../../src/util/backoff.ts';
+import { sleep } from '../../../src/util/time.ts';
+import { errorMessage } from '../../../src/util/errors.ts';
 
 /** Seconds the controller waits before retrying a service while the allocator is not rebuilt. */
 const REBUILD_RETRY_SECONDS = 2;
@@ -147,10 +148,8 @@ function creation(s: V1Service): string {
   return t instanceof Date ? t.toISOString() : typeof t === 'string' ? t : '';
 }
 
-export interface RebuildRetry {
-  initialMs: number;
-  maxMs: number;
-}
+/** Backoff bounds when listing services for the rebuild fails. */
+export type RebuildRetry = BackoffBounds;
 
 export const DEFAULT_REBUILD_RETRY: RebuildRetry = { initialMs: 1000, maxMs: 30_000 };
 
@@ -171,11 +170,13 @@ export async function rebuildFromServices(
 /** Every service, paged; a failed list is retried with backoff until it succeeds or the signal aborts. */
 async function listServicesRetrying(source: { transport: KubeTransport; retry: RebuildRetry; logger: Logger }, signal: AbortSignal): Promise<V1Service[]> {
   const services = new ResourceClient<V1Service>(source.transport, SERVICES);
-  for (let delay = source.retry.initialMs; ; delay = Math.min(delay * 2, source.retry.maxMs)) {
+  const backoff = Backoff.doubling(source.retry);
+  for (;;) {
     try {
       return await listAll(services, signal);
     } catch (e) {
       if (signal.aborted) throw e;
+      const delay = backoff.next();
       source.logger.warn('cannot list services to rebuild load-balancer addresses; retrying', { error: errorMessage(e), retryMs: delay });
       await sleep(delay, signal);
     }

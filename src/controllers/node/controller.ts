@@ -1,9 +1,8 @@
 import type { V1Node, V1NodeAddress } from '@kubernetes/client-node';
 import type { InstanceMetadata, Instances } from '../../cloud/types.ts';
-import { errorMessage, isConflict, isNotFound } from '../../kube/errors.ts';
+import { isConflict, isNotFound } from '../../kube/errors.ts';
 import { isUninitialized, nodeAgeMs, nodeEventSubject, nodeName } from '../../kube/node-helpers.ts';
 import { DEFAULT_RETRY, retryOnConflict } from '../../kube/retry-on-conflict.ts';
-import { sleep } from '../../kube/token-bucket.ts';
 import { WorkQueue, defaultControllerRateLimiter, processNextItem } from '../../kube/workqueue/index.ts';
 import type { Logger } from '../../log.ts';
 import type { Controller, ControllerContext } from '../types.ts';
@@ -14,7 +13,9 @@ import { nodeControllerMetrics, type NodeControllerMetrics } from './metrics.ts'
 import { planLabelResync } from './label-resync.ts';
 import { ApiNodeWriter, type NodeLabelWriter, type NodeWriter } from './node-writer.ts';
 import { ResyncTrigger } from './resync-trigger.ts';
-import { forEachLimited } from '../../kube/parallel.ts';
+import { forEachLimited } from '../../util/parallel.ts';
+import { sleep } from '../../util/time.ts';
+import { errorMessage } from '../../util/errors.ts';
 
 export interface CloudNodeControllerOptions {
   /** --concurrent-node-syncs: workers initialising nodes, and the concurrency of the periodic status pass. */

@@ -1,21 +1,21 @@
 import type { V1Node } from '@kubernetes/client-node';
 import type { Existence, Instances } from '../../cloud/types.ts';
-import { errorMessage } from '../../kube/errors.ts';
 import { isNodeReady, nodeEventSubject, nodeName } from '../../kube/node-helpers.ts';
-import { sleep } from '../../kube/token-bucket.ts';
-import { type Clock, systemClock } from '../../kube/workqueue/index.ts';
+import { systemClock, type Clock } from '../../util/time.ts';
 import type { Logger } from '../../log.ts';
 import { formatGoDuration } from '../../options/duration.ts';
 import type { Controller, ControllerContext } from '../types.ts';
 import { type BreakerVerdict, DeletionWindow, evaluateBreaker } from './breaker.ts';
 import { type HoldReason, type NotFoundStreak, decide } from './decide.ts';
-import { forEachLimited } from '../../kube/parallel.ts';
+import { forEachLimited } from '../../util/parallel.ts';
 import { askExistence, askShutdown } from './existence.ts';
 import { ANNOTATION_ACKNOWLEDGE_DELETION, QUARANTINE_TAINT, SHUTDOWN_TAINT, isDeletionAcknowledged } from './keys.ts';
 import { type HeldReason, NodeLifecycleMetrics } from './metrics.ts';
 import { ApiNodeWriter, type NodeWriter } from './node-writer.ts';
 import { type LifecycleOptions, type LifecycleOptionsInput, resolveLifecycleOptions, shrinkConfirmReads } from './options.ts';
 import { DISTRUST_REASONS, type Distrust, type GroupJudgement, ProviderSnapshots, type SnapshotJudgement, describeGroup, providerIDScheme } from './snapshot.ts';
+import { sleep } from '../../util/time.ts';
+import { errorMessage } from '../../util/errors.ts';
 
 /** Taint writes (and the shutdown questions before them) in flight at once. */
 export const WRITE_CONCURRENCY = 10;

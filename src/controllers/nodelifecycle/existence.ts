@@ -1,8 +1,8 @@
-import { forEachLimited } from '../../kube/parallel.ts';
+import { forEachLimited } from '../../util/parallel.ts';
 import type { V1Node } from '@kubernetes/client-node';
 import type { Existence, Instances } from '../../cloud/types.ts';
-import { errorMessage } from '../../kube/errors.ts';
 import { nodeName } from '../../kube/node-helpers.ts';
+import { errorMessage } from '../../util/errors.ts';
 
 /**
  * Asking the provider about machines, so that nothing it does can make the controller act on a

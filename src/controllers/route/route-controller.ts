@@ -1,13 +1,13 @@
 import type { V1Node } from '@kubernetes/client-node';
 import { Counter, type Registry } from 'prom-client';
 import type { Route, Routes } from '../../cloud/types.ts';
-import { errorMessage } from '../../kube/errors.ts';
 import { NODES, ResourceClient } from '../../kube/resources.ts';
-import { forEachLimited } from '../../kube/parallel.ts';
-import { sleep } from '../../kube/token-bucket.ts';
+import { forEachLimited } from '../../util/parallel.ts';
 import type { Prefix } from '../../net/ip.ts';
 import type { Controller, ControllerContext } from '../types.ts';
 import { networkCondition, planRoutes, podCIDRs, type RouteAction } from './plan.ts';
+import { sleep } from '../../util/time.ts';
+import { errorMessage } from '../../util/errors.ts';
 
 /** Upstream's cap on route operations in flight at once. */
 export const MAX_CONCURRENT_ROUTE_OPERATIONS = 200;

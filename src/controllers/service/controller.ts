@@ -1,13 +1,14 @@
 import type { V1Node, V1Service } from '@kubernetes/client-node';
-import { errorMessage } from '../../kube/errors.ts';
 import { objectKey } from '../../kube/informer/index.ts';
 import { ResourceClient, SERVICES } from '../../kube/resources.ts';
 import { needsCleanup, needsUpdate, shouldSyncUpdatedNode, wantsLoadBalancer } from '../../kube/service-helpers.ts';
-import { ItemExponentialFailureRateLimiter, WorkQueue, type Clock } from '../../kube/workqueue/index.ts';
+import { ItemExponentialFailureRateLimiter, WorkQueue } from '../../kube/workqueue/index.ts';
+import type { Clock } from '../../util/time.ts';
 import type { Controller, ControllerContext } from '../types.ts';
 import { LoadBalancerSync, retryAfterSeconds } from './load-balancer-sync.ts';
 import { KUBE_VIP_FIELD_MANAGER } from './kube-vip.ts';
 import { ServiceControllerMetrics } from './metrics.ts';
+import { errorMessage } from '../../util/errors.ts';
 
 /**
  * The service load-balancer controller (upstream controllers/service): keeps a cloud load

@@ -1,6 +1,6 @@
 import type { V1LoadBalancerStatus, V1Node, V1Service } from '@kubernetes/client-node';
 import { ImplementedElsewhereError, RetryAfterError, type LoadBalancer } from '../../cloud/types.ts';
-import { errorMessage, isNotFound } from '../../kube/errors.ts';
+import { isNotFound } from '../../kube/errors.ts';
 import type { EventRecorder } from '../../kube/event-recorder.ts';
 import {
   hasForeignLoadBalancerClass,
@@ -25,6 +25,8 @@ import {
 import type { ServiceControllerMetrics } from './metrics.ts';
 import { kubeVipAnnotationPatch, type MergePatch } from './kube-vip.ts';
 import { addFinalizerPatch, loadBalancerStatusPatch, removeFinalizerPatch, type StrategicPatch } from './patches.ts';
+import { errorMessage } from '../../util/errors.ts';
+import { forEachLimited } from '../../util/parallel.ts';
 
 /**
  * What the service controller does for one service key and for one node change, without the
@@ -125,7 +127,7 @@ export class LoadBalancerSync {
   /** Node sync for the given services; the keys of those that failed. */
   async updateLoadBalancerHosts(services: readonly (V1Service | undefined)[], workers: number, signal?: AbortSignal): Promise<Set<string>> {
     const retry = new Set<string>();
-    await forEachParallel(services, workers, async (service) => {
+    await forEachLimited(services, workers, async (service) => {
       if (service && (await this.nodeSyncService(service, signal))) retry.add(serviceKey(service));
     });
     return retry;
@@ -357,13 +359,4 @@ export class LoadBalancerSync {
 
 function event(e: { type: 'Normal' | 'Warning'; reason: string; message: string }): ['Normal' | 'Warning', string, string] {
   return [e.type, e.reason, e.message];
-}
-
-/** Runs fn over the items with at most `workers` running at once (upstream ParallelizeUntil). */
-async function forEachParallel<T>(items: readonly T[], workers: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const runner = async () => {
-    while (next < items.length) await fn(items[next++] as T);
-  };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(workers, items.length)) }, runner));
 }

@@ -2,4 +2,3 @@
 export { Informer, stripManagedFields, type InformerHandlers, type InformerOptions } from './informer.ts';
 export { Store, objectKey, type IndexFunc, type KubeObject, type StoreChange } from './store.ts';
 export { Reflector, type ReflectorOptions } from './reflector.ts';
-export { Backoff, type BackoffOptions } from './backoff.ts';

@@ -1,7 +1,7 @@
-import { errorMessage } from '../errors.ts';
 import { silentLogger, type Logger } from '../../log.ts';
 import { Reflector, type ReflectorOptions } from './reflector.ts';
 import { Store, type KubeObject, type StoreChange } from './store.ts';
+import { errorMessage } from '../../util/errors.ts';
 
 /**
  * A shared informer: one list/watch (the Reflector) feeding one Store, and handlers told of

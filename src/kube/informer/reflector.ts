@@ -1,10 +1,11 @@
-import { KubeApiError, errorMessage, isGone } from '../errors.ts';
+import { KubeApiError, isGone } from '../errors.ts';
 import { ResourceClient, type ResourceType } from '../resources.ts';
-import { sleep as defaultSleep } from '../token-bucket.ts';
 import type { KubeTransport, QueryValue, WatchEvent } from '../transport.ts';
 import { silentLogger, type Logger } from '../../log.ts';
-import { Backoff } from './backoff.ts';
+import { Backoff } from '../../util/backoff.ts';
 import type { KubeObject, Store, StoreChange } from './store.ts';
+import { sleep as defaultSleep } from '../../util/time.ts';
+import { errorMessage } from '../../util/errors.ts';
 
 /**
  * Keeps a Store equal to the server's objects: list (paged), then watch from the list's

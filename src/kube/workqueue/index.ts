@@ -1,5 +1,3 @@
-export { systemClock, type Clock } from './clock.ts';
-export { FakeClock } from './fake-clock.ts';
 export { WorkQueueMetrics, type QueueMetrics } from './metrics.ts';
 export { processNextItem } from './process.ts';
 export { WorkQueue, type GetResult, type WorkQueueOptions } from './queue.ts';

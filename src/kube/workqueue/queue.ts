@@ -1,4 +1,4 @@
-import { systemClock, type Clock } from './clock.ts';
+import { systemClock, type Clock } from '../../util/time.ts';
 import { noQueueMetrics, type QueueMetrics, type WorkQueueMetrics } from './metrics.ts';
 import { defaultControllerRateLimiter, type RateLimiter } from './rate-limiters.ts';
 import { WaitingItems } from './waiting-items.ts';

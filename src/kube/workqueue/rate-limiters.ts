@@ -1,4 +1,4 @@
-import { TokenBucket } from '../token-bucket.ts';
+import { TokenBucket } from '../../util/token-bucket.ts';
 
 /** Decides how long an item waits before it is retried (as client-go's TypedRateLimiter). */
 export interface RateLimiter<K> {

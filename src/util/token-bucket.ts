@@ -1,3 +1,5 @@
+import { sleep } from './time.ts';
+
 /**
  * A token bucket as in golang.org/x/time/rate, used the way client-go uses it: for the client's
  * --kube-api-qps/--kube-api-burst limit and the work queue's overall limit. `reserve` hands out
@@ -50,20 +52,4 @@ export class TokenBucket {
     this.tokens = Math.min(this.burst, this.tokens + ((now - this.last) / 1000) * this.qps);
     this.last = now;
   }
-}
-
-/** Sleeps for ms milliseconds; rejects with the signal's reason when aborted. */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal!.reason);
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }
