@@ -1,8 +1,8 @@
 import type { V1Node, V1NodeAddress } from '@kubernetes/client-node';
 import type { InstanceMetadata, Instances } from '../../cloud/types.ts';
-import { isConflict, isNotFound } from '../../kube/errors.ts';
+import { isNotFound } from '../../kube/errors.ts';
 import { isUninitialized, nodeAgeMs, nodeEventSubject, nodeName } from '../../kube/node-helpers.ts';
-import { DEFAULT_RETRY, retryOnConflict } from '../../kube/retry-on-conflict.ts';
+import { DEFAULT_RETRY, retryOnConflict, type RetryOptions } from '../../kube/retry-on-conflict.ts';
 import { WorkQueue, defaultControllerRateLimiter, processNextItem } from '../../kube/workqueue/index.ts';
 import type { Logger } from '../../log.ts';
 import type { Controller, ControllerContext } from '../types.ts';
@@ -14,7 +14,6 @@ import { planLabelResync } from './label-resync.ts';
 import { ApiNodeWriter, type NodeLabelWriter, type NodeWriter } from './node-writer.ts';
 import { ResyncTrigger } from './resync-trigger.ts';
 import { forEachLimited } from '../../util/parallel.ts';
-import { sleep } from '../../util/time.ts';
 import { errorMessage } from '../../util/errors.ts';
 
 export interface CloudNodeControllerOptions {
@@ -41,10 +40,9 @@ export const EVENT_SYNCED = 'Synced';
 export const EVENT_PROVIDED_NODE_IP_INVALID = 'ProvidedNodeIPInvalid';
 
 /** Upstream UpdateNodeSpecBackoff: 20 attempts, 50ms with jitter 1.0 (50-100ms). */
-const CONFLICT_ATTEMPTS = 20;
-const CONFLICT_BACKOFF_MS = 50;
+const UPDATE_NODE_SPEC_RETRY: RetryOptions = { attempts: 20, delayMs: 50, jitter: 1 };
 /** Label re-sync: attempts before a node is left to the next pass. */
-const RELABEL_ATTEMPTS = 3;
+const RELABEL_RETRY: RetryOptions = { ...DEFAULT_RETRY, attempts: 3 };
 
 /**
  * The cloud node controller (upstream controllers/node): initialises nodes registered with the
@@ -170,22 +168,18 @@ export class CloudNodeController implements Controller {
 
     // Upstream order: first the node write (providerID, labels, taint removal), then the
     // addresses on the status, once the node is no longer tainted.
-    let node = cached;
-    let initialized: V1Node | undefined;
-    for (let attempt = 1; initialized === undefined; attempt++) {
+    const initialized = await retryOnConflict(async (attempt) => {
+      const node = attempt === 1 ? cached : await this.writer.get(name, signal);
+      // Someone else initialised it meanwhile: nothing left to do here.
+      if (attempt > 1 && !isUninitialized(node)) return undefined;
       const plan = this.planOrWarn(node, metadata);
       for (const { key, reason } of plan.discardedLabels) log.warn('discarding node label from cloud provider', { label: key, reason });
-      try {
-        initialized = await this.writer.initialize(name, plan.patch, signal);
-      } catch (e) {
-        if (isNotFound(e)) return;
-        if (!isConflict(e) || attempt >= CONFLICT_ATTEMPTS) throw e;
-        await sleep(CONFLICT_BACKOFF_MS * (1 + Math.random()), signal);
-        node = await this.writer.get(name, signal);
-        // Someone else initialised it meanwhile: nothing left to do here.
-        if (!isUninitialized(node)) return;
-      }
-    }
+      return this.writer.initialize(name, plan.patch, signal).catch((e: unknown) => {
+        if (isNotFound(e)) return undefined;
+        throw e;
+      });
+    }, UPDATE_NODE_SPEC_RETRY, signal);
+    if (!initialized) return;
     observeAge(this.metrics.taintRemovalDelay, initialized);
 
     await this.updateNodeAddresses(initialized, metadata.nodeAddresses, log, signal);
@@ -235,30 +229,20 @@ export class CloudNodeController implements Controller {
    */
   private async resyncLabels(cached: V1Node, metadata: InstanceMetadata, log: Logger, signal?: AbortSignal): Promise<void> {
     const name = nodeName(cached);
-    let node = cached;
-    for (let attempt = 1; ; attempt++) {
-      const plan = planLabelResync(node, metadata);
-      for (const { key, reason } of plan.discarded) log.debug(4, 'not re-syncing node label from cloud provider', { label: key, reason });
-      if (!plan.patch) return;
-      try {
+    try {
+      await retryOnConflict(async (attempt) => {
+        const node = attempt === 1 ? cached : await this.labelWriter.get(name, signal);
+        // Tainted again meanwhile? Initialisation owns it then.
+        if (attempt > 1 && isUninitialized(node)) return;
+        const plan = planLabelResync(node, metadata);
+        for (const { key, reason } of plan.discarded) log.debug(4, 'not re-syncing node label from cloud provider', { label: key, reason });
+        if (!plan.patch) return;
         await this.labelWriter.patchCloudLabels(name, node.metadata?.resourceVersion, plan.patch, signal);
         log.info('re-synced node labels with cloud provider', { labels: JSON.stringify(plan.patch.labels) });
-        return;
-      } catch (e) {
-        if (isNotFound(e)) return;
-        if (!isConflict(e) || attempt >= RELABEL_ATTEMPTS) {
-          log.error('error re-syncing node labels', { error: errorMessage(e) });
-          return;
-        }
-        try {
-          node = await this.labelWriter.get(name, signal);
-        } catch (err) {
-          log.error('error re-syncing node labels', { error: errorMessage(err) });
-          return;
-        }
-        // Tainted again meanwhile? Initialisation owns it then.
-        if (isUninitialized(node)) return;
-      }
+      }, RELABEL_RETRY, signal);
+    } catch (e) {
+      if (isNotFound(e)) return;
+      log.error('error re-syncing node labels', { error: errorMessage(e) });
     }
   }
 

@@ -2,6 +2,7 @@ import type { V1Node, V1Taint } from '@kubernetes/client-node';
 import { isConflict, isNotFound } from '../../kube/errors.ts';
 import { isNodeReady, nodeName, taintsWith } from '../../kube/node-helpers.ts';
 import { NODES, ResourceClient } from '../../kube/resources.ts';
+import { DEFAULT_RETRY, retryOnConflict, type RetryOptions } from '../../kube/retry-on-conflict.ts';
 import type { KubeTransport } from '../../kube/transport.ts';
 
 /** The lifecycle controller's only writes to the API: taints on, taints off, delete. */
@@ -26,6 +27,7 @@ export type DeleteOutcome = 'deleted' | 'already-gone' | 'replaced' | 'changed';
 
 /** Upstream retries taint updates 5 times on conflict (updateTaintBackoff). */
 export const TAINT_UPDATE_ATTEMPTS = 5;
+const TAINT_UPDATE_RETRY: RetryOptions = { ...DEFAULT_RETRY, attempts: TAINT_UPDATE_ATTEMPTS };
 
 export class ApiNodeWriter implements NodeWriter {
   private readonly nodes: ResourceClient<V1Node>;
@@ -79,11 +81,12 @@ export class ApiNodeWriter implements NodeWriter {
    * recomputes, like upstream's RetryOnConflict around AddOrUpdateTaintOnNode.
    */
   private async updateTaints(cached: V1Node, compute: (node: V1Node) => V1Taint[] | undefined, signal?: AbortSignal): Promise<boolean> {
-    let node = cached;
-    for (let attempt = 1; ; attempt++) {
-      const taints = compute(node);
-      if (taints === undefined) return false;
-      try {
+    try {
+      return await retryOnConflict(async (attempt) => {
+        const node = attempt === 1 ? cached : await this.nodes.get(nodeName(cached), { signal });
+        if (node.metadata?.uid !== cached.metadata?.uid) return false;
+        const taints = compute(node);
+        if (taints === undefined) return false;
         // A merge patch replaces spec.taints whole (taints have no merge key); the resourceVersion
         // in the patch makes it conditional, so a taint someone else added meanwhile is never
         // overwritten: we get 409, re-read and recompute. A re-registered node (same name, new
@@ -93,17 +96,10 @@ export class ApiNodeWriter implements NodeWriter {
           spec: { taints },
         }, { signal });
         return true;
-      } catch (e) {
-        if (isNotFound(e)) return false;
-        if (!isConflict(e) || attempt >= TAINT_UPDATE_ATTEMPTS) throw e;
-      }
-      try {
-        node = await this.nodes.get(nodeName(node), { signal });
-      } catch (e) {
-        if (isNotFound(e)) return false;
-        throw e;
-      }
-      if (node.metadata?.uid !== cached.metadata?.uid) return false;
+      }, TAINT_UPDATE_RETRY, signal);
+    } catch (e) {
+      if (isNotFound(e)) return false;
+      throw e;
     }
   }
 }
