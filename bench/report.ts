@@ -22,6 +22,18 @@ export interface RunResult {
   steadyRssMiB: number;
   cpuSeconds: number;
   readyMs: number;
+  /** Repetition index (0-based); odd repetitions ran the sides in reverse order. */
+  rep?: number;
+  /** CPU kube-apiserver and etcd spent during the workload (steady: during the window). */
+  apiserverCpuSeconds?: number;
+  etcdCpuSeconds?: number;
+  /** The machine's 1-minute load average over the run, sampled every 5 s. */
+  loadavgMean?: number;
+  loadavgMax?: number;
+  /** Steady state: whether the side stopped writing within --settle-max-seconds. */
+  settled?: boolean;
+  /** Nodes burst: Synced Events in the API at the end (objects; the sum of their counts; combined ones). */
+  syncedEvents?: { objects: number; count: number; combined: number };
 }
 
 const VERBS = ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'];
@@ -58,25 +70,34 @@ function idleBreakdown(c: RequestCount): string {
   return Object.entries(c.byVerbResource).sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${n}`).join(', ') || 'none';
 }
 
+/** Which state the side was in during the window: settled and idle, or still working (and how hard). */
+function steadyState(r: RunResult): string {
+  const w = writes({ byVerb: {}, byVerbResource: workRequests(r), total: 0 });
+  const cpuShare = r.cpuSeconds / (r.totalMs / 1000);
+  if (r.settled === false || w > 0) return `still writing (${w} writes, ${f2(cpuShare)} cores)`;
+  return cpuShare > 0.1 ? `settled, busy (${f2(cpuShare)} cores)` : 'settled, idle';
+}
+
 export function renderMarkdown(results: RunResult[], opts: { steadySeconds: number }): string {
   const out: string[] = [];
   const bursts = results.filter((r) => r.workload !== 'steady');
   if (bursts.length) {
-    out.push('| workload | side | profile | done | total s | p50 s | p99 s | API requests per object (leases aside, to the end of the idle window) | writes/object | CPU s | peak RSS MiB | idle RSS MiB | idle req/s | start→ready s |');
-    out.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+    out.push('| workload | side | profile | rep | done | total s | p50 s | p99 s | API requests per object (leases aside, to the end of the idle window) | writes/object | CPU s | CPU ms/object | apiserver CPU s | etcd CPU s | Synced events: objects / count (combined) | peak RSS MiB | idle RSS MiB | idle req/s | start→ready s | load avg mean/max |');
+    out.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
     for (const r of bursts) {
-      out.push(`| ${r.count} ${r.workload} | ${r.side} | ${r.profile} | ${r.done}/${r.count}${r.allDone ? '' : ' (timeout)'} | ${secs(r.totalMs)} | ${secs(r.p50Ms)} | ${secs(r.p99Ms)} | ${perObject(r)} | ${writesPerObject(r)} | ${f1(r.cpuSeconds)} | ${f1(r.peakRssMiB)} | ${f1(r.steadyRssMiB)} | ${f2(r.idleRps)} | ${secs(r.readyMs)} |`);
+      const synced = r.syncedEvents ? `${r.syncedEvents.objects} / ${r.syncedEvents.count} (${r.syncedEvents.combined})` : '–';
+      out.push(`| ${r.count} ${r.workload} | ${r.side} | ${r.profile} | ${(r.rep ?? 0) + 1} | ${r.done}/${r.count}${r.allDone ? '' : ' (timeout)'} | ${secs(r.totalMs)} | ${secs(r.p50Ms)} | ${secs(r.p99Ms)} | ${perObject(r)} | ${writesPerObject(r)} | ${f1(r.cpuSeconds)} | ${f2((r.cpuSeconds * 1000) / r.count)} | ${f1(r.apiserverCpuSeconds ?? NaN)} | ${f1(r.etcdCpuSeconds ?? NaN)} | ${synced} | ${f1(r.peakRssMiB)} | ${f1(r.steadyRssMiB)} | ${f2(r.idleRps)} | ${secs(r.readyMs)} | ${f1(r.loadavgMean ?? NaN)}/${f1(r.loadavgMax ?? NaN)} |`);
     }
     out.push('');
   }
   const steady = results.filter((r) => r.workload === 'steady');
   if (steady.length) {
-    out.push(`Steady state (${steady[0]?.count} nodes, ${steady[0]?.services} services, window ${opts.steadySeconds}s after the side settled):`);
+    out.push(`Steady state (window ${opts.steadySeconds}s after the side settled, or after --settle-max-seconds if it did not):`);
     out.push('');
-    out.push('| side | settle s | steady RSS MiB | peak RSS MiB | CPU s in window | req/s in window | requests in window | start→ready s |');
-    out.push('|---|---|---|---|---|---|---|---|');
+    out.push('| nodes + services | side | rep | state | settle s | steady RSS MiB | peak RSS MiB | CPU s in window | apiserver CPU s in window | req/s in window | requests in window | start→ready s | load avg mean/max |');
+    out.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
     for (const r of steady) {
-      out.push(`| ${r.side} | ${secs(r.settleMs ?? NaN)} | ${f1(r.steadyRssMiB)} | ${f1(r.peakRssMiB)} | ${f1(r.cpuSeconds)} | ${f2(r.idleRps)} | ${idleBreakdown(r.requests)} | ${secs(r.readyMs)} |`);
+      out.push(`| ${r.count} + ${r.services} | ${r.side} | ${(r.rep ?? 0) + 1} | ${steadyState(r)} | ${secs(r.settleMs ?? NaN)} | ${f1(r.steadyRssMiB)} | ${f1(r.peakRssMiB)} | ${f1(r.cpuSeconds)} | ${f1(r.apiserverCpuSeconds ?? NaN)} | ${f2(r.idleRps)} | ${idleBreakdown(r.requests)} | ${secs(r.readyMs)} | ${f1(r.loadavgMean ?? NaN)}/${f1(r.loadavgMax ?? NaN)} |`);
     }
     out.push('');
   }

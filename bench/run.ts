@@ -8,6 +8,10 @@
  *   --sides=edge-ccm,reference,floor   a subset of the sides
  *   --timeout-seconds=N   give up on one run after N seconds (default 900)
  *   --settle-max-seconds=N  steady state: wait at most N s for a side to stop writing (default 900)
+ *   --profiles=defaults,raised,unbound   client limits (unbound: 20 syncs, qps/burst 100000)
+ *   --repeat=N            run every workload N times; odd repetitions run the sides in reverse order
+ *   --steady=5000x5000,1000x1000   steady-state sizes (nodes x services)
+ * Every run records the machine's load average and the CPU kube-apiserver and etcd spent in it.
  * Results: a Markdown table on stdout and JSON in $EDGE_CCM_BENCH_DIR/results-*.json.
  */
 import type { V1Lease, V1Node, V1Service } from '@kubernetes/client-node';
@@ -20,8 +24,9 @@ import { transportFor } from '../test/harness/kubeconfig.ts';
 import { freeLoopbackPorts } from '../test/harness/ports.ts';
 import { AuditTail, countRequests, isWrite, type RequestCount } from './audit.ts';
 import { ProcSampler, cpuSeconds } from './proc-sampler.ts';
+import { LoadSampler, controlPlaneCpu } from './machine.ts';
 import { renderMarkdown, type RunResult } from './report.ts';
-import { BENCH_CACHE, DEFAULTS, RAISED, launchSide, writeEdgeFakeConfig, type Profile, type SideName, type SideProcess } from './sides.ts';
+import { BENCH_CACHE, DEFAULTS, PROFILES, launchSide, writeEdgeFakeConfig, type Profile, type SideName, type SideProcess } from './sides.ts';
 import {
   DoneWatcher, NAMESPACE, createAll, initialisedNode, loadBalancerService, objectName, percentile, prepareSteadyState, uninitialisedNode, type Kind,
 } from './workloads.ts';
@@ -36,6 +41,22 @@ const sides = new Set((opt('sides') ?? 'edge-ccm,reference,floor').split(','));
 const only = new Set((opt('only') ?? 'nodes,services,steady').split(','));
 const nodeSizes = (opt('nodes') ?? (quick ? '100,1000' : '100,1000,5000')).split(',').map(Number);
 const serviceSizes = (opt('services') ?? '100,1000').split(',').map(Number);
+const profiles = (opt('profiles') ?? 'defaults,raised,unbound').split(',').map((name) => {
+  const p = PROFILES[name];
+  if (!p) throw new Error(`--profiles: unknown profile ${JSON.stringify(name)} (known: ${Object.keys(PROFILES).join(', ')})`);
+  return p;
+});
+const repeat = Number(opt('repeat') ?? 1);
+const steadySizes = (opt('steady') ?? '5000x5000').split(',').map((s) => {
+  const [n, m] = s.split('x').map(Number);
+  if (!Number.isInteger(n) || !Number.isInteger(m)) throw new Error(`--steady: ${JSON.stringify(s)} is not NODESxSERVICES`);
+  return { nodes: n as number, services: m as number };
+});
+/** The sides in the order of repetition `rep`: every other repetition reversed, so neither side always runs first on a warm machine. */
+function sidesInOrder(all: readonly SideName[], rep: number): SideName[] {
+  const chosen = all.filter((x) => sides.has(x));
+  return rep % 2 === 0 ? chosen : chosen.reverse();
+}
 /** How long a side is watched with nothing to do, for its idle request rate. */
 const IDLE_WINDOW_MS = 20_000;
 const SERVICE_BACKEND_NODES = 10;
@@ -94,8 +115,8 @@ async function startSide(s: Session, side: SideName, profile: Profile, leaseName
 }
 
 /** One side, one workload, on a fresh control plane: N objects created at once until all are done. */
-async function burstRun(kind: Kind, count: number, side: SideName, profile: Profile): Promise<RunResult> {
-  log(`${kind} ${count}: ${side} (${profile.name})`);
+async function burstRun(kind: Kind, count: number, side: SideName, profile: Profile, rep: number): Promise<RunResult> {
+  log(`${kind} ${count}: ${side} (${profile.name}), repetition ${rep + 1}`);
   return withControlPlane(async (cp, admin) => {
     const s = await session(cp, admin, side, `${kind}-${count}`);
     if (kind === 'services') {
@@ -108,6 +129,8 @@ async function burstRun(kind: Kind, count: number, side: SideName, profile: Prof
     const { proc, sampler, readyMs } = await startSide(s, side, profile, leaseName);
     try {
       const cpuBefore = cpuSeconds(proc.pid);
+      const cpBefore = controlPlaneCpu(cp.dir);
+      const load = new LoadSampler();
       const started = Date.now();
       const nodes = new ResourceClient<V1Node>(admin, NODES);
       const services = new ResourceClient<V1Service>(admin, SERVICES);
@@ -117,11 +140,14 @@ async function burstRun(kind: Kind, count: number, side: SideName, profile: Prof
       const allDone = await watcher.waitFor(count, timeoutMs);
       const finished = Date.now();
       const cpu = cpuSeconds(proc.pid) - cpuBefore;
+      const cpAfter = controlPlaneCpu(cp.dir);
+      const loadavg = load.stop();
       const peakKiB = sampler.peakKiB();
       // Idle: nothing left to do; only lease renewal and watches should remain.
       await Bun.sleep(IDLE_WINDOW_MS);
       const idleEnd = Date.now();
       const latencies = watcher.latencies();
+      const syncedEvents = kind === 'nodes' ? await countSynced(admin) : undefined;
       const requests = await countRequests(cp.auditLogPath, s.user, { from: started, to: finished });
       const idle = await countRequests(cp.auditLogPath, s.user, { from: idleEnd - IDLE_WINDOW_MS, to: idleEnd });
       const result: RunResult = {
@@ -129,9 +155,11 @@ async function burstRun(kind: Kind, count: number, side: SideName, profile: Prof
         totalMs: finished - started, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99),
         requests, idleRps: idle.total / (IDLE_WINDOW_MS / 1000), idleRequests: idle,
         peakRssMiB: peakKiB / 1024, steadyRssMiB: sampler.meanKiB(idleEnd - IDLE_WINDOW_MS, idleEnd) / 1024,
-        cpuSeconds: cpu, readyMs,
+        cpuSeconds: cpu, readyMs, rep, syncedEvents,
+        apiserverCpuSeconds: cpAfter.apiserver - cpBefore.apiserver, etcdCpuSeconds: cpAfter.etcd - cpBefore.etcd,
+        loadavgMean: loadavg.mean, loadavgMax: loadavg.max,
       };
-      log(`  done ${result.done}/${count} in ${(result.totalMs / 1000).toFixed(1)}s, p50 ${result.p50Ms}ms p99 ${result.p99Ms}ms, ${requests.total} requests, cpu ${cpu.toFixed(1)}s, peak ${result.peakRssMiB.toFixed(0)} MiB`);
+      log(`  done ${result.done}/${count} in ${(result.totalMs / 1000).toFixed(1)}s, p50 ${result.p50Ms}ms p99 ${result.p99Ms}ms, ${requests.total} requests, cpu ${cpu.toFixed(1)}s, peak ${result.peakRssMiB.toFixed(0)} MiB, apiserver cpu ${result.apiserverCpuSeconds?.toFixed(1)}s, load ${loadavg.mean.toFixed(1)}`);
       return result;
     } finally {
       sampler.stop();
@@ -139,6 +167,19 @@ async function burstRun(kind: Kind, count: number, side: SideName, profile: Prof
       await watcher.stop();
     }
   });
+}
+
+/** The Synced Events in the API (node events go to "default"): objects, their counts summed, and combined ones. */
+async function countSynced(admin: KubeTransport): Promise<{ objects: number; count: number; combined: number }> {
+  const events = await admin.request<{ items: { reason?: string; count?: number; message?: string }[] }>({
+    method: 'GET', path: `/api/v1/namespaces/${NAMESPACE}/events`, query: { fieldSelector: 'reason=Synced' },
+  });
+  const synced = events.items.filter((e) => e.reason === 'Synced');
+  return {
+    objects: synced.length,
+    count: synced.reduce((sum, e) => sum + (e.count ?? 1), 0),
+    combined: synced.filter((e) => e.message?.startsWith('(combined')).length,
+  };
 }
 
 /** Writes (leases aside) by `user` in the audit log; waits until there were none for `quietMs`. */
@@ -155,28 +196,35 @@ async function waitQuiet(tail: AuditTail, quietMs: number, maxMs: number): Promi
 }
 
 /** 5000 initialised nodes and 5000 LoadBalancer services, already done: each side starts, settles, and is watched idle. */
-async function steadyRuns(nodeCount: number, serviceCount: number): Promise<RunResult[]> {
+async function steadyRuns(nodeCount: number, serviceCount: number, rep: number): Promise<RunResult[]> {
   return withControlPlane(async (cp, admin) => {
     log(`steady state: preparing ${nodeCount} nodes and ${serviceCount} services`);
     await prepareSteadyState(admin, nodeCount, serviceCount);
     const results: RunResult[] = [];
-    for (const side of (['edge-ccm', 'reference'] as const).filter((x) => sides.has(x))) {
-      log(`steady state: ${side}`);
+    for (const side of sidesInOrder(['edge-ccm', 'reference'], rep)) {
+      log(`steady state ${nodeCount}+${serviceCount}: ${side}, repetition ${rep + 1}`);
       const s = await session(cp, admin, side, 'steady');
       const { proc, sampler, readyMs } = await startSide(s, side, DEFAULTS, `bench-${side}-steady`);
       try {
         const settleMs = await waitQuiet(new AuditTail(cp.auditLogPath, s.user), 15_000, settleMaxMs);
         const cpuBefore = cpuSeconds(proc.pid);
+        const cpBefore = controlPlaneCpu(cp.dir);
+        const load = new LoadSampler();
         const from = Date.now();
         await Bun.sleep(steadySeconds * 1000);
         const to = Date.now();
+        const cpAfter = controlPlaneCpu(cp.dir);
+        const loadavg = load.stop();
         const window = await countRequests(cp.auditLogPath, s.user, { from, to });
         const result: RunResult = {
           workload: 'steady', count: nodeCount, services: serviceCount, side, profile: DEFAULTS.name, done: 0, allDone: true,
           totalMs: to - from, settleMs, p50Ms: NaN, p99Ms: NaN,
           requests: window, idleRps: window.total / ((to - from) / 1000), idleRequests: window,
           peakRssMiB: sampler.peakKiB() / 1024, steadyRssMiB: sampler.meanKiB(from, to) / 1024,
-          cpuSeconds: cpuSeconds(proc.pid) - cpuBefore, readyMs,
+          cpuSeconds: cpuSeconds(proc.pid) - cpuBefore, readyMs, rep,
+          settled: settleMs < settleMaxMs,
+          apiserverCpuSeconds: cpAfter.apiserver - cpBefore.apiserver, etcdCpuSeconds: cpAfter.etcd - cpBefore.etcd,
+          loadavgMean: loadavg.mean, loadavgMax: loadavg.max,
         };
         log(`  settled in ${(settleMs / 1000).toFixed(0)}s; steady RSS ${result.steadyRssMiB.toFixed(0)} MiB, peak ${result.peakRssMiB.toFixed(0)} MiB, ${result.idleRps.toFixed(2)} req/s, cpu ${result.cpuSeconds.toFixed(1)}s`);
         results.push(result);
@@ -199,21 +247,27 @@ const save = () => {
 };
 
 try {
-  const profiles = [DEFAULTS, RAISED];
   if (only.has('nodes')) {
-    for (const n of nodeSizes) for (const profile of profiles) for (const side of (['edge-ccm', 'reference', 'floor'] as const).filter((x) => sides.has(x))) {
-      results.push(await burstRun('nodes', n, side, profile));
-      save();
+    for (const n of nodeSizes) for (const profile of profiles) for (let rep = 0; rep < repeat; rep++) {
+      for (const side of sidesInOrder(['edge-ccm', 'reference', 'floor'], rep)) {
+        results.push(await burstRun('nodes', n, side, profile, rep));
+        save();
+      }
     }
   }
   if (only.has('services')) {
-    for (const m of serviceSizes) for (const profile of profiles) for (const side of (['edge-ccm', 'reference'] as const).filter((x) => sides.has(x))) {
-      results.push(await burstRun('services', m, side, profile));
-      save();
+    for (const m of serviceSizes) for (const profile of profiles) for (let rep = 0; rep < repeat; rep++) {
+      for (const side of sidesInOrder(['edge-ccm', 'reference'], rep)) {
+        results.push(await burstRun('services', m, side, profile, rep));
+        save();
+      }
     }
   }
   if (only.has('steady')) {
-    results.push(...(await steadyRuns(5000, 5000)));
+    for (const size of steadySizes) for (let rep = 0; rep < repeat; rep++) {
+      results.push(...(await steadyRuns(size.nodes, size.services, rep)));
+      save();
+    }
   }
 } finally {
   const path = save();

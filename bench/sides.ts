@@ -26,6 +26,9 @@ export interface Profile {
 /** Upstream's defaults: --concurrent-node-syncs=1 --concurrent-service-syncs=1 --kube-api-qps=20 --kube-api-burst=30. */
 export const DEFAULTS: Profile = { name: 'defaults', concurrency: 1, qps: 20, burst: 30, explicit: false };
 export const RAISED: Profile = { name: 'equal, raised', concurrency: 10, qps: 100, burst: 200, explicit: true };
+/** No effective client limit: what each side does when only its own work and the API server bind. */
+export const UNBOUND: Profile = { name: 'unbound', concurrency: 20, qps: 100_000, burst: 100_000, explicit: true };
+export const PROFILES: Record<string, Profile> = { defaults: DEFAULTS, raised: RAISED, unbound: UNBOUND };
 
 export const FAKE_INGRESS_IP = '192.0.2.10';
 
