@@ -1,4 +1,5 @@
 import type { LabelPredicate } from '../../../src/kube/label-selector.ts';
+import type { AnnounceMode } from './config-schema.ts';
 import type { AddressRange } from './ranges.ts';
 
 /** The `loadBalancer` section after validation: pools parsed and ordered. Every field is documented in docs/providers/static.md. */
@@ -14,6 +15,12 @@ export interface PoolConfig {
   autoAssign: boolean;
   /** Whether one edge-ccm.io/allow-shared-ip key shares this pool's addresses across namespaces (else keys are per namespace). */
   shareAcrossNamespaces: boolean;
+  /** Who makes the addresses reachable: the L2 speakers, BGP, or something outside edge-ccm (default). */
+  announce: AnnounceMode;
+  /** announce: l2: the interfaces answered on; undefined: the interface whose subnet holds the address. */
+  interfaces?: readonly string[];
+  /** The nodes that may announce the addresses; undefined: every node. */
+  nodeSelector?: LabelPredicate;
 }
 
 export interface LoadBalancerConfig {

@@ -50,6 +50,8 @@ function resolvePool(p: RawPool, path: ConfigPath, report: ReportIssue): PoolCon
   // A CIDR's network and broadcast addresses are never handed out unless the pool asks for them.
   const ranges = p.includeNetworkAndBroadcast ? written : subtractRanges(written, p.addresses.flatMap(networkAndBroadcast));
   const serviceSelector = p.serviceSelector === undefined ? undefined : parseLabelSelector(p.serviceSelector);
+  const announce = p.announce ?? 'none';
+  if (p.interfaces && announce !== 'l2') report([...path, 'interfaces'], `interfaces are where the L2 speakers answer: only for announce: l2 (this pool's announce is ${announce})`);
   if (ranges.length === 0) {
     report([...path, 'addresses'], `pool ${JSON.stringify(p.name)} has no addresses left after exclusions`);
     return undefined;
@@ -62,5 +64,8 @@ function resolvePool(p: RawPool, path: ConfigPath, report: ReportIssue): PoolCon
     priority: p.priority ?? 0,
     autoAssign: p.autoAssign ?? true,
     shareAcrossNamespaces: p.shareAcrossNamespaces ?? false,
+    announce,
+    interfaces: p.interfaces,
+    nodeSelector: p.nodeSelector === undefined ? undefined : parseLabelSelector(p.nodeSelector),
   };
 }

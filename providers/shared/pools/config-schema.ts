@@ -30,6 +30,17 @@ function selectorError(s: string): string | undefined {
   }
 }
 
+/** How a pool's addresses reach the network: answered on the link by the speakers (ARP/NDP), routed by BGP, or by something else. */
+export const ANNOUNCE_MODES = ['l2', 'bgp', 'none'] as const;
+export type AnnounceMode = (typeof ANNOUNCE_MODES)[number];
+
+/** A Linux interface name (IFNAMSIZ 16 with its NUL; no '/', whitespace or ':' as the kernel refuses). */
+const interfaceName = v.pipe(
+  nonEmpty,
+  v.maxLength(15, 'must be at most 15 characters (a Linux interface name)'),
+  v.regex(/^[^\s/:]+$/, 'must be an interface name (no whitespace, "/" or ":")'),
+);
+
 const PoolSchema = v.strictObject({
   name: simpleName,
   addresses: v.pipe(v.array(addressRange), v.minLength(1, 'must list at least one CIDR, range or address')),
@@ -41,6 +52,11 @@ const PoolSchema = v.strictObject({
   allowSpecialAddresses: v.optional(v.boolean()),
   includeNetworkAndBroadcast: v.optional(v.boolean()),
   shareAcrossNamespaces: v.optional(v.boolean()),
+  announce: v.optional(v.picklist(ANNOUNCE_MODES, `must be one of ${ANNOUNCE_MODES.join(', ')}`)),
+  /** announce: l2 only: the interfaces the speakers answer on (default: the one whose subnet holds the address). */
+  interfaces: v.optional(v.pipe(v.array(interfaceName), v.minLength(1, 'must list at least one interface, or be left out'))),
+  /** The nodes that may announce the pool's addresses (a label selector); default: every node. */
+  nodeSelector: v.optional(labelSelector),
 });
 export type RawPool = v.InferOutput<typeof PoolSchema>;
 
