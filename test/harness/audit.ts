@@ -9,6 +9,10 @@ export interface AuditEntry {
   user?: { username?: string };
   objectRef?: { resource?: string; subresource?: string; name?: string; namespace?: string };
   responseStatus?: { code?: number };
+  /** When the API server received the request (RFC 3339, microseconds). */
+  requestReceivedTimestamp: string;
+  /** The request body: only for the writes the harness's policy logs at level Request (services/status). */
+  requestObject?: unknown;
 }
 
 /** Every completed request in the audit log so far. */

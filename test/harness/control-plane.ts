@@ -39,6 +39,8 @@ export interface ControlPlane {
    * ones. Open watches are cut, as by a real API server restart.
    */
   compactEtcd(): Promise<void>;
+  /** etcd's pid, for tests that pause it (SIGSTOP/SIGCONT) as a stalled disk or a GC pause would. */
+  etcdPid(): number;
   stop(): Promise<void>;               // kills what it started (by pid), removes the temp dir
 }
 
@@ -210,6 +212,10 @@ class LocalControlPlane implements ControlPlane {
   async compactEtcd(): Promise<void> {
     await this.parts.etcd.compact();
     await this.restartApiServer();
+  }
+
+  etcdPid(): number {
+    return this.parts.etcd.pid;
   }
 
   async stop(): Promise<void> {

@@ -1,0 +1,95 @@
+import type { V1Node, V1Service } from '@kubernetes/client-node';
+import { isAlreadyExists, isNotFound } from '../../src/kube/errors.ts';
+import { NODES, ResourceClient, SERVICES } from '../../src/kube/resources.ts';
+import type { KubeTransport } from '../../src/kube/transport.ts';
+import { UNINITIALIZED } from '../harness/nodes.ts';
+import { GROUP_LABEL, type Group } from './world.ts';
+
+/**
+ * Recovery probes: after a fault ends (right after it is injected, for a kill), how long until
+ * the group serves a new request end to end. Static: a new LoadBalancer Service gets its
+ * address (leader elected, allocator rebuilt, status written). Proxmox: a new Node of a canary
+ * VM is initialised (leader elected, Proxmox API read, node written). The probe's objects are
+ * removed afterwards; a probe that does not succeed within the limit is a violation.
+ */
+
+export const CANARY_NAMESPACE = 'soak-canary';
+const CANARY_VMS = ['p-canary-1', 'p-canary-2', 'p-canary-3'];
+
+export class Canaries {
+  private serial = 0;
+  private readonly busyVms = new Set<string>();
+  private readonly services: ResourceClient<V1Service>;
+  private readonly nodes: ResourceClient<V1Node>;
+
+  constructor(api: KubeTransport, private readonly limitMs: number) {
+    this.services = new ResourceClient<V1Service>(api, SERVICES);
+    this.nodes = new ResourceClient<V1Node>(api, NODES);
+  }
+
+  /** Milliseconds from `since` until the group served the probe; undefined when it did not within the limit. */
+  async probe(group: Group, since: number): Promise<number | undefined> {
+    return group === 'static' ? this.serviceProbe(since) : this.nodeProbe(since);
+  }
+
+  private async serviceProbe(since: number): Promise<number | undefined> {
+    const name = `canary-${++this.serial}`;
+    try {
+      const ok = await this.retry(since, async () => {
+        await this.services.create({ metadata: { name }, spec: { type: 'LoadBalancer', ports: [{ port: 80, protocol: 'TCP' }], selector: { app: name } } }, { namespace: CANARY_NAMESPACE });
+        return true;
+      }, true);
+      if (!ok) return undefined;
+      const served = await this.retry(since, async () => {
+        const s = await this.services.get(name, { namespace: CANARY_NAMESPACE });
+        return !!s.status?.loadBalancer?.ingress?.length;
+      });
+      return served ? Date.now() - since : undefined;
+    } finally {
+      await this.retry(Date.now(), async () => {
+        await this.services.delete(name, { namespace: CANARY_NAMESPACE });
+        return true;
+      }, true);
+    }
+  }
+
+  private async nodeProbe(since: number): Promise<number | undefined> {
+    let vm: string | undefined;
+    while (!(vm = CANARY_VMS.find((v) => !this.busyVms.has(v)))) {
+      if (Date.now() - since > this.limitMs) return undefined;
+      await Bun.sleep(250);
+    }
+    this.busyVms.add(vm);
+    try {
+      const ok = await this.retry(since, async () => {
+        await this.nodes.create({ metadata: { name: vm, labels: { [GROUP_LABEL]: 'proxmox' } }, spec: { taints: [UNINITIALIZED] } });
+        return true;
+      }, true);
+      if (!ok) return undefined;
+      const served = await this.retry(since, async () => {
+        const n = await this.nodes.get(vm!);
+        return !!n.spec?.providerID && !n.spec.taints?.some((t) => t.key === UNINITIALIZED.key);
+      });
+      return served ? Date.now() - since : undefined;
+    } finally {
+      await this.retry(Date.now(), async () => {
+        await this.nodes.delete(vm!);
+        return true;
+      }, true);
+      this.busyVms.delete(vm);
+    }
+  }
+
+  /** Polls `attempt` until it says true or the limit passes; API errors (a fault still on) count as "not yet". */
+  private async retry(since: number, attempt: () => Promise<boolean>, idempotentWrite = false): Promise<boolean> {
+    for (;;) {
+      try {
+        if (await attempt()) return true;
+      } catch (e) {
+        if (idempotentWrite && (isAlreadyExists(e) || isNotFound(e))) return true;
+      }
+      if (Date.now() - since > this.limitMs) return false;
+      await Bun.sleep(250);
+    }
+  }
+}

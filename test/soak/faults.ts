@@ -1,0 +1,185 @@
+import { writeFileSync } from 'node:fs';
+import { replaceFile } from '../harness/files.ts';
+import type { Random } from './random.ts';
+import type { Group } from './world.ts';
+
+/**
+ * The fault kinds and how each is done and undone. A fault holds a resource (the leader of a
+ * group, the control plane, a provider API, a config file) so that two faults never fight over
+ * one thing; faults on different resources overlap freely. Provider and config faults last less
+ * than the deletion grace period (20 s) and leave their resource alone for a cool-down after,
+ * so a true answer is read between two lies: the guarantee under test is that no lie shorter
+ * than the grace period deletes a node, and that an empty or mostly-empty answer never does.
+ */
+
+export const FAULT_KINDS = [
+  'leader-sigkill', 'leader-sigterm', 'leader-sigstop',
+  'apiserver-restart', 'etcd-pause',
+  'redfish-down', 'redfish-slow', 'redfish-500',
+  'proxmox-down', 'proxmox-hang', 'proxmox-slow', 'proxmox-500', 'proxmox-empty', 'proxmox-partial',
+  'static-config-half', 'static-config-invalid', 'static-config-empty',
+  'proxmox-config-half', 'proxmox-config-invalid', 'proxmox-config-empty',
+] as const;
+export type FaultKind = (typeof FAULT_KINDS)[number];
+
+/** What the faults act on, provided by the soak. */
+export interface FaultTargets {
+  /** The replica slot holding a group's lease now, if known and running. */
+  leader(group: Group): { name: string; signal(sig: NodeJS.Signals): boolean } | undefined;
+  stopApiServer(): Promise<void>;
+  startApiServer(): Promise<void>;
+  etcdPid(): number;
+  redfish: { setLink(mode: 'up' | 'down' | 'hang'): void; setDelay(ms: number): void; setFailStatus(status?: number): void };
+  proxmox: { setLink(mode: 'up' | 'down' | 'hang'): void; setDelay(ms: number): void; setFailStatus(status?: number): void; setVisible(v?: 'none' | 'one'): void };
+  /** The config file's path and its current good text (rendered from the world). */
+  config(group: Group): { path: string; text(): string };
+  /** A config fault is holding the file: the soak must not write it meanwhile. */
+  setConfigHeld(group: Group, held: boolean): void;
+}
+
+export interface InjectedFault {
+  kind: FaultKind;
+  /** Which group's service the recovery canary must see working again. */
+  groups: Group[];
+  detail: string;
+  /** Resolves when the fault has been undone (at once for a kill). */
+  ended: Promise<void>;
+}
+
+const sleep = (ms: number) => Bun.sleep(ms);
+
+export function resourceOf(kind: FaultKind, group: Group): string {
+  if (kind.startsWith('leader-')) return `leader:${group}`;
+  if (kind === 'apiserver-restart' || kind === 'etcd-pause') return 'control-plane';
+  if (kind.startsWith('redfish-')) return 'redfish';
+  if (kind.startsWith('static-config')) return 'static-config';
+  if (kind.startsWith('proxmox-config')) return 'proxmox-config';
+  return 'proxmox-api';
+}
+
+/** The group a fault kind acts on (leader faults: either, drawn). */
+export function groupOf(kind: FaultKind, rnd: Random): Group {
+  if (kind.startsWith('leader-')) return rnd.pick(['static', 'proxmox'] as const);
+  if (kind.startsWith('redfish-') || kind.startsWith('static-')) return 'static';
+  return 'proxmox';
+}
+
+/** Injects one fault; undefined when it cannot be done now (no leader to hit). */
+export function inject(kind: FaultKind, group: Group, t: FaultTargets, rnd: Random, leaseDurationMs: number): InjectedFault | undefined {
+  const both: Group[] = ['static', 'proxmox'];
+  const lasting = (groups: Group[], detail: string, undo: () => Promise<void>): InjectedFault => ({ kind, groups, detail, ended: undo() });
+  switch (kind) {
+    case 'leader-sigkill':
+    case 'leader-sigterm': {
+      const leader = t.leader(group);
+      const sig = kind === 'leader-sigkill' ? 'SIGKILL' : 'SIGTERM';
+      if (!leader || !leader.signal(sig)) return undefined;
+      return { kind, groups: [group], detail: `${sig} ${leader.name}`, ended: Promise.resolve() };
+    }
+    case 'leader-sigstop': {
+      const leader = t.leader(group);
+      if (!leader || !leader.signal('SIGSTOP')) return undefined;
+      const ms = leaseDurationMs + rnd.int(2_000, 8_000);
+      return lasting([group], `SIGSTOP ${leader.name} for ${ms} ms (lease ${leaseDurationMs} ms)`, async () => {
+        await sleep(ms);
+        leader.signal('SIGCONT');
+      });
+    }
+    case 'apiserver-restart': {
+      const down = rnd.int(0, 5_000);
+      return lasting(both, `kube-apiserver SIGKILL, restarted after ${down} ms`, async () => {
+        await t.stopApiServer();
+        await sleep(down);
+        await t.startApiServer();
+      });
+    }
+    case 'etcd-pause': {
+      const ms = rnd.int(3_000, 15_000);
+      const pid = t.etcdPid();
+      process.kill(pid, 'SIGSTOP');
+      return lasting(both, `etcd SIGSTOP for ${ms} ms`, async () => {
+        await sleep(ms);
+        process.kill(pid, 'SIGCONT');
+      });
+    }
+    case 'redfish-down':
+    case 'redfish-slow':
+    case 'redfish-500': {
+      const ms = rnd.int(8_000, 25_000);
+      if (kind === 'redfish-down') t.redfish.setLink(rnd.chance(0.5) ? 'down' : 'hang');
+      if (kind === 'redfish-slow') t.redfish.setDelay(3_000);
+      if (kind === 'redfish-500') t.redfish.setFailStatus(500);
+      return lasting(['static'], `${kind} for ${ms} ms`, async () => {
+        await sleep(ms);
+        t.redfish.setLink('up');
+        t.redfish.setDelay(0);
+        t.redfish.setFailStatus(undefined);
+      });
+    }
+    case 'proxmox-down':
+    case 'proxmox-hang':
+    case 'proxmox-slow':
+    case 'proxmox-500':
+    case 'proxmox-empty':
+    case 'proxmox-partial': {
+      const ms = rnd.int(5_000, 15_000);
+      let detail: string = kind;
+      if (kind === 'proxmox-down') t.proxmox.setLink('down');
+      if (kind === 'proxmox-hang') t.proxmox.setLink('hang');
+      if (kind === 'proxmox-slow') t.proxmox.setDelay(3_000);
+      if (kind === 'proxmox-500') {
+        const status = rnd.pick([500, 503, 596]);
+        t.proxmox.setFailStatus(status);
+        detail = `proxmox answers ${status}`;
+      }
+      if (kind === 'proxmox-empty') t.proxmox.setVisible('none');
+      if (kind === 'proxmox-partial') t.proxmox.setVisible('one');
+      return lasting(['proxmox'], `${detail} for ${ms} ms`, async () => {
+        await sleep(ms);
+        t.proxmox.setLink('up');
+        t.proxmox.setDelay(0);
+        t.proxmox.setFailStatus(undefined);
+        t.proxmox.setVisible(undefined);
+      });
+    }
+    case 'static-config-half':
+    case 'static-config-invalid':
+    case 'static-config-empty':
+    case 'proxmox-config-half':
+    case 'proxmox-config-invalid':
+    case 'proxmox-config-empty': {
+      const ms = rnd.int(5_000, 15_000);
+      const { path, text } = t.config(group);
+      const good = text();
+      let detail: string;
+      t.setConfigHeld(group, true);
+      if (kind.endsWith('-half')) {
+        // A writer that stopped midway: the file truncated in place (no rename), cut early
+        // enough that most machines are lost (the static file lists them last).
+        const machinesAt = Math.max(0, good.indexOf('machines:'));
+        const from = group === 'static' ? machinesAt : 0;
+        const cut = from + rnd.int(0, Math.floor((good.length - from) * 0.3));
+        writeFileSync(path, good.slice(0, cut));
+        detail = `${group} config cut at byte ${cut} of ${good.length}`;
+      } else if (kind.endsWith('-invalid')) {
+        const bad = rnd.pick([
+          `${good}\nunexpectedKey: true\n`,
+          good.replace(/^(\s*)(allowInsecureHTTP|authoritative): true$/m, '$1$2: "yes"'),
+          `${good.slice(0, Math.floor(good.length / 2))}\n  - [unclosed\n`,
+        ]);
+        replaceFile(path, bad === good ? `${good}\nunexpectedKey: true\n` : bad);
+        detail = `${group} config made invalid`;
+      } else {
+        replaceFile(path, '');
+        detail = `${group} config emptied`;
+      }
+      return lasting([group], `${detail} for ${ms} ms`, async () => {
+        await sleep(ms);
+        // The half-written file is finished in place; the others are fixed as an editor saves.
+        if (kind.endsWith('-half')) writeFileSync(path, text());
+        else replaceFile(path, text());
+        t.setConfigHeld(group, false);
+      });
+    }
+  }
+}

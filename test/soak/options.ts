@@ -1,0 +1,147 @@
+import { randomSeed } from './random.ts';
+
+/**
+ * The soak's command line and its two profiles. Timings are shortened from the defaults
+ * (lease 15 s, grace period 5 min) so that faults, deletions and recoveries happen many times a
+ * run; the rules they exercise are the same.
+ */
+
+export interface Profile {
+  name: 'ci' | 'full';
+  staticReplicas: number;
+  proxmoxReplicas: number;
+  staticMachines: number;
+  proxmoxVms: number;
+  maxServices: number;
+  /** Mean time between two workload operations. */
+  workloadMeanMs: number;
+  /** Mean time between two faults, and how many may be active at once. */
+  faultMeanMs: number;
+  maxConcurrentFaults: number;
+  /** Time with no faults and no workload at the end, after which every invariant must hold outright. */
+  quietMs: number;
+}
+
+export const PROFILES: Record<Profile['name'], Profile> = {
+  ci: {
+    name: 'ci', staticReplicas: 2, proxmoxReplicas: 2, staticMachines: 8, proxmoxVms: 6, maxServices: 16,
+    workloadMeanMs: 1500, faultMeanMs: 14_000, maxConcurrentFaults: 2, quietMs: 40_000,
+  },
+  full: {
+    name: 'full', staticReplicas: 3, proxmoxReplicas: 2, staticMachines: 12, proxmoxVms: 10, maxServices: 28,
+    workloadMeanMs: 1200, faultMeanMs: 20_000, maxConcurrentFaults: 2, quietMs: 60_000,
+  },
+};
+
+/** Flags every replica gets (besides provider, config, kubeconfig and lease name). */
+export const TIMING = {
+  leaseDurationMs: 6_000,
+  renewDeadlineMs: 4_000,
+  retryPeriodMs: 1_000,
+  nodeMonitorPeriodMs: 2_000,
+  graceMs: 20_000,
+  notFoundThreshold: 3,
+  breakerWindowMs: 60_000,
+};
+
+/**
+ * Tolerances of the checkers, each for a stated reason (docs/reliability.md repeats them):
+ * - termToleranceMs: a write is out of its replica's term only if received by the API server
+ *   more than this after the term ended (lease taken over, released or expired). Covers a
+ *   request the replica sent inside its term that the API server, on 2 shared cores, read later.
+ * - presenceToleranceMs: a Node deleted at t is wrong if its machine was in the inventory at
+ *   t - this: the provider's answer is at most one monitor period (2 s) plus the provider's cache
+ *   (Proxmox cacheSeconds 1) plus the config watcher's debounce old when the controller judges.
+ * - settleMs: an address conflict, a service without address and Warning, or a finalizer on a
+ *   deleted service is a violation when it lasts this long (controllers need a sync, and after
+ *   an outage a leader change and the service controller's retry backoff, 5 s doubling).
+ * - recoveryLimitMs: a canary not served this long after a fault ended is a violation.
+ */
+export const TOLERANCE = {
+  termToleranceMs: 1_000,
+  presenceToleranceMs: 10_000,
+  settleMs: 90_000,
+  recoveryLimitMs: 180_000,
+  rssLimitBytes: 400 * 1024 * 1024,
+  socketLimit: 128,
+};
+
+export interface SoakOptions {
+  seed: number;
+  minutes: number;
+  profile: Profile;
+  /** Where to write the JSON report (optional). */
+  reportPath?: string;
+  /** Keep the run directory (logs, audit log) instead of removing it; printed at the end. */
+  keep: boolean;
+  /** The edge-ccm binary (default dist/edge-ccm). */
+  binary?: string;
+  /** Only these fault kinds (default: all). */
+  faults?: string[];
+}
+
+export const USAGE = `usage: scripts/soak [--seed N] [--minutes M] [--profile ci|full] [--report FILE] [--keep] [--binary PATH] [--faults K,K]
+  --seed N         replay a run (printed at the start of every run); default: random
+  --minutes M      how long the faults and the workload run, the quiet phase included (default 30)
+  --profile P      ci (2+2 replicas, small cluster) or full (3+2 replicas) (default full)
+  --report FILE    also write the figures as JSON to FILE
+  --keep           keep the run's directory (replica logs, audit log) and print its path
+  --binary PATH    the edge-ccm binary to run (default dist/edge-ccm)
+  --faults K,K     only these fault kinds (default: every kind; see test/soak/faults.ts)`;
+
+export function parseSoakArgs(argv: string[]): SoakOptions {
+  let seed: number | undefined;
+  let minutes = 30;
+  let profile: Profile = PROFILES.full;
+  let reportPath: string | undefined;
+  let keep = false;
+  let binary: string | undefined;
+  let faults: string[] | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const [flag, inline] = arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
+    const value = () => {
+      const v = inline ?? argv[++i];
+      if (v === undefined) throw new Error(`${flag} needs a value\n${USAGE}`);
+      return v;
+    };
+    switch (flag) {
+      case '--seed': {
+        const v = value();
+        if (!/^\d+$/.test(v) || Number(v) > 0xffffffff) throw new Error(`--seed: expected an integer 0..4294967295, got ${JSON.stringify(v)}`);
+        seed = Number(v);
+        break;
+      }
+      case '--minutes': {
+        const v = value();
+        minutes = Number(v);
+        if (!Number.isFinite(minutes) || minutes < 1) throw new Error(`--minutes: expected a number >= 1, got ${JSON.stringify(v)}`);
+        break;
+      }
+      case '--profile': {
+        const v = value();
+        if (v !== 'ci' && v !== 'full') throw new Error(`--profile: expected ci or full, got ${JSON.stringify(v)}`);
+        profile = PROFILES[v];
+        break;
+      }
+      case '--report':
+        reportPath = value();
+        break;
+      case '--keep':
+        keep = true;
+        break;
+      case '--binary':
+        binary = value();
+        break;
+      case '--faults':
+        faults = value().split(',').map((k) => k.trim()).filter(Boolean);
+        break;
+      case '--help':
+      case '-h':
+        throw new Error(USAGE);
+      default:
+        throw new Error(`unknown argument ${JSON.stringify(arg)}\n${USAGE}`);
+    }
+  }
+  return { seed: seed ?? randomSeed(), minutes, profile, reportPath, keep, binary, faults };
+}

@@ -1,0 +1,124 @@
+import { join } from 'node:path';
+import { LoggedProcess } from '../harness/processes.ts';
+import { TIMING } from './options.ts';
+import { GROUP_LABEL, type Group } from './world.ts';
+
+/**
+ * One edge-ccm replica slot, as a Deployment's pod: the compiled binary, restarted after it
+ * exits (a second or two later, as a kubelet would), whoever ended it. Each slot has its own
+ * client certificate user (`soak-GROUP-N`), so the audit log tells the replicas apart.
+ */
+
+export interface ExitRecord {
+  slot: string;
+  pid: number;
+  code: number;
+  /** The signal the soak sent it, if any. */
+  signalled?: NodeJS.Signals;
+  at: number;
+  logTail: string;
+}
+
+export interface ReplicaConfig {
+  binary: string;
+  group: Group;
+  index: number;
+  kubeconfig: string;
+  cloudConfig: string;
+  dir: string;
+}
+
+export const userOf = (group: Group, index: number) => `soak-${group}-${index}`;
+export const leaseName = (group: Group) => `soak-${group}`;
+
+export function replicaArgs(c: ReplicaConfig): string[] {
+  const ms = (n: number) => `${n}ms`;
+  return [
+    `--cloud-provider=${c.group}`,
+    `--cloud-config=${c.cloudConfig}`,
+    `--kubeconfig=${c.kubeconfig}`,
+    '--secure-port=0',
+    `--leader-elect-resource-name=${leaseName(c.group)}`,
+    `--leader-elect-lease-duration=${ms(TIMING.leaseDurationMs)}`,
+    `--leader-elect-renew-deadline=${ms(TIMING.renewDeadlineMs)}`,
+    `--leader-elect-retry-period=${ms(TIMING.retryPeriodMs)}`,
+    `--node-monitor-period=${ms(TIMING.nodeMonitorPeriodMs)}`,
+    `--node-deletion-grace-period=${ms(TIMING.graceMs)}`,
+    `--node-deletion-not-found-threshold=${TIMING.notFoundThreshold}`,
+    `--node-deletion-breaker-window=${ms(TIMING.breakerWindowMs)}`,
+    `--managed-node-selector=${GROUP_LABEL}=${c.group}`,
+    `--managed-node-provider-id-prefixes=${c.group}://`,
+    '--node-status-update-frequency=30s',
+    '--shutdown-grace-period=10s',
+    // Services are the static group's: both providers would serve class-less services.
+    ...(c.group === 'proxmox' ? ['--controllers=cloud-node,cloud-node-lifecycle'] : []),
+  ];
+}
+
+export class ReplicaSlot {
+  readonly name: string;
+  readonly user: string;
+  proc?: LoggedProcess;
+  paused = false;
+  starts = 0;
+  private signalled?: NodeJS.Signals;
+  private supervising = true;
+  private restartTimer?: ReturnType<typeof setTimeout>;
+
+  constructor(
+    readonly config: ReplicaConfig,
+    private readonly onExit: (e: ExitRecord) => void,
+    private readonly restartDelayMs: () => number,
+  ) {
+    this.user = userOf(config.group, config.index);
+    this.name = this.user;
+  }
+
+  get group(): Group {
+    return this.config.group;
+  }
+
+  get pid(): number | undefined {
+    return this.proc?.running ? this.proc.pid : undefined;
+  }
+
+  start(): void {
+    this.starts++;
+    this.signalled = undefined;
+    this.paused = false;
+    const proc = LoggedProcess.spawn(this.name, [this.config.binary, ...replicaArgs(this.config)], this.config.dir);
+    this.proc = proc;
+    void proc.exited.then((code) => {
+      this.paused = false;
+      this.onExit({ slot: this.name, pid: proc.pid, code, signalled: this.signalled, at: Date.now(), logTail: proc.logTail(30) });
+      if (!this.supervising) return;
+      this.restartTimer = setTimeout(() => {
+        if (this.supervising) this.start();
+      }, this.restartDelayMs());
+    });
+  }
+
+  /** Sends a signal by pid (only while the process runs: a pid is never reused by us). */
+  signal(sig: NodeJS.Signals): boolean {
+    const pid = this.pid;
+    if (pid === undefined) return false;
+    if (sig === 'SIGKILL' || sig === 'SIGTERM') this.signalled = sig;
+    process.kill(pid, sig);
+    if (sig === 'SIGSTOP') this.paused = true;
+    if (sig === 'SIGCONT') this.paused = false;
+    return true;
+  }
+
+  logPath(): string {
+    return join(this.config.dir, `${this.name}.log`);
+  }
+
+  /** Ends the slot for good: no restart; SIGCONT first so a paused replica can die. */
+  async stop(): Promise<void> {
+    this.supervising = false;
+    clearTimeout(this.restartTimer);
+    this.signalled = 'SIGKILL';
+    if (this.proc?.running && this.paused) this.signal('SIGCONT');
+    await this.proc?.kill();
+  }
+}

@@ -1,0 +1,66 @@
+/** The figures of one run (docs/reliability.md lists them per run) and how they are printed. */
+
+export interface Violation {
+  kind: string;
+  at: string;
+  detail: string;
+}
+
+export interface ReplicaFigures {
+  slot: string;
+  starts: number;
+  rssStartMiB: number;
+  rssEndMiB: number;
+  rssMaxMiB: number;
+  socketsMax: number;
+  fdsMax: number;
+}
+
+export interface SoakReport {
+  seed: number;
+  profile: string;
+  minutes: number;
+  startedAt: string;
+  durationSeconds: number;
+  faults: Record<string, number>;
+  faultsTotal: number;
+  /** Drawn but not doable at the time (no leader to hit). */
+  faultsSkipped: number;
+  churn: Record<string, number>;
+  churnTotal: number;
+  failedOperations: number;
+  checks: Record<string, number>;
+  checksTotal: number;
+  violations: Violation[];
+  nearMisses: string[];
+  recovery: Record<string, { n: number; medianMs: number; maxMs: number }>;
+  replicas: ReplicaFigures[];
+  exits: { signalled: number; lostLease: number; unexpected: number };
+  auditEvents: number;
+}
+
+export function median(xs: readonly number[]): number {
+  if (!xs.length) return 0;
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+}
+
+const sec = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+
+export function formatReport(r: SoakReport): string {
+  const lines = [
+    `soak: seed ${r.seed}, profile ${r.profile}, ${r.minutes} min requested, ${(r.durationSeconds / 60).toFixed(1)} min run, started ${r.startedAt}`,
+    `faults injected: ${r.faultsTotal} (${Object.entries(r.faults).map(([k, v]) => `${k} ${v}`).join(', ')}); skipped: ${r.faultsSkipped}`,
+    `objects churned: ${r.churnTotal} (${Object.entries(r.churn).map(([k, v]) => `${k} ${v}`).join(', ')}); operations refused during faults: ${r.failedOperations}`,
+    `invariant checks: ${r.checksTotal} (${Object.entries(r.checks).map(([k, v]) => `${k} ${v}`).join(', ')}); audit events read: ${r.auditEvents}`,
+    `replica exits: ${r.exits.signalled} by the soak's signals, ${r.exits.lostLease} after losing the lease, ${r.exits.unexpected} unexpected`,
+    'recovery (fault end to canary served): ' + Object.entries(r.recovery).map(([k, v]) => `${k} n=${v.n} median ${sec(v.medianMs)} max ${sec(v.maxMs)}`).join('; '),
+    'replicas: ' + r.replicas.map((x) => `${x.slot} starts ${x.starts} RSS ${x.rssStartMiB}->${x.rssEndMiB} MiB (max ${x.rssMaxMiB}), sockets max ${x.socketsMax}, fds max ${x.fdsMax}`).join('; '),
+    `near misses (writes within the term tolerance): ${r.nearMisses.length}`,
+    ...r.nearMisses.slice(0, 20).map((n) => `  near miss: ${n}`),
+    `violations: ${r.violations.length}`,
+    ...r.violations.map((v) => `  VIOLATION ${v.kind} at ${v.at}: ${v.detail}`),
+  ];
+  return lines.join('\n');
+}

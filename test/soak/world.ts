@@ -1,0 +1,126 @@
+import { stringify } from 'yaml';
+import type { FakeVm } from '../fakes/proxmox-responder.ts';
+
+/**
+ * The soak's ground truth: which machines exist (in the static inventory, as Proxmox VMs) and
+ * since when, and the address pools. Faults distort what edge-ccm is shown (an empty file, a
+ * VM list with most VMs missing) but never this: the checkers judge edge-ccm against it.
+ */
+
+export type Group = 'static' | 'proxmox';
+export const GROUPS: readonly Group[] = ['static', 'proxmox'];
+
+export interface Machine {
+  id: string; // = node name
+  group: Group;
+  /** Canaries are never removed: the recovery probes register nodes for them. */
+  canary: boolean;
+  address: string;
+  vmid?: number;
+  redfish?: boolean;
+  /** Presence changes, oldest first; the first entry is the machine's creation. */
+  history: { t: number; present: boolean }[];
+}
+
+export const present = (m: Machine) => m.history.at(-1)!.present;
+
+/** The label that tells the two replica groups' nodes apart (--managed-node-selector). */
+export const GROUP_LABEL = 'soak.edge-ccm.io/provider';
+export const PROXMOX_REGION = 'soak';
+/** Pools (203.0.113.0/24, a documentation range: addresses are only ever strings here). */
+export const MAIN_POOL = { name: 'main', cidr: '203.0.113.0/26' };
+export const EXTRA_POOL = { name: 'extra', cidr: '203.0.113.64/27' };
+export const CROSS_POOL = { name: 'cross', cidr: '203.0.113.128/28' };
+export const POOL_PREFIX = '203.0.113.';
+export const SHARE_ANNOTATION_KEY = 'edge-ccm.io/allow-shared-ip';
+
+export class World {
+  readonly machines = new Map<string, Machine>();
+  /** Pool edits: the extra pool on or off, addresses of the main pool excluded. */
+  extraPool = false;
+  excluded: string[] = [];
+
+  constructor(staticMachines: number, proxmoxVms: number, now: number) {
+    for (let i = 1; i <= staticMachines; i++) this.add({ id: `s-${pad(i)}`, group: 'static', canary: false, address: `198.51.100.${i}`, redfish: i % 2 === 0 }, now);
+    for (let i = 1; i <= proxmoxVms; i++) this.add({ id: `p-${pad(i)}`, group: 'proxmox', canary: false, address: `198.51.100.${100 + i}`, vmid: 100 + i }, now);
+    for (let i = 1; i <= 3; i++) this.add({ id: `p-canary-${i}`, group: 'proxmox', canary: true, address: `198.51.100.${200 + i}`, vmid: 900 + i }, now);
+  }
+
+  private add(m: Omit<Machine, 'history'>, now: number): void {
+    this.machines.set(m.id, { ...m, history: [{ t: now, present: true }] });
+  }
+
+  of(group: Group): Machine[] {
+    return [...this.machines.values()].filter((m) => m.group === group);
+  }
+
+  setPresent(id: string, isPresent: boolean, now: number): void {
+    const m = this.machines.get(id);
+    if (!m) throw new Error(`no machine ${id}`);
+    if (present(m) !== isPresent) m.history.push({ t: now, present: isPresent });
+  }
+
+  /** Whether the machine was in the inventory at time t (ms since the epoch). */
+  presentAt(id: string, t: number): boolean | undefined {
+    const m = this.machines.get(id);
+    if (!m) return undefined;
+    let state = false;
+    for (const h of m.history) {
+      if (h.t > t) break;
+      state = h.present;
+    }
+    return state;
+  }
+
+  /** The static provider's file: authoritative (a machine not listed is gone), nodes matched by name. */
+  staticConfig(files: { redfishUrl: string; redfishPasswordFile: string }): string {
+    const machines = this.of('static').filter(present).map((m) => ({
+      id: m.id,
+      addresses: [{ type: 'InternalIP', address: m.address }],
+      ...(m.redfish ? {
+        redfish: {
+          endpoint: files.redfishUrl, allowInsecureHTTP: true, systemId: m.id, username: 'admin',
+          passwordFile: files.redfishPasswordFile, timeoutSeconds: 2, cacheSeconds: 5,
+        },
+      } : {}),
+    }));
+    const pools: Record<string, unknown>[] = [
+      { name: MAIN_POOL.name, addresses: [MAIN_POOL.cidr], ...(this.excluded.length ? { exclude: [...this.excluded] } : {}) },
+      { name: CROSS_POOL.name, addresses: [CROSS_POOL.cidr], autoAssign: false, shareAcrossNamespaces: true },
+    ];
+    if (this.extraPool) pools.push({ name: EXTRA_POOL.name, addresses: [EXTRA_POOL.cidr], priority: -1 });
+    // Machines last, so a file cut short loses machines (the half-written fault) before pools.
+    return stringify({
+      loadBalancer: { pools },
+      inventory: {
+        authoritative: true,
+        matchBy: ['nodeName'],
+        defaults: { region: 'soak', zone: 'z1', instanceType: 'metal' },
+        machines,
+      },
+    });
+  }
+
+  proxmoxConfig(files: { url: string; tokenSecretFile: string }): string {
+    return stringify({
+      clusters: [{
+        region: PROXMOX_REGION, url: files.url, allowInsecureHTTP: true, tokenId: 'ccm@pve!soak', tokenSecretFile: files.tokenSecretFile,
+        timeoutSeconds: 2, cacheSeconds: 1, maxBackoffSeconds: 5,
+      }],
+      matchBy: ['providerID', 'name'],
+      addresses: { guestAgent: false },
+    });
+  }
+
+  /** The VMs as the responder should list them: every present one, or those `visible` lets through. */
+  vms(visible: (m: Machine) => boolean = () => true): FakeVm[] {
+    return this.of('proxmox').filter((m) => present(m) && visible(m)).map((m) => ({
+      vmid: m.vmid!, name: m.id, node: m.vmid! % 2 ? 'pve1' : 'pve2', cores: 2, memoryMiB: 4096,
+      ipconfig: [`ip=${m.address}/24`],
+    }));
+  }
+}
+
+function pad(i: number): string {
+  return String(i).padStart(2, '0');
+}
