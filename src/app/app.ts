@@ -200,6 +200,8 @@ export async function runControllerManager(options: Options, providers: Provider
         }
       },
     });
+    // Beyond upstream: a leader paused past its lease writes nothing until it has renewed it.
+    term.guardWrites(() => (elector.holdsLeaseNow() ? undefined : 'the leader lease was not renewed within the renew deadline'));
     checks.add('leaderElection', () => {
       const err = elector.check();
       if (err) throw err;

@@ -109,6 +109,8 @@ export class LeaderElector {
   private observedJson = '';
   private observedAt = 0;
   private reportedLeader = '';
+  /** When (monotonic) the write of our last successful acquire or renewal was sent. */
+  private renewedAt = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly options: LeaderElectionOptions) {
     this.leaseDurationMs = options.leaseDurationMs ?? 15_000;
@@ -138,6 +140,18 @@ export class LeaderElector {
   /** The holder we last saw ('' when none). */
   leader(): string {
     return this.observed.holderIdentity ?? '';
+  }
+
+  /**
+   * Whether we may act as leader right now (beyond upstream): we hold the lease and our last
+   * renewal was sent less than the renew deadline ago, by our own monotonic clock. A process
+   * paused past its lease (SIGSTOP, a frozen VM) wakes up with its timers and watch events all
+   * due at once, and its controllers would write before the renewal loop sees the lease is gone;
+   * the term's writes are refused while this is false (RequestFence.guardWrites). The bound is
+   * below the lease duration (renewDeadline < leaseDuration), after which a standby may take over.
+   */
+  holdsLeaseNow(): boolean {
+    return this.isLeader() && this.clock.monotonicMs() - this.renewedAt < this.renewDeadlineMs;
   }
 
   /**
@@ -323,6 +337,7 @@ export class LeaderElector {
   }
 
   private async create(spec: LeaseSpec, signal?: AbortSignal): Promise<boolean> {
+    const sentAt = this.clock.monotonicMs();
     try {
       // A create, not an apply: two candidates creating at once must not both succeed.
       this.lease = await this.leases.create(
@@ -339,6 +354,7 @@ export class LeaderElector {
       return false;
     }
     this.observe(spec, recordJson(spec));
+    this.renewedAt = sentAt;
     return true;
   }
 
@@ -346,8 +362,10 @@ export class LeaderElector {
   private async write(spec: LeaseSpec, signal?: AbortSignal): Promise<void> {
     const base = this.lease;
     if (!base) throw new Error('no lease read yet');
+    const sentAt = this.clock.monotonicMs();
     this.lease = await this.leases.update({ ...base, spec }, { namespace: this.options.namespace, signal });
     this.observe(spec, recordJson(spec));
+    if (spec.holderIdentity === this.options.identity) this.renewedAt = sentAt;
   }
 
   private logFailure(msg: string, e: unknown, signal?: AbortSignal): void {

@@ -31,6 +31,7 @@ export class RequestFence {
   private readonly inFlight = new Set<Promise<unknown>>();
   private cutOff = 0;
   private ending = false;
+  private writeGuard?: () => string | undefined;
 
   /** Aborts when the fence closes: transports add it to every request's signal. */
   get signal(): AbortSignal {
@@ -41,9 +42,21 @@ export class RequestFence {
     return this.stop.signal.aborted;
   }
 
-  /** Throws once the fence is closed: called before a request is sent. */
-  admit(): void {
+  /**
+   * Refuses the term's writes (not its reads) while `check` gives a reason: the leader elector's
+   * "is our lease still ours by our own clock" (LeaderElector.holdsLeaseNow), so a leader that
+   * was paused past its lease writes nothing until it has renewed it.
+   */
+  guardWrites(check: () => string | undefined): void {
+    this.writeGuard = check;
+  }
+
+  /** Throws once the fence is closed, or for a write while the write guard refuses: called before a request is sent. */
+  admit(method: HttpMethod = 'GET'): void {
     if (this.closed) throw new FenceClosedError(String((this.stop.signal.reason as Error)?.message ?? this.stop.signal.reason));
+    if (method === 'GET') return;
+    const refused = this.writeGuard?.();
+    if (refused) throw new FenceClosedError(refused);
   }
 
   /** The term is ending: from now on a write that ends without an answer is counted as cut off. */

@@ -180,7 +180,7 @@ export class BunKubeTransport implements KubeTransport {
   }
 
   private async send(req: KubeRequest, authRetried = false, retryAfterCount = 0): Promise<Response> {
-    this.options.fence?.admit();
+    this.options.fence?.admit(req.method);
     if (this.limiter) await this.limiter.take(req.signal);
     const creds = await this.currentCredentials();
     const url = this.server + req.path + queryString(req.query);
@@ -192,7 +192,7 @@ export class BunKubeTransport implements KubeTransport {
       body = req.rawBody ?? JSON.stringify(req.body);
     }
     // Checked again: the waits for a token and for credentials may have outlived the term.
-    this.options.fence?.admit();
+    this.options.fence?.admit(req.method);
     const started = performance.now();
     let res: Response;
     try {

@@ -183,6 +183,34 @@ describe('tryAcquireOrRenew', () => {
   });
 });
 
+describe('holdsLeaseNow', () => {
+  test('true after an acquire or renewal, false once the renew deadline passed without one (a paused leader waking up), true again after a renewal', async () => {
+    const api = new FakeLeaseApi();
+    const clock = new ManualClock();
+    const a = elector(api, 'a', { clock });
+    expect(a.holdsLeaseNow()).toBe(false);
+    expect(await a.tryAcquireOrRenew()).toBe(true);
+    expect(a.holdsLeaseNow()).toBe(true);
+    clock.advance(9_999);
+    expect(a.holdsLeaseNow()).toBe(true);
+    clock.advance(1);
+    // Still the holder as far as it last saw, but its renewal is a renew deadline old.
+    expect(a.isLeader()).toBe(true);
+    expect(a.holdsLeaseNow()).toBe(false);
+    expect(await a.tryAcquireOrRenew()).toBe(true);
+    expect(a.holdsLeaseNow()).toBe(true);
+  });
+
+  test('a standby never holds it', async () => {
+    const api = new FakeLeaseApi();
+    const clock = new ManualClock();
+    expect(await elector(api, 'a', { clock }).tryAcquireOrRenew()).toBe(true);
+    const b = elector(api, 'b', { clock });
+    expect(await b.tryAcquireOrRenew()).toBe(false);
+    expect(b.holdsLeaseNow()).toBe(false);
+  });
+});
+
 describe('health check', () => {
   test('unhealthy only when leading without a renewal for lease duration + tolerance', async () => {
     const api = new FakeLeaseApi();

@@ -85,3 +85,18 @@ test('a write cut off by the stop signal after stopping() counts, though the fen
   await write;
   expect(await fence.close('term over', 5_000)).toEqual({ settled: true, cutOffWrites: 1 });
 });
+
+test('a write guard refuses the term\'s writes before they are sent, never its reads, and only while it gives a reason', async () => {
+  const fence = new RequestFence();
+  const { transport, seen } = fencedTransport(fence);
+  let reason: string | undefined = 'lease not renewed';
+  fence.guardWrites(() => reason);
+  const refused = await transport.request({ method: 'PATCH', path: '/fast/node', body: {} }).catch((e: unknown) => e);
+  expect(refused).toBeInstanceOf(FenceClosedError);
+  expect(String(refused)).toContain('lease not renewed');
+  await transport.request({ method: 'GET', path: '/fast/read' });
+  expect(seen).toEqual(['GET /fast/read']);
+  reason = undefined;
+  await transport.request({ method: 'PATCH', path: '/fast/node', body: {} });
+  expect(seen).toEqual(['GET /fast/read', 'PATCH /fast/node']);
+});

@@ -105,6 +105,12 @@ export class PoolLoadBalancer implements LoadBalancer {
     return assignment ? { exists: true, status: statusOf(assignment) } : { exists: false, status: {} };
   }
 
+  /** The pool of each address the service holds, in status order (see LoadBalancer.assignedPools). */
+  assignedPools(service: V1Service): string[] | undefined {
+    const assignment = this.allocator.assignmentOf(serviceKeyOf(service));
+    return assignment?.addresses.map((ip) => this.allocator.poolOf(ip)?.name ?? '');
+  }
+
   getLoadBalancerName(_clusterName: string, service: V1Service): string {
     return defaultLoadBalancerName(service);
   }

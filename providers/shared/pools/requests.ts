@@ -1,4 +1,5 @@
 import type { V1Service } from '@kubernetes/client-node';
+import { AddressAssignmentError, type AddressConditionReason } from '../../../src/cloud/types.ts';
 import { formatIP, parseIP, type IP, type IPFamily } from '../../../src/net/ip.ts';
 
 /**
@@ -18,10 +19,13 @@ export const LOAD_BALANCER_IPS_ANNOTATION = 'edge-ccm.io/load-balancer-ips';
  */
 export const ALLOW_SHARED_IP_ANNOTATION = 'edge-ccm.io/allow-shared-ip';
 
-/** An allocation the service cannot have; the message says why, for a Warning event. */
-export class AllocationError extends Error {
-  constructor(message: string) {
-    super(message);
+/**
+ * An allocation the service cannot have; the message says why and what to change, for a Warning
+ * event and the service's AddressAssigned condition (whose reason it carries).
+ */
+export class AllocationError extends AddressAssignmentError {
+  constructor(message: string, reason: AddressConditionReason = 'InvalidRequest') {
+    super(message, reason);
     this.name = 'AllocationError';
   }
 }
@@ -113,7 +117,7 @@ function requestedAddresses(service: V1Service): IP[] | undefined {
   if (!texts.length) return undefined;
   return texts.map((text) => {
     const ip = parseIP(text);
-    if (!ip) throw new AllocationError(`invalid address ${JSON.stringify(text)} in ${source}`);
+    if (!ip) throw new AllocationError(`invalid address ${JSON.stringify(text)} in ${source}: write IP addresses, at most one IPv4 and one IPv6, comma separated`);
     return ip;
   });
 }

@@ -25,6 +25,7 @@ import {
 import type { ServiceControllerMetrics } from './metrics.ts';
 import { kubeVipAnnotationPatch, type MergePatch } from './kube-vip.ts';
 import { addFinalizerPatch, loadBalancerStatusPatch, removeFinalizerPatch, type StrategicPatch } from './patches.ts';
+import { addressStatePatch, assignedState, failedState, mergePatches } from './address-condition.ts';
 import { errorMessage } from '../../util/errors.ts';
 import { forEachLimited } from '../../util/parallel.ts';
 
@@ -58,6 +59,8 @@ export interface LoadBalancerSyncDeps {
   kubeVipAnnotation?: boolean;
   /** Why no load balancer may be ensured now (another edge-ccm decides; see LoadBalancer.exclusive); undefined: go ahead. */
   ensureBlocked?: () => string | undefined;
+  /** For the AddressAssigned condition's lastTransitionTime (tests); default: the system clock. */
+  now?: () => Date;
 }
 
 /** How soon a service whose ensure was refused (ensureBlocked) is tried again. */
@@ -153,12 +156,19 @@ export class LoadBalancerSync {
       await this.deleteLoadBalancer(service, key, signal);
     } else {
       op = 'ensure';
-      const status = await this.ensureLoadBalancer(service, key, signal);
+      let status: V1LoadBalancerStatus | undefined;
+      try {
+        status = await this.ensureLoadBalancer(service, key, signal);
+      } catch (e) {
+        await this.recordAddressFailure(service, key, e, signal);
+        throw e;
+      }
       if (!status) return op; // implemented elsewhere: nothing of ours to record
       next = status;
     }
     try {
-      const patch = loadBalancerStatusPatch(previous, next);
+      // The AddressAssigned condition and pool annotation ride on this one patch (see address-condition.ts).
+      const patch = mergePatches(loadBalancerStatusPatch(previous, next), this.addressPatch(service, op === 'ensure' ? next : undefined));
       if (patch) {
         this.deps.logger.debug(2, 'Patching status for service', { service: key });
         await this.deps.patchServiceStatus(service, patch, signal);
@@ -169,6 +179,34 @@ export class LoadBalancerSync {
     }
     if (this.deps.kubeVipAnnotation) await this.syncKubeVipAnnotation(service, key, next, signal);
     return op;
+  }
+
+  /**
+   * The condition and pool annotation for a provider that assigns from pools: the addresses now
+   * held (`status`), or none (undefined: both removed). Undefined for other providers.
+   */
+  private addressPatch(service: V1Service, status: V1LoadBalancerStatus | undefined): StrategicPatch | undefined {
+    const balancer = this.deps.balancer;
+    if (!balancer.assignedPools) return undefined;
+    const state = status ? assignedState(status, balancer.assignedPools(service) ?? []) : undefined;
+    return addressStatePatch(service, state, this.deps.now?.() ?? new Date());
+  }
+
+  /**
+   * An ensure that failed because the service cannot be addressed: the condition says why (the
+   * Warning event says it too, but expires). Only when it changed; a failed write is logged, and
+   * the ensure's own error is what the caller sees.
+   */
+  private async recordAddressFailure(service: V1Service, key: string, error: unknown, signal?: AbortSignal): Promise<void> {
+    if (!this.deps.balancer.assignedPools) return;
+    const state = failedState(error);
+    const patch = state && addressStatePatch(service, state, this.deps.now?.() ?? new Date());
+    if (!patch) return;
+    try {
+      await this.deps.patchServiceStatus(service, patch, signal);
+    } catch (e) {
+      if (!isNotFound(e)) this.deps.logger.error('failed to record the AddressAssigned condition', { service: key, error: errorMessage(e) });
+    }
   }
 
   /**
