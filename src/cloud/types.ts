@@ -59,6 +59,14 @@ export interface LoadBalancer {
    * refresh whenever this process gets the Lease.
    */
   readonly exclusive?: { refresh(signal: AbortSignal): Promise<void> };
+  /**
+   * Beyond upstream: a load balancer that hands out addresses from pools names the pool of each
+   * address it gave the service (in the order of its status' ingress), or undefined when it holds
+   * none. Its presence makes the service controller keep the edge-ccm.io/AddressAssigned
+   * condition and the edge-ccm.io/assigned-pool annotation on each service; its ensure then
+   * throws AddressAssignmentError for a service it cannot address.
+   */
+  assignedPools?(service: V1Service): string[] | undefined;
 }
 
 export interface Route {
@@ -129,6 +137,26 @@ export class ImplementedElsewhereError extends Error {
   constructor(message = 'load balancer implemented elsewhere') {
     super(message);
     this.name = 'ImplementedElsewhereError';
+  }
+}
+
+/** Why a service has no address, as the reason of its edge-ccm.io/AddressAssigned condition. */
+export type AddressConditionReason =
+  | 'PoolExhausted'
+  | 'RequestedAddressNotInPool'
+  | 'RequestedAddressInUse'
+  | 'SharingRefused'
+  | 'NoEligiblePool'
+  | 'InvalidRequest';
+
+/**
+ * Thrown by a load balancer that cannot give a service an address (beyond upstream): the message
+ * says why and what to change; the controller records it as the service's condition and event.
+ */
+export class AddressAssignmentError extends Error {
+  constructor(message: string, readonly reason: AddressConditionReason) {
+    super(message);
+    this.name = 'AddressAssignmentError';
   }
 }
 

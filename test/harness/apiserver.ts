@@ -110,5 +110,11 @@ export function apiServerFlags(port: number, etcdEndpoint: string, files: ApiSer
 export const AUDIT_POLICY = `apiVersion: audit.k8s.io/v1
 kind: Policy
 rules:
+  # Service status writes with their bodies, so a test can tell which fields a write set (e.g.
+  # that a cutover wrote the finalizer and condition but never the ingress).
+  - level: Request
+    resources:
+      - group: ""
+        resources: ["services/status"]
   - level: Metadata
 `;

@@ -4,7 +4,7 @@ import { AddressAllocator } from '../../providers/shared/pools/allocator.ts';
 import { loadStaticConfig } from '../../providers/static/config-load.ts';
 import type { PoolConfig } from '../../providers/shared/pools/config-model.ts';
 import { PoolLoadBalancer } from '../../providers/shared/pools/load-balancer.ts';
-import { AllocationError, addressRequest } from '../../providers/shared/pools/requests.ts';
+import { addressRequest } from '../../providers/shared/pools/requests.ts';
 import { RetryAfterError } from '../../src/cloud/types.ts';
 import { RecordingEventRecorder } from '../../src/kube/event-recorder.ts';
 import { silentLogger } from '../../src/log.ts';
@@ -78,7 +78,7 @@ describe('allocation', () => {
     expect(assign(a, svc('a'))).toEqual(['192.0.2.1']);
     expect(assign(a, svc('b'))).toEqual(['192.0.2.2']);
     expect(assign(a, svc('c'))).toEqual(['192.0.2.3']);
-    expect(() => assign(a, svc('d'))).toThrow(new AllocationError('pool small exhausted'));
+    expect(() => assign(a, svc('d'))).toThrow('pool small exhausted: add addresses');
     // Released addresses are reused, lowest first.
     a.release('default/b');
     expect(assign(a, svc('d'))).toEqual(['192.0.2.2']);
@@ -91,7 +91,7 @@ describe('allocation', () => {
 `));
     expect(assign(a, svc('a'))).toEqual(['10.9.0.1']);
     expect(assign(a, svc('b'))).toEqual(['10.9.0.2']);
-    expect(() => assign(a, svc('c'))).toThrow(new AllocationError('pool cidr exhausted'));
+    expect(() => assign(a, svc('c'))).toThrow('pool cidr exhausted: add addresses');
     expect(() => assign(a, svc('d', { loadBalancerIP: '10.9.0.3' }))).toThrow('requested address 10.9.0.3 is not in any pool');
     // A /127 (as /31) is two usable addresses.
     expect(assign(a, svc('e', { families: ['IPv6'] }))).toEqual(['2001:db8:9::']);

@@ -44,6 +44,8 @@ export interface NotShared {
 interface Conflict {
   holder: string;
   reason: string;
+  /** The condition reason: the address is someone else's, or sharing it was refused. */
+  condition: 'RequestedAddressInUse' | 'SharingRefused';
   /** The whole sentence, for an AllocationError. */
   message: string;
 }
@@ -146,10 +148,11 @@ export class AddressAllocator {
     for (const ip of req.requested!) {
       if (!allowed.some((p) => rangesContain(p.ranges, ip))) {
         const names = allowed.map((p) => p.name).join(', ');
-        throw new AllocationError(`requested address ${formatIP(ip)} is not in any pool this service may use (${names ? `allowed: ${names}` : 'none is allowed'})`);
+        throw new AllocationError(`requested address ${formatIP(ip)} is not in any pool this service may use (${names ? `allowed: ${names}` : 'none is allowed'}): ` +
+          'request an address of those pools, or add this one to a pool in the cloud config', 'RequestedAddressNotInPool');
       }
       const conflict = this.conflict(req, ip);
-      if (conflict) throw new AllocationError(conflict.message);
+      if (conflict) throw new AllocationError(conflict.message, conflict.condition);
     }
     return req.requested!;
   }
@@ -169,7 +172,7 @@ export class AddressAllocator {
       if (ip) {
         out.push(ip);
         if (!shared.address && shared.refused) notShared.push({ ...shared.refused, instead: ip });
-      } else if (i < req.requiredFamilies) throw new AllocationError(this.noAddressMessage(req, family, pools));
+      } else if (i < req.requiredFamilies) throw new AllocationError(this.noAddressMessage(req, family, pools), pools.length ? 'PoolExhausted' : 'NoEligiblePool');
     });
     return out;
   }
@@ -212,10 +215,11 @@ export class AddressAllocator {
   }
 
   private noAddressMessage(req: AddressRequest, family: IPFamily, pools: PoolConfig[]): string {
-    if (pools.length === 1) return `pool ${pools[0]!.name} exhausted`;
-    if (pools.length > 1) return `pools ${pools.map((p) => p.name).join(', ')} exhausted`;
+    const free = 'add addresses to it in the cloud config, or delete a LoadBalancer service that holds one';
+    if (pools.length === 1) return `pool ${pools[0]!.name} exhausted: ${free}`;
+    if (pools.length > 1) return `pools ${pools.map((p) => p.name).join(', ')} exhausted: ${free.replace('to it', 'to one of them')}`;
     return `no ${familyName(family)} address pool is available to service ${req.key}` +
-      (req.pools ? ` (annotation names ${req.pools.join(', ')})` : ' (check the pools\' namespaces, serviceSelector and autoAssign)');
+      (req.pools ? ` (annotation names ${req.pools.join(', ')}): name a pool with ${familyName(family)} addresses` : ': check the pools\' namespaces, serviceSelector and autoAssign in the cloud config');
   }
 
   // ---- shared rules ----
@@ -228,8 +232,8 @@ export class AddressAllocator {
     if (req.pools) {
       for (const name of req.pools) {
         const pool = this.pools.find((p) => p.name === name);
-        if (!pool) throw new AllocationError(`unknown address pool ${JSON.stringify(name)} in annotation edge-ccm.io/address-pool`);
-        if (!inScope(pool, req)) throw new AllocationError(`address pool ${name} does not serve service ${req.key} (namespaces or serviceSelector)`);
+        if (!pool) throw new AllocationError(`unknown address pool ${JSON.stringify(name)} in annotation edge-ccm.io/address-pool: name one of ${this.pools.map((p) => p.name).join(', ') || '(no pools)'}`, 'NoEligiblePool');
+        if (!inScope(pool, req)) throw new AllocationError(`address pool ${name} does not serve service ${req.key}: its namespaces or serviceSelector in the cloud config leave this service out`, 'NoEligiblePool');
       }
       return this.pools.filter((p) => req.pools!.includes(p.name));
     }
@@ -242,13 +246,13 @@ export class AddressAllocator {
     for (const holderKey of this.holders.get(ipKey(ip)) ?? []) {
       if (holderKey === req.key) continue;
       const holder = this.assignments.get(holderKey)!;
-      const used = (why: string): Conflict => ({ holder: holderKey, reason: why, message: `address ${formatIP(ip)} is already used by service ${holderKey} (${why})` });
+      const used = (why: string): Conflict => ({ holder: holderKey, reason: why, condition: 'RequestedAddressInUse', message: `address ${formatIP(ip)} is already used by service ${holderKey} (${why})` });
       if (!req.sharingKey || !holder.sharingKey) return used('both need the same edge-ccm.io/allow-shared-ip annotation to share it');
       if (holder.sharingKey !== req.sharingKey) return used('their sharing keys differ');
       if (!pool || !sameKeyScope(req, holder, pool)) {
         return used(`sharing keys are scoped to the namespace, and pool ${pool?.name ?? '(none)'} does not set shareAcrossNamespaces`);
       }
-      const shared = (why: string, reason: string): Conflict => ({ holder: holderKey, reason, message: `address ${formatIP(ip)} is shared with service ${holderKey}, ${why}` });
+      const shared = (why: string, reason: string): Conflict => ({ holder: holderKey, reason, condition: 'SharingRefused', message: `address ${formatIP(ip)} is shared with service ${holderKey}, ${why}` });
       const clash = req.ports.find((p) => holder.ports.includes(p));
       if (clash) return shared(`which already uses port ${clash}`, `both use port ${clash}`);
       if (req.trafficScope !== holder.trafficScope) {
