@@ -2,6 +2,7 @@ import type { ProviderRegistry } from './cloud/registry.ts';
 import { ConfigurationError, runControllerManager } from './app/app.ts';
 import { EXIT_FAILURE, EXIT_INVALID_INPUT, FLAG_ERROR_EXIT_CODE, FlagErrors, parseArgs, renderHelp } from './options/index.ts';
 import { runSelfTest } from './selftest.ts';
+import { runSpeaker } from './speaker/command.ts';
 import { runValidate } from './validate.ts';
 import { versionLine } from './version.ts';
 
@@ -42,8 +43,10 @@ export async function runCli(argv: string[], providers: ProviderRegistry): Promi
       }
       return runSelfTest(path);
     }
+    case 'speaker':
+      return runSpeaker(argv.slice(argv.indexOf('speaker') + 1));
     default:
-      console.error(`error: unknown command "${command}" (commands: validate, selftest)`);
+      console.error(`error: unknown command "${command}" (commands: validate, selftest, speaker)`);
       return FLAG_ERROR_EXIT_CODE;
   }
 
