@@ -4,7 +4,7 @@ import type { ConfigIssue, ConfigPath, ReportIssue } from '../shared/config-file
 import { SecretFiles, type ConfigWarningIssue, type SecretSource } from '../shared/config-file/secrets.ts';
 import { parseAddressRange, type AddressRange } from '../shared/pools/ranges.ts';
 import { resolveSharedSections } from '../shared/sections.ts';
-import { MATCH_CRITERIA, type ClusterAuth, type ProxmoxCluster, type ProxmoxConfig } from './config-model.ts';
+import { PROXMOX_MATCH_CRITERIA, type ClusterAuth, type ProxmoxCluster, type ProxmoxConfig } from './config-model.ts';
 import type { RawCluster, ResolvableProxmoxConfig } from './config-schema.ts';
 import { INSTANCE_TYPE_PLACEHOLDERS, instanceTypeOf } from './instance-type.ts';
 
@@ -68,12 +68,12 @@ export function resolveProxmoxConfig(raw: ResolvableProxmoxConfig, secrets: Secr
   return {
     config: {
       clusters,
-      matchBy: raw.matchBy ?? MATCH_CRITERIA,
+      matchBy: raw.matchBy ?? PROXMOX_MATCH_CRITERIA,
       instanceType: { format, tagPrefix: raw.instanceType?.tagPrefix ?? DEFAULTS.instanceTypeTagPrefix },
       addresses: { include: ranges(a.include), exclude: ranges(a.exclude), families: [...new Set(families)], guestAgent: a.guestAgent ?? true, hostname: a.hostname ?? true },
       topologyLabelResync: raw.topologyLabelResync ?? false,
       resyncPeriodMs: (raw.resyncPeriodSeconds ?? DEFAULTS.resyncPeriodSeconds) * 1000,
-      ...resolveSharedSections(raw, report),
+      ...resolveSharedSections(raw, report, files),
     },
     issues,
     warnings: files.warnings,

@@ -5,7 +5,7 @@ import type { ConfigIssue, ConfigPath, ReportIssue } from '../shared/config-file
 import { SecretFiles, type ConfigWarningIssue, type SecretSource } from '../shared/config-file/secrets.ts';
 import { resolveSharedSections } from '../shared/sections.ts';
 import { STATIC_PROVIDER_ID_PREFIX, type Machine, type RedfishTarget, type StaticConfig } from './config-model.ts';
-import { MATCH_CRITERIA, type RawDefaults, type RawMachine, type RawRedfish, type ResolvableStaticConfig } from './config-schema.ts';
+import { STATIC_MATCH_CRITERIA, type RawDefaults, type RawMachine, type RawRedfish, type ResolvableStaticConfig } from './config-schema.ts';
 
 /**
  * Second pass over a config that has the right shape: gives it meaning (group defaults merged,
@@ -24,8 +24,8 @@ export function resolveStaticConfig(raw: ResolvableStaticConfig, secrets: Secret
   const inv = raw.inventory ?? {};
   return {
     config: {
-      inventory: { authoritative: inv.authoritative ?? false, matchBy: inv.matchBy ?? MATCH_CRITERIA, machines },
-      ...resolveSharedSections(raw, report),
+      inventory: { authoritative: inv.authoritative ?? false, matchBy: inv.matchBy ?? STATIC_MATCH_CRITERIA, machines },
+      ...resolveSharedSections(raw, report, files),
     },
     issues,
     warnings: files.warnings,

@@ -173,7 +173,7 @@ export class BunKubeTransport implements KubeTransport {
 
   /**
    * The request with this transport's TLS, credentials, rate limit, retries and metrics, and the
-   * response as it came: for adapters (client-node's generated API classes) that decode it.
+   * response as it came: for callers that pass the answer on untouched (the tests' API proxy).
    */
   sendRaw(req: KubeRequest): Promise<Response> {
     return this.send(this.withTimeout(req));
