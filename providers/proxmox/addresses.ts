@@ -30,7 +30,7 @@ export function selectAddresses(candidates: readonly string[], policy: AddressPo
   return kept.sort((a, b) => policy.families.indexOf(a.family) - policy.families.indexOf(b.family));
 }
 
-export function nodeAddresses(ips: readonly IP[], vmName: string, policy: AddressPolicy): V1NodeAddress[] {
+export function vmNodeAddresses(ips: readonly IP[], vmName: string, policy: AddressPolicy): V1NodeAddress[] {
   const out: V1NodeAddress[] = ips.map((ip) => ({ type: 'InternalIP', address: formatIP(ip) }));
   if (policy.hostname && vmName) out.push({ type: 'Hostname', address: vmName });
   return out;

@@ -1,7 +1,7 @@
 import { TokenBucket } from '../../src/util/token-bucket.ts';
 import { Backoff, type BackoffBounds } from '../../src/util/backoff.ts';
 import { silentLogger, type Logger } from '../../src/log.ts';
-import { authenticatorFor, type Authenticator, type Ticket } from './auth.ts';
+import { authenticatorFor, type ProxmoxAuthenticator, type Ticket } from './auth.ts';
 import type { ProxmoxCluster } from './config-model.ts';
 import type { ApiMetrics } from './metrics.ts';
 import { TlsTrust } from './tls.ts';
@@ -47,7 +47,7 @@ export interface ProxmoxApiOptions {
 export class ProxmoxApi {
   private readonly bucket: TokenBucket;
   private readonly trust: TlsTrust;
-  private readonly auth: Authenticator;
+  private readonly auth: ProxmoxAuthenticator;
   private readonly logger: Logger;
   private readonly now: () => number;
   private readonly backoff: Backoff;

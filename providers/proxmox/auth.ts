@@ -13,7 +13,7 @@ export interface Ticket {
   csrfToken: string;
 }
 
-export interface Authenticator {
+export interface ProxmoxAuthenticator {
   headers(): Promise<Record<string, string>>;
   /** The API refused the credentials just used: forget what can be renewed. */
   refused(): boolean;
@@ -23,7 +23,7 @@ export function tokenHeader(tokenId: string, secret: string): string {
   return `PVEAPIToken=${tokenId}=${secret}`;
 }
 
-export class TokenAuthenticator implements Authenticator {
+export class TokenAuthenticator implements ProxmoxAuthenticator {
   constructor(private readonly tokenId: string, private readonly secret: string) {}
 
   async headers(): Promise<Record<string, string>> {
@@ -36,7 +36,7 @@ export class TokenAuthenticator implements Authenticator {
   }
 }
 
-export class TicketAuthenticator implements Authenticator {
+export class TicketAuthenticator implements ProxmoxAuthenticator {
   private current?: { ticket: Ticket; at: number };
   private pending?: Promise<Ticket>;
 
@@ -71,6 +71,6 @@ export class TicketAuthenticator implements Authenticator {
   }
 }
 
-export function authenticatorFor(auth: ClusterAuth, login: () => Promise<Ticket>, now?: () => number): Authenticator {
+export function authenticatorFor(auth: ClusterAuth, login: () => Promise<Ticket>, now?: () => number): ProxmoxAuthenticator {
   return auth.kind === 'token' ? new TokenAuthenticator(auth.tokenId, auth.secret) : new TicketAuthenticator(auth.renewMs, login, now);
 }

@@ -11,8 +11,8 @@ import type { SharedSections } from '../shared/sections.ts';
 export const PROXMOX_PROVIDER_ID_PREFIX = 'proxmox://';
 
 /** Also the default order: the cheap criteria first (a UUID search reads every VM's config). */
-export const MATCH_CRITERIA = ['providerID', 'name', 'systemUUID'] as const;
-export type MatchCriterion = (typeof MATCH_CRITERIA)[number];
+export const PROXMOX_MATCH_CRITERIA = ['providerID', 'name', 'systemUUID'] as const;
+export type ProxmoxMatchCriterion = (typeof PROXMOX_MATCH_CRITERIA)[number];
 
 export type ZoneSource = 'host' | 'haGroup';
 
@@ -69,7 +69,7 @@ export interface AddressPolicy {
 /** The clusters and how VMs become nodes, and the sections every provider has (loadBalancer). */
 export interface ProxmoxConfig extends SharedSections {
   clusters: ProxmoxCluster[];
-  matchBy: readonly MatchCriterion[];
+  matchBy: readonly ProxmoxMatchCriterion[];
   instanceType: InstanceTypeNaming;
   addresses: AddressPolicy;
   /** Keep zone labels true after a live migration (relabelNodes, onChange on host changes). */

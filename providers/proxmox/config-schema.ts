@@ -2,7 +2,7 @@ import * as v from 'valibot';
 import { asRecord, labelValue, nonEmpty, validOrUndefined, withoutUserinfo } from '../shared/config-file/schema.ts';
 import { addressRange } from '../shared/pools/config-schema.ts';
 import { SHARED_SECTIONS, salvageSharedSections, type ResolvableSharedSections } from '../shared/sections.ts';
-import { MATCH_CRITERIA } from './config-model.ts';
+import { PROXMOX_MATCH_CRITERIA } from './config-model.ts';
 
 /**
  * The shape of the proxmox provider's --cloud-config file, checked with valibot: every object
@@ -46,7 +46,7 @@ const ClusterSchema = v.strictObject({
 });
 export type RawCluster = v.InferOutput<typeof ClusterSchema>;
 
-const MatchBySchema = v.pipe(v.array(v.picklist(MATCH_CRITERIA)), v.minLength(1, 'must list at least one criterion'));
+const MatchBySchema = v.pipe(v.array(v.picklist(PROXMOX_MATCH_CRITERIA)), v.minLength(1, 'must list at least one criterion'));
 
 const InstanceTypeSchema = v.strictObject({
   format: v.optional(nonEmpty),

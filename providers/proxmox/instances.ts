@@ -1,7 +1,7 @@
 import type { V1Node } from '@kubernetes/client-node';
 import type { Existence, InstanceMetadata, Instances } from '../../src/cloud/types.ts';
 import { silentLogger, type Logger } from '../../src/log.ts';
-import { nodeAddresses, selectAddresses } from './addresses.ts';
+import { selectAddresses, vmNodeAddresses } from './addresses.ts';
 import type { ProxmoxConfig } from './config-model.ts';
 import { instanceTypeOf } from './instance-type.ts';
 import { SnapshotPass, matchNode, providerIDOf, type ClusterView, type VmMatch } from './matching.ts';
@@ -48,7 +48,7 @@ export class ProxmoxInstances implements Instances {
     return {
       providerID: providerIDOf(view.cluster.region, vm.vmid),
       instanceType: instanceTypeOf(vm, this.config.instanceType),
-      nodeAddresses: nodeAddresses(await this.addresses(view, vm, signal), vm.name, this.config.addresses),
+      nodeAddresses: vmNodeAddresses(await this.addresses(view, vm, signal), vm.name, this.config.addresses),
       zone: zoneOf(view, vm),
       region: view.cluster.region,
     };

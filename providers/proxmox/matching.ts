@@ -1,6 +1,6 @@
 import type { V1Node } from '@kubernetes/client-node';
 import type { ProxmoxApi } from './api.ts';
-import { PROXMOX_PROVIDER_ID_PREFIX, type MatchCriterion, type ProxmoxCluster } from './config-model.ts';
+import { PROXMOX_PROVIDER_ID_PREFIX, type ProxmoxMatchCriterion, type ProxmoxCluster } from './config-model.ts';
 import type { SnapshotCache, Vm, VmSnapshot } from './snapshot.ts';
 import type { VmDetails } from './vm-details.ts';
 
@@ -58,7 +58,7 @@ export class SnapshotPass {
   }
 }
 
-export async function matchNode(node: V1Node, views: readonly ClusterView[], matchBy: readonly MatchCriterion[], pass: SnapshotPass): Promise<VmMatch> {
+export async function matchNode(node: V1Node, views: readonly ClusterView[], matchBy: readonly ProxmoxMatchCriterion[], pass: SnapshotPass): Promise<VmMatch> {
   const providerID = node.spec?.providerID;
   if (providerID && !providerID.startsWith(PROXMOX_PROVIDER_ID_PREFIX)) return { kind: 'unknown', reason: `providerID ${providerID} belongs to another provider` };
   let searched = false;

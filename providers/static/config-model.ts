@@ -1,6 +1,6 @@
 import type { V1NodeAddress } from '@kubernetes/client-node';
 import type { SharedSections } from '../shared/sections.ts';
-import type { MatchCriterion } from './config-schema.ts';
+import type { StaticMatchCriterion } from './config-schema.ts';
 
 /**
  * The static provider's configuration after validation: defaults applied, group settings merged
@@ -42,7 +42,7 @@ export interface Machine {
 
 export interface InventoryConfig {
   authoritative: boolean;
-  matchBy: readonly MatchCriterion[];
+  matchBy: readonly StaticMatchCriterion[];
   machines: Machine[];
 }
 

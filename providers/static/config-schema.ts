@@ -14,8 +14,8 @@ import { SHARED_SECTIONS, salvageSharedSections, type ResolvableSharedSections }
  */
 
 export const NODE_ADDRESS_TYPES = ['InternalIP', 'ExternalIP', 'Hostname', 'InternalDNS', 'ExternalDNS'] as const;
-export const MATCH_CRITERIA = ['providerID', 'nodeName', 'hostname', 'address'] as const;
-export type MatchCriterion = (typeof MATCH_CRITERIA)[number];
+export const STATIC_MATCH_CRITERIA = ['providerID', 'nodeName', 'hostname', 'address'] as const;
+export type StaticMatchCriterion = (typeof STATIC_MATCH_CRITERIA)[number];
 
 const RedfishSchema = v.strictObject({
   endpoint: v.optional(v.pipe(v.string(), v.url('must be a URL such as https://10.0.1.11'), withoutUserinfo())),
@@ -78,7 +78,7 @@ const MachineSchema = v.strictObject({
 });
 export type RawMachine = v.InferOutput<typeof MachineSchema>;
 
-const MatchBySchema = v.pipe(v.array(v.picklist(MATCH_CRITERIA)), v.minLength(1, 'must list at least one criterion'));
+const MatchBySchema = v.pipe(v.array(v.picklist(STATIC_MATCH_CRITERIA)), v.minLength(1, 'must list at least one criterion'));
 
 export const StaticConfigSchema = v.strictObject({
   inventory: v.optional(v.strictObject({

@@ -3,7 +3,7 @@ import type { Registry } from 'prom-client';
 import type { CloudProvider } from '../cloud/types.ts';
 import { CloudNodeController } from '../controllers/node/index.ts';
 import { CloudNodeLifecycleController, type LifecycleOptions } from '../controllers/nodelifecycle/index.ts';
-import { RouteController } from '../controllers/route/route-controller.ts';
+import { RouteController } from '../controllers/route/controller.ts';
 import { ServiceController } from '../controllers/service/index.ts';
 import type { Controller, ControllerContext } from '../controllers/types.ts';
 import type { EventRecorder } from '../kube/event-recorder.ts';

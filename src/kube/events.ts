@@ -43,7 +43,7 @@ export interface CoreEvent {
 
 export const AGGREGATE_PREFIX = '(combined from similar events): ';
 /** events.k8s.io's note limit; core/v1 has none, but a provider's error page has no place in etcd. */
-const MAX_MESSAGE_LENGTH = 1024;
+const MAX_EVENT_MESSAGE_LENGTH = 1024;
 
 export interface CorrelatorOptions {
   /** Wall clock in ms. */
@@ -131,7 +131,7 @@ export class EventCorrelator {
       involvedObject: ref,
       type,
       reason,
-      message: message.length > MAX_MESSAGE_LENGTH ? `${message.slice(0, MAX_MESSAGE_LENGTH - 3)}...` : message,
+      message: message.length > MAX_EVENT_MESSAGE_LENGTH ? `${message.slice(0, MAX_EVENT_MESSAGE_LENGTH - 3)}...` : message,
       source: { component },
       reportingComponent: component,
       reportingInstance: instance,
@@ -152,7 +152,7 @@ export class EventCorrelator {
   /** Similar events (same object, type and reason) beyond the limit become one combined event. */
   private aggregate(event: CoreEvent): { event: CoreEvent; key: string } {
     const nowMs = this.now();
-    const aggregateKey = [objectKey(event), event.reason, event.reportingComponent, event.reportingInstance].join('\u0000');
+    const aggregateKey = [spamKey(event), event.reason, event.reportingComponent, event.reportingInstance].join('\u0000');
     let record = this.aggregates.get(aggregateKey);
     if (!record || nowMs - record.lastMs > this.aggregateIntervalMs) record = { messages: new Set(), lastMs: nowMs };
     record.messages.add(event.message);
@@ -188,7 +188,7 @@ export class EventCorrelator {
   /** A token bucket per source, object and type (client-go's EventSourceObjectSpamFilter). */
   private allow(event: CoreEvent): boolean {
     const nowMs = this.now();
-    const key = objectKey(event);
+    const key = spamKey(event);
     const record = this.spam.get(key) ?? { tokens: this.spamBurst, lastMs: nowMs };
     record.tokens = Math.min(this.spamBurst, record.tokens + ((nowMs - record.lastMs) / 1000) * this.spamQps);
     record.lastMs = nowMs;
@@ -206,7 +206,7 @@ export class EventCorrelator {
 }
 
 /** Source, involved object and type: what client-go's getSpamKey joins. */
-function objectKey(event: CoreEvent): string {
+function spamKey(event: CoreEvent): string {
   const o = event.involvedObject;
   return [event.source.component, event.source.host ?? '', o.kind, o.namespace, o.name, o.uid, o.apiVersion, event.type]
     .map((part) => part ?? '')

@@ -20,7 +20,6 @@ export const LABEL_FAILURE_DOMAIN_BETA_ZONE = 'failure-domain.beta.kubernetes.io
 export const LABEL_TOPOLOGY_REGION = 'topology.kubernetes.io/region';
 export const LABEL_FAILURE_DOMAIN_BETA_REGION = 'failure-domain.beta.kubernetes.io/region';
 
-export type NodeAddressType = 'Hostname' | 'InternalIP' | 'ExternalIP' | 'InternalDNS' | 'ExternalDNS';
 export type ConditionStatus = 'True' | 'False' | 'Unknown';
 
 export function nodeName(node: V1Node): string {
@@ -82,10 +81,6 @@ export function nodeLabels(node: V1Node): Record<string, string> {
 
 export function nodeAddresses(node: V1Node): V1NodeAddress[] {
   return node.status?.addresses ?? [];
-}
-
-export function addressesOfType(addresses: readonly V1NodeAddress[], type: NodeAddressType): V1NodeAddress[] {
-  return addresses.filter((a) => a.type === type);
 }
 
 /** Milliseconds since the node was created, or undefined when the node has no creation time. */

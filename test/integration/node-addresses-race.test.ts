@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { V1Node, V1NodeAddress } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
-import { ApiNodeWriter, CloudNodeController } from '../../src/controllers/node/index.ts';
+import { ApiCloudNodeWriter, CloudNodeController } from '../../src/controllers/node/index.ts';
 import type { ControllerContext } from '../../src/controllers/types.ts';
 import { EventBroadcaster } from '../../src/kube/events.ts';
 import { Informer } from '../../src/kube/informer/index.ts';
@@ -44,7 +44,7 @@ afterAll(async () => {
 });
 
 /** Runs a node controller (with its own informer) for the nodes whose names start with `prefix`. */
-function startController(cloud: FakeCloud, prefix: string, writer?: ApiNodeWriter): void {
+function startController(cloud: FakeCloud, prefix: string, writer?: ApiCloudNodeWriter): void {
   const nodeInformer = new Informer<V1Node>({ transport, type: NODES, logger });
   const ctx: ControllerContext = {
     transport,
@@ -94,8 +94,8 @@ describe('node addresses keep what the kubelet wrote', () => {
     cloud.setNode(name, { metadata: fakeMetadata(name, { nodeAddresses: [providerAddress(0)] }) });
     // The kubelet posts its status right when the controller is about to write the addresses.
     let posted = false;
-    class KubeletRacingWriter extends ApiNodeWriter {
-      override async setAddresses(...args: Parameters<ApiNodeWriter['setAddresses']>) {
+    class KubeletRacingWriter extends ApiCloudNodeWriter {
+      override async setAddresses(...args: Parameters<ApiCloudNodeWriter['setAddresses']>) {
         if (!posted) {
           posted = true;
           await postHostname(name);

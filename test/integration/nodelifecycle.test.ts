@@ -3,10 +3,10 @@ import type { CoreV1Event, V1Node, V1Taint } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import {
   ANNOTATION_ACKNOWLEDGE_DELETION,
-  ApiNodeWriter,
+  ApiLifecycleWriter,
   CloudNodeLifecycleController,
   type LifecycleOptionsInput,
-  type NodeWriter,
+  type LifecycleWriter,
   SHUTDOWN_TAINT,
 } from '../../src/controllers/nodelifecycle/index.ts';
 import type { ControllerContext } from '../../src/controllers/types.ts';
@@ -90,7 +90,7 @@ async function eventsFor(name: string, reason: string): Promise<CoreV1Event[]> {
 }
 
 /** Runs a controller that manages exactly these nodes until the returned stop() is called. */
-function startController(cloud: FakeCloud, names: string[], opts: LifecycleOptionsInput = OPTIONS, writer?: NodeWriter) {
+function startController(cloud: FakeCloud, names: string[], opts: LifecycleOptionsInput = OPTIONS, writer?: LifecycleWriter) {
   const managed = new Set(names);
   const registry = new Registry();
   const ctx: ControllerContext = {
@@ -210,10 +210,10 @@ describe('cloud node lifecycle controller against a real API server', () => {
   }, 120_000);
 });
 
-describe('ApiNodeWriter against a real API server', () => {
+describe('ApiLifecycleWriter against a real API server', () => {
   test('a taint written from a stale copy does not lose a taint added meanwhile (conflict, re-read, retry)', async () => {
     const [name] = await createNotReadyNodes('conflict', 1);
-    const writer = new ApiNodeWriter(transport);
+    const writer = new ApiLifecycleWriter(transport);
     const stale = await nodes.get(name!);
     const other: V1Taint = { key: 'example.com/added-meanwhile', effect: 'NoSchedule' };
     await nodes.patch(name!, 'merge', { spec: { taints: [other] } });
@@ -229,7 +229,7 @@ describe('ApiNodeWriter against a real API server', () => {
 
   test('a node that came back Ready after it was judged is not deleted; one changed since is left to the next judgement', async () => {
     const [back, changed] = await createNotReadyNodes('came-back', 2);
-    const writer = new ApiNodeWriter(transport);
+    const writer = new ApiLifecycleWriter(transport);
     const judged = await nodes.get(back!);
     await setReady(nodes, back!, 'True'); // the kubelet is back between the judgement and the delete
     expect(await writer.deleteNode(judged)).toBe('changed');
@@ -249,7 +249,7 @@ describe('ApiNodeWriter against a real API server', () => {
     const cloud = new FakeCloud();
     cloud.setNode(racer, { existence: 'not-found' });
     // The kubelet posts Ready right when the controller is about to delete (after its judgement).
-    class RacingWriter extends ApiNodeWriter {
+    class RacingWriter extends ApiLifecycleWriter {
       override async deleteNode(node: V1Node, signal?: AbortSignal) {
         await setReady(nodes, nodeName(node), 'True');
         return super.deleteNode(node, signal);
@@ -271,7 +271,7 @@ describe('ApiNodeWriter against a real API server', () => {
 
   test('delete carries a UID precondition: a node re-registered under the same name is kept', async () => {
     const [name] = await createNotReadyNodes('reregistered', 1);
-    const writer = new ApiNodeWriter(transport);
+    const writer = new ApiLifecycleWriter(transport);
     const old = await nodes.get(name!);
     await nodes.delete(name!);
     await nodes.create({ apiVersion: 'v1', kind: 'Node', metadata: { name } });

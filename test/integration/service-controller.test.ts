@@ -8,7 +8,7 @@ import { isNotFound } from '../../src/kube/errors.ts';
 import { EventBroadcaster } from '../../src/kube/events.ts';
 import { Informer } from '../../src/kube/informer/index.ts';
 import { EVENTS, NODES, PATCH_TYPES, ResourceClient, SERVICES, type ResourceType } from '../../src/kube/resources.ts';
-import { EXCLUDE_FROM_LB_LABEL, LB_CLEANUP_FINALIZER } from '../../src/kube/service-helpers.ts';
+import { LB_CLEANUP_FINALIZER, EXCLUDE_FROM_LB_LABEL } from '../../src/kube/service-helpers.ts';
 import type { KubeRequest, KubeTransport, QueryValue, WatchEvent } from '../../src/kube/transport.ts';
 import { createLogger } from '../../src/log.ts';
 import { FakeCloud } from '../fakes/fake-cloud.ts';

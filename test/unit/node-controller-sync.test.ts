@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import type { V1Node, V1NodeAddress } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
-import { CloudNodeController, EVENT_PROVIDED_NODE_IP_INVALID, type InitializationPatch, type NodeWriter } from '../../src/controllers/node/index.ts';
+import { CloudNodeController, EVENT_PROVIDED_NODE_IP_INVALID, type InitializationPatch, type CloudNodeWriter } from '../../src/controllers/node/index.ts';
 import type { ControllerContext } from '../../src/controllers/types.ts';
 import { KubeApiError } from '../../src/kube/errors.ts';
 import { RecordingEventRecorder } from '../../src/kube/event-recorder.ts';
@@ -20,7 +20,7 @@ type Write =
   | { kind: 'labels'; name: string; labels: Record<string, string> }
   | { kind: 'addresses'; name: string; addresses: V1NodeAddress[] };
 
-class RecordingWriter implements NodeWriter {
+class RecordingWriter implements CloudNodeWriter {
   readonly writes: Write[] = [];
   /** Thrown by the next initialize calls, in order. */
   initializeErrors: Error[] = [];

@@ -12,7 +12,7 @@ import {
   type CloudLabelsPatch,
   type InitializationPatch,
   type NodeLabelWriter,
-  type NodeWriter,
+  type CloudNodeWriter,
 } from '../../src/controllers/node/index.ts';
 import type { ControllerContext } from '../../src/controllers/types.ts';
 import { KubeApiError } from '../../src/kube/errors.ts';
@@ -160,7 +160,7 @@ describe('ResyncTrigger', () => {
 type Write = { kind: 'labels'; name: string; resourceVersion?: string; patch: CloudLabelsPatch } | { kind: 'initialize' | 'addresses'; name: string };
 
 /** A writer for both interfaces that applies label patches to the store, as the API would. */
-class StoreWriter implements NodeWriter, NodeLabelWriter {
+class StoreWriter implements CloudNodeWriter, NodeLabelWriter {
   readonly writes: Write[] = [];
   labelErrors: Error[] = [];
 

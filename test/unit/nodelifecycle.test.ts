@@ -11,7 +11,7 @@ import {
   type DeleteOutcome,
   type DeletionPolicy,
   type LifecycleOptionsInput,
-  type NodeWriter,
+  type LifecycleWriter,
   type NotFoundStreak,
   QUARANTINE_TAINT,
   SHUTDOWN_TAINT,
@@ -230,7 +230,7 @@ describe('asking the provider', () => {
 // --- the controller, with the provider fake and a recording writer ---
 
 /** Records the writes the controller asks for; the real ones are covered by the integration test. */
-class RecordingNodeWriter implements NodeWriter {
+class RecordingNodeWriter implements LifecycleWriter {
   readonly writes: string[] = [];
   deleteError?: Error;
   deleteOutcome: DeleteOutcome = 'deleted';

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from 'bun:test';
-import { nodeAddresses, selectAddresses } from '../../providers/proxmox/addresses.ts';
+import { selectAddresses, vmNodeAddresses } from '../../providers/proxmox/addresses.ts';
 import type { AddressPolicy } from '../../providers/proxmox/config-model.ts';
 import { instanceTypeOf } from '../../providers/proxmox/instance-type.ts';
 import { parseProviderID, providerIDOf } from '../../providers/proxmox/matching.ts';
@@ -28,8 +28,8 @@ describe('address selection', () => {
 
   test('node addresses: InternalIP each, the VM name as Hostname unless turned off', () => {
     const ips = selectAddresses(['10.0.0.5'], policy());
-    expect(nodeAddresses(ips, 'vm-a', policy())).toEqual([{ type: 'InternalIP', address: '10.0.0.5' }, { type: 'Hostname', address: 'vm-a' }]);
-    expect(nodeAddresses(ips, 'vm-a', policy({ hostname: false }))).toEqual([{ type: 'InternalIP', address: '10.0.0.5' }]);
+    expect(vmNodeAddresses(ips, 'vm-a', policy())).toEqual([{ type: 'InternalIP', address: '10.0.0.5' }, { type: 'Hostname', address: 'vm-a' }]);
+    expect(vmNodeAddresses(ips, 'vm-a', policy({ hostname: false }))).toEqual([{ type: 'InternalIP', address: '10.0.0.5' }]);
   });
 });
 

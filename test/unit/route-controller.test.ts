@@ -1,13 +1,14 @@
 import { expect, test } from 'bun:test';
 import type { V1Node } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
-import { RouteController } from '../../src/controllers/route/route-controller.ts';
+import { RouteController } from '../../src/controllers/route/controller.ts';
 import type { ControllerContext } from '../../src/controllers/types.ts';
 import { RecordingEventRecorder } from '../../src/kube/event-recorder.ts';
 import { silentLogger } from '../../src/log.ts';
 import { parsePrefix } from '../../src/net/ip.ts';
 import { HandFedInformer, RecordingTransport } from '../fakes/controller-context.ts';
 import { FakeCloud } from '../fakes/fake-cloud.ts';
+import { eventually } from '../harness/eventually.ts';
 
 const node = (name: string, podCIDR: string, managed: boolean): V1Node => ({
   metadata: { name, uid: `uid-${name}`, labels: managed ? { 'edge-ccm.io/managed': 'true' } : {} },
@@ -15,7 +16,7 @@ const node = (name: string, podCIDR: string, managed: boolean): V1Node => ({
   status: { addresses: [{ type: 'InternalIP', address: `10.0.0.${podCIDR.split('.')[2]}` }] },
 });
 
-function setup(nodes: V1Node[]) {
+function setup(nodes: V1Node[], reconciliationPeriodMs = 10_000) {
   const cloud = new FakeCloud();
   const informer = new HandFedInformer<V1Node>();
   for (const n of nodes) informer.set(n);
@@ -30,7 +31,7 @@ function setup(nodes: V1Node[]) {
     serviceInformer: new HandFedInformer().asInformer() as ControllerContext['serviceInformer'],
     isManagedNode: (n) => n.metadata?.labels?.['edge-ccm.io/managed'] === 'true',
   };
-  return { cloud, controller: new RouteController(ctx, { clusterCIDRs: [parsePrefix('10.244.0.0/16')!], reconciliationPeriodMs: 10_000 }) };
+  return { cloud, informer, controller: new RouteController(ctx, { clusterCIDRs: [parsePrefix('10.244.0.0/16')!], reconciliationPeriodMs }) };
 }
 
 test('routes to nodes this CCM does not manage are left alone; ours are created; stale ones of ours deleted', async () => {
@@ -42,4 +43,27 @@ test('routes to nodes this CCM does not manage are left alone; ours are created;
   await s.controller.reconcile();
   const table = [...s.cloud.routeTable.values()].map((r) => `${r.route.targetNode} ${r.route.destinationCIDR}`).sort();
   expect(table).toEqual(['ours 10.244.1.0/24', 'theirs 10.244.2.0/24']);
+});
+
+test('a node change that arrives while a round runs is kept: another round follows without waiting out the period', async () => {
+  // A period of an hour: only the kept change can bring the next round within the wait below.
+  const s = setup([node('first', '10.244.1.0/24', true)], 3_600_000);
+  const routes = s.cloud.routes!;
+  const listRoutes = routes.listRoutes.bind(routes);
+  let rounds = 0;
+  routes.listRoutes = async (clusterName, signal) => {
+    // The first round has read the nodes already: a node that registers now is not in its plan.
+    if (++rounds === 1) s.informer.set(node('second', '10.244.2.0/24', true));
+    return listRoutes(clusterName, signal);
+  };
+  const stop = new AbortController();
+  const running = s.controller.run(stop.signal);
+  try {
+    await eventually('a route for the node that registered during the first round', () =>
+      [...s.cloud.routeTable.values()].some((r) => r.route.targetNode === 'second'), 30_000);
+    expect(rounds).toBeGreaterThanOrEqual(2);
+  } finally {
+    stop.abort();
+    await running;
+  }
 });

@@ -1,25 +1,12 @@
 import { parseGoBool } from '../../src/util/strconv.ts';
 import { describe, expect, test } from 'bun:test';
 import type { V1Node, V1Service, V1ServicePort } from '@kubernetes/client-node';
-import {
-  EXCLUDE_FROM_LB_LABEL,
-  LB_CLEANUP_FINALIZER,
-  TO_BE_DELETED_TAINT,
-  hasForeignLoadBalancerClass,
-  loadBalancerStatusEqual,
-  needsCleanup,
-  needsUpdate,
-  nodeEligibleForLoadBalancer,
-  nodeIncludedInLoadBalancers,
-  nodesSufficientlyEqual,
-  semanticEqual,
-  shouldSyncUpdatedNode,
-  wantsLoadBalancer,
-} from '../../src/kube/service-helpers.ts';
+import { LB_CLEANUP_FINALIZER, loadBalancerStatusEqual, semanticEqual, wantsLoadBalancer, EXCLUDE_FROM_LB_LABEL, TO_BE_DELETED_TAINT, nodeEligibleForLoadBalancer, nodeIncludedInLoadBalancers } from '../../src/kube/service-helpers.ts';
 import { addFinalizerPatch, loadBalancerStatusPatch, removeFinalizerPatch } from '../../src/controllers/service/patches.ts';
 import { loggableNodeNames, updateFailedMessage } from '../../src/controllers/service/events.ts';
 import { retryAfterSeconds } from '../../src/controllers/service/load-balancer-sync.ts';
 import { RetryAfterError } from '../../src/cloud/types.ts';
+import { hasForeignLoadBalancerClass, needsCleanup, needsUpdate, nodesSufficientlyEqual, shouldSyncUpdatedNode } from '../../src/controllers/service/predicates.ts';
 
 // ---- fixtures, as upstream's newService/makeNode with tweaks ----
 

@@ -8,7 +8,7 @@ import type { ControllerContext } from '../../src/controllers/types.ts';
 import { KubeApiError } from '../../src/kube/errors.ts';
 import { RecordingEventRecorder } from '../../src/kube/event-recorder.ts';
 import { PATCH_TYPES } from '../../src/kube/resources.ts';
-import { EXCLUDE_FROM_LB_LABEL, LB_CLEANUP_FINALIZER, TO_BE_DELETED_TAINT } from '../../src/kube/service-helpers.ts';
+import { LB_CLEANUP_FINALIZER, EXCLUDE_FROM_LB_LABEL, TO_BE_DELETED_TAINT } from '../../src/kube/service-helpers.ts';
 import { FakeClock } from '../fakes/fake-clock.ts';
 import { silentLogger } from '../../src/log.ts';
 import { FakeCloud } from '../fakes/fake-cloud.ts';

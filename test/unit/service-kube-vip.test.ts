@@ -13,9 +13,10 @@ import {
 } from '../../src/controllers/service/index.ts';
 import { KubeApiError } from '../../src/kube/errors.ts';
 import { RecordingEventRecorder } from '../../src/kube/event-recorder.ts';
-import { LB_CLEANUP_FINALIZER, needsCleanup, needsUpdate } from '../../src/kube/service-helpers.ts';
+import { LB_CLEANUP_FINALIZER } from '../../src/kube/service-helpers.ts';
 import { silentLogger } from '../../src/log.ts';
 import { FakeCloud } from '../fakes/fake-cloud.ts';
+import { needsCleanup, needsUpdate } from '../../src/controllers/service/predicates.ts';
 
 // --kube-vip-annotation: the decision (a pure function of the annotations and the status), and
 // the service sync writing it through an in-memory API that applies the patches as the API

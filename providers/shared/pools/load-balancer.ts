@@ -1,6 +1,6 @@
 import type { V1LoadBalancerStatus, V1Node, V1Service } from '@kubernetes/client-node';
 import { RetryAfterError, defaultLoadBalancerName, type LoadBalancer, type LoadBalancerResult } from '../../../src/cloud/types.ts';
-import { wantsLoadBalancer } from '../../../src/kube/service-helpers.ts';
+import { serviceKey, wantsLoadBalancer } from '../../../src/kube/service-helpers.ts';
 import type { ProviderContext } from '../../../src/cloud/types.ts';
 import type { KubeTransport } from '../../../src/kube/transport.ts';
 import type { EventRecorder } from '../../../src/kube/event-recorder.ts';
@@ -8,7 +8,7 @@ import { ResourceClient, SERVICES } from '../../../src/kube/resources.ts';
 import type { Logger } from '../../../src/log.ts';
 import { formatIP, parseIP, type IP } from '../../../src/net/ip.ts';
 import type { AddressAllocator, Assignment, NotShared } from './allocator.ts';
-import { ALLOW_SHARED_IP_ANNOTATION, addressRequest, serviceKeyOf, sharingTerms } from './requests.ts';
+import { ALLOW_SHARED_IP_ANNOTATION, addressRequest, sharingTerms } from './requests.ts';
 import { Backoff, type BackoffBounds } from '../../../src/util/backoff.ts';
 import { sleep } from '../../../src/util/time.ts';
 import { errorMessage } from '../../../src/util/errors.ts';
@@ -84,7 +84,7 @@ export class PoolLoadBalancer implements LoadBalancer {
     this.allocator.clear();
     const ours = services
       .filter((s) => wantsLoadBalancer(s, this.classes()))
-      .sort((a, b) => creation(a).localeCompare(creation(b)) || serviceKeyOf(a).localeCompare(serviceKeyOf(b)));
+      .sort((a, b) => creation(a).localeCompare(creation(b)) || serviceKey(a).localeCompare(serviceKey(b)));
     let recorded = 0;
     for (const service of ours) {
       const addresses = (service.status?.loadBalancer?.ingress ?? []).map((i) => parseIP(i.ip ?? '')).filter((ip): ip is IP => !!ip);
@@ -101,13 +101,13 @@ export class PoolLoadBalancer implements LoadBalancer {
   }
 
   async getLoadBalancer(_clusterName: string, service: V1Service): Promise<LoadBalancerResult> {
-    const assignment = this.allocator.assignmentOf(serviceKeyOf(service));
+    const assignment = this.allocator.assignmentOf(serviceKey(service));
     return assignment ? { exists: true, status: statusOf(assignment) } : { exists: false, status: {} };
   }
 
   /** The pool of each address the service holds, in status order (see LoadBalancer.assignedPools). */
   assignedPools(service: V1Service): string[] | undefined {
-    const assignment = this.allocator.assignmentOf(serviceKeyOf(service));
+    const assignment = this.allocator.assignmentOf(serviceKey(service));
     return assignment?.addresses.map((ip) => this.allocator.poolOf(ip)?.name ?? '');
   }
 
@@ -132,7 +132,7 @@ export class PoolLoadBalancer implements LoadBalancer {
   async ensureLoadBalancerDeleted(_clusterName: string, service: V1Service): Promise<void> {
     // A release before the rebuild would be undone by it (the service still carries its status).
     this.requireRebuilt();
-    if (this.allocator.release(serviceKeyOf(service))) this.logger.debug(2, 'released load-balancer addresses', { service: serviceKeyOf(service) });
+    if (this.allocator.release(serviceKey(service))) this.logger.debug(2, 'released load-balancer addresses', { service: serviceKey(service) });
   }
 
   private requireRebuilt(): void {

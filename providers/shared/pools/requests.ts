@@ -1,5 +1,6 @@
 import type { V1Service } from '@kubernetes/client-node';
 import { AddressAssignmentError, type AddressConditionReason } from '../../../src/cloud/types.ts';
+import { serviceKey } from '../../../src/kube/service-helpers.ts';
 import { formatIP, parseIP, type IP, type IPFamily } from '../../../src/net/ip.ts';
 
 /**
@@ -55,7 +56,7 @@ export type SharingTerms = Pick<AddressRequest, 'key' | 'namespace' | 'sharingKe
 
 export function sharingTerms(service: V1Service): SharingTerms {
   return {
-    key: serviceKeyOf(service),
+    key: serviceKey(service),
     namespace: service.metadata?.namespace ?? '',
     sharingKey: service.metadata?.annotations?.[ALLOW_SHARED_IP_ANNOTATION]?.trim() || undefined,
     ports: servicePorts(service),
@@ -73,10 +74,6 @@ export function trafficScope(service: V1Service): string {
   if (service.spec?.externalTrafficPolicy !== 'Local') return 'Cluster';
   const selector = service.spec?.selector ?? {};
   return `Local:${Object.keys(selector).sort().map((k) => `${k}=${selector[k]}`).join(',')}`;
-}
-
-export function serviceKeyOf(service: V1Service): string {
-  return `${service.metadata?.namespace ?? ''}/${service.metadata?.name ?? ''}`;
 }
 
 export function familyName(f: IPFamily): string {

@@ -11,8 +11,8 @@ import { fetchInstanceMetadata, planInitialization, type InitializationPlan } fr
 import { labelsToReconcile } from './labels.ts';
 import { nodeControllerMetrics, type NodeControllerMetrics } from './metrics.ts';
 import { planLabelResync } from './label-resync.ts';
-import { ApiNodeWriter, type NodeLabelWriter, type NodeWriter } from './node-writer.ts';
-import { ResyncTrigger } from './resync-trigger.ts';
+import { ApiCloudNodeWriter, type NodeLabelWriter, type CloudNodeWriter } from './writer.ts';
+import { ResyncTrigger } from '../../util/resync-trigger.ts';
 import { forEachLimited } from '../../util/parallel.ts';
 import { errorMessage } from '../../util/errors.ts';
 
@@ -32,7 +32,7 @@ export interface CloudNodeControllerOptions {
 
 /** Seams for tests; the app passes none. */
 export interface CloudNodeControllerDeps {
-  writer?: NodeWriter;
+  writer?: CloudNodeWriter;
   labelWriter?: NodeLabelWriter;
 }
 
@@ -57,7 +57,7 @@ export class CloudNodeController implements Controller {
   readonly name = 'cloud-node-controller';
   readonly queue: WorkQueue<string>;
   private readonly instances: Instances;
-  private readonly writer: NodeWriter;
+  private readonly writer: CloudNodeWriter;
   private readonly labelWriter: NodeLabelWriter;
   private readonly resync: ResyncTrigger;
   private readonly metrics: NodeControllerMetrics;
@@ -70,7 +70,7 @@ export class CloudNodeController implements Controller {
   ) {
     if (!ctx.cloud.instances) throw new Error('cloud provider does not support instances');
     this.instances = ctx.cloud.instances;
-    const api = new ApiNodeWriter(ctx.transport);
+    const api = new ApiCloudNodeWriter(ctx.transport);
     this.writer = deps.writer ?? api;
     this.labelWriter = deps.labelWriter ?? api;
     this.resync = new ResyncTrigger(opts.changeDebounceMs ?? 1000);

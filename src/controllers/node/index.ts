@@ -11,7 +11,7 @@ export {
 export { MissingProviderIDError, fetchInstanceMetadata, planInitialization, type InitializationPatch, type InitializationPlan } from './initialize.ts';
 export { cloudLabels, isKubernetesNamespacedLabel, labelsToReconcile, type CloudLabels } from './labels.ts';
 export { nodeControllerMetrics, type NodeControllerMetrics } from './metrics.ts';
-export { ApiNodeWriter, type NodeLabelWriter, type NodeWriter } from './node-writer.ts';
+export { ApiCloudNodeWriter, type NodeLabelWriter, type CloudNodeWriter } from './writer.ts';
 export {
   CLOUD_LABELS_ANNOTATION,
   formatCloudLabelKeys,
@@ -21,4 +21,4 @@ export {
   type CloudLabelsPatch,
   type LabelResyncPlan,
 } from './label-resync.ts';
-export { ResyncTrigger } from './resync-trigger.ts';
+export { ResyncTrigger } from '../../util/resync-trigger.ts';

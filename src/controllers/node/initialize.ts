@@ -30,7 +30,7 @@ export async function fetchInstanceMetadata(instances: Instances, node: V1Node, 
   return { ...metadata, providerID: specProviderID };
 }
 
-/** The node write of initialisation: a JSON merge patch (ApiNodeWriter.initialize says why). */
+/** The node write of initialisation: a JSON merge patch (ApiCloudNodeWriter.initialize says why). */
 export interface InitializationPatch {
   metadata: { resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
   spec: { providerID?: string; taints: V1Taint[] };

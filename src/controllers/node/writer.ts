@@ -8,7 +8,7 @@ import type { CloudLabelsPatch } from './label-resync.ts';
  * The cloud node controller's writes to the API, one method each, so the reason for each patch
  * type sits next to the request. All go out with field manager edge-ccm (ResourceClient).
  */
-export interface NodeWriter {
+export interface CloudNodeWriter {
   /** Reads the node from the API (after a conflict, when the informer's copy may lag). */
   get(name: string, signal?: AbortSignal): Promise<V1Node>;
   initialize(name: string, patch: InitializationPatch, signal?: AbortSignal): Promise<V1Node>;
@@ -17,14 +17,14 @@ export interface NodeWriter {
   setAddresses(name: string, resourceVersion: string | undefined, addresses: V1NodeAddress[], signal?: AbortSignal): Promise<V1Node>;
 }
 
-/** The label re-sync's write (label-resync.ts), apart so NodeWriter's test doubles need not know it. */
+/** The label re-sync's write (label-resync.ts), apart so CloudNodeWriter's test doubles need not know it. */
 export interface NodeLabelWriter {
   get(name: string, signal?: AbortSignal): Promise<V1Node>;
   /** Applies the patch if the node is still at `resourceVersion` (409 otherwise). */
   patchCloudLabels(name: string, resourceVersion: string | undefined, patch: CloudLabelsPatch, signal?: AbortSignal): Promise<V1Node>;
 }
 
-export class ApiNodeWriter implements NodeWriter, NodeLabelWriter {
+export class ApiCloudNodeWriter implements CloudNodeWriter, NodeLabelWriter {
   private readonly nodes: ResourceClient<V1Node>;
 
   constructor(transport: KubeTransport) {

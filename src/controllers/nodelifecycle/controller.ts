@@ -11,7 +11,7 @@ import { forEachLimited } from '../../util/parallel.ts';
 import { askExistence, askShutdown } from './existence.ts';
 import { ANNOTATION_ACKNOWLEDGE_DELETION, QUARANTINE_TAINT, SHUTDOWN_TAINT, isDeletionAcknowledged } from './keys.ts';
 import { type HeldReason, NodeLifecycleMetrics } from './metrics.ts';
-import { ApiNodeWriter, type NodeWriter } from './node-writer.ts';
+import { ApiLifecycleWriter, type LifecycleWriter } from './writer.ts';
 import { type LifecycleOptions, type LifecycleOptionsInput, resolveLifecycleOptions, shrinkConfirmReads } from './options.ts';
 import { DISTRUST_REASONS, type Distrust, type GroupJudgement, ProviderSnapshots, type SnapshotJudgement, describeGroup, providerIDScheme } from './snapshot.ts';
 import { sleep } from '../../util/time.ts';
@@ -23,7 +23,7 @@ export const WRITE_CONCURRENCY = 10;
 /** Seams for tests: time and the API writes. */
 export interface LifecycleControllerDeps {
   clock?: Clock;
-  writer?: NodeWriter;
+  writer?: LifecycleWriter;
 }
 
 /** What one pass did; returned for logs and tests. */
@@ -51,7 +51,7 @@ export class CloudNodeLifecycleController implements Controller {
   private readonly metrics: NodeLifecycleMetrics;
   private readonly log: Logger;
   private readonly clock: Clock;
-  private readonly writer: NodeWriter;
+  private readonly writer: LifecycleWriter;
   private readonly streaks = new Map<string, NotFoundStreak>();
   /** Last hold reason logged per node, so a held node is announced once, not every period. */
   private readonly announced = new Map<string, HeldReason>();
@@ -74,7 +74,7 @@ export class CloudNodeLifecycleController implements Controller {
     this.metrics = NodeLifecycleMetrics.for(ctx.registry);
     this.log = ctx.logger.with({ controller: this.name });
     this.clock = deps.clock ?? systemClock;
-    this.writer = deps.writer ?? new ApiNodeWriter(ctx.transport);
+    this.writer = deps.writer ?? new ApiLifecycleWriter(ctx.transport);
     this.deletions = new DeletionWindow(this.options.breaker.windowMs);
     this.snapshots = new ProviderSnapshots({
       shrinkMaxShare: this.options.shrinkMaxShare,

@@ -23,7 +23,7 @@ export {
   describeGroup,
   providerIDScheme,
 } from './snapshot.ts';
-export { ApiNodeWriter, type DeleteOutcome, type NodeWriter, TAINT_UPDATE_ATTEMPTS } from './node-writer.ts';
+export { ApiLifecycleWriter, type DeleteOutcome, type LifecycleWriter, TAINT_UPDATE_ATTEMPTS } from './writer.ts';
 export {
   type BreakerOptions,
   DEFAULT_LIFECYCLE_OPTIONS,

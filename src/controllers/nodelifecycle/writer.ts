@@ -6,7 +6,7 @@ import { DEFAULT_RETRY, retryOnConflict, type RetryOptions } from '../../kube/re
 import type { KubeTransport } from '../../kube/transport.ts';
 
 /** The lifecycle controller's only writes to the API: taints on, taints off, delete. */
-export interface NodeWriter {
+export interface LifecycleWriter {
   /** Adds the taint unless already there; false when nothing was written (present, or node gone). */
   addTaint(node: V1Node, taint: V1Taint, signal?: AbortSignal): Promise<boolean>;
   /** Removes every taint with one of these keys; false when nothing was written. */
@@ -29,7 +29,7 @@ export type DeleteOutcome = 'deleted' | 'already-gone' | 'replaced' | 'changed';
 export const TAINT_UPDATE_ATTEMPTS = 5;
 const TAINT_UPDATE_RETRY: RetryOptions = { ...DEFAULT_RETRY, attempts: TAINT_UPDATE_ATTEMPTS };
 
-export class ApiNodeWriter implements NodeWriter {
+export class ApiLifecycleWriter implements LifecycleWriter {
   private readonly nodes: ResourceClient<V1Node>;
 
   constructor(transport: KubeTransport) {

@@ -6,8 +6,11 @@ import { forEachLimited } from '../../util/parallel.ts';
 import type { Prefix } from '../../net/ip.ts';
 import type { Controller, ControllerContext } from '../types.ts';
 import { networkCondition, planRoutes, podCIDRs, type RouteAction } from './plan.ts';
-import { sleep } from '../../util/time.ts';
+import { ResyncTrigger } from '../../util/resync-trigger.ts';
 import { errorMessage } from '../../util/errors.ts';
+
+/** A burst of node changes gives one early round, this long after the last of them. */
+const CHANGE_DEBOUNCE_MS = 1000;
 
 /** Upstream's cap on route operations in flight at once. */
 export const MAX_CONCURRENT_ROUTE_OPERATIONS = 200;
@@ -37,7 +40,8 @@ export class RouteController implements Controller {
   private readonly nodes: ResourceClient<V1Node>;
   private readonly syncTotal: Counter;
   private readonly routes: Routes;
-  private wake?: () => void;
+  /** Node changes ask for an early round, debounced to at most one a second; one arriving during a round is kept. */
+  private readonly changed = new ResyncTrigger(CHANGE_DEBOUNCE_MS);
 
   constructor(
     private readonly ctx: ControllerContext,
@@ -51,10 +55,10 @@ export class RouteController implements Controller {
 
   async run(signal: AbortSignal): Promise<void> {
     this.ctx.nodeInformer.addHandlers({
-      onAdd: () => this.wake?.(),
-      onDelete: () => this.wake?.(),
+      onAdd: () => this.changed.request(),
+      onDelete: () => this.changed.request(),
       onUpdate: (a, b) => {
-        if (JSON.stringify(podCIDRs(a)) !== JSON.stringify(podCIDRs(b)) || JSON.stringify(a.status?.addresses) !== JSON.stringify(b.status?.addresses)) this.wake?.();
+        if (JSON.stringify(podCIDRs(a)) !== JSON.stringify(podCIDRs(b)) || JSON.stringify(a.status?.addresses) !== JSON.stringify(b.status?.addresses)) this.changed.request();
       },
     });
     if (!(await this.ctx.nodeInformer.waitForSync(signal))) return;
@@ -66,17 +70,9 @@ export class RouteController implements Controller {
         if (signal.aborted) break;
         this.ctx.logger.error("couldn't reconcile node routes", { controller: this.name, error: errorMessage(e) });
       }
-      await this.waitForNextRound(signal);
+      await this.changed.wait(this.opts.reconciliationPeriodMs, signal);
     }
-  }
-
-  /** Sleeps one period, or less when a node change asks for a round (at most one a second). */
-  private async waitForNextRound(signal: AbortSignal): Promise<void> {
-    const woken = new Promise<void>((resolve) => (this.wake = resolve));
-    // sleep() ends early on abort; no listener of our own on the long-lived signal (one per round would pile up).
-    await Promise.race([sleep(this.opts.reconciliationPeriodMs, signal).catch(() => {}), woken]);
-    this.wake = undefined;
-    if (!signal.aborted) await sleep(1000, signal).catch(() => {});
+    this.changed.stop();
   }
 
   async reconcile(signal?: AbortSignal): Promise<void> {

@@ -1,7 +1,7 @@
 import type { V1Node, V1Service } from '@kubernetes/client-node';
 import { objectKey } from '../../kube/informer/index.ts';
 import { ResourceClient, SERVICES } from '../../kube/resources.ts';
-import { needsCleanup, needsUpdate, shouldSyncUpdatedNode, wantsLoadBalancer } from '../../kube/service-helpers.ts';
+import { wantsLoadBalancer } from '../../kube/service-helpers.ts';
 import { ItemExponentialFailureRateLimiter, WorkQueue } from '../../kube/workqueue/index.ts';
 import type { Clock } from '../../util/time.ts';
 import type { Controller, ControllerContext } from '../types.ts';
@@ -9,6 +9,7 @@ import { LoadBalancerSync, retryAfterSeconds } from './load-balancer-sync.ts';
 import { KUBE_VIP_FIELD_MANAGER } from './kube-vip.ts';
 import { ServiceControllerMetrics } from './metrics.ts';
 import { errorMessage } from '../../util/errors.ts';
+import { needsCleanup, needsUpdate, shouldSyncUpdatedNode } from './predicates.ts';
 
 /**
  * The service load-balancer controller (upstream controllers/service): keeps a cloud load

@@ -2,7 +2,7 @@ import type { V1Node, V1Service } from '@kubernetes/client-node';
 import type { EventSubject } from '../../kube/event-recorder.ts';
 
 /** Upstream's event reasons and messages, which operators' alerts and runbooks match on. */
-export const EVENTS = {
+export const SERVICE_EVENTS = {
   ensuring: { type: 'Normal', reason: 'EnsuringLoadBalancer', message: 'Ensuring load balancer' },
   ensured: { type: 'Normal', reason: 'EnsuredLoadBalancer', message: 'Ensured load balancer' },
   noNodes: { type: 'Warning', reason: 'UnAvailableLoadBalancer', message: 'There are no available nodes for LoadBalancer' },

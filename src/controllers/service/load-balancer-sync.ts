@@ -2,18 +2,11 @@ import type { V1LoadBalancerStatus, V1Node, V1Service } from '@kubernetes/client
 import { ImplementedElsewhereError, RetryAfterError, type LoadBalancer } from '../../cloud/types.ts';
 import { isNotFound } from '../../kube/errors.ts';
 import type { EventRecorder } from '../../kube/event-recorder.ts';
-import {
-  hasForeignLoadBalancerClass,
-  hasLBFinalizer,
-  needsCleanup,
-  nodeEligibleForLoadBalancer,
-  nodesSufficientlyEqual,
-  wantsLoadBalancer,
-} from '../../kube/service-helpers.ts';
+import { hasLBFinalizer, nodeEligibleForLoadBalancer, serviceKey, wantsLoadBalancer } from '../../kube/service-helpers.ts';
 import type { Logger } from '../../log.ts';
 import {
   DELETE_FAILED_REASON,
-  EVENTS,
+  SERVICE_EVENTS,
   SYNC_FAILED_REASON,
   UPDATE_FAILED_REASON,
   deleteFailedMessage,
@@ -28,6 +21,7 @@ import { addFinalizerPatch, loadBalancerStatusPatch, removeFinalizerPatch, type 
 import { addressStatePatch, assignedState, failedState, mergePatches } from './address-condition.ts';
 import { errorMessage } from '../../util/errors.ts';
 import { forEachLimited } from '../../util/parallel.ts';
+import { hasForeignLoadBalancerClass, needsCleanup, nodesSufficientlyEqual } from './predicates.ts';
 
 /**
  * What the service controller does for one service key and for one node change, without the
@@ -68,10 +62,6 @@ export const ENSURE_BLOCKED_RETRY_SECONDS = 10;
 
 /** What a sync did: ensured a load balancer, deleted one, or left a foreign service alone. */
 export type LoadBalancerOperation = 'ensure' | 'delete' | 'skip';
-
-export function serviceKey(service: V1Service): string {
-  return `${service.metadata?.namespace ?? ''}/${service.metadata?.name ?? ''}`;
-}
 
 /**
  * The "retry after N seconds" a provider asked for, anywhere in the error's cause chain.
@@ -258,7 +248,7 @@ export class LoadBalancerSync {
   private async processLoadBalancerDelete(service: V1Service, key: string, signal?: AbortSignal): Promise<void> {
     if (!wantsLoadBalancer(service, this.deps.ownedClasses())) return;
     const subject = serviceSubject(service);
-    this.deps.recorder.event(subject, ...event(EVENTS.deleting));
+    this.deps.recorder.event(subject, ...event(SERVICE_EVENTS.deleting));
     try {
       await this.deps.balancer.ensureLoadBalancerDeleted(this.deps.clusterName, service, signal);
     } catch (e) {
@@ -266,7 +256,7 @@ export class LoadBalancerSync {
       throw e;
     }
     this.lastSyncedNodes.delete(key);
-    this.deps.recorder.event(subject, ...event(EVENTS.deleted));
+    this.deps.recorder.event(subject, ...event(SERVICE_EVENTS.deleted));
   }
 
   private async deleteLoadBalancer(service: V1Service, key: string, signal?: AbortSignal): Promise<void> {
@@ -280,7 +270,7 @@ export class LoadBalancerSync {
     }
     if (exists) {
       logger.debug(2, 'Deleting existing load balancer for service', { service: key });
-      recorder.event(subject, ...event(EVENTS.deleting));
+      recorder.event(subject, ...event(SERVICE_EVENTS.deleting));
       try {
         await balancer.ensureLoadBalancerDeleted(clusterName, service, signal);
       } catch (e) {
@@ -299,7 +289,7 @@ export class LoadBalancerSync {
         throw wrap('failed to remove load balancer cleanup finalizer', e);
       }
     }
-    recorder.event(subject, ...event(EVENTS.deleted));
+    recorder.event(subject, ...event(SERVICE_EVENTS.deleted));
   }
 
   /** The provider's status, or undefined when the provider says the load balancer is handled elsewhere. */
@@ -310,7 +300,7 @@ export class LoadBalancerSync {
     const blocked = this.deps.ensureBlocked?.();
     if (blocked) throw new RetryAfterError(ENSURE_BLOCKED_RETRY_SECONDS, blocked);
     logger.debug(2, 'Ensuring load balancer for service', { service: key });
-    recorder.event(subject, ...event(EVENTS.ensuring));
+    recorder.event(subject, ...event(SERVICE_EVENTS.ensuring));
     // Always add the finalizer before creating anything, so the service cannot be deleted before its load balancer.
     const patch = addFinalizerPatch(service);
     if (patch) {
@@ -324,7 +314,7 @@ export class LoadBalancerSync {
     let status: V1LoadBalancerStatus | undefined;
     try {
       const nodes = this.eligibleNodes();
-      if (nodes.length === 0) recorder.event(subject, ...event(EVENTS.noNodes));
+      if (nodes.length === 0) recorder.event(subject, ...event(SERVICE_EVENTS.noNodes));
       this.lastSyncedNodes.set(key, nodes);
       // Providers reject protocols they do not support here, as an error.
       status = await balancer.ensureLoadBalancer(clusterName, service, nodes, signal);
@@ -336,7 +326,7 @@ export class LoadBalancerSync {
       throw wrap('failed to ensure load balancer', e);
     }
     if (!status) throw new Error('service status returned by ensureLoadBalancer is missing');
-    recorder.event(subject, ...event(EVENTS.ensured));
+    recorder.event(subject, ...event(SERVICE_EVENTS.ensured));
     return status;
   }
 
@@ -388,7 +378,7 @@ export class LoadBalancerSync {
         recorder.event(subject, 'Warning', UPDATE_FAILED_REASON, updateFailedMessage(hosts, errorMessage(e)));
         throw e;
       }
-      recorder.event(subject, ...event(hosts.length === 0 ? EVENTS.noNodes : EVENTS.updated));
+      recorder.event(subject, ...event(hosts.length === 0 ? SERVICE_EVENTS.noNodes : SERVICE_EVENTS.updated));
     } finally {
       metrics.updateLoadBalancerHostLatency.observe((performance.now() - started) / 1000);
     }
