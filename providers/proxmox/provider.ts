@@ -1,10 +1,11 @@
-import type { CloudProvider, Instances, ProviderContext } from '../../src/cloud/types.ts';
+import type { CloudProvider, Instances, ProviderContext, Routes } from '../../src/cloud/types.ts';
 import type { Logger } from '../../src/log.ts';
 import type { BackoffBounds } from '../../src/util/backoff.ts';
 import { registerReloadMetrics } from '../shared/config-file/metrics.ts';
 import { processSecrets, type SecretSource } from '../shared/config-file/secrets.ts';
 import { providerFileOptions, watchProviderConfig, type ConfigReloadResult, type ProviderFileOptions, type WatchedConfig } from '../shared/config-file/watch.ts';
 import { formatConfigErrors } from '../shared/config-file/yaml-load.ts';
+import { ProviderBgp } from '../shared/bgp/source.ts';
 import { AddressAllocator } from '../shared/pools/allocator.ts';
 import { DEFAULT_REBUILD_RETRY, PoolLoadBalancer, rebuildFromServices, type RebuildRetry } from '../shared/pools/load-balancer.ts';
 import { registerPoolMetrics } from '../shared/pools/metrics.ts';
@@ -22,7 +23,8 @@ import { errorMessage } from '../../src/util/errors.ts';
 /**
  * The `proxmox` provider: nodes are QEMU VMs of one or more Proxmox VE clusters (InstancesV2,
  * read-only API use), and load-balancer addresses come from the shared address pools
- * (providers/shared/pools), configured in the same file. No routes.
+ * (providers/shared/pools), configured in the same file. Routes and announcements over BGP with
+ * a `bgp` section (providers/shared/bgp), as every provider; without one, no routes.
  *
  * With `topologyLabelResync: true` it asks the node controller to keep cloud labels in line
  * (relabelNodes) and tells it (onChange) when a VM's host changed between two VM lists (a live
@@ -60,6 +62,9 @@ export class ProxmoxProvider implements CloudProvider {
   /** Stable for the app; each call is answered by the generation in force when it starts. */
   readonly instances: Required<Instances>;
   readonly loadBalancer: PoolLoadBalancer;
+  readonly bgp: ProviderBgp;
+  /** Pod CIDRs over BGP, when the file at start announces them. */
+  readonly routes?: Routes;
   /** topologyLabelResync as read at start: the node controller reads it once. */
   readonly relabelNodes: boolean;
 
@@ -86,6 +91,8 @@ export class ProxmoxProvider implements CloudProvider {
     };
     this.allocator = new AddressAllocator(initial.loadBalancer.pools);
     this.loadBalancer = new PoolLoadBalancer(this.allocator, () => this.generation.config.loadBalancer.classes, options.logger.with({ component: 'proxmox-lb' }));
+    this.bgp = new ProviderBgp(() => this.generation.config);
+    this.routes = this.bgp.routesAtStart();
     this.file = watchProviderConfig('proxmox provider', options, (text) => loadProxmoxConfig(text, options.secrets ?? processSecrets), (config) => this.apply(config));
   }
 

@@ -1,10 +1,11 @@
 import type { Registry } from 'prom-client';
-import type { CloudProvider, ProviderContext } from '../../src/cloud/types.ts';
+import type { CloudProvider, ProviderContext, Routes } from '../../src/cloud/types.ts';
 import type { Logger } from '../../src/log.ts';
 import { registerReloadMetrics } from '../shared/config-file/metrics.ts';
 import { processSecrets, type SecretSource } from '../shared/config-file/secrets.ts';
 import { providerFileOptions, watchProviderConfig, type ConfigReloadResult, type ProviderFileOptions, type WatchedConfig } from '../shared/config-file/watch.ts';
 import { formatConfigErrors } from '../shared/config-file/yaml-load.ts';
+import { ProviderBgp } from '../shared/bgp/source.ts';
 import { AddressAllocator } from '../shared/pools/allocator.ts';
 import { DEFAULT_REBUILD_RETRY, PoolLoadBalancer, rebuildFromServices, type RebuildRetry } from '../shared/pools/load-balancer.ts';
 import { registerPoolMetrics } from '../shared/pools/metrics.ts';
@@ -16,7 +17,9 @@ import { RedfishClientPool } from './redfish.ts';
 
 /**
  * The `static` provider: a bare-metal inventory (InstancesV2) and load-balancer addresses from
- * pools, both from one YAML file. No routes: the route controller stays off with this provider.
+ * pools, both from one YAML file. With a `bgp` section, pod CIDR routes (the Routes interface)
+ * and the addresses of `announce: bgp` pools are announced by the app's BGP speaker
+ * (providers/shared/bgp); without one, no routes: the route controller stays off.
  *
  * The file is watched: a valid edit takes effect at once (no restart); an invalid one is logged,
  * counted (edge_ccm_static_config_reload_errors_total) and reported to onReload listeners, and
@@ -40,6 +43,9 @@ export class StaticProvider implements CloudProvider {
   readonly providerName = STATIC_PROVIDER_NAME;
   readonly instances: StaticInstances;
   readonly loadBalancer: PoolLoadBalancer;
+  readonly bgp: ProviderBgp;
+  /** Pod CIDRs over BGP, when the file at start announces them. */
+  readonly routes?: Routes;
   /** Inventory edits change labels while nodes live: the node controller re-syncs them. */
   readonly relabelNodes = true;
 
@@ -58,6 +64,8 @@ export class StaticProvider implements CloudProvider {
     this.redfish = new RedfishClientPool(options.logger.with({ component: 'redfish' }));
     this.instances = new StaticInstances(() => this.inventory, this.redfish);
     this.loadBalancer = new PoolLoadBalancer(this.allocator, () => this.config.loadBalancer.classes, options.logger.with({ component: 'static-lb' }));
+    this.bgp = new ProviderBgp(() => this.config);
+    this.routes = this.bgp.routesAtStart();
     this.file = watchProviderConfig('static provider', options, (text) => loadStaticConfig(text, options.secrets ?? processSecrets), (config) => this.apply(config));
   }
 

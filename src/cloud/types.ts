@@ -3,6 +3,7 @@ import type { Registry } from 'prom-client';
 import type { EventRecorder } from '../kube/event-recorder.ts';
 import type { KubeTransport } from '../kube/transport.ts';
 import type { Logger } from '../log.ts';
+import type { Announcement, SpeakerConfig } from '../net/bgp/speaker.ts';
 
 /**
  * The provider contract: the TypeScript mirror of k8s.io/cloud-provider's cloud.go (InstancesV2,
@@ -83,6 +84,37 @@ export interface Routes {
   listRoutes(clusterName: string, signal?: AbortSignal): Promise<Route[]>;
   createRoute(clusterName: string, nameHint: string, route: Route, signal?: AbortSignal): Promise<void>;
   deleteRoute(clusterName: string, route: Route, signal?: AbortSignal): Promise<void>;
+  /**
+   * Beyond upstream: told by the route controller after each round, once every route it wanted
+   * was created or failed (a BGP table waits for the first round before it is announced, so a
+   * new leader never ends a graceful restart with half the routes).
+   */
+  synced?(): void;
+}
+
+/** The cluster as the BGP announcer sees it (the app's informers), for BgpSource.announcements. */
+export interface BgpClusterView {
+  services: readonly V1Service[];
+  /** Nodes that may back a load balancer: managed by this process and eligible as the service controller judges. */
+  eligibleNodes: readonly V1Node[];
+  /** namespace/name of a service -> names of the nodes with a ready endpoint of it (EndpointSlices). */
+  readyEndpointNodes: ReadonlyMap<string, ReadonlySet<string>>;
+}
+
+/**
+ * Beyond upstream: what a provider announces over BGP. The app runs the speaker (src/net/bgp)
+ * while it leads, with this configuration, and announces this table; both are read again
+ * after the provider's onChange.
+ */
+export interface BgpSource {
+  /** The speaker's configuration in force; undefined: no BGP. */
+  speakerConfig(): SpeakerConfig | undefined;
+  /** The table to announce for this view of the cluster, and the prefixes left out because two kinds claimed them. */
+  announcements(view: BgpClusterView): { table: Announcement[]; clashes: string[] };
+  /** Whether the route controller has finished a round since this process started (see Routes.synced). */
+  readonly routesSynced: boolean;
+  /** Called when the pod CIDR routes changed. Returns the unsubscribe function. */
+  onRoutesChange(listener: () => void): () => void;
 }
 
 /** What the app hands a provider at start (upstream: Initialize(clientBuilder, stop)). */
@@ -105,6 +137,8 @@ export interface CloudProvider {
   readonly instances?: Instances;
   readonly loadBalancer?: LoadBalancer;
   readonly routes?: Routes;
+  /** Beyond upstream: routes and load-balancer addresses announced over BGP (see BgpSource). */
+  readonly bgp?: BgpSource;
   /** Releases watchers and timers; called on shutdown. */
   close?(): Promise<void> | void;
   /**

@@ -1,6 +1,6 @@
 import type { V1Node } from '@kubernetes/client-node';
 import { Counter, type Registry } from 'prom-client';
-import type { Route, Routes } from '../../cloud/types.ts';
+import type { CloudProvider, Route, Routes } from '../../cloud/types.ts';
 import { NODES, ResourceClient } from '../../kube/resources.ts';
 import { forEachLimited } from '../../util/parallel.ts';
 import type { Prefix } from '../../net/ip.ts';
@@ -30,6 +30,9 @@ export interface RouteControllerOptions {
   reconciliationPeriodMs: number;
 }
 
+/** What the route controller uses of the app's context: the provider's routes, the node informer, its writes, events and metrics. */
+export type RouteControllerContext = Pick<ControllerContext, 'transport' | 'recorder' | 'logger' | 'registry' | 'clusterName' | 'nodeInformer' | 'isManagedNode'> & { cloud: Pick<CloudProvider, 'routes'> };
+
 /**
  * node-route-controller: one route per node pod CIDR in the provider's route table, and the
  * node's NetworkUnavailable condition saying whether its routes exist. The whole cluster is
@@ -44,7 +47,7 @@ export class RouteController implements Controller {
   private readonly changed = new ResyncTrigger(CHANGE_DEBOUNCE_MS);
 
   constructor(
-    private readonly ctx: ControllerContext,
+    private readonly ctx: RouteControllerContext,
     private readonly opts: RouteControllerOptions,
   ) {
     if (!ctx.cloud.routes) throw new Error('route controller needs a provider with routes');
@@ -93,6 +96,8 @@ export class RouteController implements Controller {
     } else {
       await run([...deletions, ...creations]);
     }
+    // Every wanted route now exists (or failed and is reported): a BGP table may be announced.
+    this.routes.synced?.();
 
     await Promise.all(
       nodes.map(async (node) => {

@@ -1,0 +1,84 @@
+import type { V1Service } from '@kubernetes/client-node';
+import type { BgpClusterView } from '../../../src/cloud/types.ts';
+import { wantsLoadBalancer } from '../../../src/kube/service-helpers.ts';
+import type { Announcement } from '../../../src/net/bgp/speaker.ts';
+import { formatIP, parseIP, type IP } from '../../../src/net/ip.ts';
+import type { LoadBalancerConfig, PoolConfig } from '../pools/config-model.ts';
+import { rangesContain } from '../pools/ranges.ts';
+import type { BgpAttributes, BgpConfig } from './config-model.ts';
+import { nodeNextHop } from './next-hop.ts';
+import type { AnnouncedRoute } from './route-table.ts';
+
+/**
+ * What the speaker announces, computed from the cluster as the app's informers see it: pure,
+ * no I/O, so the rules are tested directly.
+ *
+ * - Pod CIDRs: the route controller's routes (BgpRouteTable), each with its node as next hop.
+ * - Load-balancer addresses: every address in a Service's status.loadBalancer.ingress that lies
+ *   in an `announce: bgp` pool, as a host route (/32, /128) whose next hops are the eligible
+ *   nodes (the service controller's eligibility: view.eligibleNodes); for
+ *   externalTrafficPolicy: Local only those with a ready endpoint of the service. An address
+ *   shared by several services gets the union of their next hops. No next hop: not announced.
+ */
+
+export function podCIDRAnnouncements(routes: readonly AnnouncedRoute[], bgp: BgpConfig): Announcement[] {
+  if (!bgp.podCIDRs.announce) return [];
+  return routes.map((r) => ({ prefix: r.route.destinationCIDR, nextHops: [r.nextHop], ...attributes(bgp.podCIDRs) }));
+}
+
+export function loadBalancerAnnouncements(view: BgpClusterView, lb: LoadBalancerConfig, bgp: BgpConfig): Announcement[] {
+  const pools = lb.pools.filter((p) => p.announce === 'bgp');
+  if (pools.length === 0) return [];
+  // Every eligible node's next hop per family, once for the whole table.
+  const hops = { 4: new Map<string, string>(), 6: new Map<string, string>() };
+  for (const node of view.eligibleNodes) {
+    for (const family of [4, 6] as const) {
+      const hop = nodeNextHop(node.status?.addresses, family);
+      if (hop) hops[family].set(node.metadata?.name ?? '', hop);
+    }
+  }
+  const byAddress = new Map<string, { ip: IP; pool: PoolConfig; nextHops: Set<string> }>();
+  for (const service of view.services) {
+    if (!announcedService(service, lb.classes)) continue;
+    const local = service.spec?.externalTrafficPolicy === 'Local';
+    const endpoints = local ? view.readyEndpointNodes.get(serviceKey(service)) ?? new Set<string>() : undefined;
+    for (const ingress of service.status?.loadBalancer?.ingress ?? []) {
+      const ip = parseIP(ingress.ip ?? '');
+      if (!ip) continue;
+      const pool = pools.find((p) => rangesContain(p.ranges, ip));
+      if (!pool) continue; // another pool's mode, or an address edge-ccm did not hand out
+      const key = formatIP(ip);
+      const entry = byAddress.get(key) ?? { ip, pool, nextHops: new Set<string>() };
+      byAddress.set(key, entry);
+      for (const [node, hop] of hops[ip.family]) if (!endpoints || endpoints.has(node)) entry.nextHops.add(hop);
+    }
+  }
+  const out: Announcement[] = [];
+  for (const [address, { ip, pool, nextHops }] of byAddress) {
+    if (nextHops.size === 0) continue;
+    out.push({ prefix: `${address}/${ip.family === 4 ? 32 : 128}`, nextHops: [...nextHops].sort(), ...attributes(bgp.pools.get(pool.name)) });
+  }
+  return out;
+}
+
+/** Pod CIDRs first; a load-balancer host route equal to one (a misconfiguration) is left out. */
+export function mergeAnnouncements(podCIDRs: readonly Announcement[], loadBalancers: readonly Announcement[]): { table: Announcement[]; clashes: string[] } {
+  const seen = new Set(podCIDRs.map((a) => a.prefix));
+  const clashes = loadBalancers.filter((a) => seen.has(a.prefix)).map((a) => a.prefix);
+  return { table: [...podCIDRs, ...loadBalancers.filter((a) => !seen.has(a.prefix))], clashes };
+}
+
+/** A LoadBalancer service of ours that is not being deleted. */
+function announcedService(service: V1Service, classes: readonly string[]): boolean {
+  return wantsLoadBalancer(service, classes) && !service.metadata?.deletionTimestamp;
+}
+
+function attributes(a: BgpAttributes | undefined): Pick<Announcement, 'communities' | 'localPref'> {
+  if (!a) return {};
+  return { ...(a.communities.length ? { communities: [...a.communities] } : {}), ...(a.localPref !== undefined ? { localPref: a.localPref } : {}) };
+}
+
+export function serviceKey(service: V1Service): string {
+  return `${service.metadata?.namespace ?? ''}/${service.metadata?.name ?? ''}`;
+}
+

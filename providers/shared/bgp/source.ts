@@ -1,0 +1,44 @@
+import type { BgpClusterView, BgpSource } from '../../../src/cloud/types.ts';
+import type { Announcement, SpeakerConfig } from '../../../src/net/bgp/speaker.ts';
+import type { SharedSections } from '../sections.ts';
+import { loadBalancerAnnouncements, mergeAnnouncements, podCIDRAnnouncements } from './announcements.ts';
+import { BgpRouteTable } from './route-table.ts';
+
+/**
+ * A provider's BGP side, the same for every provider: the `bgp` section in force, the pod CIDR
+ * route table (its Routes implementation) and the table to announce. The provider creates one
+ * with a reader of its configuration in force; the app's announcer runs the speaker.
+ */
+export class ProviderBgp implements BgpSource {
+  readonly routeTable = new BgpRouteTable();
+
+  constructor(private readonly config: () => SharedSections) {}
+
+  /**
+   * The Routes implementation when the configuration at start announces pod CIDRs, else
+   * undefined (the route controller stays off, as without BGP). Read once by the provider's
+   * constructor: turning pod CIDR announcement on or off takes a restart, as the controllers
+   * are chosen at start.
+   */
+  routesAtStart(): BgpRouteTable | undefined {
+    return this.config().bgp?.podCIDRs.announce ? this.routeTable : undefined;
+  }
+
+  speakerConfig(): SpeakerConfig | undefined {
+    return this.config().bgp?.speaker;
+  }
+
+  announcements(view: BgpClusterView): { table: Announcement[]; clashes: string[] } {
+    const config = this.config();
+    if (!config.bgp) return { table: [], clashes: [] };
+    return mergeAnnouncements(podCIDRAnnouncements(this.routeTable.announced(), config.bgp), loadBalancerAnnouncements(view, config.loadBalancer, config.bgp));
+  }
+
+  get routesSynced(): boolean {
+    return this.routeTable.hasSynced;
+  }
+
+  onRoutesChange(listener: () => void): () => void {
+    return this.routeTable.onChange(listener);
+  }
+}
