@@ -59,6 +59,19 @@ export const MANIFESTS: Manifest[] = [
     templates: ['rbac-kube-vip.yaml'],
     set: ['kubeVip.enabled=true'],
   },
+  {
+    file: 'speaker.yaml',
+    templates: ['speaker-rbac.yaml', 'speaker-daemonset.yaml'],
+    set: ['speaker.enabled=true'],
+    about: [
+      'The L2 speaker (docs/networking/l2.md): its service account and role, and the DaemonSet that',
+      'answers ARP/NDP for the addresses of announce: l2 pools on every node. Needs the ConfigMap of',
+      'deployment.yaml and a Secret holding the heartbeat key (at least 32 bytes):',
+      '  kubectl -n kube-system create secret generic edge-ccm-speaker-key \\',
+      '    --from-literal=key="$(head -c 48 /dev/urandom | base64 -w0)"',
+      '  kubectl apply -f deploy/kubernetes/speaker.yaml',
+    ].join('\n'),
+  },
 ];
 
 export const RELEASE = 'edge-ccm';

@@ -4,7 +4,7 @@ import { rangesContain } from '../../providers/shared/pools/ranges.ts';
 import { isNodeReady, nodeName } from '../kube/node-helpers.ts';
 import { formatIP, parseIP, type IP } from '../net/ip.ts';
 import { electNode } from '../net/l2/election.ts';
-import { nodeEligibleForLoadBalancer } from '../kube/service-helpers.ts';
+import { nodeEligibleForLoadBalancer, wantsLoadBalancer } from '../kube/service-helpers.ts';
 
 /**
  * What the cluster asks of the L2 speakers, computed by each speaker alone from what they all see
@@ -17,6 +17,8 @@ export const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
 
 export interface ClusterView {
   pools: readonly PoolConfig[];
+  /** loadBalancer.classes: the load-balancer classes edge-ccm serves besides the default. */
+  classes?: readonly string[];
   services: readonly V1Service[];
   nodes: readonly V1Node[];
   endpointSlices: readonly V1EndpointSlice[];
@@ -42,7 +44,8 @@ export function electAddresses(view: ClusterView): AddressElection[] {
   if (l2Pools.length === 0) return [];
   const byAddress = new Map<string, { ip: IP; pool: PoolConfig; services: V1Service[] }>();
   for (const service of view.services) {
-    if (service.spec?.type !== 'LoadBalancer' || service.metadata?.deletionTimestamp) continue;
+    // Another implementation's class holds addresses edge-ccm did not assign: never ours to announce.
+    if (!wantsLoadBalancer(service, view.classes ?? []) || service.metadata?.deletionTimestamp) continue;
     for (const ingress of service.status?.loadBalancer?.ingress ?? []) {
       const ip = parseIP(ingress.ip ?? '');
       if (!ip) continue;

@@ -138,6 +138,7 @@ export class Speaker {
     this.metrics.alive.set(alive.size);
     const elections = electAddresses({
       pools: this.pools.pools,
+      classes: this.pools.classes,
       services: this.services.store.list(),
       nodes: this.nodes.store.list(),
       endpointSlices: this.slices.store.list(),

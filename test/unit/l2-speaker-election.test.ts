@@ -103,8 +103,12 @@ describe('electAddresses', () => {
     ]);
   });
 
-  test('a service that is not a LoadBalancer, or has no address yet, is not announced', () => {
-    expect(electAddresses(view({ services: [service('np', ['198.51.100.200'], { type: 'NodePort' }), service('pending', [])] }))).toEqual([]);
+  test('a service that is not a LoadBalancer, has no address yet, or belongs to another load-balancer class is not announced', () => {
+    const foreign = service('foreign', ['198.51.100.201']);
+    foreign.spec!.loadBalancerClass = 'example.com/other';
+    expect(electAddresses(view({ services: [service('np', ['198.51.100.200'], { type: 'NodePort' }), service('pending', []), foreign] }))).toEqual([]);
+    // A class listed in loadBalancer.classes is edge-ccm's own.
+    expect(electAddresses(view({ services: [foreign], classes: ['example.com/other'] })).map((e) => e.address)).toEqual(['198.51.100.201']);
   });
 
   test('not Ready, excluded, tainted for deletion, outside the node selector, or speaker dead: not eligible', () => {

@@ -112,3 +112,22 @@ authorization:
 {{- fail "metrics.tokenSecret.create and metrics.tokenSecret.existingSecret are both set" -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+The L2 speaker DaemonSet's pods: another app name, so the controller's selectors (its
+Deployment, PodDisruptionBudget, Service and monitors) never take in speaker pods.
+*/}}
+{{- define "edge-ccm.speakerSelectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}-speaker
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "edge-ccm.speakerLabels" -}}
+{{ include "edge-ccm.speakerSelectorLabels" . }}
+app.kubernetes.io/component: speaker
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+{{- end -}}
+
+{{- define "edge-ccm.speakerKeySecretName" -}}
+{{- .Values.speaker.existingKeySecret | default (printf "%s-speaker-key" (include "edge-ccm.fullname" .)) -}}
+{{- end -}}
