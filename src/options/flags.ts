@@ -591,7 +591,8 @@ export const FLAGS = [
     kind: 'duration',
     default: parseGoDuration('10s'),
     group: 'edge-ccm',
-    help: 'A provider existence or shutdown call not answered by then counts as "unknown" (never acted on).',
+    help: 'The provider\'s existence and shutdown answers of one lifecycle pass (a bulk call, or every per-node call) must come within this, ' +
+      'counted from the start of the pass; a question not answered by then counts as "unknown" (never acted on).',
     schema: greaterThanZero,
   }),
   flag({

@@ -542,6 +542,55 @@ describe('controller: bulk existence', () => {
   });
 });
 
+describe('controller: one provider deadline per pass', () => {
+  /** A per-node provider that records the signal of every call, and hangs for the nodes named in `hang`. */
+  function signalRecorder(hang: Set<string> = new Set()) {
+    const signals: AbortSignal[] = [];
+    const calls: string[] = [];
+    const answer = <T>(method: string, n: V1Node, value: T, signal?: AbortSignal) => {
+      signals.push(signal!);
+      calls.push(`${method} ${n.metadata?.name}`);
+      return hang.has(n.metadata?.name ?? '') ? new Promise<T>(() => {}) : Promise.resolve(value);
+    };
+    const instances = {
+      instanceExists: (n: V1Node, signal?: AbortSignal) => answer('exists', n, 'exists' as Existence, signal),
+      instanceShutdown: (n: V1Node, signal?: AbortSignal) => answer('shutdown', n, false as boolean | undefined, signal),
+      instanceMetadata: async () => null,
+    };
+    return { instances, signals, calls };
+  }
+  function controllerWith(instances: ReturnType<typeof signalRecorder>['instances'], nodes: V1Node[], opts: LifecycleOptionsInput = {}) {
+    const h = harness(nodes, opts);
+    const ctx = { ...(h.controller as unknown as { ctx: ControllerContext }).ctx, cloud: { providerName: 'recorder', instances } };
+    return new CloudNodeLifecycleController(ctx, opts, { clock: h.clock, writer: h.writer });
+  }
+
+  test('every existence and shutdown question of a pass shares one signal; the next pass has another', async () => {
+    const rec = signalRecorder();
+    const controller = controllerWith(rec.instances, Array.from({ length: 25 }, (_, i) => node(`n${i}`, 'False')));
+    await controller.monitorNodes();
+    expect(rec.calls.length).toBe(50); // 25 existence + 25 shutdown questions
+    expect(new Set(rec.signals).size).toBe(1);
+    const first = rec.signals[0]!;
+    expect(first.aborted).toBe(false); // the pass ended before its deadline: nothing aborted
+    await controller.monitorNodes();
+    expect(rec.calls.length).toBe(100);
+    expect(new Set(rec.signals).size).toBe(2);
+  });
+
+  test('once the pass deadline passes, the questions left are unknown and not sent', async () => {
+    // n0..n9 hang: the ten workers wait on them until the pass's deadline; n10..n29 are never asked.
+    const hang = new Set(Array.from({ length: 10 }, (_, i) => `n${i}`));
+    const rec = signalRecorder(hang);
+    const controller = controllerWith(rec.instances, Array.from({ length: 30 }, (_, i) => node(`n${i}`, 'False')), { providerTimeoutMs: 30 });
+    const report = await controller.monitorNodes();
+    expect([...report.answers.values()].every((a) => a === 'unknown')).toBe(true);
+    expect(rec.calls.filter((c) => c.startsWith('exists')).length).toBe(10);
+    expect(rec.calls.filter((c) => c.startsWith('shutdown')).length).toBe(0);
+    expect(rec.signals[0]!.aborted).toBe(true);
+  });
+});
+
 describe('controller: circuit breaker', () => {
   // The shrink rule off: these scenarios are about the breaker alone.
   const confirmAt = { gracePeriodMs: 0, notFoundThreshold: 1, shrinkMaxShare: 1 };

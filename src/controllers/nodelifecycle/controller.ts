@@ -8,7 +8,8 @@ import type { Controller, ControllerContext } from '../types.ts';
 import { type BreakerVerdict, DeletionWindow, evaluateBreaker } from './breaker.ts';
 import { type HoldReason, type NotFoundStreak, decide } from './decide.ts';
 import { forEachLimited } from '../../util/parallel.ts';
-import { askExistence, askShutdown } from './existence.ts';
+import { askExistence, askShutdown, providerDeadline } from './existence.ts';
+import type { Deadline } from '../../util/deadline.ts';
 import { ANNOTATION_ACKNOWLEDGE_DELETION, QUARANTINE_TAINT, SHUTDOWN_TAINT, isDeletionAcknowledged } from './keys.ts';
 import { type HeldReason, NodeLifecycleMetrics } from './metrics.ts';
 import { ApiLifecycleWriter, type LifecycleWriter } from './writer.ts';
@@ -105,6 +106,16 @@ export class CloudNodeLifecycleController implements Controller {
 
   /** One pass over every managed node (upstream MonitorNodes). */
   async monitorNodes(signal?: AbortSignal): Promise<MonitorReport> {
+    // One deadline for every provider question of the pass (one timer, one signal), not one per call.
+    const deadline = providerDeadline(this.options.providerTimeoutMs, signal);
+    try {
+      return await this.monitorPass(deadline, signal);
+    } finally {
+      deadline.dispose();
+    }
+  }
+
+  private async monitorPass(deadline: Deadline, signal?: AbortSignal): Promise<MonitorReport> {
     const now = this.clock.now();
     const nodes = this.ctx.nodeInformer.store.list().filter((n) => this.ctx.isManagedNode(n));
     this.forgetAbsent(nodes);
@@ -114,6 +125,7 @@ export class CloudNodeLifecycleController implements Controller {
     // provider with the bulk call answers in one call; others are asked node by node.
     const asked = nodes.filter((n) => !this.deletedUids.has(n.metadata?.uid ?? ''));
     const provided = await askExistence(this.instances, asked, {
+      deadline,
       timeoutMs: this.options.providerTimeoutMs,
       signal,
       onError: (failed, error) => this.log.error('error checking if nodes exist in the cloud provider', { nodes: failed.map(nodeName), error }),
@@ -138,7 +150,7 @@ export class CloudNodeLifecycleController implements Controller {
           if (action.removeTaints.length > 0) writes.push(() => this.removeTaints(node, action.removeTaints, signal));
           break;
         case 'exists':
-          writes.push(() => this.handleExisting(node, action.removeTaints, signal));
+          writes.push(() => this.handleExisting(node, action.removeTaints, deadline, signal));
           break;
         case 'unknown':
           if (!snapshot.distrusted.has(name)) this.log.debug(2, 'cloud provider cannot tell whether node exists; doing nothing', { node: name });
@@ -287,9 +299,10 @@ export class CloudNodeLifecycleController implements Controller {
   }
 
   /** Upstream: a node that exists and is shut down gets the shutdown taint. */
-  private async handleExisting(node: V1Node, removeTaints: string[], signal?: AbortSignal): Promise<void> {
+  private async handleExisting(node: V1Node, removeTaints: string[], deadline: Deadline, signal?: AbortSignal): Promise<void> {
     if (removeTaints.length > 0) await this.removeTaints(node, removeTaints, signal);
     const shutdown = await askShutdown(this.instances, node, {
+      deadline,
       timeoutMs: this.options.providerTimeoutMs,
       signal,
       onError: (_, error) => this.log.error('error checking if node is shutdown', { node: nodeName(node), error }),

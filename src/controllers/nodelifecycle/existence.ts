@@ -3,6 +3,7 @@ import type { V1Node } from '@kubernetes/client-node';
 import type { Existence, Instances } from '../../cloud/types.ts';
 import { nodeName } from '../../kube/node-helpers.ts';
 import { errorMessage } from '../../util/errors.ts';
+import { Deadline } from '../../util/deadline.ts';
 
 /**
  * Asking the provider about machines, so that nothing it does can make the controller act on a
@@ -27,25 +28,22 @@ export class ProviderTimeoutError extends Error {
  * result is not awaited past that point even if the provider ignores its signal.
  */
 export async function withTimeout<T>(call: (signal: AbortSignal) => Promise<T>, timeoutMs: number, parent?: AbortSignal): Promise<T> {
-  const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(new ProviderTimeoutError(timeoutMs)), timeoutMs);
-  const onParentAbort = () => controller.abort(parent?.reason);
-  if (parent?.aborted) onParentAbort();
-  else parent?.addEventListener('abort', onParentAbort, { once: true });
-  const aborted = new Promise<never>((_, reject) => {
-    if (controller.signal.aborted) reject(controller.signal.reason);
-    else controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });
-  });
-  aborted.catch(() => {}); // settles after the race is decided when nothing timed out
+  const deadline = providerDeadline(timeoutMs, parent);
   try {
-    return await Promise.race([call(controller.signal), aborted]);
+    return await deadline.run(call);
   } finally {
-    clearTimeout(timer);
-    parent?.removeEventListener('abort', onParentAbort);
+    deadline.dispose();
   }
 }
 
+/** The deadline of one lifecycle pass: every provider call of the pass shares it (one timer, one signal). */
+export function providerDeadline(timeoutMs: number, parent?: AbortSignal): Deadline {
+  return new Deadline(timeoutMs, parent, () => new ProviderTimeoutError(timeoutMs));
+}
+
 export interface ExistenceOptions {
+  /** The pass's deadline; without one, the call(s) of this question get their own of `timeoutMs`. */
+  deadline?: Deadline;
   timeoutMs: number;
   signal?: AbortSignal;
   /** Told about every call that failed, so the reason reaches the log. */
@@ -59,33 +57,49 @@ export interface ExistenceOptions {
 export async function askExistence(instances: Instances, nodes: readonly V1Node[], opts: ExistenceOptions): Promise<Map<string, Existence>> {
   const answers = new Map<string, Existence>();
   if (nodes.length === 0) return answers;
-  if (instances.instancesExist) {
-    const bulk = instances.instancesExist.bind(instances);
-    let reply: Map<string, Existence> | undefined;
-    try {
-      reply = await withTimeout((signal) => bulk([...nodes], signal), opts.timeoutMs, opts.signal);
-    } catch (e) {
-      opts.onError?.([...nodes], errorMessage(e));
+  const deadline = opts.deadline ?? providerDeadline(opts.timeoutMs, opts.signal);
+  try {
+    if (instances.instancesExist) {
+      const bulk = instances.instancesExist.bind(instances);
+      let reply: Map<string, Existence> | undefined;
+      try {
+        reply = await deadline.run((signal) => bulk([...nodes], signal));
+      } catch (e) {
+        opts.onError?.([...nodes], errorMessage(e));
+      }
+      for (const node of nodes) answers.set(nodeName(node), validExistence(reply instanceof Map ? reply.get(nodeName(node)) : undefined));
+      return answers;
     }
-    for (const node of nodes) answers.set(nodeName(node), validExistence(reply instanceof Map ? reply.get(nodeName(node)) : undefined));
+    const failed: V1Node[] = [];
+    let failure = '';
+    await forEachLimited(nodes, EXISTENCE_CHECK_CONCURRENCY, async (node) => {
+      let answer: Existence = 'unknown';
+      try {
+        answer = validExistence(await deadline.run((signal) => instances.instanceExists(node, signal)));
+      } catch (e) {
+        // Past the deadline every remaining node fails alike: told once, not once per node.
+        if (deadline.passed) {
+          failed.push(node);
+          failure ||= errorMessage(e);
+        } else {
+          opts.onError?.([node], errorMessage(e));
+        }
+      }
+      answers.set(nodeName(node), answer);
+    });
+    if (failed.length > 0) opts.onError?.(failed, failure);
     return answers;
+  } finally {
+    if (!opts.deadline) deadline.dispose();
   }
-  await forEachLimited(nodes, EXISTENCE_CHECK_CONCURRENCY, async (node) => {
-    let answer: Existence = 'unknown';
-    try {
-      answer = validExistence(await withTimeout((signal) => instances.instanceExists(node, signal), opts.timeoutMs, opts.signal));
-    } catch (e) {
-      opts.onError?.([node], errorMessage(e));
-    }
-    answers.set(nodeName(node), answer);
-  });
-  return answers;
 }
 
 /** Whether the machine is shut down: true, false, or undefined when the provider could not tell. */
 export async function askShutdown(instances: Instances, node: V1Node, opts: ExistenceOptions): Promise<boolean | undefined> {
   try {
-    const shutdown = await withTimeout((signal) => instances.instanceShutdown(node, signal), opts.timeoutMs, opts.signal);
+    const shutdown = opts.deadline
+      ? await opts.deadline.run((signal) => instances.instanceShutdown(node, signal))
+      : await withTimeout((signal) => instances.instanceShutdown(node, signal), opts.timeoutMs, opts.signal);
     return typeof shutdown === 'boolean' ? shutdown : undefined;
   } catch (e) {
     opts.onError?.([node], errorMessage(e));
