@@ -89,8 +89,9 @@ export class ProxmoxProvider implements CloudProvider {
       instanceShutdown: (node, signal) => current().instanceShutdown(node, signal),
       instanceMetadata: (node, signal) => current().instanceMetadata(node, signal),
     };
-    this.allocator = new AddressAllocator(initial.loadBalancer.pools);
-    this.loadBalancer = new PoolLoadBalancer(this.allocator, () => this.generation.config.loadBalancer.classes, options.logger.with({ component: 'proxmox-lb' }));
+    this.allocator = new AddressAllocator(initial.loadBalancer.pools, initial.loadBalancer);
+    this.loadBalancer = new PoolLoadBalancer(this.allocator, () => this.generation.config.loadBalancer.classes, options.logger.with({ component: 'proxmox-lb' }),
+      () => this.generation.config.loadBalancer.compatibility ?? []);
     this.bgp = new ProviderBgp(() => this.generation.config);
     this.routes = this.bgp.routesAtStart();
     this.file = watchProviderConfig('proxmox provider', options, (text) => loadProxmoxConfig(text, options.secrets ?? processSecrets), (config) => this.apply(config));
@@ -180,7 +181,7 @@ export class ProxmoxProvider implements CloudProvider {
   private apply(config: ProxmoxConfig): void {
     const previous = this.generation;
     this.generation = this.build(config, previous);
-    this.allocator.setPools(config.loadBalancer.pools);
+    this.allocator.setPools(config.loadBalancer.pools, config.loadBalancer);
     if (config.topologyLabelResync !== this.relabelNodes) {
       this.logger.warn('topologyLabelResync changed in the configuration file; it takes effect after a restart', { inForce: this.relabelNodes, inFile: config.topologyLabelResync });
     }

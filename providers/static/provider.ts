@@ -60,10 +60,11 @@ export class StaticProvider implements CloudProvider {
     this.logger = options.logger;
     this.config = initial;
     this.inventory = new Inventory(initial.inventory);
-    this.allocator = new AddressAllocator(initial.loadBalancer.pools);
+    this.allocator = new AddressAllocator(initial.loadBalancer.pools, initial.loadBalancer);
     this.redfish = new RedfishClientPool(options.logger.with({ component: 'redfish' }));
     this.instances = new StaticInstances(() => this.inventory, this.redfish);
-    this.loadBalancer = new PoolLoadBalancer(this.allocator, () => this.config.loadBalancer.classes, options.logger.with({ component: 'static-lb' }));
+    this.loadBalancer = new PoolLoadBalancer(this.allocator, () => this.config.loadBalancer.classes, options.logger.with({ component: 'static-lb' }),
+      () => this.config.loadBalancer.compatibility ?? []);
     this.bgp = new ProviderBgp(() => this.config);
     this.routes = this.bgp.routesAtStart();
     this.file = watchProviderConfig('static provider', options, (text) => loadStaticConfig(text, options.secrets ?? processSecrets), (config) => this.apply(config));
@@ -133,7 +134,7 @@ export class StaticProvider implements CloudProvider {
     const inventory = new Inventory(config.inventory);
     this.config = config;
     this.inventory = inventory;
-    this.allocator.setPools(config.loadBalancer.pools);
+    this.allocator.setPools(config.loadBalancer.pools, config.loadBalancer);
     void this.redfish.retain(config.inventory.machines.flatMap((m) => (m.redfish ? [m.redfish] : [])));
     this.logger.info('static provider configuration loaded', {
       machines: config.inventory.machines.length,

@@ -2,6 +2,7 @@ import { formatIP, type IP, type IPFamily } from '../../../src/net/ip.ts';
 import { rangeSize, rangesContain } from './ranges.ts';
 import type { PoolConfig } from './config-model.ts';
 import { AllocationError, familyName, type AddressRequest, type SharingTerms } from './requests.ts';
+import { AddressClaims, ipKey, type AllocationPolicy } from './claims.ts';
 
 /**
  * The load-balancer address allocator: which service holds which addresses, in memory, rebuilt
@@ -9,7 +10,8 @@ import { AllocationError, familyName, type AddressRequest, type SharingTerms } f
  * for an address are decided by call order: exactly one gets it.
  *
  * Allocation is deterministic: pools in priority order (then file order), lowest free address
- * first; a service with a sharing key first reuses an address its key already holds.
+ * first; a service with a sharing key first reuses an address its key already holds. Addresses
+ * reserved for a service, or held for it after it released them (claims.ts), go to nobody else.
  */
 
 export interface Assignment {
@@ -50,21 +52,28 @@ interface Conflict {
   message: string;
 }
 
-const ipKey = (ip: IP) => `${ip.family}/${ip.value}`;
-
 export class AddressAllocator {
   private pools: PoolConfig[];
   private readonly assignments = new Map<string, Assignment>();
   /** Address -> keys of the services holding it (several when shared). */
   private readonly holders = new Map<string, Set<string>>();
 
-  constructor(pools: PoolConfig[] = []) {
+  private readonly claims: AddressClaims;
+
+  /** `now`: the clock of release holds (tests). */
+  constructor(pools: PoolConfig[] = [], policy: AllocationPolicy = {}, now: () => number = Date.now) {
     this.pools = pools;
+    this.claims = new AddressClaims(now);
+    this.claims.configure(policy);
   }
 
-  /** New pools (a reloaded config); assignments stay and are re-checked on each service's next assign. */
-  setPools(pools: PoolConfig[]): void {
+  /**
+   * New pools (a reloaded config), and with them its reservations and hold time; assignments
+   * stay and are re-checked on each service's next assign. Holds already running keep their end.
+   */
+  setPools(pools: PoolConfig[], policy?: AllocationPolicy): void {
     this.pools = pools;
+    if (policy) this.claims.configure(policy);
   }
 
   clear(): void {
@@ -109,12 +118,17 @@ export class AddressAllocator {
   release(key: string): boolean {
     const current = this.assignments.get(key);
     if (!current) return false;
+    const freed: IP[] = [];
     for (const ip of current.addresses) {
       const set = this.holders.get(ipKey(ip));
       set?.delete(key);
-      if (set?.size === 0) this.holders.delete(ipKey(ip));
+      if (set?.size === 0) {
+        this.holders.delete(ipKey(ip));
+        freed.push(ip);
+      }
     }
     this.assignments.delete(key);
+    this.claims.noteReleased(key, freed);
     return true;
   }
 
@@ -138,6 +152,7 @@ export class AddressAllocator {
       const k = ipKey(ip);
       if (!this.holders.has(k)) this.holders.set(k, new Set());
       this.holders.get(k)!.add(next.key);
+      this.claims.noteTaken(ip);
     }
   }
 
@@ -153,6 +168,9 @@ export class AddressAllocator {
       }
       const conflict = this.conflict(req, ip);
       if (conflict) throw new AllocationError(conflict.message, conflict.condition);
+      // A reservation binds requests too; a release hold only automatic picks (a request is deliberate).
+      const kept = this.claims.keptFor(ip, req.key);
+      if (kept?.kind === 'reserved') throw new AllocationError(`requested address ${formatIP(ip)} is ${kept.why}: request another address, or change the reservation`, 'RequestedAddressInUse');
     }
     return req.requested!;
   }
@@ -164,11 +182,18 @@ export class AddressAllocator {
     const allowed = this.allowedPools(req, true);
     const out: IP[] = [];
     req.families.forEach((family, i) => {
+      const reserved = this.claims.reservationOf(req.key).find((ip) => ip.family === family);
+      if (reserved) return void out.push(this.reservedAddress(req, reserved));
       const pools = allowed.filter((p) => p.ranges.some((r) => r.family === family));
-      const keep = current?.addresses.find((ip) => ip.family === family && pools.some((p) => rangesContain(p.ranges, ip)) && !this.conflict(req, ip));
+      const inPools = (ip: IP) => ip.family === family && pools.some((p) => rangesContain(p.ranges, ip));
+      // A working address is never taken away, not even for a reservation made later (that service is told).
+      const keep = current?.addresses.find((ip) => inPools(ip) && !this.conflict(req, ip));
       if (keep) return void out.push(keep);
+      // Its own address back after a delete and re-create, while the release hold lasts.
+      const held = this.claims.heldFor(req.key).find((ip) => inPools(ip) && !this.holders.has(ipKey(ip)));
+      if (held) return void out.push(held);
       const shared = this.sharedAddress(req, family, pools);
-      const ip = shared.address ?? this.freeAddress(family, pools);
+      const ip = shared.address ?? this.freeAddress(family, pools, req.key);
       if (ip) {
         out.push(ip);
         if (!shared.address && shared.refused) notShared.push({ ...shared.refused, instead: ip });
@@ -200,14 +225,25 @@ export class AddressAllocator {
     return first ? { refused: { address: first.ip, holder: first.conflict!.holder, reason: first.conflict!.reason } } : {};
   }
 
-  /** The lowest address nobody holds, in the first pool that has one. */
-  private freeAddress(family: IPFamily, pools: PoolConfig[]): IP | undefined {
+  /** The address reserved for the service, unless another service holds it (it is not taken from anyone). */
+  private reservedAddress(req: AddressRequest, ip: IP): IP {
+    const conflict = this.conflict(req, ip);
+    if (conflict) {
+      throw new AllocationError(`address ${formatIP(ip)} is reserved for this service in loadBalancer.reservations but ${conflict.message.replace(/^address \S+ is /, '')}: ` +
+        'free it there, or change the reservation', conflict.condition);
+    }
+    return ip;
+  }
+
+  /** The lowest address nobody holds and nobody else is kept for, in the first pool that has one. */
+  private freeAddress(family: IPFamily, pools: PoolConfig[], key: string): IP | undefined {
     for (const pool of pools) {
       for (const r of pool.ranges) {
         if (r.family !== family) continue;
-        // Bounded by the number of held addresses: each step skips one of them.
+        // Bounded by the number of held and kept addresses: each step skips one of them.
         for (let value = r.first; value <= r.last; value++) {
-          if (!this.holders.has(ipKey({ family, value }))) return { family, value };
+          const ip = { family, value };
+          if (!this.holders.has(ipKey(ip)) && !this.claims.keptFor(ip, key)) return ip;
         }
       }
     }

@@ -1,6 +1,8 @@
 import type { LabelPredicate } from '../../../src/kube/label-selector.ts';
 import type { AnnounceMode } from './config-schema.ts';
 import type { AddressRange } from './ranges.ts';
+import type { Reservation } from './claims.ts';
+import type { Compatibility } from './compatibility.ts';
 
 /** The `loadBalancer` section after validation: pools parsed and ordered. Every field is documented in docs/providers/static.md. */
 
@@ -27,4 +29,10 @@ export interface LoadBalancerConfig {
   classes: readonly string[];
   /** In the order services try them: priority (highest first), then file order. */
   pools: PoolConfig[];
+  /** Other address managers whose annotations count too; undefined: none. */
+  compatibility?: readonly Compatibility[];
+  /** undefined or 0: a released address is free at once. */
+  releaseHoldMs?: number;
+  /** undefined: none. */
+  reservations?: Reservation[];
 }

@@ -5,6 +5,7 @@ import type { ConfigPath, ReportIssue } from '../config-file/issues.ts';
 import type { LoadBalancerConfig, PoolConfig } from './config-model.ts';
 import type { RawPool, ResolvableLoadBalancer } from './config-schema.ts';
 import { firstOverlap, networkAndBroadcast, parseAddressRange, subtractRanges, type AddressRange } from './ranges.ts';
+import { resolveReservations } from './reservations-resolve.ts';
 
 /**
  * Second pass over the `loadBalancer` section: pools parsed, exclusions and (unless asked for)
@@ -31,7 +32,13 @@ export function resolveLoadBalancer(raw: ResolvableLoadBalancer | undefined, rep
   });
   // Array.prototype.sort is stable: equal priorities keep file order.
   pools.sort((a, b) => b.priority - a.priority);
-  return { classes: lb.classes ?? [], pools };
+  const out: LoadBalancerConfig = { classes: lb.classes ?? [], pools };
+  // Only what the file sets: a section without them stays { classes, pools }.
+  if (lb.compatibility?.length) out.compatibility = [...new Set(lb.compatibility)];
+  if (lb.releaseHoldSeconds) out.releaseHoldMs = Math.round(lb.releaseHoldSeconds * 1000);
+  const reservations = resolveReservations(lb.reservations, pools, report);
+  if (reservations.length) out.reservations = reservations;
+  return out;
 }
 
 function resolvePool(p: RawPool, path: ConfigPath, report: ReportIssue): PoolConfig | undefined {

@@ -2,6 +2,8 @@ import * as v from 'valibot';
 import { parseLabelSelector } from '../../../src/kube/label-selector.ts';
 import { NAMESPACE_MAX_LENGTH } from '../config-file/limits.ts';
 import { asRecord, nonEmpty, simpleName, validOrUndefined } from '../config-file/schema.ts';
+import { parseIP } from '../../../src/net/ip.ts';
+import { COMPATIBILITY_SOURCES } from './compatibility.ts';
 import { parseAddressRange } from './ranges.ts';
 
 /**
@@ -62,20 +64,42 @@ export type RawPool = v.InferOutput<typeof PoolSchema>;
 
 const ClassesSchema = v.array(nonEmpty);
 
+const CompatibilitySchema = v.array(v.picklist(COMPATIBILITY_SOURCES, `must be one of ${COMPATIBILITY_SOURCES.join(', ')}`));
+
+const ReleaseHoldSchema = v.pipe(v.number(), v.minValue(0, 'must not be negative'), v.maxValue(31 * 24 * 3600, 'must be at most 31 days (2678400)'));
+
+const ipAddress = v.pipe(v.string(), v.check((s) => parseIP(s.trim()) !== undefined, (issue) => `invalid IP address ${JSON.stringify(issue.input)}`));
+
+/** A service's sticky addresses: loadBalancer.reservations[]. */
+const ReservationSchema = v.strictObject({
+  service: v.pipe(nonEmpty, v.regex(/^[^\s/]+\/[^\s/]+$/, 'must be NAMESPACE/NAME of a Service')),
+  addresses: v.pipe(v.array(ipAddress), v.minLength(1, 'must list one address, or one per IP family'), v.maxLength(2, 'must list at most two addresses (one per IP family)')),
+});
+export type RawReservation = v.InferOutput<typeof ReservationSchema>;
+const ReservationsSchema = v.array(ReservationSchema);
+
 export const LoadBalancerSchema = v.strictObject({
   classes: v.optional(ClassesSchema),
   pools: v.optional(v.array(PoolSchema)),
+  /** Other address managers whose service annotations edge-ccm reads too (compatibility.ts). */
+  compatibility: v.optional(CompatibilitySchema),
+  /** How long an address a service released stays its own before another service may get it. */
+  releaseHoldSeconds: v.optional(ReleaseHoldSchema),
+  reservations: v.optional(ReservationsSchema),
 });
 export type RawLoadBalancer = v.InferOutput<typeof LoadBalancerSchema>;
 
 /** What the second pass works on: a valid section, or its valid parts (a pool with a shape error is a null hole, so later indexes keep their paths). */
-export type ResolvableLoadBalancer = Omit<RawLoadBalancer, 'pools'> & { pools?: (RawPool | null)[] };
+export type ResolvableLoadBalancer = Omit<RawLoadBalancer, 'pools' | 'reservations'> & { pools?: (RawPool | null)[]; reservations?: (RawReservation | null)[] };
 
 /** The valid parts of a `loadBalancer` section that failed the schema. */
 export function salvageLoadBalancer(input: unknown): ResolvableLoadBalancer {
   const lb = asRecord(input);
   return {
     classes: validOrUndefined(ClassesSchema, lb.classes),
+    compatibility: validOrUndefined(CompatibilitySchema, lb.compatibility),
+    releaseHoldSeconds: validOrUndefined(ReleaseHoldSchema, lb.releaseHoldSeconds),
+    reservations: Array.isArray(lb.reservations) ? lb.reservations.map((r) => validOrUndefined(ReservationSchema, r) ?? null) : undefined,
     pools: Array.isArray(lb.pools) ? lb.pools.map((p) => validOrUndefined(PoolSchema, p) ?? null) : undefined,
   };
 }

@@ -8,7 +8,8 @@ import { ResourceClient, SERVICES } from '../../../src/kube/resources.ts';
 import type { Logger } from '../../../src/log.ts';
 import { formatIP, parseIP, type IP } from '../../../src/net/ip.ts';
 import type { AddressAllocator, Assignment, NotShared } from './allocator.ts';
-import { ALLOW_SHARED_IP_ANNOTATION, addressRequest, sharingTerms } from './requests.ts';
+import type { Compatibility } from './compatibility.ts';
+import { type SharingTerms, ALLOW_SHARED_IP_ANNOTATION, addressRequest, sharingTerms } from './requests.ts';
 import { Backoff, type BackoffBounds } from '../../../src/util/backoff.ts';
 import { sleep } from '../../../src/util/time.ts';
 import { errorMessage } from '../../../src/util/errors.ts';
@@ -42,6 +43,8 @@ export class PoolLoadBalancer implements LoadBalancer {
     private readonly allocator: AddressAllocator,
     private readonly classes: () => readonly string[],
     private readonly logger: Logger,
+    /** loadBalancer.compatibility, read live (a reload may change it). */
+    private readonly compatibility: () => readonly Compatibility[] = () => [],
   ) {}
 
   /** Read live by the service controller, which resyncs the changed classes' services on a reload. */
@@ -89,7 +92,7 @@ export class PoolLoadBalancer implements LoadBalancer {
     for (const service of ours) {
       const addresses = (service.status?.loadBalancer?.ingress ?? []).map((i) => parseIP(i.ip ?? '')).filter((ip): ip is IP => !!ip);
       if (!addresses.length) continue;
-      const terms = sharingTerms(service);
+      const terms = recordedTerms(service, this.compatibility());
       const refused = this.allocator.record(terms, addresses);
       if (refused.length) {
         this.logger.warn('service status claims addresses another service holds; they will be reassigned', { service: terms.key, addresses: refused.map(formatIP).join(',') });
@@ -118,7 +121,7 @@ export class PoolLoadBalancer implements LoadBalancer {
   async ensureLoadBalancer(_clusterName: string, service: V1Service, _nodes: V1Node[]): Promise<V1LoadBalancerStatus> {
     this.requireRebuilt();
     // No await between here and the return: assignments are decided in call order, one at a time.
-    const assignment = this.allocator.assign(addressRequest(service));
+    const assignment = this.allocator.assign(addressRequest(service, this.compatibility()));
     for (const n of assignment.notShared) {
       this.events?.event({ apiVersion: 'v1', kind: 'Service', metadata: service.metadata }, 'Normal', ADDRESS_NOT_SHARED_REASON, notSharedMessage(service, n));
     }
@@ -147,6 +150,15 @@ function notSharedMessage(service: V1Service, n: NotShared): string {
 
 function statusOf(a: Assignment): V1LoadBalancerStatus {
   return { ingress: a.addresses.map((ip) => ({ ip: formatIP(ip) })) };
+}
+
+/** The sharing terms a rebuild records: ours alone when the compatible annotations disagree (the next ensure reports that). */
+function recordedTerms(service: V1Service, compatibility: readonly Compatibility[]): SharingTerms {
+  try {
+    return sharingTerms(service, compatibility);
+  } catch {
+    return sharingTerms(service);
+  }
 }
 
 function creation(s: V1Service): string {

@@ -2,6 +2,7 @@ import type { V1Service } from '@kubernetes/client-node';
 import { AddressAssignmentError, type AddressConditionReason } from '../../../src/cloud/types.ts';
 import { serviceKey } from '../../../src/kube/service-helpers.ts';
 import { formatIP, parseIP, type IP, type IPFamily } from '../../../src/net/ip.ts';
+import { readCompatible, type Compatibility } from './compatibility.ts';
 
 /**
  * What a Service asks of the address allocator, read once from its spec and annotations.
@@ -54,11 +55,12 @@ export interface AddressRequest {
 /** What decides whether two services may share one address. */
 export type SharingTerms = Pick<AddressRequest, 'key' | 'namespace' | 'sharingKey' | 'ports' | 'trafficScope'>;
 
-export function sharingTerms(service: V1Service): SharingTerms {
+/** `compatibility`: the other address managers whose annotations count too (compatibility.ts). */
+export function sharingTerms(service: V1Service, compatibility: readonly Compatibility[] = []): SharingTerms {
   return {
     key: serviceKey(service),
     namespace: service.metadata?.namespace ?? '',
-    sharingKey: service.metadata?.annotations?.[ALLOW_SHARED_IP_ANNOTATION]?.trim() || undefined,
+    sharingKey: readCompatible(service, ALLOW_SHARED_IP_ANNOTATION, 'sharingKey', compatibility, undefined, invalid)?.value,
     ports: servicePorts(service),
     trafficScope: trafficScope(service),
   };
@@ -80,10 +82,9 @@ export function familyName(f: IPFamily): string {
   return f === 4 ? 'IPv4' : 'IPv6';
 }
 
-export function addressRequest(service: V1Service): AddressRequest {
-  const annotations = service.metadata?.annotations ?? {};
+export function addressRequest(service: V1Service, compatibility: readonly Compatibility[] = []): AddressRequest {
   const spec = service.spec ?? {};
-  const requested = requestedAddresses(service);
+  const requested = requestedAddresses(service, compatibility);
   const listed = (spec.ipFamilies ?? []).map((f) => (f === 'IPv6' ? 6 : 4) as IPFamily);
   const policy = spec.ipFamilyPolicy ?? 'SingleStack';
   let families: IPFamily[] = listed.length ? listed : requested?.length ? [requested[0]!.family] : [4];
@@ -91,9 +92,9 @@ export function addressRequest(service: V1Service): AddressRequest {
   else if (!listed.length) families = families[0] === 6 ? [6, 4] : [4, 6];
   const requiredFamilies = policy === 'PreferDualStack' ? 1 : families.length;
   if (requested) checkRequestedFamilies(requested, families, requiredFamilies);
-  const pools = splitList(annotations[ADDRESS_POOL_ANNOTATION]);
+  const pools = splitList(readCompatible(service, ADDRESS_POOL_ANNOTATION, 'pools', compatibility, sameList, invalid)?.value);
   return {
-    ...sharingTerms(service),
+    ...sharingTerms(service, compatibility),
     labels: service.metadata?.labels ?? {},
     families,
     requiredFamilies,
@@ -107,10 +108,12 @@ export function servicePorts(service: V1Service): string[] {
   return (service.spec?.ports ?? []).map((p) => `${p.protocol ?? 'TCP'}/${p.port}`);
 }
 
-function requestedAddresses(service: V1Service): IP[] | undefined {
-  const annotated = service.metadata?.annotations?.[LOAD_BALANCER_IPS_ANNOTATION];
-  const source = annotated !== undefined ? `annotation ${LOAD_BALANCER_IPS_ANNOTATION}` : 'spec.loadBalancerIP';
-  const texts = annotated !== undefined ? splitList(annotated) : splitList(service.spec?.loadBalancerIP);
+function requestedAddresses(service: V1Service, compatibility: readonly Compatibility[]): IP[] | undefined {
+  const annotated = readCompatible(service, LOAD_BALANCER_IPS_ANNOTATION, 'addresses', compatibility, sameList, invalid);
+  // Our annotation set, even empty, overrides spec.loadBalancerIP.
+  const ours = service.metadata?.annotations?.[LOAD_BALANCER_IPS_ANNOTATION] !== undefined;
+  const source = annotated ? `annotation ${annotated.key}` : ours ? `annotation ${LOAD_BALANCER_IPS_ANNOTATION}` : 'spec.loadBalancerIP';
+  const texts = annotated ? splitList(annotated.value) : ours ? [] : splitList(service.spec?.loadBalancerIP);
   if (!texts.length) return undefined;
   return texts.map((text) => {
     const ip = parseIP(text);
@@ -130,6 +133,14 @@ function checkRequestedFamilies(requested: IP[], families: IPFamily[], required:
   const missing = families.slice(0, required).filter((f) => !requested.some((ip) => ip.family === f));
   if (missing.length) throw new AllocationError(`requested addresses lack an ${missing.map(familyName).join(' and ')} address the service's ipFamilyPolicy requires`);
 }
+
+/** The same items, whatever their order and spacing. */
+function sameList(a: string, b: string): boolean {
+  const norm = (s: string) => splitList(s).sort().join(',');
+  return norm(a) === norm(b);
+}
+
+const invalid = (message: string) => new AllocationError(message, 'InvalidRequest');
 
 function splitList(s: string | undefined | null): string[] {
   return (s ?? '').split(',').map((x) => x.trim()).filter((x) => x !== '');
