@@ -1,5 +1,31 @@
+import type { V1Node, V1Service } from '@kubernetes/client-node';
+import { Registry } from 'prom-client';
+import type { ControllerContext } from '../../src/controllers/types.ts';
 import { Store, type Informer, type InformerHandlers, type KubeObject } from '../../src/kube/informer/index.ts';
 import type { KubeRequest, KubeTransport, WatchEvent } from '../../src/kube/transport.ts';
+import { silentLogger } from '../../src/log.ts';
+import { RecordingEventRecorder } from './event-recorder.ts';
+import { FakeCloud } from './fake-cloud.ts';
+
+/**
+ * A controller's context for tests, in one place: what the test gives, and for the rest a
+ * recording transport and recorder, a silent logger, a fresh registry, a FakeCloud, empty
+ * hand-fed informers and every node managed. Each controller takes only its part of it.
+ */
+export function controllerContext(given: Partial<ControllerContext> = {}): ControllerContext {
+  return {
+    transport: new RecordingTransport(),
+    recorder: new RecordingEventRecorder(),
+    logger: silentLogger,
+    registry: new Registry(),
+    cloud: new FakeCloud(),
+    clusterName: 'test-cluster',
+    nodeInformer: new HandFedInformer<V1Node>().asInformer(),
+    serviceInformer: new HandFedInformer<V1Service>().asInformer(),
+    isManagedNode: () => true,
+    ...given,
+  };
+}
 
 /** Stand-ins for a controller's API surface in unit tests: its transport and its informers. */
 

@@ -2,7 +2,6 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { V1Node, V1NodeAddress } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { ApiCloudNodeWriter, CloudNodeController } from '../../src/controllers/node/index.ts';
-import type { ControllerContext } from '../../src/controllers/types.ts';
 import { EventBroadcaster } from '../../src/kube/events.ts';
 import { Informer } from '../../src/kube/informer/index.ts';
 import { TAINT_EXTERNAL_CLOUD_PROVIDER } from '../../src/kube/node-helpers.ts';
@@ -14,6 +13,7 @@ import { type ControlPlane, sharedControlPlane } from '../harness/control-plane.
 import { eventually } from '../harness/eventually.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
 import { sleep } from '../../src/util/time.ts';
+import { controllerContext } from '../fakes/controller-context.ts';
 
 // Issue 11, item 9, against a real API server: the cloud node controller's address write must
 // not lose the Hostname a kubelet posts between the controller's read and its write.
@@ -46,7 +46,7 @@ afterAll(async () => {
 /** Runs a node controller (with its own informer) for the nodes whose names start with `prefix`. */
 function startController(cloud: FakeCloud, prefix: string, writer?: ApiCloudNodeWriter): void {
   const nodeInformer = new Informer<V1Node>({ transport, type: NODES, logger });
-  const ctx: ControllerContext = {
+  const ctx = controllerContext({
     transport,
     recorder: broadcaster.recorder('cloud-node-controller'),
     logger,
@@ -54,10 +54,9 @@ function startController(cloud: FakeCloud, prefix: string, writer?: ApiCloudNode
     cloud,
     clusterName: 'it',
     nodeInformer,
-    serviceInformer: undefined as unknown as ControllerContext['serviceInformer'],
     // The control plane is shared with other test files: only these nodes are ours.
     isManagedNode: (n) => n.metadata?.name?.startsWith(prefix) ?? false,
-  };
+  });
   const controller = new CloudNodeController(ctx, { workers: 4, nodeStatusUpdateFrequencyMs: 60_000 }, { writer });
   const abort = new AbortController();
   const running = [nodeInformer.run(abort.signal), controller.run(abort.signal)];

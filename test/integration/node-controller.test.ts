@@ -2,7 +2,6 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { CoreV1Event, V1Node, V1NodeAddress } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { CloudNodeController } from '../../src/controllers/node/index.ts';
-import type { ControllerContext } from '../../src/controllers/types.ts';
 import { EventBroadcaster } from '../../src/kube/events.ts';
 import { Informer } from '../../src/kube/informer/index.ts';
 import { ANNOTATION_PROVIDED_NODE_IP, TAINT_EXTERNAL_CLOUD_PROVIDER } from '../../src/kube/node-helpers.ts';
@@ -13,6 +12,7 @@ import { FakeCloud, fakeMetadata } from '../fakes/fake-cloud.ts';
 import { type ControlPlane, sharedControlPlane } from '../harness/control-plane.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
 import { eventually } from '../harness/eventually.ts';
+import { controllerContext } from '../fakes/controller-context.ts';
 
 // The cloud node controller against a real API server: nodes registered as a kubelet with
 // --cloud-provider=external registers them (uninitialized taint, Hostname address, maybe the
@@ -39,7 +39,7 @@ beforeAll(async () => {
   broadcaster = new EventBroadcaster({ transport, logger });
   cloud = new FakeCloud();
   registry = new Registry();
-  const ctx: ControllerContext = {
+  const ctx = controllerContext({
     transport,
     recorder: broadcaster.recorder('cloud-node-controller'),
     logger,
@@ -47,10 +47,9 @@ beforeAll(async () => {
     cloud,
     clusterName: 'it',
     nodeInformer,
-    serviceInformer: undefined as unknown as ControllerContext['serviceInformer'],
     // Other test files may share this control plane: only our nodes are ours.
     isManagedNode: (n) => n.metadata?.name?.startsWith(PREFIX) ?? false,
-  };
+  });
   const controller = new CloudNodeController(ctx, { workers: 2, nodeStatusUpdateFrequencyMs: STATUS_PERIOD_MS });
   running.push(nodeInformer.run(stop.signal), controller.run(stop.signal));
 }, 240_000);

@@ -6,7 +6,6 @@ import { createProxmoxProvider } from '../../providers/proxmox/provider.ts';
 import { createStaticProvider } from '../../providers/static/provider.ts';
 import type { CloudProvider } from '../../src/cloud/types.ts';
 import { CloudNodeLifecycleController, type LifecycleOptionsInput } from '../../src/controllers/nodelifecycle/index.ts';
-import type { ControllerContext } from '../../src/controllers/types.ts';
 import { EventBroadcaster } from '../../src/kube/events.ts';
 import { Informer } from '../../src/kube/informer/index.ts';
 import { EVENTS, NODES, ResourceClient } from '../../src/kube/resources.ts';
@@ -19,6 +18,7 @@ import { type ControlPlane, sharedControlPlane } from '../harness/control-plane.
 import { eventually } from '../harness/eventually.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
 import { nodeExists, setReady } from '../harness/nodes.ts';
+import { controllerContext } from '../fakes/controller-context.ts';
 
 // Issue 11, item 1, against a real API server and the real providers: a provider answer that
 // lists none of the machines (a Proxmox token that lost its ACL answers HTTP 200 with no VMs; a
@@ -96,7 +96,7 @@ function startController(provider: CloudProvider, names: string[]) {
     },
   };
   const registry = new Registry();
-  const ctx: ControllerContext = {
+  const ctx = controllerContext({
     transport,
     recorder: broadcaster.recorder('cloud-node-lifecycle-controller'),
     logger,
@@ -104,10 +104,9 @@ function startController(provider: CloudProvider, names: string[]) {
     cloud,
     clusterName: 'it',
     nodeInformer,
-    serviceInformer: undefined as unknown as ControllerContext['serviceInformer'],
     // The control plane is shared with other test files: only this scenario's nodes are ours.
     isManagedNode: (n) => managed.has(n.metadata?.name ?? ''),
-  };
+  });
   const abort = new AbortController();
   const run = new CloudNodeLifecycleController(ctx, OPTIONS).run(abort.signal);
   const stop = async () => {

@@ -9,8 +9,6 @@ import {
   type LifecycleWriter,
   SHUTDOWN_TAINT,
 } from '../../src/controllers/nodelifecycle/index.ts';
-import type { ControllerContext } from '../../src/controllers/types.ts';
-import { isNotFound } from '../../src/kube/errors.ts';
 import { nodeName } from '../../src/kube/node-helpers.ts';
 import { EventBroadcaster } from '../../src/kube/events.ts';
 import { Informer } from '../../src/kube/informer/index.ts';
@@ -22,7 +20,7 @@ import { type ControlPlane, sharedControlPlane } from '../harness/control-plane.
 import { transportFor } from '../harness/kubeconfig.ts';
 import { eventually } from '../harness/eventually.ts';
 import { nodeExists, setReady } from '../harness/nodes.ts';
-import { sleep } from '../../src/util/time.ts';
+import { controllerContext } from '../fakes/controller-context.ts';
 
 // The lifecycle controller against a real API server: nodes are created NotReady (no kubelet
 // runs, so their status stays as written) and the fake provider plays outages and removals.
@@ -93,7 +91,7 @@ async function eventsFor(name: string, reason: string): Promise<CoreV1Event[]> {
 function startController(cloud: FakeCloud, names: string[], opts: LifecycleOptionsInput = OPTIONS, writer?: LifecycleWriter) {
   const managed = new Set(names);
   const registry = new Registry();
-  const ctx: ControllerContext = {
+  const ctx = controllerContext({
     transport,
     recorder: broadcaster.recorder('cloud-node-lifecycle-controller'),
     logger,
@@ -101,10 +99,9 @@ function startController(cloud: FakeCloud, names: string[], opts: LifecycleOptio
     cloud,
     clusterName: 'it',
     nodeInformer,
-    serviceInformer: undefined as unknown as ControllerContext['serviceInformer'],
     // The control plane is shared with other test files: only this scenario's nodes are ours.
     isManagedNode: (n) => managed.has(n.metadata?.name ?? ''),
-  };
+  });
   const controller = new CloudNodeLifecycleController(ctx, opts, { writer });
   const abort = new AbortController();
   const run = controller.run(abort.signal);

@@ -1,9 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { CoreV1Event, V1Namespace, V1Node, V1Service } from '@kubernetes/client-node';
-import { Registry } from 'prom-client';
 import { defaultLoadBalancerName } from '../../src/cloud/types.ts';
 import { ServiceController } from '../../src/controllers/service/index.ts';
-import type { ControllerContext } from '../../src/controllers/types.ts';
 import { isNotFound } from '../../src/kube/errors.ts';
 import { EventBroadcaster } from '../../src/kube/events.ts';
 import { Informer } from '../../src/kube/informer/index.ts';
@@ -15,6 +13,7 @@ import { FakeCloud } from '../fakes/fake-cloud.ts';
 import { type ControlPlane, sharedControlPlane } from '../harness/control-plane.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
 import { eventually } from '../harness/eventually.ts';
+import { controllerContext } from '../fakes/controller-context.ts';
 
 // The service load-balancer controller against a real API server: finalizer, ingress status and
 // events through its real writes, node changes reaching the provider, deletion through the
@@ -73,17 +72,16 @@ beforeAll(async () => {
   const serviceInformer = new Informer<V1Service>({ transport, type: SERVICES, namespace: NAMESPACE, logger });
   broadcaster = new EventBroadcaster({ transport, logger });
   cloud = new FakeCloud({ ingressIP: INGRESS_IP });
-  const ctx: ControllerContext = {
+  const ctx = controllerContext({
     transport: recording,
     recorder: broadcaster.recorder('service-controller'),
     logger,
-    registry: new Registry(),
-    cloud,
     clusterName: 'it',
+    cloud,
     nodeInformer,
     serviceInformer,
     isManagedNode: (n) => n.metadata?.name?.startsWith(PREFIX) ?? false,
-  };
+  });
   // One worker: services are synced in the order their events arrive (the foreign-class test relies on it).
   const controller = new ServiceController(ctx, { workers: 1 });
   running.push(nodeInformer.run(stop.signal), serviceInformer.run(stop.signal), controller.run(stop.signal));

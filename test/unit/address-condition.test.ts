@@ -7,8 +7,8 @@ import { loadStaticConfig } from '../../providers/static/config-load.ts';
 import { ADDRESS_ASSIGNED_CONDITION, ASSIGNED_POOL_ANNOTATION, addressStatePatch, failedState } from '../../src/controllers/service/address-condition.ts';
 import { LoadBalancerSync } from '../../src/controllers/service/load-balancer-sync.ts';
 import { ServiceControllerMetrics } from '../../src/controllers/service/metrics.ts';
-import { RecordingEventRecorder } from '../../src/kube/event-recorder.ts';
 import { silentLogger } from '../../src/log.ts';
+import { RecordingEventRecorder } from '../fakes/event-recorder.ts';
 
 /**
  * The edge-ccm.io/AddressAssigned condition and edge-ccm.io/assigned-pool annotation: the reason

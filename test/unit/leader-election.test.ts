@@ -1,6 +1,5 @@
 import { describe, expect, test } from 'bun:test';
 import { Registry } from 'prom-client';
-import { RecordingEventRecorder } from '../../src/kube/event-recorder.ts';
 import {
   type ElectionClock,
   formatMicroTime,
@@ -11,6 +10,7 @@ import {
 import type { KubeTransport } from '../../src/kube/transport.ts';
 import { silentLogger } from '../../src/log.ts';
 import { FakeLeaseApi } from '../fakes/lease-api.ts';
+import { RecordingEventRecorder } from '../fakes/event-recorder.ts';
 
 const MICROTIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/;
 

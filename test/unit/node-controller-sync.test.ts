@@ -2,14 +2,12 @@ import { describe, expect, test } from 'bun:test';
 import type { V1Node, V1NodeAddress } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { CloudNodeController, EVENT_PROVIDED_NODE_IP_INVALID, type InitializationPatch, type CloudNodeWriter } from '../../src/controllers/node/index.ts';
-import type { ControllerContext } from '../../src/controllers/types.ts';
 import { KubeApiError } from '../../src/kube/errors.ts';
-import { RecordingEventRecorder } from '../../src/kube/event-recorder.ts';
 import type { Informer } from '../../src/kube/informer/index.ts';
-import type { KubeTransport } from '../../src/kube/transport.ts';
-import { silentLogger } from '../../src/log.ts';
 import { FakeCloud, fakeMetadata } from '../fakes/fake-cloud.ts';
 import { EXTERNAL, HOSTNAME, INTERNAL, makeNode, untainted } from './node-controller-fixtures.ts';
+import { RecordingEventRecorder } from '../fakes/event-recorder.ts';
+import { controllerContext } from '../fakes/controller-context.ts';
 
 // The controller's flow around the pure decisions: which provider calls and which writes happen,
 // in which order. The writes themselves are checked against a real API server in
@@ -81,17 +79,7 @@ function setup(nodes: V1Node[], opts: { cloud?: FakeCloud; workers?: number; isM
   const writer = new RecordingWriter(store);
   const recorder = new RecordingEventRecorder();
   const registry = new Registry();
-  const ctx: ControllerContext = {
-    transport: {} as KubeTransport,
-    recorder,
-    logger: silentLogger,
-    registry,
-    cloud,
-    clusterName: 'test',
-    nodeInformer,
-    serviceInformer: {} as ControllerContext['serviceInformer'],
-    isManagedNode: opts.isManagedNode ?? (() => true),
-  };
+  const ctx = controllerContext({ recorder, registry, cloud, nodeInformer, isManagedNode: opts.isManagedNode ?? (() => true) });
   const controller = new CloudNodeController(ctx, { workers: opts.workers ?? 1, nodeStatusUpdateFrequencyMs: 1000 }, { writer });
   return { controller, cloud, writer, recorder, registry };
 }

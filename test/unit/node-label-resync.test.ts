@@ -1,6 +1,5 @@
 import { describe, expect, test } from 'bun:test';
 import type { V1Node, V1NodeAddress } from '@kubernetes/client-node';
-import { Registry } from 'prom-client';
 import type { InstanceMetadata } from '../../src/cloud/types.ts';
 import {
   CLOUD_LABELS_ANNOTATION,
@@ -14,15 +13,13 @@ import {
   type NodeLabelWriter,
   type CloudNodeWriter,
 } from '../../src/controllers/node/index.ts';
-import type { ControllerContext } from '../../src/controllers/types.ts';
 import { KubeApiError } from '../../src/kube/errors.ts';
-import { RecordingEventRecorder } from '../../src/kube/event-recorder.ts';
 import type { Informer } from '../../src/kube/informer/index.ts';
-import type { KubeTransport } from '../../src/kube/transport.ts';
 import { silentLogger } from '../../src/log.ts';
 import { createStaticProvider } from '../../providers/static/index.ts';
 import { FakeCloud, fakeMetadata } from '../fakes/fake-cloud.ts';
 import { makeNode, untainted } from './node-controller-fixtures.ts';
+import { controllerContext } from '../fakes/controller-context.ts';
 
 // Label re-sync of initialised nodes (beyond upstream): the pure plan, the initialisation's
 // record of the keys it set, and the controller's wiring (the periodic pass, the provider's
@@ -224,17 +221,7 @@ function setup(nodes: V1Node[], opts: { relabelNodes?: boolean; periodMs?: numbe
   } as unknown as Informer<V1Node>;
   const cloud = new FakeCloud();
   const writer = new StoreWriter(store);
-  const ctx: ControllerContext = {
-    transport: {} as KubeTransport,
-    recorder: new RecordingEventRecorder(),
-    logger: silentLogger,
-    registry: new Registry(),
-    cloud,
-    clusterName: 'test',
-    nodeInformer,
-    serviceInformer: {} as ControllerContext['serviceInformer'],
-    isManagedNode: () => true,
-  };
+  const ctx = controllerContext({ cloud, nodeInformer });
   const controller = new CloudNodeController(
     ctx,
     { workers: 1, nodeStatusUpdateFrequencyMs: opts.periodMs ?? 3_600_000, relabelNodes: opts.relabelNodes, changeDebounceMs: opts.changeDebounceMs },

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import type { V1Node, V1Service, V1Taint } from '@kubernetes/client-node';
+import type { V1Node, V1Taint } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import type { Existence } from '../../src/cloud/types.ts';
 import {
@@ -24,13 +24,14 @@ import {
   withTimeout,
 } from '../../src/controllers/nodelifecycle/index.ts';
 import type { ControllerContext } from '../../src/controllers/types.ts';
-import { RecordingEventRecorder } from '../../src/kube/event-recorder.ts';
 import { Informer } from '../../src/kube/informer/index.ts';
-import { NODES, SERVICES } from '../../src/kube/resources.ts';
+import { NODES } from '../../src/kube/resources.ts';
 import type { KubeTransport } from '../../src/kube/transport.ts';
 import { FakeClock } from '../fakes/fake-clock.ts';
 import { createLogger } from '../../src/log.ts';
 import { FakeCloud } from '../fakes/fake-cloud.ts';
+import { RecordingEventRecorder } from '../fakes/event-recorder.ts';
+import { controllerContext } from '../fakes/controller-context.ts';
 
 type Ready = 'True' | 'False' | 'Unknown' | 'missing';
 
@@ -274,17 +275,15 @@ function harness(nodes: V1Node[], opts: LifecycleOptionsInput = {}, cloudOpts: {
   const registry = new Registry();
   const logLines: string[] = [];
   const managed = new Set<string>();
-  const ctx: ControllerContext = {
+  const ctx = controllerContext({
     transport: unusedTransport,
     recorder,
     logger: createLogger({ write: (l) => logLines.push(l), verbosity: 4 }),
     registry,
     cloud,
-    clusterName: 'test',
     nodeInformer,
-    serviceInformer: new Informer<V1Service>({ transport: unusedTransport, type: SERVICES }),
     isManagedNode: (n) => !n.metadata?.labels?.['unmanaged'],
-  };
+  });
   const clock = new FakeClock(1_000_000);
   const writer = new RecordingNodeWriter();
   const controller = new CloudNodeLifecycleController(ctx, opts, { clock, writer });

@@ -1,9 +1,9 @@
 import { expect, test } from 'bun:test';
 import { ANOTHER_REPLICA_REASON, ReplicaGuard } from '../../src/app/replica-guard.ts';
-import { RecordingEventRecorder } from '../../src/kube/event-recorder.ts';
 import { silentLogger } from '../../src/log.ts';
 import { FakeLeaseApi } from '../fakes/lease-api.ts';
 import { eventually } from '../harness/eventually.ts';
+import { RecordingEventRecorder } from '../fakes/event-recorder.ts';
 
 /**
  * Replicas without leader election: the one holding the Lease decides (allocates), another is

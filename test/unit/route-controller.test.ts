@@ -1,12 +1,8 @@
 import { expect, test } from 'bun:test';
 import type { V1Node } from '@kubernetes/client-node';
-import { Registry } from 'prom-client';
 import { RouteController } from '../../src/controllers/route/controller.ts';
-import type { ControllerContext } from '../../src/controllers/types.ts';
-import { RecordingEventRecorder } from '../../src/kube/event-recorder.ts';
-import { silentLogger } from '../../src/log.ts';
 import { parsePrefix } from '../../src/net/ip.ts';
-import { HandFedInformer, RecordingTransport } from '../fakes/controller-context.ts';
+import { HandFedInformer, controllerContext } from '../fakes/controller-context.ts';
 import { FakeCloud } from '../fakes/fake-cloud.ts';
 import { eventually } from '../harness/eventually.ts';
 
@@ -20,17 +16,11 @@ function setup(nodes: V1Node[], reconciliationPeriodMs = 10_000) {
   const cloud = new FakeCloud();
   const informer = new HandFedInformer<V1Node>();
   for (const n of nodes) informer.set(n);
-  const ctx: ControllerContext = {
-    transport: new RecordingTransport(),
-    recorder: new RecordingEventRecorder(),
-    logger: silentLogger,
-    registry: new Registry(),
+  const ctx = controllerContext({
     cloud,
-    clusterName: 'test-cluster',
     nodeInformer: informer.asInformer(),
-    serviceInformer: new HandFedInformer().asInformer() as ControllerContext['serviceInformer'],
     isManagedNode: (n) => n.metadata?.labels?.['edge-ccm.io/managed'] === 'true',
-  };
+  });
   return { cloud, informer, controller: new RouteController(ctx, { clusterCIDRs: [parsePrefix('10.244.0.0/16')!], reconciliationPeriodMs }) };
 }
 

@@ -6,13 +6,12 @@ import { NODE_SYNC_KEY, ServiceController } from '../../src/controllers/service/
 import { ENSURE_BLOCKED_RETRY_SECONDS, retryAfterSeconds } from '../../src/controllers/service/load-balancer-sync.ts';
 import type { ControllerContext } from '../../src/controllers/types.ts';
 import { KubeApiError } from '../../src/kube/errors.ts';
-import { RecordingEventRecorder } from '../../src/kube/event-recorder.ts';
 import { PATCH_TYPES } from '../../src/kube/resources.ts';
 import { LB_CLEANUP_FINALIZER, EXCLUDE_FROM_LB_LABEL, TO_BE_DELETED_TAINT } from '../../src/kube/service-helpers.ts';
 import { FakeClock } from '../fakes/fake-clock.ts';
-import { silentLogger } from '../../src/log.ts';
 import { FakeCloud } from '../fakes/fake-cloud.ts';
-import { HandFedInformer, RecordingTransport } from '../fakes/controller-context.ts';
+import { HandFedInformer, RecordingTransport, controllerContext } from '../fakes/controller-context.ts';
+import { RecordingEventRecorder } from '../fakes/event-recorder.ts';
 
 // ---- test doubles for the API side: a transport that records writes, an informer fed by hand ----
 
@@ -114,17 +113,15 @@ function setup(opts: SetupOptions = {}): Setup {
   for (const n of opts.nodes ?? []) nodes.set(n);
   for (const s of opts.services ?? []) services.set(s);
   const clock = new FakeClock();
-  const ctx: ControllerContext = {
+  const ctx = controllerContext({
     transport,
     recorder,
-    logger: silentLogger,
     registry,
     cloud: provider,
-    clusterName: 'test-cluster',
     nodeInformer: nodes.asInformer(),
     serviceInformer: services.asInformer(),
     isManagedNode: opts.isManagedNode ?? (() => true),
-  };
+  });
   const controller = new ServiceController(ctx, { workers: opts.workers ?? 1, clock, ensureBlocked: opts.ensureBlocked });
   return { controller, cloud, transport, recorder, registry, nodes, services, clock };
 }

@@ -12,11 +12,11 @@ import {
   type StrategicPatch,
 } from '../../src/controllers/service/index.ts';
 import { KubeApiError } from '../../src/kube/errors.ts';
-import { RecordingEventRecorder } from '../../src/kube/event-recorder.ts';
 import { LB_CLEANUP_FINALIZER } from '../../src/kube/service-helpers.ts';
 import { silentLogger } from '../../src/log.ts';
 import { FakeCloud } from '../fakes/fake-cloud.ts';
 import { needsCleanup, needsUpdate } from '../../src/controllers/service/predicates.ts';
+import { RecordingEventRecorder } from '../fakes/event-recorder.ts';
 
 // --kube-vip-annotation: the decision (a pure function of the annotations and the status), and
 // the service sync writing it through an in-memory API that applies the patches as the API

@@ -6,10 +6,10 @@ import type { PoolConfig } from '../../providers/shared/pools/config-model.ts';
 import { PoolLoadBalancer } from '../../providers/shared/pools/load-balancer.ts';
 import { addressRequest } from '../../providers/shared/pools/requests.ts';
 import { RetryAfterError } from '../../src/cloud/types.ts';
-import { RecordingEventRecorder } from '../../src/kube/event-recorder.ts';
 import { silentLogger } from '../../src/log.ts';
 import { formatIP } from '../../src/net/ip.ts';
 import { subtractRanges, parseAddressRange, normalizeRanges, type AddressRange } from '../../providers/shared/pools/ranges.ts';
+import { RecordingEventRecorder } from '../fakes/event-recorder.ts';
 
 function pools(yaml: string): PoolConfig[] {
   const loaded = loadStaticConfig(`loadBalancer:\n  pools:\n${yaml}`);

@@ -1,5 +1,5 @@
 import type { V1Node, V1NodeAddress } from '@kubernetes/client-node';
-import type { InstanceMetadata, Instances } from '../../cloud/types.ts';
+import type { CloudProvider, InstanceMetadata, Instances } from '../../cloud/types.ts';
 import { isNotFound } from '../../kube/errors.ts';
 import { isUninitialized, nodeAgeMs, nodeEventSubject, nodeName } from '../../kube/node-helpers.ts';
 import { DEFAULT_RETRY, retryOnConflict, type RetryOptions } from '../../kube/retry-on-conflict.ts';
@@ -44,6 +44,9 @@ const UPDATE_NODE_SPEC_RETRY: RetryOptions = { attempts: 20, delayMs: 50, jitter
 /** Label re-sync: attempts before a node is left to the next pass. */
 const RELABEL_RETRY: RetryOptions = { ...DEFAULT_RETRY, attempts: 3 };
 
+/** What the cloud node controller uses of the app's context: the provider's instances and change notice, the node informer, its writes, events and metrics. */
+export type NodeControllerContext = Pick<ControllerContext, 'transport' | 'recorder' | 'logger' | 'registry' | 'nodeInformer' | 'isManagedNode' | 'workQueueMetrics'> & { cloud: Pick<CloudProvider, 'instances' | 'onChange'> };
+
 /**
  * The cloud node controller (upstream controllers/node): initialises nodes registered with the
  * uninitialized taint from the provider's instance metadata, keeps the GA labels of initialised
@@ -64,7 +67,7 @@ export class CloudNodeController implements Controller {
   private readonly log: Logger;
 
   constructor(
-    private readonly ctx: ControllerContext,
+    private readonly ctx: NodeControllerContext,
     private readonly opts: CloudNodeControllerOptions,
     deps: CloudNodeControllerDeps = {},
   ) {

@@ -1,5 +1,5 @@
 import type { V1Node } from '@kubernetes/client-node';
-import type { Existence, Instances } from '../../cloud/types.ts';
+import type { CloudProvider, Existence, Instances } from '../../cloud/types.ts';
 import { isNodeReady, nodeEventSubject, nodeName } from '../../kube/node-helpers.ts';
 import { systemClock, type Clock } from '../../util/time.ts';
 import type { Logger } from '../../log.ts';
@@ -39,6 +39,9 @@ export interface MonitorReport {
   breaker: BreakerVerdict<V1Node>;
 }
 
+/** What the lifecycle controller uses of the app's context: the provider's instances, the node informer, its writes, events and metrics. */
+export type LifecycleControllerContext = Pick<ControllerContext, 'transport' | 'recorder' | 'logger' | 'registry' | 'nodeInformer' | 'isManagedNode'> & { cloud: Pick<CloudProvider, 'instances'> };
+
 /**
  * cloud-node-lifecycle-controller: every monitor period, look at every managed node; a Ready node
  * loses the shutdown taint, a NotReady one is checked against the provider: shut down -> tainted,
@@ -65,7 +68,7 @@ export class CloudNodeLifecycleController implements Controller {
   private readonly groupStates = new Map<string, GroupJudgement['state']>();
 
   constructor(
-    private readonly ctx: ControllerContext,
+    private readonly ctx: LifecycleControllerContext,
     opts: LifecycleOptionsInput = {},
     deps: LifecycleControllerDeps = {},
   ) {

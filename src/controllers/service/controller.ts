@@ -4,6 +4,7 @@ import { ResourceClient, SERVICES } from '../../kube/resources.ts';
 import { wantsLoadBalancer } from '../../kube/service-helpers.ts';
 import { ItemExponentialFailureRateLimiter, WorkQueue } from '../../kube/workqueue/index.ts';
 import type { Clock } from '../../util/time.ts';
+import type { CloudProvider } from '../../cloud/types.ts';
 import type { Controller, ControllerContext } from '../types.ts';
 import { LoadBalancerSync, retryAfterSeconds } from './load-balancer-sync.ts';
 import { KUBE_VIP_FIELD_MANAGER } from './kube-vip.ts';
@@ -39,6 +40,9 @@ export const MAX_RETRY_DELAY_MS = 300_000;
 /** The node queue's only key: see registerHandlers. */
 export const NODE_SYNC_KEY = 'node-sync';
 
+/** What the service controller uses of the app's context: the provider's load balancer and change notice, both informers, its writes, events and metrics. */
+export type ServiceControllerContext = Pick<ControllerContext, 'transport' | 'recorder' | 'logger' | 'registry' | 'clusterName' | 'nodeInformer' | 'serviceInformer' | 'isManagedNode' | 'workQueueMetrics'> & { cloud: Pick<CloudProvider, 'loadBalancer' | 'onChange'> };
+
 export class ServiceController implements Controller {
   readonly name = 'service-lb-controller';
   readonly serviceQueue: WorkQueue<string>;
@@ -50,7 +54,7 @@ export class ServiceController implements Controller {
   private readonly workers: number;
 
   constructor(
-    private readonly ctx: ControllerContext,
+    private readonly ctx: ServiceControllerContext,
     opts: ServiceControllerOptions,
   ) {
     const balancer = ctx.cloud.loadBalancer;
