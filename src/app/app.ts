@@ -18,6 +18,7 @@ import { HealthChecks } from '../server/health.ts';
 import { createServer } from '../server/server.ts';
 import { version, versionLine } from '../version.ts';
 import { SystemdNotifier } from '../systemd/notify.ts';
+import { BgpService } from './bgp-announcer.ts';
 import { buildControllers, type ControllerSettings } from './controllers.ts';
 import { delegatedAuthClients } from './delegated-auth-clients.ts';
 import { loadKubeConfig, missingKubeconfigFiles } from './kubeconfig.ts';
@@ -72,6 +73,8 @@ export async function runControllerManager(options: Options, providers: Provider
     checks,
     logger: logger.with({ component: 'server' }),
   });
+  // BGP (a provider with a bgp section): metrics, the readyz check and GET /debug/bgp for every term's speaker.
+  const bgp = cloud.bgp ? new BgpService(registry, checks, server.app) : undefined;
   const served = await server.start();
   if (served.port) logger.info('serving health and metrics', { url: `https://${options.bindAddress}:${served.port}` });
   // Under a systemd unit with Type=notify: started once serving (a standby is a healthy start).
@@ -82,7 +85,7 @@ export async function runControllerManager(options: Options, providers: Provider
   // than sharing the controllers' as client-go's do: measured with 1000 nodes at the defaults, each
   // initialisation's Synced event took a third of the shared budget and held node writes back
   // (3 requests per node instead of 2). Events stay bounded by the spam filter and aggregation.
-  const events = new EventBroadcaster({ transport: clientFor('event-broadcaster'), logger });
+  const events = new EventBroadcaster({ transport: clientFor('event-broadcaster'), logger, registry });
   const managerMetrics = new ControllerManagerMetrics(registry);
   const controllersStop = new AbortController();
   const electionStop = new AbortController();
@@ -145,9 +148,26 @@ export async function runControllerManager(options: Options, providers: Provider
     checks.add('informer-sync', () => {
       if (!informers.nodes.hasSynced() || !informers.services.hasSynced()) throw new Error('informers not synced yet');
     }, { endpoints: ['readyz'] });
+    // The leader's BGP speaker: pod CIDR routes and load-balancer addresses (src/app/bgp-announcer.ts).
+    const bgpRun = bgp && cloud.bgp
+      ? bgp.run({
+          source: cloud.bgp,
+          provider: cloud,
+          nodes: informers.nodes,
+          services: informers.services,
+          transport: termClient('bgp-announcer'),
+          isManagedNode,
+          waitForRoutes: controllers.some((c) => c.name === 'node-route-controller'),
+          blocked: ensureBlocked,
+          takeoverMs: options.leaderElect ? options.leaderElectLeaseDurationMs + options.leaderElectRetryPeriodMs : undefined,
+          logger,
+          warn: (reason, message) => configEvents.event(lease, 'Warning', reason, message),
+        }, signal)
+      : undefined;
     await Promise.all([
       ...controllers.map((c) => runController(c, signal, managerMetrics, logger).finally(() => ended.add(c.name))),
       ...informerRuns,
+      ...(bgpRun ? [bgpRun] : []),
     ]);
   };
 

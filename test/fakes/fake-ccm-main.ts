@@ -10,6 +10,7 @@ import { ProviderRegistry } from '../../src/cloud/registry.ts';
 import type { Existence, InstanceMetadata } from '../../src/cloud/types.ts';
 import { runCli } from '../../src/cli.ts';
 import { registerProviders } from '../../src/providers.ts';
+import type { SpeakerConfig } from '../../src/net/bgp/speaker.ts';
 import { FakeCloud } from './fake-cloud.ts';
 
 export interface FakeConfig {
@@ -24,6 +25,8 @@ export interface FakeConfig {
   loadBalancer?: boolean;
   /** The provider's initialize never finishes until the start is cancelled. */
   initializeHangs?: boolean;
+  /** A BGP speaker configuration (read at start only): the leader runs it, announcing nothing. */
+  bgp?: SpeakerConfig;
 }
 
 function metadataFor(cfg: FakeConfig, node: V1Node): InstanceMetadata | null {
@@ -60,7 +63,7 @@ function registerFake(registry: ProviderRegistry): void {
   registry.register('fake', ({ configPath }) => {
     const read = (): FakeConfig => (configPath ? (JSON.parse(readFileSync(configPath, 'utf8')) as FakeConfig) : {});
     const first = read();
-    const cloud = new FakeCloud({ providerName: 'fake', routes: first.routes ?? true, loadBalancer: first.loadBalancer ?? true });
+    const cloud = new FakeCloud({ providerName: 'fake', routes: first.routes ?? true, loadBalancer: first.loadBalancer ?? true, ...(first.bgp ? { bgp: first.bgp } : {}) });
     applyConfig(cloud, first);
     cloud.initializeHangs = first.initializeHangs ?? false;
     if (configPath) {

@@ -1,6 +1,7 @@
 import type { V1LoadBalancerIngress, V1LoadBalancerStatus, V1Node, V1Service } from '@kubernetes/client-node';
 import {
   defaultLoadBalancerName,
+  type BgpSource,
   type CloudProvider,
   type Existence,
   type InstanceMetadata,
@@ -11,6 +12,7 @@ import {
   type Route,
   type Routes,
 } from '../../src/cloud/types.ts';
+import type { SpeakerConfig } from '../../src/net/bgp/speaker.ts';
 import { sleep } from '../../src/util/time.ts';
 
 /**
@@ -84,6 +86,8 @@ export interface FakeCloudOptions {
   loadBalancerClasses?: string[];
   /** How many calls `calls`/`callLog` keep (the oldest go first). Default 10000. */
   callLogLimit?: number;
+  /** A BGP speaker configuration: the app runs the speaker while leading, announcing nothing. */
+  bgp?: SpeakerConfig;
 }
 
 interface Failure {
@@ -97,6 +101,7 @@ export class FakeCloud implements CloudProvider {
   readonly instances?: Instances;
   readonly loadBalancer?: LoadBalancer;
   readonly routes?: Routes;
+  readonly bgp?: BgpSource;
 
   /** Answer for nodes without their own entry in `nodes`. */
   defaults: Required<Pick<FakeNodeAnswer, 'existence'>> & FakeNodeAnswer = { existence: 'exists', shutdown: false, metadata: null };
@@ -142,6 +147,8 @@ export class FakeCloud implements CloudProvider {
     this.lbClasses = opts.loadBalancerClasses;
     if (opts.loadBalancer ?? true) this.loadBalancer = this.buildLoadBalancer();
     if (opts.routes ?? true) this.routes = this.buildRoutes();
+    const bgp = opts.bgp;
+    if (bgp) this.bgp = { speakerConfig: () => bgp, announcements: () => ({ table: [], clashes: [] }), routesSynced: true, onRoutesChange: () => () => {} };
   }
 
   // --- configuration ---

@@ -100,8 +100,10 @@ async function runScenario(source: RbacSource, prefix: string, extraFlags: strin
   const kubeconfig = await writeKubeconfig(join(dir, 'ccm.yaml'), cp.server, cp.caPem, 'ccm', { token });
   const fakeConfig = join(dir, 'fake.json');
   const auto = { instanceType: 'fake.small', zone: 'z1', region: 'r1', externalIP: '203.0.113.7' };
-  writeFileSync(fakeConfig, JSON.stringify({ autoMetadata: auto }));
-  const [port] = await freeLoopbackPorts(1);
+  const [port, closedPort] = await freeLoopbackPorts(2);
+  // A BGP speaker (its peer never answers): the leader watches EndpointSlices for it.
+  const bgp = { localAsn: 64512, routerId: '198.51.100.2', listen: false, peers: [{ address: '127.0.0.1', port: closedPort, asn: 65000 }] };
+  writeFileSync(fakeConfig, JSON.stringify({ autoMetadata: auto, bgp }));
   const [a, b, svc] = [`${prefix}-a`, `${prefix}-b`, `${prefix}-lb`];
 
   ccm = CcmProcess.fake([
@@ -139,7 +141,7 @@ async function runScenario(source: RbacSource, prefix: string, extraFlags: strin
   await until('service gone (finalizer removed)', async () => services.get(svc, { namespace: 'default' }).then(() => undefined, () => true));
 
   // The machine behind node b disappears and its node goes NotReady: the lifecycle controller deletes it.
-  replaceFile(fakeConfig, JSON.stringify({ autoMetadata: auto, existence: { [b]: 'not-found' } }));
+  replaceFile(fakeConfig, JSON.stringify({ autoMetadata: auto, bgp, existence: { [b]: 'not-found' } }));
   await nodes.patch(b, 'strategic', { status: { conditions: [{ type: 'Ready', status: 'False', reason: 'KubeletDown', lastHeartbeatTime: new Date(), lastTransitionTime: new Date() }] } }, { subresource: 'status' });
   await until(`node ${b} deleted`, async () => nodes.get(b).then(() => undefined, () => true));
 
@@ -187,7 +189,7 @@ for (const [index, source] of SOURCES.entries()) describe(source.label, () => {
     const seen = requestKinds(entries, ccmUser);
     for (const want of [
       'list nodes', 'watch nodes', 'patch nodes', 'patch nodes/status', 'delete nodes',
-      'list services', 'watch services', 'patch services/status',
+      'list services', 'watch services', 'patch services/status', 'list endpointslices', 'watch endpointslices',
       'create events', 'create leases', 'update leases', 'get leases',
       'create tokenreviews', 'create subjectaccessreviews',
     ]) expect(seen).toContain(want);

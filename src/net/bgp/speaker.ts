@@ -28,6 +28,11 @@ export interface SpeakerOptions {
   log?: Logger;
   /** Called on every peer state change (a session up or down: `to`/`from` 'established'). */
   onStateChange?: (change: StateChange) => void;
+  /**
+   * The table to start with, set before any session opens: a restarting speaker's first
+   * sessions get it whole before End-of-RIB (else a router would flush what comes later).
+   */
+  announcements?: readonly Announcement[];
 }
 
 export interface SpeakerStats {
@@ -64,6 +69,7 @@ export class BgpSpeaker {
   /** Validates the configuration (throws listing every problem), listens, and starts every peer. */
   static async start(config: SpeakerConfig, options: SpeakerOptions = {}): Promise<BgpSpeaker> {
     const speaker = new BgpSpeaker(resolveConfig(config), options);
+    if (options.announcements) speaker.setAnnouncements(options.announcements);
     speaker.listen();
     for (const settings of speaker.config.peers) speaker.addPeer(settings);
     return speaker;

@@ -1,0 +1,55 @@
+import { Counter, Gauge, type Registry } from 'prom-client';
+import type { PeerState, SpeakerStats } from '../net/bgp/speaker.ts';
+
+/**
+ * Per-peer BGP metrics, read from the running speaker's stats at scrape time (no series while
+ * no speaker runs: a standby, or BGP not configured). Counters restart from 0 with each leader,
+ * as every counter of a new process does.
+ */
+
+/** BGP4-MIB bgpPeerState numbering (RFC 4273), so dashboards written for routers read the same. */
+export const PEER_STATE_CODES: Record<PeerState, number> = { idle: 1, connect: 2, active: 3, opensent: 4, openconfirm: 5, established: 6 };
+
+export function registerBgpMetrics(registry: Registry, stats: () => SpeakerStats | undefined): void {
+  const gauge = (name: string, help: string, value: (p: SpeakerStats['peers'][number]) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['peer', 'peer_asn'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const p of stats()?.peers ?? []) this.set({ peer: p.address, peer_asn: String(p.asn) }, value(p));
+      },
+    });
+  const counter = (name: string, help: string, value: (p: SpeakerStats['peers'][number]) => number) =>
+    new Counter({
+      name,
+      help,
+      labelNames: ['peer', 'peer_asn'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const p of stats()?.peers ?? []) this.inc({ peer: p.address, peer_asn: String(p.asn) }, value(p));
+      },
+    });
+  gauge('edge_ccm_bgp_session_state', 'BGP session state per peer, numbered as BGP4-MIB bgpPeerState: 1 idle, 2 connect, 3 active, 4 opensent, 5 openconfirm, 6 established.', (p) => PEER_STATE_CODES[p.state]);
+  gauge('edge_ccm_bgp_session_established', '1 while the BGP session with the peer is established, else 0.', (p) => (p.state === 'established' ? 1 : 0));
+  gauge('edge_ccm_bgp_session_uptime_seconds', 'Seconds since the BGP session with the peer was established (0 when it is not).', (p) => p.uptimeSeconds);
+  gauge('edge_ccm_bgp_prefixes_announced', 'Prefixes announced to the peer on the current session.', (p) => p.prefixesAnnounced);
+  counter('edge_ccm_bgp_updates_sent_total', 'UPDATE messages sent to the peer.', (p) => p.updatesSent);
+  counter('edge_ccm_bgp_updates_received_total', 'UPDATE messages received from the peer (validated and counted, never installed).', (p) => p.updatesReceived);
+  counter('edge_ccm_bgp_notifications_sent_total', 'NOTIFICATION messages sent to the peer.', (p) => p.notificationsSent);
+  counter('edge_ccm_bgp_notifications_received_total', 'NOTIFICATION messages received from the peer.', (p) => p.notificationsReceived);
+  counter('edge_ccm_bgp_session_flaps_total', 'Times an established BGP session with the peer went down.', (p) => p.flaps);
+  new Gauge({
+    name: 'edge_ccm_bgp_announcements',
+    help: 'Prefixes in the table the BGP speaker announces (pod CIDRs and load-balancer addresses).',
+    registers: [registry],
+    collect() {
+      this.reset();
+      const s = stats();
+      if (s) this.set(s.announcements);
+    },
+  });
+}
