@@ -45,6 +45,8 @@ function benchFake(): CloudProvider {
     providerName: 'fake',
     instances: {
       instanceExists: async () => 'exists',
+      // The bulk answer both shipped providers (static, proxmox) give: one call per lifecycle pass.
+      instancesExist: async (nodes) => new Map(nodes.map((n) => [n.metadata?.name ?? '', 'exists' as const])),
       instanceShutdown: async () => false,
       instanceMetadata: async (node) => metadata(node),
     },

@@ -1,4 +1,5 @@
 import { hostname } from 'node:os';
+import { Counter, type Registry } from 'prom-client';
 import type { Logger } from '../log.ts';
 import { isAlreadyExists, isNotFound, KubeApiError } from './errors.ts';
 import type { EventRecorder, EventSubject, EventType } from './event-recorder.ts';
@@ -237,8 +238,14 @@ export interface EventBroadcasterOptions {
   logger: Logger;
   /** reportingInstance and source.host's stand-in: who in the fleet wrote the event. Defaults to the host name. */
   instance?: string;
-  /** Writes waiting at most (client-go's maxQueuedEvents); beyond it events are dropped. */
+  /**
+   * Writes waiting at most (client-go's maxQueuedEvents). Beyond it, events are combined per
+   * namespace, kind, type, reason and source into one Event each (written once the queue is half
+   * empty again) rather than dropped as client-go does.
+   */
   queueSize?: number;
+  /** For edge_ccm_events_combined_total and edge_ccm_events_dropped_total. */
+  registry?: Registry;
   /** Attempts for a write that failed without an answer from the API server (client-go: 12, 10s apart). */
   maxTries?: number;
   retryDelayMs?: number;
@@ -246,6 +253,53 @@ export interface EventBroadcasterOptions {
 }
 
 interface PendingWrite extends CorrelatedEvent { tries: number }
+
+/** Why an event was not written (edge_ccm_events_dropped_total's cause label). */
+export type DropCause = 'spam-filter' | 'overflow-full' | 'write-failed' | 'rejected' | 'closed' | 'no-name';
+
+/** Events recorded while the queue was full, waiting to be written as one. */
+interface OverflowGroup {
+  first: CoreEvent;
+  count: number;
+  /** Distinct object names, in arrival order, as many as the message shows. */
+  names: string[];
+  objects: Set<string>;
+  lastMessage: string;
+  firstMs: number;
+  lastMs: number;
+}
+
+/** Object names a combined Event's message lists; the rest are counted. */
+const OVERFLOW_NAMES_SHOWN = 20;
+
+/** Events are the last thing to slow a controller down: their metrics, once per registry. */
+class EventMetrics {
+  private static readonly byRegistry = new WeakMap<Registry, EventMetrics>();
+  readonly combined: Counter<'reason'>;
+  readonly dropped: Counter<'cause'>;
+
+  private constructor(registers: Registry[]) {
+    this.combined = new Counter({
+      name: 'edge_ccm_events_combined_total',
+      help: 'Events recorded while the event writer was behind (its queue full) and written combined with similar ones into one Event, by reason.',
+      labelNames: ['reason'],
+      registers,
+    });
+    this.dropped = new Counter({
+      name: 'edge_ccm_events_dropped_total',
+      help: 'Events not written, by cause: spam-filter (client-go\'s per-object filter), overflow-full (too many kinds of combined events waiting), write-failed (retries exhausted), rejected (by the API server), closed, no-name.',
+      labelNames: ['cause'],
+      registers,
+    });
+  }
+
+  static for(registry?: Registry): EventMetrics {
+    if (!registry) return new EventMetrics([]);
+    let m = EventMetrics.byRegistry.get(registry);
+    if (!m) EventMetrics.byRegistry.set(registry, (m = new EventMetrics([registry])));
+    return m;
+  }
+}
 
 /**
  * The events pipeline shared by every controller: hand each one a recorder(component). Writes
@@ -262,6 +316,9 @@ export class EventBroadcaster {
   private readonly retryDelayMs: number;
   /** Keyed by namespace/name, in arrival order. */
   private readonly pending = new Map<string, PendingWrite>();
+  /** Events that found the queue full, by what makes them similar; see queueSize. */
+  private readonly overflow = new Map<string, OverflowGroup>();
+  private readonly metrics: EventMetrics;
   private readonly stopping = new AbortController();
   private draining?: Promise<void>;
   private closed = false;
@@ -274,6 +331,7 @@ export class EventBroadcaster {
     this.queueSize = options.queueSize ?? 1000;
     this.maxTries = options.maxTries ?? 12;
     this.retryDelayMs = options.retryDelayMs ?? 10_000;
+    this.metrics = EventMetrics.for(options.registry);
   }
 
   /** A recorder whose events name this component as their source (e.g. "cloud-node-controller"). */
@@ -295,7 +353,10 @@ export class EventBroadcaster {
     } finally {
       clearTimeout(timer);
       this.stopping.abort(new Error('event broadcaster closed'));
+      const unwritten = this.pending.size + [...this.overflow.values()].reduce((n, g) => n + g.count, 0);
+      if (unwritten > 0) this.metrics.dropped.inc({ cause: 'closed' }, unwritten);
       this.pending.clear();
+      this.overflow.clear();
     }
   }
 
@@ -303,16 +364,19 @@ export class EventBroadcaster {
     const what = { kind: subject.kind, name: subject.metadata?.name, reason };
     if (this.closed) {
       this.log.debug(4, 'event dropped: recorder closed', what);
+      this.metrics.dropped.inc({ cause: 'closed' });
       return;
     }
     const { ref, namespace } = objectReference(subject);
     if (!ref.name) {
       this.log.warn('event dropped: its object has no name', what);
+      this.metrics.dropped.inc({ cause: 'no-name' });
       return;
     }
     const correlated = this.correlator.correlate(this.correlator.makeEvent(ref, namespace, type, reason, message, component, this.instance));
     if (!correlated) {
       this.log.debug(4, 'event dropped by the spam filter', what);
+      this.metrics.dropped.inc({ cause: 'spam-filter' });
       return;
     }
     const key = `${namespace}/${correlated.event.metadata.name}`;
@@ -321,8 +385,7 @@ export class EventBroadcaster {
       // Not written yet: write the newer state instead (a create stays a create).
       queued.event = correlated.event;
     } else if (this.pending.size >= this.queueSize) {
-      this.log.debug(2, 'event dropped: queue full', what);
-      return;
+      this.combine(correlated.event, what);
     } else {
       this.pending.set(key, { ...correlated, tries: 0 });
     }
@@ -331,9 +394,51 @@ export class EventBroadcaster {
     });
   }
 
+  /**
+   * The queue is full: the event joins the waiting combined Event of its namespace, kind, type,
+   * reason and source (one per such key, however many objects), so that it is written as part of
+   * a count rather than lost. Only when there are as many keys waiting as the queue is long is an
+   * event dropped (and counted).
+   */
+  private combine(event: CoreEvent, what: object): void {
+    const o = event.involvedObject;
+    const key = [event.metadata.namespace, o.apiVersion, o.kind, event.type, event.reason, event.source.component].join('\u0000');
+    const nowMs = Date.now();
+    let group = this.overflow.get(key);
+    if (!group) {
+      if (this.overflow.size >= this.queueSize) {
+        this.log.debug(2, 'event dropped: queue and combined events full', what);
+        this.metrics.dropped.inc({ cause: 'overflow-full' });
+        return;
+      }
+      group = { first: event, count: 0, names: [], objects: new Set(), lastMessage: event.message, firstMs: nowMs, lastMs: nowMs };
+      this.overflow.set(key, group);
+    }
+    group.count++;
+    group.lastMessage = event.message;
+    group.lastMs = nowMs;
+    const name = o.name ?? '';
+    if (!group.objects.has(name)) {
+      group.objects.add(name);
+      if (group.names.length < OVERFLOW_NAMES_SHOWN) group.names.push(name);
+    }
+    this.metrics.combined.inc({ reason: event.reason });
+  }
+
+  /** Moves the combined Events into the queue once it is at most half full (or empty, at the end). */
+  private releaseOverflow(): void {
+    if (this.overflow.size === 0 || this.pending.size > this.queueSize / 2) return;
+    for (const group of this.overflow.values()) {
+      const event = combinedEvent(group);
+      this.pending.set(`${event.metadata.namespace}/${event.metadata.name}`, { event, update: false, tries: 0 });
+    }
+    this.overflow.clear();
+  }
+
   private async drain(): Promise<void> {
     await Promise.resolve(); // never write from inside the controller's event() call
     while (!this.stopping.signal.aborted) {
+      this.releaseOverflow();
       const next = this.pending.entries().next();
       if (next.done) return;
       const [key, write] = next.value;
@@ -341,6 +446,7 @@ export class EventBroadcaster {
       if (await this.write(write)) continue;
       if (write.tries >= this.maxTries) {
         this.log.error('event dropped after repeated failures to write it', { reason: write.event.reason, event: key, tries: write.tries });
+        this.metrics.dropped.inc({ cause: 'write-failed' }, write.event.count);
         continue;
       }
       // Put it back unless a newer state of the same Event is already waiting.
@@ -379,8 +485,34 @@ export class EventBroadcaster {
       }
       // An answer from the API server: retrying the same request would get the same answer.
       if (isAlreadyExists(e)) this.log.debug(5, 'event already exists', { event: event.metadata.name });
-      else this.log.error('server rejected event (will not retry)', { reason: event.reason, object: event.involvedObject.name, error: errorMessage(e) });
+      else {
+        this.log.error('server rejected event (will not retry)', { reason: event.reason, object: event.involvedObject.name, error: errorMessage(e) });
+        this.metrics.dropped.inc({ cause: 'rejected' });
+      }
       return true;
     }
   }
 }
+
+/**
+ * One Event for every event of a combined group: about the group's first object, with the count
+ * of them all and the objects named (the first few, then how many more).
+ */
+function combinedEvent(group: OverflowGroup): CoreEvent {
+  const first = group.first;
+  const kind = first.involvedObject.kind ?? 'object';
+  const more = group.objects.size - group.names.length;
+  const objects = `${group.names.join(', ')}${more > 0 ? ` and ${more} more` : ''}`;
+  const what = group.count === 1 ? `1 ${first.reason} event` : `${group.count} ${first.reason} events`;
+  const message = `${AGGREGATE_PREFIX}${what} on ${group.objects.size} ${kind} object(s) while the event writer was behind: ${objects}. Last message: ${group.lastMessage}`;
+  return {
+    ...first,
+    metadata: { namespace: first.metadata.namespace, name: `${first.involvedObject.name ?? ''}.combined.${Math.floor(group.firstMs * 1000).toString(16)}${(++combinedSequence).toString(16)}` },
+    message: message.length > MAX_EVENT_MESSAGE_LENGTH ? `${message.slice(0, MAX_EVENT_MESSAGE_LENGTH - 3)}...` : message,
+    firstTimestamp: formatTime(group.firstMs),
+    lastTimestamp: formatTime(group.lastMs),
+    count: group.count,
+  };
+}
+
+let combinedSequence = 0;

@@ -4,6 +4,12 @@ import { AGGREGATE_PREFIX, type CoreEvent, EventBroadcaster, EventCorrelator, ob
 import type { EventType } from '../../src/kube/event-recorder.ts';
 import type { KubeRequest, KubeTransport, WatchEvent } from '../../src/kube/transport.ts';
 import { createLogger, silentLogger } from '../../src/log.ts';
+import { Registry } from 'prom-client';
+
+async function metricValue(registry: Registry, name: string, labels: Record<string, string> = {}): Promise<number | undefined> {
+  const values = (await registry.getSingleMetric(name)?.get())?.values ?? [];
+  return values.find((v) => Object.entries(labels).every(([k, val]) => v.labels[k] === val))?.value;
+}
 
 const node = { apiVersion: 'v1', kind: 'Node', metadata: { name: 'node-1', uid: 'uid-n1', resourceVersion: '7' } };
 const service = { apiVersion: 'v1', kind: 'Service', metadata: { name: 'web', namespace: 'shop', uid: 'uid-s1' } };
@@ -272,13 +278,52 @@ describe('EventBroadcaster', () => {
     expect(api.events()).toHaveLength(0);
   });
 
-  test('beyond the queue size, events are dropped', async () => {
+  test('beyond the queue size, similar events are combined into one Event carrying their count, not dropped', async () => {
     const api = new FakeEventsApi();
-    const b = broadcaster(api, { queueSize: 2 });
-    const rec = b.recorder('x');
-    for (const name of ['n1', 'n2', 'n3']) rec.event({ kind: 'Node', metadata: { name } }, 'Normal', 'A', 'a');
+    const registry = new Registry();
+    const b = broadcaster(api, { queueSize: 2, registry });
+    const rec = b.recorder('cloud-node-controller');
+    const names = Array.from({ length: 30 }, (_, i) => `n${i + 1}`);
+    for (const name of names) rec.event({ kind: 'Node', metadata: { name } }, 'Normal', 'Synced', 'Node synced successfully');
     await b.flush();
-    expect(api.events().map((e) => e.involvedObject.name)).toEqual(['n1', 'n2']);
+    const events = api.events();
+    expect(events.map((e) => e.involvedObject.name)).toEqual(['n1', 'n2', 'n3']);
+    const combined = events[2]!;
+    expect(combined.count).toBe(28);
+    expect(combined.reason).toBe('Synced');
+    expect(combined.message.startsWith(AGGREGATE_PREFIX)).toBe(true);
+    expect(combined.message).toContain('28 Synced events on 28 Node object(s)');
+    expect(combined.message).toContain('n3, n4');
+    expect(combined.message).toContain('n22 and 8 more');
+    expect(combined.message).toContain('Last message: Node synced successfully');
+    // Every recorded event is in a count: written alone or combined.
+    expect(events.reduce((n, e) => n + e.count, 0)).toBe(30);
+    expect(await metricValue(registry, 'edge_ccm_events_combined_total', { reason: 'Synced' })).toBe(28);
+    expect(await metricValue(registry, 'edge_ccm_events_dropped_total')).toBeUndefined();
+  });
+
+  test('combined Events are kept per namespace, kind, type, reason and source; past that many kinds the rest is dropped and counted', async () => {
+    const api = new FakeEventsApi();
+    const registry = new Registry();
+    const b = broadcaster(api, { queueSize: 2, registry });
+    const rec = b.recorder('x');
+    const ev = (name: string, reason: string) => rec.event({ kind: 'Node', metadata: { name } }, 'Normal', reason, reason);
+    ev('a', 'A'); ev('b', 'A'); // the queue
+    ev('c', 'A'); ev('d', 'B'); ev('e', 'A'); // two combined Events
+    ev('f', 'C'); ev('g', 'C'); // a third kind: no room
+    await b.flush();
+    const combined = api.events().filter((e) => e.message.startsWith(AGGREGATE_PREFIX));
+    expect(combined.map((e) => [e.reason, e.count])).toEqual([['A', 2], ['B', 1]]);
+    expect(await metricValue(registry, 'edge_ccm_events_dropped_total', { cause: 'overflow-full' })).toBe(2);
+  });
+
+  test('what the spam filter drops is counted', async () => {
+    const api = new FakeEventsApi();
+    const registry = new Registry();
+    const b = broadcaster(api, { registry });
+    for (let i = 0; i < 100; i++) b.recorder('service-controller').event(service, 'Warning', 'SyncLoadBalancerFailed', 'boom');
+    await b.flush();
+    expect(await metricValue(registry, 'edge_ccm_events_dropped_total', { cause: 'spam-filter' })).toBe(75);
   });
 
   test('events about objects without a name are dropped', async () => {
