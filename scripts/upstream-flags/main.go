@@ -3,7 +3,8 @@
 // written by scripts/gen-upstream-flags.sh). Two modes:
 //
 //	surface            the flags of NewCloudControllerManagerCommand by help section, and the
-//	                   feature gates it knows, as JSON
+//	                   feature gates it knows, the names --tls-cipher-suites and --tls-min-version
+//	                   accept, as JSON
 //	configz ARGS...    the /configz body the upstream binary serves after parsing ARGS (the
 //	                   component config parts only: no kubeconfig or serving is needed)
 package main
@@ -83,7 +84,8 @@ func surface() {
 		gates = append(gates, gateInfo{string(name), spec.Default, string(spec.PreRelease), spec.LockToDefault})
 	}
 	sort.Slice(gates, func(i, j int) bool { return gates[i].Name < gates[j].Name })
-	emit(map[string]any{"flags": flags, "featureGates": gates})
+	emit(map[string]any{"flags": flags, "featureGates": gates,
+		"tlsCipherSuites": cliflag.TLSCipherPossibleValues(), "tlsVersions": cliflag.TLSPossibleVersions()})
 }
 
 // configz follows Run: the options' ApplyTo for the component config, converted to v1alpha1.

@@ -68,5 +68,13 @@ const out = [
   ...s.featureGates.map((g: unknown) => "  " + JSON.stringify(g) + ","),
   "];",
   "",
+  "/** The names --tls-cipher-suites accepts (Go's secure and insecure suites, with component-base's aliases). */",
+  "export const UPSTREAM_TLS_CIPHER_SUITES: readonly string[] = [",
+  ...s.tlsCipherSuites.map((n: string) => "  " + JSON.stringify(n) + ","),
+  "];",
+  "",
+  "/** The names --tls-min-version accepts. */",
+  "export const UPSTREAM_TLS_VERSIONS: readonly string[] = " + JSON.stringify(s.tlsVersions) + ";",
+  "",
 ];
 await Bun.write(OUT, out.join("\n"));

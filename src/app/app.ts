@@ -19,12 +19,12 @@ import { createServer } from '../server/server.ts';
 import { version, versionLine } from '../version.ts';
 import { SystemdNotifier } from '../systemd/notify.ts';
 import { BgpService } from './bgp-announcer.ts';
-import { buildControllers, type ControllerSettings } from './controllers.ts';
+import { CONTROLLERS, buildControllers, type ControllerSettings } from './controllers.ts';
 import { delegatedAuthClients } from './delegated-auth-clients.ts';
 import { loadKubeConfig, missingKubeconfigFiles } from './kubeconfig.ts';
 import { ControllerManagerMetrics, createRegistry, restClientObserver } from './metrics.ts';
 import { nodeOwnershipPredicate } from './node-ownership.ts';
-import { CONTROLLER_SERVICE_ACCOUNTS, ServiceAccountCredentials } from './service-account-credentials.ts';
+import { ServiceAccountCredentials } from './service-account-credentials.ts';
 import { errorMessage } from '../util/errors.ts';
 
 /** A problem with the command line or its files: the process exits 2, as upstream. */
@@ -308,7 +308,7 @@ async function serviceAccountTransports(
 ): Promise<Map<string, KubeTransport>> {
   const credentials = new ServiceAccountCredentials(kubeConfig, root, transportOptions, logger, signal);
   const out = new Map<string, KubeTransport>();
-  for (const [component, account] of Object.entries(CONTROLLER_SERVICE_ACCOUNTS)) {
+  for (const { name: component, serviceAccount: account } of CONTROLLERS) {
     if (!enabled.has(component)) continue;
     out.set(component, await credentials.transportFor(account));
     logger.info('controller uses its own service account', { controller: component, serviceAccount: `kube-system/${account}` });

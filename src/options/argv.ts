@@ -116,7 +116,7 @@ function setFlag(scan: ScannedArgv, def: AnyFlagDef, text: string): void {
     return;
   }
   const previous = scan.values[def.key];
-  const accumulates = def.kind === 'list' && scan.given.has(def.key) && Array.isArray(previous);
+  const accumulates = (def.kind === 'list' || def.kind === 'repeated') && scan.given.has(def.key) && Array.isArray(previous);
   scan.values[def.key] = accumulates ? [...previous, ...(parsed.value as string[])] : parsed.value;
   scan.given.add(def.key);
   scan.unreadable.delete(def.key); // a later good value is the one to check

@@ -13,6 +13,7 @@ const KIND_TYPE_NAMES: Record<AnyFlagDef['kind'], string> = {
   float: 'float',
   duration: 'duration',
   list: 'strings',
+  repeated: 'stringArray',
 };
 
 /** The word after the flag name in --help ("duration", "int32"); empty for booleans. */
@@ -36,6 +37,7 @@ export function flagDefaultText(def: AnyFlagDef): string | undefined {
     case 'duration':
       return def.default === 0 ? undefined : formatGoDuration(def.default);
     case 'list':
+    case 'repeated':
       return def.default.length === 0 ? undefined : `[${def.default.join(',')}]`;
     case 'string':
       if (def.default === '') return undefined;

@@ -7,46 +7,16 @@
 import * as v from 'valibot';
 import { CONTROLLER_ALIASES, CONTROLLER_NAMES, resolveControllers } from './controllers.ts';
 import { formatGoDuration, parseGoDuration } from './duration.ts';
-import type { FlagKind, FlagKindValue } from './values.ts';
+import type { FlagKind } from './values.ts';
+import { flag, type FlagDef } from './flag-def.ts';
 import { parseIP } from '../net/ip.ts';
 import { alwaysAllowPathError } from '../server/path-matcher.ts';
 import { parseClusterCIDRs } from './cluster-cidr.ts';
+import { COMPAT_FLAGS } from './flags-compat.ts';
+import { LOGGING_FLAGS } from './flags-logging.ts';
+import { SERVING_FLAGS } from './flags-serving.ts';
 
-/** Help sections, in upstream's order; ours last. */
-export const FLAG_GROUPS = [
-  'generic',
-  'cloud-node-controller',
-  'service-lb-controller',
-  'secure serving',
-  'authentication',
-  'authorization',
-  'misc',
-  'global',
-  'edge-ccm',
-] as const;
-export type FlagGroup = (typeof FLAG_GROUPS)[number];
-
-export interface FlagDef<Key extends string = string, Kind extends FlagKind = FlagKind, Value = FlagKindValue[Kind]> {
-  /** Long name, without dashes. */
-  readonly name: string;
-  readonly shorthand?: string;
-  /** Property of Options that receives the value. */
-  readonly key: Key;
-  readonly kind: Kind;
-  readonly default: FlagKindValue[Kind];
-  readonly group: FlagGroup;
-  readonly help: string;
-  /** The value's type as upstream's --help prints it, when it is not the kind's (int32, ip, Level). */
-  readonly typeName?: string;
-  /** Constraints on this flag alone; may narrow the type (a picklist). Cross-flag rules live in validate.ts. */
-  readonly schema?: v.GenericSchema<FlagKindValue[Kind], Value>;
-}
-
-function flag<const Key extends string, Kind extends FlagKind, Value = FlagKindValue[Kind]>(
-  def: FlagDef<Key, Kind, Value>,
-): FlagDef<Key, Kind, Value> {
-  return def;
-}
+export { FLAG_GROUPS, flag, type FlagDef, type FlagGroup } from './flag-def.ts';
 
 const greaterThanZero = v.pipe(
   v.number(),
@@ -196,8 +166,8 @@ export const FLAGS = [
     kind: 'string',
     default: 'application/vnd.kubernetes.protobuf',
     group: 'generic',
-    help:
-      'Content type of requests sent to apiserver. Accepted for compatibility: edge-ccm always sends JSON.',
+    help: 'Content type of requests sent to apiserver.',
+    inert: 'edge-ccm always sends and asks for JSON',
   }),
   flag({
     name: 'min-resync-period',
@@ -267,9 +237,8 @@ export const FLAGS = [
     kind: 'bool',
     default: false,
     group: 'generic',
-    help:
-      'Should CIDRs for Pods be allocated and set on the cloud provider. Accepted for compatibility: edge-ccm ' +
-      'does not allocate node CIDRs.',
+    help: 'Should CIDRs for Pods be allocated and set on the cloud provider. Requires --cluster-cidr.',
+    inert: 'edge-ccm allocates no pod CIDRs (kube-controller-manager\'s node-ipam controller does); routes follow --configure-cloud-routes',
   }),
   flag({
     name: 'cluster-name',
@@ -619,6 +588,10 @@ export const FLAGS = [
       'balancer. Only annotations edge-ccm wrote (marked edge-ccm.io/kube-vip-annotation) are ever removed. ' +
       'Needs patch on services: deploy/kubernetes/rbac-kube-vip.yaml.',
   }),
+  // the rest of upstream's surface, by topic (src/options/upstream-flags.ts lists it all)
+  ...COMPAT_FLAGS,
+  ...SERVING_FLAGS,
+  ...LOGGING_FLAGS,
 ] as const;
 
 export type AnyFlagDef = (typeof FLAGS)[number];

@@ -11,6 +11,8 @@ import { validateFlagValues } from './validate.ts';
 export type Options = FlagValues & {
   /** The controllers --controllers selects, by canonical name. */
   enabledControllers: ReadonlySet<ControllerName>;
+  /** Keys of the flags given on the command line (the others hold their defaults). */
+  givenFlags: ReadonlySet<string>;
 };
 
 export interface ParsedArgs {
@@ -32,7 +34,7 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
   const rest = { command: scan.command, args: scan.args };
   if (scan.values.help === true || scan.values.version === true) {
     if (scan.errors.length > 0) throw new FlagErrors(scan.errors);
-    return { ...rest, options: withEnabledControllers(scan.values as FlagValues) };
+    return { ...rest, options: withEnabledControllers(scan.values as FlagValues, scan.given) };
   }
 
   const validation = validateFlagValues(scan.values, {
@@ -41,12 +43,12 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
   });
   if (!validation.ok) throw new FlagErrors([...scan.errors, ...validation.errors]);
   if (scan.errors.length > 0) throw new FlagErrors(scan.errors);
-  return { ...rest, options: withEnabledControllers(validation.values) };
+  return { ...rest, options: withEnabledControllers(validation.values, scan.given) };
 }
 
-function withEnabledControllers(values: FlagValues): Options {
+function withEnabledControllers(values: FlagValues, given: ReadonlySet<string>): Options {
   const selection = resolveControllers(values.controllers);
-  return { ...values, enabledControllers: selection.ok ? selection.enabled : new Set() };
+  return { ...values, enabledControllers: selection.ok ? selection.enabled : new Set(), givenFlags: given };
 }
 
 export { FlagErrors, FLAG_ERROR_EXIT_CODE, formatFlagError, type FlagError } from './errors.ts';
@@ -63,3 +65,4 @@ export { FLAGS, FLAG_GROUPS, type FlagDef, type FlagGroup, type FlagValues } fro
 export { renderHelp } from './help.ts';
 export { EXIT_CODES, EXIT_FAILURE, EXIT_INVALID_INPUT, EXIT_OK } from './exit-codes.ts';
 export { renderFlagsMarkdown } from './markdown.ts';
+export { inertFlagsWarning } from './inert.ts';

@@ -6,6 +6,7 @@
 import * as v from 'valibot';
 import type { FlagError } from './errors.ts';
 import { formatGoDuration } from './duration.ts';
+import { resolveFeatureGates } from './feature-gates.ts';
 import { FLAGS, flagByKey, flagLabel, type FlagKey, type FlagValues } from './flags.ts';
 
 /** client-go's leaderelection.JitterFactor: the renew deadline must exceed 1.2 x the retry period. */
@@ -55,6 +56,21 @@ function crossFlagChecks(o: FlagValues, context: ValidationContext, issue: AddIs
   if (keyGiven && !certGiven) issue('tlsCertFile', 'is required when --tls-private-key-file is set', ['tlsPrivateKeyFile']);
 
   if (o.leaderElect) leaderElectionChecks(o, issue);
+
+  if (o.webhookSecurePort !== 0 && o.webhookSecurePort === o.securePort) {
+    issue('webhookSecurePort', 'cannot be the same value as --secure-port', ['securePort']);
+  }
+  loggingChecks(o, issue);
+}
+
+/** component-base's logs ValidateAndApply: vmodule only for text, the alpha options only behind their gate. */
+function loggingChecks(o: FlagValues, issue: AddIssue): void {
+  if (o.vmodule.trim() !== '' && o.loggingFormat !== 'text') issue('vmodule', 'Only supported for text log format', ['loggingFormat']);
+  const gates = resolveFeatureGates(o.featureGates);
+  const alpha = gates.ok && gates.gates.enabled('LoggingAlphaOptions');
+  if (alpha || !gates.ok) return;
+  if (o.logTextSplitStream) issue('logTextSplitStream', 'Feature LoggingAlphaOptions is disabled (add --feature-gates=LoggingAlphaOptions=true)', ['featureGates']);
+  if (o.logJsonSplitStream) issue('logJsonSplitStream', 'Feature LoggingAlphaOptions is disabled (add --feature-gates=LoggingAlphaOptions=true)', ['featureGates']);
 }
 
 /** component-base's ValidateLeaderElectionConfiguration plus client-go's NewLeaderElector checks. */

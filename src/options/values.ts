@@ -1,11 +1,12 @@
 /**
  * Turning one flag's text into its typed value, with pflag's grammar per kind: Go's ParseBool
- * spellings, decimal int32, floats, Go durations, and string lists read as one CSV record.
+ * spellings, decimal int32, floats, Go durations, string lists read as one CSV record, and
+ * repeated values taken whole.
  */
 import { parseGoBool } from '../util/strconv.ts';
 import { parseGoDuration } from './duration.ts';
 
-export type FlagKind = 'string' | 'bool' | 'int' | 'float' | 'duration' | 'list';
+export type FlagKind = 'string' | 'bool' | 'int' | 'float' | 'duration' | 'list' | 'repeated';
 
 export interface FlagKindValue {
   string: string;
@@ -15,6 +16,8 @@ export interface FlagKindValue {
   /** Milliseconds. */
   duration: number;
   list: string[];
+  /** One entry per use, commas kept (pflag's StringArray, NamedCertKeyArray). */
+  repeated: string[];
 }
 
 export type ParsedValue<T> = { ok: true; value: T } | { ok: false; message: string };
@@ -50,6 +53,8 @@ export function parseFlagValue(kind: FlagKind, text: string): ParsedValue<FlagKi
       }
     case 'list':
       return parseCSVRecord(text);
+    case 'repeated':
+      return { ok: true, value: [text] };
   }
 }
 

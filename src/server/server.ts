@@ -1,15 +1,13 @@
 import type { Hono } from 'hono';
 import { createServerApp, type ServerAppOptions } from './app.ts';
 import type { ServerEnv } from './auth-middleware.ts';
-import { loadServingTls } from './tls.ts';
+import { loadServingTls, type ServingTlsOptions } from './tls.ts';
 
-export interface ServerOptions extends ServerAppOptions {
-  /** --bind-address (default 0.0.0.0 in the flags). */
-  bindAddress: string;
+export interface ServerOptions extends ServerAppOptions, ServingTlsOptions {
   /** --secure-port; 0 turns serving off, as upstream. */
   securePort: number;
-  tlsCertFile?: string;
-  tlsKeyFile?: string;
+  /** --permit-port-sharing: SO_REUSEPORT, so several processes may bind the port. */
+  permitPortSharing?: boolean;
   /** Listen on a port the kernel picks, whatever securePort says (tests only). */
   ephemeralPortForTests?: boolean;
 }
@@ -47,10 +45,14 @@ export function createServer(opts: ServerOptions): CcmServer {
         return { port: 0 };
       }
       const tls = await loadServingTls(opts);
+      for (const warning of tls.warnings) log.warn(warning);
+      if (tls.selfSignedFiles) log.info(tls.selfSignedFiles.reused ? 'serving with the self-signed pair in --cert-dir' : 'wrote a self-signed pair to --cert-dir', tls.selfSignedFiles);
       server = Bun.serve({
         hostname: opts.bindAddress,
         port: opts.ephemeralPortForTests ? 0 : opts.securePort,
-        tls: { cert: tls.cert, key: tls.key },
+        // One entry per certificate: the default first, then the --tls-sni-cert-key ones by server name.
+        tls: tls.certificates.length === 1 ? tls.certificates[0] : tls.certificates,
+        ...(opts.permitPortSharing ? { reusePort: true } : {}),
         fetch: app.fetch,
       });
       const port = server.port ?? 0;
