@@ -13,19 +13,86 @@ import { NODES, SERVICES } from '../kube/resources.ts';
 import type { KubeTransport } from '../kube/transport.ts';
 import type { Logger } from '../log.ts';
 import type { Prefix } from '../net/ip.ts';
-import type { ControllerName } from '../options/controllers.ts';
 
-/** Event source components as upstream's controllers name them, so event queries carry over. */
-const EVENT_SOURCES: Record<string, string> = {
-  'cloud-node-controller': 'cloud-node-controller',
-  'cloud-node-lifecycle-controller': 'cloud-node-lifecycle-controller',
-  'service-lb-controller': 'service-controller',
-  'node-route-controller': 'route_controller',
-};
+/**
+ * The controllers, in one table: to add one, add its folder under src/controllers and a row
+ * here. Names and aliases are upstream's (--controllers reads them: src/options/controllers.ts),
+ * so are the event sources (event queries carry over) and the service accounts
+ * (--use-service-account-credentials, as upstream's controller client names).
+ */
+export interface ControllerSpec {
+  /** Its name in --controllers, logs, health checks and metrics. */
+  readonly name: string;
+  /** Upstream's short alias in --controllers (names.CCMControllerAliases). */
+  readonly alias: string;
+  /** The source component of its events. */
+  readonly eventSource: string;
+  /** The kube-system service account it acts as with --use-service-account-credentials. */
+  readonly serviceAccount: string;
+  /** Why it cannot run with this provider and these settings (logged once); undefined: it can. */
+  unavailable(cloud: CloudProvider, settings: ControllerSettings): string | undefined;
+  /** The controller, from its part of the context and its settings. */
+  start(ctx: ControllerContext, settings: ControllerSettings): Controller;
+}
+
+export const CONTROLLERS = [
+  {
+    name: 'cloud-node-controller',
+    alias: 'cloud-node',
+    eventSource: 'cloud-node-controller',
+    serviceAccount: 'node-controller',
+    unavailable: (cloud) => (cloud.instances ? undefined : `provider ${cloud.providerName} has no instances`),
+    start: (ctx, s) => new CloudNodeController(ctx, {
+      workers: s.concurrentNodeSyncs,
+      nodeStatusUpdateFrequencyMs: s.nodeStatusUpdateFrequencyMs,
+      relabelNodes: s.nodeLabelResync || ctx.cloud.relabelNodes === true,
+    }),
+  },
+  {
+    name: 'cloud-node-lifecycle-controller',
+    alias: 'cloud-node-lifecycle',
+    eventSource: 'cloud-node-lifecycle-controller',
+    serviceAccount: 'node-controller',
+    unavailable: (cloud) => (cloud.instances ? undefined : `provider ${cloud.providerName} has no instances`),
+    start: (ctx, s) => new CloudNodeLifecycleController(ctx, s.lifecycle),
+  },
+  {
+    name: 'service-lb-controller',
+    alias: 'service',
+    eventSource: 'service-controller',
+    serviceAccount: 'service-controller',
+    unavailable: (cloud) => (cloud.loadBalancer ? undefined : `provider ${cloud.providerName} has no load balancers`),
+    start: (ctx, s) => new ServiceController(ctx, { workers: s.concurrentServiceSyncs, kubeVipAnnotation: s.kubeVipAnnotation, ensureBlocked: s.ensureBlocked }),
+  },
+  {
+    name: 'node-route-controller',
+    alias: 'route',
+    eventSource: 'route_controller',
+    serviceAccount: 'route-controller',
+    // The one place that says whether routes run (settings.ts requires --cluster-cidr then).
+    unavailable: (cloud, s) => (!s.configureCloudRoutes ? '--configure-cloud-routes=false' : cloud.routes ? undefined : `provider ${cloud.providerName} has no routes`),
+    start: (ctx, s) => new RouteController(ctx, { clusterCIDRs: s.clusterCIDRs, reconciliationPeriodMs: s.routeReconciliationPeriodMs }),
+  },
+] as const satisfies readonly ControllerSpec[];
+
+export type ControllerName = (typeof CONTROLLERS)[number]['name'];
+
+/** The controllers that run: enabled by --controllers, and able to with this provider and settings. */
+export function runnableControllers(cloud: CloudProvider, settings: ControllerSettings): { run: ControllerSpec[]; skipped: { name: string; why: string }[] } {
+  const run: ControllerSpec[] = [];
+  const skipped: { name: string; why: string }[] = [];
+  for (const spec of CONTROLLERS) {
+    if (!settings.enabled.has(spec.name)) continue;
+    const why = spec.unavailable(cloud, settings);
+    if (why === undefined) run.push(spec);
+    else skipped.push({ name: spec.name, why });
+  }
+  return { run, skipped };
+}
 
 /** What the controllers need from the command line, already parsed and validated. */
 export interface ControllerSettings {
-  enabled: ReadonlySet<ControllerName>;
+  enabled: ReadonlySet<string>;
   clusterName: string;
   concurrentNodeSyncs: number;
   concurrentServiceSyncs: number;
@@ -38,6 +105,8 @@ export interface ControllerSettings {
   clusterCIDRs: Prefix[];
   routeReconciliationPeriodMs: number;
   lifecycle: LifecycleOptions;
+  /** Why the service controller may not ensure load balancers now (see ReplicaGuard); undefined: it may. */
+  ensureBlocked?: () => string | undefined;
 }
 
 export interface ControllerDeps {
@@ -63,10 +132,10 @@ export function buildControllers(settings: ControllerSettings, deps: ControllerD
   // Resynced every 30s as upstream's service informer, so pending clean-ups are retried.
   const services = new Informer<V1Service>({ transport: deps.transport, type: SERVICES, transform: stripManagedFields, resyncMs: 30_000, logger: log.with({ informer: 'services' }) });
   const workQueueMetrics = new WorkQueueMetrics(deps.registry);
-  const context = (component: string): ControllerContext => ({
-    transport: deps.transportFor?.(component) ?? deps.transport,
-    recorder: deps.recorderFor(EVENT_SOURCES[component] ?? component),
-    logger: log.with({ controller: component }),
+  const context = (spec: ControllerSpec): ControllerContext => ({
+    transport: deps.transportFor?.(spec.name) ?? deps.transport,
+    recorder: deps.recorderFor(spec.eventSource),
+    logger: log.with({ controller: spec.name }),
     registry: deps.registry,
     cloud: deps.cloud,
     clusterName: settings.clusterName,
@@ -75,33 +144,8 @@ export function buildControllers(settings: ControllerSettings, deps: ControllerD
     isManagedNode: deps.isManagedNode,
     workQueueMetrics,
   });
-  const controllers: Controller[] = [];
-  const want = (name: ControllerName, capable: boolean, why: string): boolean => {
-    if (!settings.enabled.has(name)) return false;
-    if (!capable) log.info(`${name} not started: ${why}`, { controller: name });
-    return capable;
-  };
-  const cloud = deps.cloud;
-  if (want('cloud-node-controller', !!cloud.instances, `provider ${cloud.providerName} has no instances`)) {
-    controllers.push(new CloudNodeController(context('cloud-node-controller'), {
-      workers: settings.concurrentNodeSyncs,
-      nodeStatusUpdateFrequencyMs: settings.nodeStatusUpdateFrequencyMs,
-      relabelNodes: settings.nodeLabelResync || cloud.relabelNodes === true,
-    }));
-  }
-  if (want('cloud-node-lifecycle-controller', !!cloud.instances, `provider ${cloud.providerName} has no instances`)) {
-    controllers.push(new CloudNodeLifecycleController(context('cloud-node-lifecycle-controller'), settings.lifecycle));
-  }
-  if (want('service-lb-controller', !!cloud.loadBalancer, `provider ${cloud.providerName} has no load balancers`)) {
-    controllers.push(new ServiceController(context('service-lb-controller'), {
-      workers: settings.concurrentServiceSyncs,
-      kubeVipAnnotation: settings.kubeVipAnnotation,
-      ensureBlocked: deps.ensureBlocked,
-    }));
-  }
-  const routesWhy = !settings.configureCloudRoutes ? '--configure-cloud-routes=false' : `provider ${cloud.providerName} has no routes`;
-  if (want('node-route-controller', settings.configureCloudRoutes && !!cloud.routes, routesWhy)) {
-    controllers.push(new RouteController(context('node-route-controller'), { clusterCIDRs: settings.clusterCIDRs, reconciliationPeriodMs: settings.routeReconciliationPeriodMs }));
-  }
+  const { run, skipped } = runnableControllers(deps.cloud, settings);
+  for (const { name, why } of skipped) log.info(`${name} not started: ${why}`, { controller: name });
+  const controllers = run.map((spec) => spec.start(context(spec), { ...settings, ensureBlocked: deps.ensureBlocked }));
   return { informers: { nodes, services }, controllers };
 }

@@ -116,11 +116,3 @@ export class ServiceAccountCredentials {
     return { token, renewInMs: lifetimeMs * RENEW_AT };
   }
 }
-
-/** The service account each controller acts as, as upstream's controller client names. */
-export const CONTROLLER_SERVICE_ACCOUNTS: Record<string, string> = {
-  'cloud-node-controller': 'node-controller',
-  'cloud-node-lifecycle-controller': 'node-controller',
-  'service-lb-controller': 'service-controller',
-  'node-route-controller': 'route-controller',
-};

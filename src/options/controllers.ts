@@ -2,25 +2,17 @@
  * The --controllers selection, with upstream's names, aliases and semantics
  * (k8s.io/controller-manager IsControllerEnabled): for each controller the first entry naming it
  * decides (`name` on, `-name` off); without one, it runs iff `*` is listed. Every controller of
- * the cloud-controller-manager is on by default, so `*` enables all of them.
+ * the cloud-controller-manager is on by default, so `*` enables all of them. The names and aliases
+ * are the controller table's (src/app/controllers.ts), the one list of controllers.
  */
+import { CONTROLLERS, type ControllerName } from '../app/controllers.ts';
 
-export const CONTROLLER_NAMES = [
-  'cloud-node-controller',
-  'cloud-node-lifecycle-controller',
-  'service-lb-controller',
-  'node-route-controller',
-] as const;
+export type { ControllerName };
 
-export type ControllerName = (typeof CONTROLLER_NAMES)[number];
+export const CONTROLLER_NAMES: readonly ControllerName[] = CONTROLLERS.map((c) => c.name);
 
 /** Upstream's short aliases (names.CCMControllerAliases). */
-export const CONTROLLER_ALIASES: Readonly<Record<string, ControllerName>> = {
-  'cloud-node': 'cloud-node-controller',
-  'cloud-node-lifecycle': 'cloud-node-lifecycle-controller',
-  service: 'service-lb-controller',
-  route: 'node-route-controller',
-};
+export const CONTROLLER_ALIASES: Readonly<Record<string, ControllerName>> = Object.fromEntries(CONTROLLERS.map((c) => [c.alias, c.name]));
 
 export type ControllerSelection =
   | { ok: true; enabled: ReadonlySet<ControllerName> }
