@@ -15,7 +15,7 @@ export class SpeakerMetrics {
   readonly conflicts: Counter<'address' | 'node'>;
   readonly alive: Gauge;
 
-  constructor(registry: Registry, stats: () => { responder: ResponderStats; liveness?: LivenessStats }) {
+  constructor(registry: Registry, stats: () => { responder: ResponderStats; liveness?: LivenessStats; announcing: number }) {
     this.announcing = new Gauge({
       name: 'edge_ccm_l2_announcing',
       help: 'Addresses this node answers ARP/NDP for: 1 per address and interface.',
@@ -41,6 +41,14 @@ export class SpeakerMetrics {
       registers: [registry],
     });
     this.alive = new Gauge({ name: 'edge_ccm_l2_speakers_alive', help: 'Speakers this one hears (itself included).', registers: [registry] });
+    new Gauge({
+      name: 'edge_ccm_l2_takeover_announcements_pending',
+      help: 'Addresses whose gratuitous ARP / unsolicited Neighbor Advertisements are still being repeated after a takeover.',
+      registers: [registry],
+      collect() {
+        this.set(stats().announcing);
+      },
+    });
     // Counters kept by the responder and the mesh, copied in at each scrape (prom-client's collect).
     new Counter({
       name: 'edge_ccm_l2_answers_total',

@@ -80,7 +80,7 @@ export class Speaker {
       },
     });
     this.responder = new L2Responder({ pollIntervalMs: opts.pollIntervalMs, onEvent: (e) => this.onResponderEvent(e) });
-    this.metrics = new SpeakerMetrics(opts.registry, () => ({ responder: this.responder.stats(), liveness: this.liveness.stats() }));
+    this.metrics = new SpeakerMetrics(opts.registry, () => ({ responder: this.responder.stats(), liveness: this.liveness.stats(), announcing: this.responder.announcing().length }));
   }
 
   /** Runs until the signal aborts; then stops answering (another node takes over within its liveness timeout). */
