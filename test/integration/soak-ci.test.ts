@@ -1,0 +1,44 @@
+import { expect, test } from 'bun:test';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { tempDir } from '../harness/ccm-process.ts';
+import type { SoakReport } from '../soak/report.ts';
+import { randomSeed } from '../soak/random.ts';
+
+/**
+ * The fault soak's CI profile (docs/reliability.md) on every change: 4 minutes of workload and
+ * faults plus about a minute of set-up, 2+2 replicas of the compiled binary. The seed is random
+ * and printed (EDGE_CCM_SOAK_SEED=N replays one); any invariant violated fails the test with
+ * the soak's report. The soak runs as its own process (its pid in an owned dir, so it is ended
+ * however this test ends), its output kept in a file and shown on failure.
+ */
+const ROOT = resolve(import.meta.dir, '../..');
+const MINUTES = 4;
+
+test('the CI soak profile reports no invariant violation', async () => {
+  const binary = join(ROOT, 'dist/edge-ccm');
+  if (!existsSync(binary)) throw new Error(`${binary} is missing: run \`bun run build\` first (the README's test command, bash scripts/test.sh, builds it)`);
+  const seed = Number(process.env.EDGE_CCM_SOAK_SEED ?? randomSeed());
+  console.log(`soak seed ${seed}: replay with scripts/soak --seed ${seed} --minutes ${MINUTES} --profile ci`);
+  const dir = tempDir('edge-ccm-soak-ci-');
+  const reportPath = join(dir, 'report.json');
+  const logPath = join(dir, 'soak.log');
+  const soak = Bun.spawn([process.execPath, join(ROOT, 'test/soak/main.ts'), '--profile', 'ci', '--minutes', String(MINUTES), '--seed', String(seed), '--report', reportPath], {
+    cwd: ROOT, stdout: Bun.file(logPath), stderr: 'pipe',
+  });
+  writeFileSync(join(dir, 'soak.pid'), String(soak.pid));
+  const stderr = await new Response(soak.stderr).text();
+  const code = await soak.exited;
+  const log = readFileSync(logPath, 'utf8');
+  const tail = `${log.split('\n').slice(-60).join('\n')}\n${stderr}`;
+  expect(existsSync(reportPath), `the soak wrote no report (exit ${code}):\n${tail}`).toBe(true);
+  const report = JSON.parse(readFileSync(reportPath, 'utf8')) as SoakReport;
+  console.log(log.split('\n').filter((l) => /^(soak:|faults|objects|invariant|replica|recovery|replicas|violations)/.test(l)).join('\n'));
+  expect(report.violations, tail).toEqual([]);
+  expect(code, tail).toBe(0);
+  // A soak that injected nothing or checked nothing proves nothing.
+  expect(report.faultsTotal).toBeGreaterThan(5);
+  expect(report.checks['write-in-term'] ?? 0).toBeGreaterThan(0);
+  expect(report.checks['service-state'] ?? 0).toBeGreaterThan(0);
+  expect(report.churnTotal).toBeGreaterThan(20);
+}, (MINUTES + 4) * 60_000);
