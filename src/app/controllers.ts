@@ -8,6 +8,7 @@ import { ServiceController } from '../controllers/service/index.ts';
 import type { Controller, ControllerContext } from '../controllers/types.ts';
 import type { EventRecorder } from '../kube/event-recorder.ts';
 import { Informer, stripManagedFields } from '../kube/informer/index.ts';
+import { stripUnreadNodeFields } from '../kube/node-fields.ts';
 import { WorkQueueMetrics } from '../kube/workqueue/index.ts';
 import { NODES, SERVICES } from '../kube/resources.ts';
 import type { KubeTransport } from '../kube/transport.ts';
@@ -128,7 +129,7 @@ export interface ControllerDeps {
  */
 export function buildControllers(settings: ControllerSettings, deps: ControllerDeps): { informers: { nodes: Informer<V1Node>; services: Informer<V1Service> }; controllers: Controller[] } {
   const log = deps.logger;
-  const nodes = new Informer<V1Node>({ transport: deps.transport, type: NODES, transform: stripManagedFields, logger: log.with({ informer: 'nodes' }) });
+  const nodes = new Informer<V1Node>({ transport: deps.transport, type: NODES, transform: stripUnreadNodeFields, logger: log.with({ informer: 'nodes' }) });
   // Resynced every 30s as upstream's service informer, so pending clean-ups are retried.
   const services = new Informer<V1Service>({ transport: deps.transport, type: SERVICES, transform: stripManagedFields, resyncMs: 30_000, logger: log.with({ informer: 'services' }) });
   const workQueueMetrics = new WorkQueueMetrics(deps.registry);
