@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { Counter, type Registry } from 'prom-client';
-import type { Logger } from '../log.ts';
+import type { LogFields, Logger } from '../log.ts';
 import { isAlreadyExists, isNotFound, KubeApiError } from './errors.ts';
 import type { EventRecorder, EventSubject, EventType } from './event-recorder.ts';
 import { EVENTS, ResourceClient } from './resources.ts';
@@ -400,7 +400,7 @@ export class EventBroadcaster {
    * a count rather than lost. Only when there are as many keys waiting as the queue is long is an
    * event dropped (and counted).
    */
-  private combine(event: CoreEvent, what: object): void {
+  private combine(event: CoreEvent, what: LogFields): void {
     const o = event.involvedObject;
     const key = [event.metadata.namespace, o.apiVersion, o.kind, event.type, event.reason, event.source.component].join('\u0000');
     const nowMs = Date.now();
