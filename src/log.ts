@@ -4,6 +4,8 @@
  * when level <= the configured verbosity. No global logger: the app builds one and hands
  * children (`with`) to the pieces it wires.
  */
+import { verbosityFor, type VModuleRule } from './options/vmodule.ts';
+
 export type LogFormat = 'text' | 'json';
 export type LogFields = Record<string, unknown>;
 
@@ -20,18 +22,27 @@ export interface Logger {
 export interface LoggerOptions {
   format?: LogFormat;
   verbosity?: number;
+  /** --vmodule: a verbosity per component (see VMODULE_FIELDS), overriding `verbosity` for the loggers of matching components. */
+  vmodule?: readonly VModuleRule[];
   write?: (line: string) => void;
+  /** Where warnings and errors go when they are split from the rest (--log-*-split-stream); default `write`. */
+  writeErrors?: (line: string) => void;
   now?: () => Date;
 }
 
+/** The fields that name what a logger is for, which --vmodule patterns are matched against. */
+const VMODULE_FIELDS = ['controller', 'component', 'provider', 'informer'];
+
 export function createLogger(opts: LoggerOptions = {}, base: LogFields = {}): Logger {
   const format = opts.format ?? 'text';
-  const verbosity = opts.verbosity ?? 0;
+  const names = VMODULE_FIELDS.map((k) => base[k]).filter((n): n is string => typeof n === 'string');
+  const verbosity = opts.vmodule?.length ? verbosityFor(opts.vmodule, names, opts.verbosity ?? 0) : (opts.verbosity ?? 0);
   const write = opts.write ?? ((line: string) => process.stderr.write(line + '\n'));
+  const writeErrors = opts.writeErrors ?? write;
   const now = opts.now ?? (() => new Date());
   const emit = (level: 'info' | 'warn' | 'error', msg: string, fields?: LogFields, v?: number) => {
     const all = { ...base, ...fields };
-    write(format === 'json' ? jsonLine(now(), level, msg, all, v) : textLine(now(), level, msg, all));
+    (level === 'info' ? write : writeErrors)(format === 'json' ? jsonLine(now(), level, msg, all, v) : textLine(now(), level, msg, all));
   };
   return {
     info: (msg, fields) => emit('info', msg, fields),

@@ -18,8 +18,8 @@ const cases = [
   "--cloud-provider=static --cloud-config=/etc/cfg.yaml --kubeconfig=/etc/kc --kube-api-qps=5 --kube-api-burst=7 --leader-elect=false " +
     "--leader-elect-resource-name=x --min-resync-period=1h --cluster-cidr=10.0.0.0/16 --allocate-node-cidrs --configure-cloud-routes=false " +
     "--cluster-name=edge --use-service-account-credentials --node-monitor-period=7s --route-reconciliation-period=1m " +
-    "--concurrent-service-syncs=4 --concurrent-node-status-updates=9 --node-status-update-frequency=1m --webhooks=a,b " +
-    "--external-cloud-volume-plugin=gce --controller-start-interval=2s --cidr-allocator-type=CloudAllocator",
+    "--concurrent-service-syncs=4 --concurrent-node-status-updates=9 --node-status-update-frequency=1m " +
+    "--external-cloud-volume-plugin=gce --controller-start-interval=2s --cidr-allocator-type=CloudAllocator --webhooks=*",
   "--cloud-provider=static --enable-leader-migration",
 ];
 const fixtures = cases.map((line) => {

@@ -10,17 +10,21 @@ import { LeaderElector, makeIdentity } from '../kube/leader-election.ts';
 import { ReplicaGuard } from './replica-guard.ts';
 import { RequestFence } from '../kube/request-fence.ts';
 import { BunKubeTransport, type KubeTransport, type TransportOptions } from '../kube/transport.ts';
-import { createLogger, type Logger } from '../log.ts';
+import type { Logger } from '../log.ts';
 import { parsePrefix, type Prefix } from '../net/ip.ts';
 import { parseClusterCIDRs, type Options } from '../options/index.ts';
 import { delegatingAuth } from '../server/delegating-auth.ts';
 import { HealthChecks } from '../server/health.ts';
 import { createServer } from '../server/server.ts';
+import { ServingTlsError } from '../server/tls.ts';
 import { version, versionLine } from '../version.ts';
 import { SystemdNotifier } from '../systemd/notify.ts';
 import { BgpService } from './bgp-announcer.ts';
 import { CONTROLLERS, buildControllers, type ControllerSettings } from './controllers.ts';
+import { installDebugHandlers } from './debug-handlers.ts';
 import { delegatedAuthClients } from './delegated-auth-clients.ts';
+import { loggerFromOptions, logStartupWarnings } from './logging.ts';
+import { reviewCacheTtls, servingTlsFromFlags } from './serving-flags.ts';
 import { loadKubeConfig, missingKubeconfigFiles } from './kubeconfig.ts';
 import { ControllerManagerMetrics, createRegistry, restClientObserver } from './metrics.ts';
 import { nodeOwnershipPredicate } from './node-ownership.ts';
@@ -35,8 +39,9 @@ export class ConfigurationError extends Error {}
  * an orderly shutdown. Resolves with the process exit code.
  */
 export async function runControllerManager(options: Options, providers: ProviderRegistry, stop: AbortSignal): Promise<number> {
-  const logger = createLogger({ format: options.loggingFormat, verbosity: options.verbosity });
+  const logger = loggerFromOptions(options);
   logger.info('starting', { version: versionLine() });
+  logStartupWarnings(logger, options);
 
   const cloud = await createProvider(options, providers, logger);
   const settings = controllerSettings(options, cloud);
@@ -60,12 +65,13 @@ export async function runControllerManager(options: Options, providers: Provider
 
   const checks = new HealthChecks();
   checks.add('ping', () => {});
-  const auth = delegatingAuth(delegatedAuthClientsFromFlags(options, kubeConfig, transportOptions));
+  const auth = delegatingAuth(delegatedAuthClientsFromFlags(options, kubeConfig, transportOptions), reviewCacheTtls(options));
   const server = createServer({
     bindAddress: options.bindAddress,
     securePort: options.securePort,
     tlsCertFile: options.tlsCertFile || undefined,
     tlsKeyFile: options.tlsPrivateKeyFile || undefined,
+    ...servingTlsFromFlags(options),
     alwaysAllowPaths: options.authorizationAlwaysAllowPaths,
     authenticator: auth.authenticator,
     authorizer: auth.authorizer,
@@ -75,7 +81,10 @@ export async function runControllerManager(options: Options, providers: Provider
   });
   // BGP (a provider with a bgp section): metrics, the readyz check and GET /debug/bgp for every term's speaker.
   const bgp = cloud.bgp ? new BgpService(registry, checks, server.app) : undefined;
-  const served = await server.start();
+  installDebugHandlers(server.app, options, logger);
+  const served = await server.start().catch((e) => {
+    throw e instanceof ServingTlsError ? new ConfigurationError(e.message) : e;
+  });
   if (served.port) logger.info('serving health and metrics', { url: `https://${options.bindAddress}:${served.port}` });
   // Under a systemd unit with Type=notify: started once serving (a standby is a healthy start).
   const systemd = SystemdNotifier.fromEnv(logger);

@@ -8,7 +8,7 @@ import { flag } from './flag-def.ts';
 import { parseVModule } from './vmodule.ts';
 
 /** resource.Quantity as these flags take it: bytes with an optional SI or binary suffix. */
-const QUANTITY = /^[+]?(\d+(\.\d+)?|\.\d+)([kMGTPE]i?|[eE][+-]?\d+|m)?$/;
+const QUANTITY = /^[+]?(\d+(\.\d+)?|\.\d+)([kKMGTPE]i?|[eE][+-]?\d+|m)?$/;
 
 export const LOGGING_FLAGS = [
   flag({

@@ -12,6 +12,7 @@ import { flag, type FlagDef } from './flag-def.ts';
 import { parseIP } from '../net/ip.ts';
 import { alwaysAllowPathError } from '../server/path-matcher.ts';
 import { parseClusterCIDRs } from './cluster-cidr.ts';
+import { AUTH_FLAGS } from './flags-auth.ts';
 import { COMPAT_FLAGS } from './flags-compat.ts';
 import { LOGGING_FLAGS } from './flags-logging.ts';
 import { SERVING_FLAGS } from './flags-serving.ts';
@@ -591,6 +592,7 @@ export const FLAGS = [
   // the rest of upstream's surface, by topic (src/options/upstream-flags.ts lists it all)
   ...COMPAT_FLAGS,
   ...SERVING_FLAGS,
+  ...AUTH_FLAGS,
   ...LOGGING_FLAGS,
 ] as const;
 

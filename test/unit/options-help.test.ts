@@ -46,9 +46,13 @@ describe('renderHelp', () => {
   test('groups flags in upstream sections, edge-ccm additions last', () => {
     const titles = lines.filter((line) => line.endsWith(' flags:'));
     expect(titles).toEqual([
+      'Debugging flags:',
+      'Leader-migration flags:',
       'Generic flags:',
       'Cloud-node-controller flags:',
       'Service-lb-controller flags:',
+      'Webhook flags:',
+      'Webhook serving flags:',
       'Secure serving flags:',
       'Authentication flags:',
       'Authorization flags:',

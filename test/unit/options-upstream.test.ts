@@ -68,14 +68,15 @@ describe(`the flag table covers ${UPSTREAM_MODULE}`, () => {
   });
 
   test('every upstream flag parses when given its default value, and the command line is accepted', () => {
-    const argv = UPSTREAM_FLAGS.filter((f) => !['help', 'version'].includes(f.name)).map((f) => {
+    // An empty namedCertKey is refused upstream too ("expected comma separated certificate and key file paths").
+    const argv = UPSTREAM_FLAGS.filter((f) => !['help', 'version'].includes(f.name) && f.type !== 'namedCertKey').map((f) => {
       const value = f.default === '[]' ? '' : f.default.replace(/^\[|\]$/g, '');
       return `--${f.name}=${value}`;
     });
     argv.push('--cloud-provider=static');
     const parsed = parseArgs(argv);
     expect(parsed.options.cloudProvider).toBe('static');
-    expect(parsed.options.givenFlags.size).toBe(argv.length);
+    expect(parsed.options.givenFlags.size).toBe(argv.length - 1); // --cloud-provider twice
   });
 });
 

@@ -132,12 +132,63 @@ const SAMPLES: Record<string, [text: string, value: unknown]> = {
   'node-deletion-shrink-max-share': ['0.25', 0.25],
   'node-label-resync': ['true', true],
   'kube-vip-annotation': ['true', true],
+  // the rest of upstream's surface (src/options/flags-*.ts)
+  profiling: ['false', false],
+  'contention-profiling': ['true', true],
+  'enable-leader-migration': ['true', true],
+  'leader-migration-config': ['/lm.yaml', '/lm.yaml'],
+  'feature-gates': ['CloudControllerManagerWatchBasedRoutesReconciliation=true,LoggingAlphaOptions=true', ['CloudControllerManagerWatchBasedRoutesReconciliation=true', 'LoggingAlphaOptions=true']],
+  'controller-start-interval': ['2s', 2_000],
+  'cidr-allocator-type': ['CloudAllocator', 'CloudAllocator'],
+  'external-cloud-volume-plugin': ['gce', 'gce'],
+  'allow-untagged-cloud': ['true', true],
+  'node-sync-period': ['1m', 60_000],
+  'concurrent-node-status-updates': ['6', 6],
+  'cert-dir': ['/var/run/ccm', '/var/run/ccm'],
+  'tls-cipher-suites': ['TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_AES_128_GCM_SHA256', ['TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256', 'TLS_AES_128_GCM_SHA256']],
+  'tls-curve-preferences': ['23,29', ['23', '29']],
+  'tls-min-version': ['VersionTLS13', 'VersionTLS13'],
+  'tls-sni-cert-key': ['a.crt,a.key:a.example,*.a.example', ['a.crt,a.key:a.example,*.a.example']],
+  'disable-http2-serving': ['true', true],
+  'http2-max-streams-per-connection': ['100', 100],
+  'permit-address-sharing': ['true', true],
+  'permit-port-sharing': ['true', true],
+  webhooks: ['*', ['*']],
+  'webhook-bind-address': ['127.0.0.1', '127.0.0.1'],
+  'webhook-cert-dir': ['/wh', '/wh'],
+  'webhook-disable-http2-serving': ['true', true],
+  'webhook-secure-port': ['0', 0],
+  'webhook-tls-cert-file': ['/wh.crt', '/wh.crt'],
+  'webhook-tls-cipher-suites': ['TLS_RSA_WITH_AES_128_CBC_SHA', ['TLS_RSA_WITH_AES_128_CBC_SHA']],
+  'webhook-tls-curve-preferences': ['24', ['24']],
+  'webhook-tls-min-version': ['VersionTLS12', 'VersionTLS12'],
+  'webhook-tls-private-key-file': ['/wh.key', '/wh.key'],
+  'webhook-tls-sni-cert-key': ['w.crt,w.key', ['w.crt,w.key']],
+  'authentication-token-webhook-cache-ttl': ['30s', 30_000],
+  'authentication-tolerate-lookup-failure': ['true', true],
+  'client-ca-file': ['/ca.crt', '/ca.crt'],
+  'requestheader-allowed-names': ['front-proxy-client', ['front-proxy-client']],
+  'requestheader-client-ca-file': ['/fp-ca.crt', '/fp-ca.crt'],
+  'requestheader-extra-headers-prefix': ['X-Extra-', ['X-Extra-']],
+  'requestheader-group-headers': ['X-Group', ['X-Group']],
+  'requestheader-uid-headers': ['X-Uid', ['X-Uid']],
+  'requestheader-username-headers': ['X-User', ['X-User']],
+  'authorization-webhook-cache-authorized-ttl': ['1m', 60_000],
+  'authorization-webhook-cache-unauthorized-ttl': ['5s', 5_000],
+  vmodule: ['cloud-node-*=4,server=2', 'cloud-node-*=4,server=2'],
+  'log-flush-frequency': ['1s', 1_000],
+  'log-text-split-stream': ['true', true],
+  'log-text-info-buffer-size': ['64Ki', '64Ki'],
+  'log-json-split-stream': ['true', true],
+  'log-json-info-buffer-size': ['1M', '1M'],
 };
 const NOT_SAMPLED = new Set(['help', 'version']); // they stop validation; tested on their own
 /** Flags that are only valid together with another. */
 const COMPANIONS: Record<string, string[]> = {
   'tls-cert-file': ['--tls-private-key-file=/k'],
   'tls-private-key-file': ['--tls-cert-file=/c'],
+  'log-text-split-stream': ['--feature-gates=LoggingAlphaOptions=true'],
+  'log-json-split-stream': ['--feature-gates=LoggingAlphaOptions=true'],
 };
 
 describe('every flag', () => {
@@ -157,10 +208,11 @@ describe('every flag', () => {
   });
 
   test('all at once', () => {
-    const argv = Object.entries(SAMPLES).map(([name, [text]]) => `--${name}=${text}`);
+    // --vmodule is refused beside the json format sampled for --logging-format, as upstream.
+    const argv = Object.entries(SAMPLES).filter(([name]) => name !== 'vmodule').map(([name, [text]]) => `--${name}=${text}`);
     const o = parseArgs(argv).options;
     for (const def of FLAGS) {
-      const sample = SAMPLES[def.name];
+      const sample = def.name === 'vmodule' ? undefined : SAMPLES[def.name];
       if (sample) expect(o[def.key] as unknown).toEqual(sample[1]);
     }
     expect([...o.enabledControllers]).toEqual(['service-lb-controller']);
