@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
 import { Counter, type Registry } from 'prom-client';
+import { perRegistry } from '../util/per-registry.ts';
 import type { LogFields, Logger } from '../log.ts';
 import { isAlreadyExists, isNotFound, KubeApiError } from './errors.ts';
 import type { EventRecorder, EventSubject, EventType } from './event-recorder.ts';
@@ -274,7 +275,6 @@ const OVERFLOW_NAMES_SHOWN = 20;
 
 /** Events are the last thing to slow a controller down: their metrics, once per registry. */
 class EventMetrics {
-  private static readonly byRegistry = new WeakMap<Registry, EventMetrics>();
   readonly combined: Counter<'reason'>;
   readonly dropped: Counter<'cause'>;
 
@@ -293,11 +293,11 @@ class EventMetrics {
     });
   }
 
+  private static readonly ofRegistry = perRegistry((registry) => new EventMetrics([registry]));
+
+  /** A registry's, created on first use; without one, counters registered nowhere. */
   static for(registry?: Registry): EventMetrics {
-    if (!registry) return new EventMetrics([]);
-    let m = EventMetrics.byRegistry.get(registry);
-    if (!m) EventMetrics.byRegistry.set(registry, (m = new EventMetrics([registry])));
-    return m;
+    return registry ? EventMetrics.ofRegistry(registry) : new EventMetrics([]);
   }
 }
 

@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
 import { Gauge, type Registry } from 'prom-client';
+import { perRegistry } from '../util/per-registry.ts';
 import type { Logger } from '../log.ts';
 import { isConflict, isNotFound } from './errors.ts';
 import type { EventRecorder } from './event-recorder.ts';
@@ -424,13 +425,9 @@ async function pause(ms: number, signal: AbortSignal): Promise<boolean> {
 }
 
 /** One gauge per registry, shared by every elector on it (one label value per lease name). */
-function masterStatusGauge(registry: Registry): Gauge<'name'> {
-  const existing = registry.getSingleMetric(METRIC_NAME);
-  if (existing) return existing as Gauge<'name'>;
-  return new Gauge({
-    name: METRIC_NAME,
-    help: 'Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. \'name\' is the string used to identify the lease.',
-    labelNames: ['name'],
-    registers: [registry],
-  });
-}
+const masterStatusGauge = perRegistry((registry): Gauge<'name'> => new Gauge({
+  name: METRIC_NAME,
+  help: 'Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. \'name\' is the string used to identify the lease.',
+  labelNames: ['name'],
+  registers: [registry],
+}));

@@ -1,4 +1,5 @@
-import { Histogram, type Registry } from 'prom-client';
+import { Histogram } from 'prom-client';
+import { perRegistry } from '../../util/per-registry.ts';
 
 /** Upstream metrics.ExponentialBuckets(1, 4, 6): 1s .. ~17m. */
 const DELAY_BUCKETS = [1, 4, 16, 64, 256, 1024];
@@ -12,18 +13,17 @@ export interface NodeControllerMetrics {
   initialNodeSyncDelay: Histogram;
 }
 
-export function nodeControllerMetrics(registry: Registry): NodeControllerMetrics {
-  return {
-    taintRemovalDelay: histogram(registry, TAINT_REMOVAL_DELAY,
-      'Number of seconds after node creation when NodeController removed the cloud-provider taint of a single node.'),
-    initialNodeSyncDelay: histogram(registry, INITIAL_SYNC_DELAY,
-      'Number of seconds after node creation when NodeController finished the initial synchronization of a single node.'),
-  };
-}
-
-/** The registry's histogram of that name, registering it on first use (a second controller instance reuses it). */
-function histogram(registry: Registry, name: string, help: string): Histogram {
-  const existing = registry.getSingleMetric(name);
-  if (existing) return existing as Histogram;
-  return new Histogram({ name, help, buckets: DELAY_BUCKETS, registers: [registry] });
-}
+export const nodeControllerMetrics = perRegistry((registry): NodeControllerMetrics => ({
+  taintRemovalDelay: new Histogram({
+    name: TAINT_REMOVAL_DELAY,
+    help: 'Number of seconds after node creation when NodeController removed the cloud-provider taint of a single node.',
+    buckets: DELAY_BUCKETS,
+    registers: [registry],
+  }),
+  initialNodeSyncDelay: new Histogram({
+    name: INITIAL_SYNC_DELAY,
+    help: 'Number of seconds after node creation when NodeController finished the initial synchronization of a single node.',
+    buckets: DELAY_BUCKETS,
+    registers: [registry],
+  }),
+}));

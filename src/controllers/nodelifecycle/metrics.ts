@@ -1,4 +1,5 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
+import { perRegistry } from '../../util/per-registry.ts';
 import type { Existence } from '../../cloud/types.ts';
 import type { HoldReason } from './decide.ts';
 import { DISTRUST_REASONS } from './snapshot.ts';
@@ -64,15 +65,6 @@ export class NodeLifecycleMetrics {
     }
   }
 
-  private static readonly byRegistry = new WeakMap<Registry, NodeLifecycleMetrics>();
-
-  /** The metrics of a registry, created on first use (a registry refuses a name registered twice). */
-  static for(registry: Registry): NodeLifecycleMetrics {
-    let metrics = this.byRegistry.get(registry);
-    if (!metrics) {
-      metrics = new NodeLifecycleMetrics(registry);
-      this.byRegistry.set(registry, metrics);
-    }
-    return metrics;
-  }
+  /** The metrics of a registry, created on first use. */
+  static readonly for = perRegistry((registry) => new NodeLifecycleMetrics(registry));
 }

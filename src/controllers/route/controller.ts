@@ -1,10 +1,11 @@
 import type { V1Node } from '@kubernetes/client-node';
-import { Counter, type Registry } from 'prom-client';
+import type { Counter } from 'prom-client';
 import type { CloudProvider, Route, Routes } from '../../cloud/types.ts';
 import { NODES, ResourceClient } from '../../kube/resources.ts';
 import { forEachLimited } from '../../util/parallel.ts';
 import type { Prefix } from '../../net/ip.ts';
 import type { Controller, ControllerContext } from '../types.ts';
+import { routeSyncTotal } from './metrics.ts';
 import { networkCondition, planRoutes, podCIDRs, type RouteAction } from './plan.ts';
 import { ResyncTrigger } from '../../util/resync-trigger.ts';
 import { errorMessage } from '../../util/errors.ts';
@@ -14,16 +15,6 @@ const CHANGE_DEBOUNCE_MS = 1000;
 
 /** Upstream's cap on route operations in flight at once. */
 export const MAX_CONCURRENT_ROUTE_OPERATIONS = 200;
-
-const syncTotals = new WeakMap<Registry, Counter>();
-function routeSyncTotal(registry: Registry): Counter {
-  let c = syncTotals.get(registry);
-  if (!c) {
-    c = new Counter({ name: 'route_controller_route_sync_total', help: 'A metric counting the amount of times routes have been synced with the cloud provider.', registers: [registry] });
-    syncTotals.set(registry, c);
-  }
-  return c;
-}
 
 export interface RouteControllerOptions {
   clusterCIDRs: Prefix[];

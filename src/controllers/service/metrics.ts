@@ -1,4 +1,5 @@
 import { Counter, Histogram, type Registry } from 'prom-client';
+import { perRegistry } from '../../util/per-registry.ts';
 
 // Upstream: metrics.ExponentialBuckets(1, 2, 15), i.e. 1s .. 16384s.
 const LATENCY_BUCKETS = Array.from({ length: 15 }, (_, i) => 2 ** i);
@@ -36,15 +37,6 @@ export class ServiceControllerMetrics {
     });
   }
 
-  private static readonly byRegistry = new WeakMap<Registry, ServiceControllerMetrics>();
-
-  /** The metrics of a registry, created on first use (a registry refuses a name registered twice). */
-  static for(registry: Registry): ServiceControllerMetrics {
-    let metrics = this.byRegistry.get(registry);
-    if (!metrics) {
-      metrics = new ServiceControllerMetrics(registry);
-      this.byRegistry.set(registry, metrics);
-    }
-    return metrics;
-  }
+  /** The metrics of a registry, created on first use. */
+  static readonly for = perRegistry((registry) => new ServiceControllerMetrics(registry));
 }
