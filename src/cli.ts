@@ -1,6 +1,7 @@
 import type { ProviderRegistry } from './cloud/registry.ts';
 import { ConfigurationError, runControllerManager } from './app/app.ts';
 import { EXIT_FAILURE, EXIT_INVALID_INPUT, FLAG_ERROR_EXIT_CODE, FlagErrors, parseArgs, renderHelp } from './options/index.ts';
+import { runImport } from './migrate/command.ts';
 import { runSelfTest } from './selftest.ts';
 import { runSpeaker } from './speaker/command.ts';
 import { runValidate } from './validate.ts';
@@ -45,8 +46,10 @@ export async function runCli(argv: string[], providers: ProviderRegistry): Promi
     }
     case 'speaker':
       return runSpeaker(argv.slice(argv.indexOf('speaker') + 1));
+    case 'import':
+      return runImport(argv.slice(argv.indexOf('import') + 1));
     default:
-      console.error(`error: unknown command "${command}" (commands: validate, selftest, speaker)`);
+      console.error(`error: unknown command "${command}" (commands: validate, selftest, speaker, import)`);
       return FLAG_ERROR_EXIT_CODE;
   }
 
