@@ -21,9 +21,11 @@ import { version, versionLine } from '../version.ts';
 import { SystemdNotifier } from '../systemd/notify.ts';
 import { BgpService } from './bgp-announcer.ts';
 import { CONTROLLERS, buildControllers, type ControllerSettings } from './controllers.ts';
+import { nodeStatusWorkers } from './configz.ts';
 import { installDebugHandlers } from './debug-handlers.ts';
 import { delegatedAuthClients } from './delegated-auth-clients.ts';
 import { loggerFromOptions, logStartupWarnings } from './logging.ts';
+import { gateEnabled } from '../options/feature-gates.ts';
 import { reviewCacheTtls, servingTlsFromFlags } from './serving-flags.ts';
 import { loadKubeConfig, missingKubeconfigFiles } from './kubeconfig.ts';
 import { ControllerManagerMetrics, createRegistry, restClientObserver } from './metrics.ts';
@@ -420,6 +422,7 @@ function controllerSettings(options: Options, cloud: CloudProvider): ControllerS
     enabled: options.enabledControllers,
     clusterName: options.clusterName,
     concurrentNodeSyncs: options.concurrentNodeSyncs,
+    concurrentNodeStatusUpdates: nodeStatusWorkers(options),
     concurrentServiceSyncs: options.concurrentServiceSyncs,
     nodeStatusUpdateFrequencyMs: options.nodeStatusUpdateFrequencyMs,
     nodeLabelResync: options.nodeLabelResync,
@@ -427,6 +430,7 @@ function controllerSettings(options: Options, cloud: CloudProvider): ControllerS
     configureCloudRoutes: options.configureCloudRoutes,
     clusterCIDRs,
     routeReconciliationPeriodMs: options.routeReconciliationPeriodMs,
+    watchBasedRoutes: gateEnabled(options.featureGates, 'CloudControllerManagerWatchBasedRoutesReconciliation'),
     lifecycle,
   };
 }

@@ -45,6 +45,7 @@ export const CONTROLLERS = [
     unavailable: (cloud) => (cloud.instances ? undefined : `provider ${cloud.providerName} has no instances`),
     start: (ctx, s) => new CloudNodeController(ctx, {
       workers: s.concurrentNodeSyncs,
+      statusWorkers: s.concurrentNodeStatusUpdates ?? s.concurrentNodeSyncs,
       nodeStatusUpdateFrequencyMs: s.nodeStatusUpdateFrequencyMs,
       relabelNodes: s.nodeLabelResync || ctx.cloud.relabelNodes === true,
     }),
@@ -72,7 +73,7 @@ export const CONTROLLERS = [
     serviceAccount: 'route-controller',
     // The one place that says whether routes run (settings.ts requires --cluster-cidr then).
     unavailable: (cloud, s) => (!s.configureCloudRoutes ? '--configure-cloud-routes=false' : cloud.routes ? undefined : `provider ${cloud.providerName} has no routes`),
-    start: (ctx, s) => new RouteController(ctx, { clusterCIDRs: s.clusterCIDRs, reconciliationPeriodMs: s.routeReconciliationPeriodMs }),
+    start: (ctx, s) => new RouteController(ctx, { clusterCIDRs: s.clusterCIDRs, reconciliationPeriodMs: s.routeReconciliationPeriodMs, watchBased: s.watchBasedRoutes }),
   },
 ] as const satisfies readonly ControllerSpec[];
 
@@ -96,6 +97,8 @@ export interface ControllerSettings {
   enabled: ReadonlySet<string>;
   clusterName: string;
   concurrentNodeSyncs: number;
+  /** --concurrent-node-status-updates resolved (0 there: --concurrent-node-syncs); absent: concurrentNodeSyncs. */
+  concurrentNodeStatusUpdates?: number;
   concurrentServiceSyncs: number;
   nodeStatusUpdateFrequencyMs: number;
   /** --node-label-resync; the node controller also re-syncs labels when the provider asks (relabelNodes). */
@@ -105,6 +108,8 @@ export interface ControllerSettings {
   configureCloudRoutes: boolean;
   clusterCIDRs: Prefix[];
   routeReconciliationPeriodMs: number;
+  /** The CloudControllerManagerWatchBasedRoutesReconciliation feature gate (see RouteControllerOptions.watchBased). */
+  watchBasedRoutes?: boolean;
   lifecycle: LifecycleOptions;
   /** Why the service controller may not ensure load balancers now (see ReplicaGuard); undefined: it may. */
   ensureBlocked?: () => string | undefined;

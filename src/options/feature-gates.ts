@@ -74,6 +74,12 @@ export function resolveFeatureGates(entries: readonly string[]): FeatureGatesRes
   return { ok: true, gates: { enabled, explicit, warnings } };
 }
 
+/** Whether --feature-gates (already validated) turns on a gate edge-ccm acts on. */
+export function gateEnabled(entries: readonly string[], gate: GateWithEffect): boolean {
+  const result = resolveFeatureGates(entries);
+  return result.ok && result.gates.enabled(gate);
+}
+
 /** The gates at their defaults: what runs when --feature-gates is not given. */
 export function defaultFeatureGates(): FeatureGates {
   const result = resolveFeatureGates([]);

@@ -43,6 +43,13 @@ export class ResyncTrigger {
     return woken;
   }
 
+  /** Forgets the requests made so far (a pass about to start covers them); later ones count. */
+  clear(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.due = false;
+  }
+
   /** Drops a pending request (on shutdown). */
   stop(): void {
     clearTimeout(this.timer);

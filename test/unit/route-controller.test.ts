@@ -1,4 +1,4 @@
-import { expect, test } from 'bun:test';
+import { describe, expect, test } from 'bun:test';
 import type { V1Node } from '@kubernetes/client-node';
 import { RouteController } from '../../src/controllers/route/controller.ts';
 import { parsePrefix } from '../../src/net/ip.ts';
@@ -56,4 +56,65 @@ test('a node change that arrives while a round runs is kept: another round follo
     stop.abort();
     await running;
   }
+});
+
+describe('CloudControllerManagerWatchBasedRoutesReconciliation (watch-based rounds, as upstream with the gate)', () => {
+  function watchBased(periodMs: number, watch: boolean) {
+    const s = setup([node('first', '10.244.1.0/24', true)]);
+    const ctx = controllerContext({ cloud: s.cloud, nodeInformer: s.informer.asInformer(), isManagedNode: (n) => n.metadata?.labels?.['edge-ccm.io/managed'] === 'true' });
+    const controller = new RouteController(ctx, { clusterCIDRs: [parsePrefix('10.244.0.0/16')!], reconciliationPeriodMs: periodMs, watchBased: watch, minIntervalMs: 300 });
+    const starts: number[] = [];
+    const routes = s.cloud.routes!;
+    const listRoutes = routes.listRoutes.bind(routes);
+    routes.listRoutes = async (clusterName, signal) => {
+      starts.push(performance.now());
+      return listRoutes(clusterName, signal);
+    };
+    return { ...s, controller, starts };
+  }
+
+  test('no periodic round: with a 50ms period, an observation window of 1s without node changes sees only the first round', async () => {
+    const s = watchBased(50, true);
+    const stop = new AbortController();
+    const running = s.controller.run(stop.signal);
+    try {
+      await eventually('the first round', () => s.starts.length === 1);
+      // A window, not a wait for a condition: nothing is supposed to happen in it (without the gate: ~20 rounds).
+      await Bun.sleep(1000);
+      expect(s.starts.length).toBe(1);
+      s.informer.set(node('second', '10.244.2.0/24', true));
+      await eventually('a round for the node added', () => [...s.cloud.routeTable.values()].some((r) => r.route.targetNode === 'second'));
+      expect(s.starts.length).toBe(2);
+    } finally {
+      stop.abort();
+      await running;
+    }
+  });
+
+  test('node changes are rate limited: the next round starts no sooner than the interval after the last began', async () => {
+    const s = watchBased(3_600_000, true);
+    const stop = new AbortController();
+    const running = s.controller.run(stop.signal);
+    try {
+      await eventually('the first round', () => s.starts.length === 1);
+      s.informer.set(node('second', '10.244.2.0/24', true));
+      await eventually('the second round', () => s.starts.length === 2);
+      expect(s.starts[1]! - s.starts[0]!).toBeGreaterThanOrEqual(300);
+    } finally {
+      stop.abort();
+      await running;
+    }
+  });
+
+  test('without the gate the period drives rounds (the contrast the first test relies on)', async () => {
+    const s = watchBased(50, false);
+    const stop = new AbortController();
+    const running = s.controller.run(stop.signal);
+    try {
+      await eventually('several periodic rounds', () => s.starts.length >= 3);
+    } finally {
+      stop.abort();
+      await running;
+    }
+  });
 });

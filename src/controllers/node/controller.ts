@@ -17,8 +17,10 @@ import { forEachLimited } from '../../util/parallel.ts';
 import { errorMessage } from '../../util/errors.ts';
 
 export interface CloudNodeControllerOptions {
-  /** --concurrent-node-syncs: workers initialising nodes, and the concurrency of the periodic status pass. */
+  /** --concurrent-node-syncs: workers initialising nodes. */
   workers: number;
+  /** --concurrent-node-status-updates: the concurrency of the periodic status pass; default `workers` (as upstream when 0). */
+  statusWorkers?: number;
   /** --node-status-update-frequency: period of the address refresh of initialised nodes. */
   nodeStatusUpdateFrequencyMs: number;
   /**
@@ -205,13 +207,13 @@ export class CloudNodeController implements Controller {
 
   /**
    * The periodic pass (upstream UpdateNodeStatus): every initialised managed node gets one
-   * metadata call and an address write when its addresses changed; `workers` at a time. With
+   * metadata call and an address write when its addresses changed; `statusWorkers` at a time. With
    * relabelNodes, the same answer also re-syncs its cloud labels.
    */
   async updateNodeStatus(signal?: AbortSignal): Promise<void> {
     const started = performance.now();
     const nodes = this.ctx.nodeInformer.store.list().filter((n) => this.ctx.isManagedNode(n) && !isUninitialized(n));
-    await forEachLimited(nodes, this.opts.workers, async (node) => {
+    await forEachLimited(nodes, this.opts.statusWorkers ?? this.opts.workers, async (node) => {
       const log = this.log.with({ node: nodeName(node) });
       try {
         const metadata = await this.instances.instanceMetadata(node, signal);

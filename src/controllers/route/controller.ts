@@ -9,6 +9,7 @@ import { routeSyncTotal } from './metrics.ts';
 import { networkCondition, planRoutes, podCIDRs, type RouteAction } from './plan.ts';
 import { ResyncTrigger } from '../../util/resync-trigger.ts';
 import { errorMessage } from '../../util/errors.ts';
+import { sleep } from '../../util/time.ts';
 
 /** A burst of node changes gives one early round, this long after the last of them. */
 const CHANGE_DEBOUNCE_MS = 1000;
@@ -19,7 +20,20 @@ export const MAX_CONCURRENT_ROUTE_OPERATIONS = 200;
 export interface RouteControllerOptions {
   clusterCIDRs: Prefix[];
   reconciliationPeriodMs: number;
+  /**
+   * The CloudControllerManagerWatchBasedRoutesReconciliation gate, as upstream (KEP 5237): no
+   * periodic round; a round when a node is added or deleted or its pod CIDRs or addresses change,
+   * at most one per WATCH_BASED_MIN_INTERVAL_MS (a failed round is retried after that interval).
+   */
+  watchBased?: boolean;
+  /** The watch-based rate limit; default WATCH_BASED_MIN_INTERVAL_MS (tests shorten it). */
+  minIntervalMs?: number;
 }
+
+/** Upstream's minRouteResyncInterval: the rate limit of watch-based rounds. */
+export const WATCH_BASED_MIN_INTERVAL_MS = 10_000;
+/** The longest timer there is: "no period" for watch-based rounds. */
+const NO_PERIOD_MS = 2 ** 31 - 1;
 
 /** What the route controller uses of the app's context: the provider's routes, the node informer, its writes, events and metrics. */
 export type RouteControllerContext = Pick<ControllerContext, 'transport' | 'recorder' | 'logger' | 'registry' | 'clusterName' | 'nodeInformer' | 'isManagedNode'> & { cloud: Pick<CloudProvider, 'routes'> };
@@ -58,13 +72,24 @@ export class RouteController implements Controller {
     if (!(await this.ctx.nodeInformer.waitForSync(signal))) return;
     this.ctx.logger.info('starting route controller', { controller: this.name });
     while (!signal.aborted) {
+      const started = performance.now();
+      let failed = false;
+      // Watch-based: the node changes seen so far (the informer's initial adds too) are in this round.
+      if (this.opts.watchBased) this.changed.clear();
       try {
         await this.reconcile(signal);
       } catch (e) {
         if (signal.aborted) break;
+        failed = true;
         this.ctx.logger.error("couldn't reconcile node routes", { controller: this.name, error: errorMessage(e) });
       }
-      await this.changed.wait(this.opts.reconciliationPeriodMs, signal);
+      if (!this.opts.watchBased) {
+        await this.changed.wait(this.opts.reconciliationPeriodMs, signal);
+        continue;
+      }
+      if (!failed) await this.changed.wait(NO_PERIOD_MS, signal);
+      const rest = (this.opts.minIntervalMs ?? WATCH_BASED_MIN_INTERVAL_MS) - (performance.now() - started);
+      if (rest > 0 && !signal.aborted) await sleep(rest, signal).catch(() => {});
     }
     this.changed.stop();
   }
