@@ -386,6 +386,26 @@ describe('ensuring a load balancer', () => {
   });
 });
 
+describe('memory: node lists per service', () => {
+  test('services synced against the same nodes share one node list; a node change makes a new one', async () => {
+    const given: V1Node[][] = [];
+    const svcs = ['a', 'b', 'c'].map((n) => newService(n, 'LoadBalancer'));
+    const { controller, nodes } = setup({
+      nodes: [makeNode('n1'), makeNode('n2')],
+      services: svcs,
+      balancer: (fake) => ({ ...fake, ensureLoadBalancer: (c, s, ns, sig) => (given.push(ns), fake.ensureLoadBalancer(c, s, ns, sig)) }),
+    });
+    for (const s of svcs.slice(0, 2)) await controller.sync.syncService(key(s));
+    expect(given).toHaveLength(2);
+    expect(given[1]).toBe(given[0]!); // one array for both, not one per service
+    nodes.set(makeNode('n3'));
+    await controller.sync.syncService(key(svcs[2]!));
+    expect(given[2]).not.toBe(given[0]!);
+    expect(given[2]!.map((n) => n.metadata!.name)).toEqual(['n1', 'n2', 'n3']);
+    expect(given[0]!.map((n) => n.metadata!.name)).toEqual(['n1', 'n2']); // the shared list was not changed in place
+  });
+});
+
 describe('status patch errors (upstream TestProcessServiceCreateOrUpdateK8sError)', () => {
   test('conflict: an error and a SyncLoadBalancerFailed event', async () => {
     const svc = newService('svc-k8s-err', 'LoadBalancer', withFinalizer);
