@@ -10,6 +10,7 @@ import { controlPlaneBinDir, controlPlaneVersions, missingBinaryMessage } from '
 import { createCertificateAuthority, issueCertificate } from '../harness/certs.ts';
 import { type ControlPlane, sharedControlPlane, startControlPlane } from '../harness/control-plane.ts';
 import { transportFor, writeKubeconfig } from '../harness/kubeconfig.ts';
+import { eventually } from '../harness/eventually.ts';
 
 // A private control plane: these tests restart the API server and compact etcd, which would
 // disturb other files sharing sharedControlPlane().
@@ -224,12 +225,11 @@ describe('control-plane operations', () => {
   test('the audit log records requests at Metadata level', async () => {
     await configMaps.create({ metadata: { name: 'audited', namespace: NS } });
     let entries: { level?: string; verb?: string; user?: { username?: string }; objectRef?: { resource?: string; name?: string } }[] = [];
-    for (let attempt = 0; attempt < 50; attempt++) {
+    await eventually('the create in the audit log', async () => {
       const text = await readFile(cp.auditLogPath, 'utf8').catch(() => '');
       entries = text.split('\n').filter(Boolean).map((line) => JSON.parse(line));
-      if (entries.some((e) => e.objectRef?.name === 'audited')) break;
-      await Bun.sleep(100);
-    }
+      return entries.some((e) => e.objectRef?.name === 'audited');
+    }, 5_000, 100).catch(() => undefined); // the expectations below say what is missing
     expect(entries.length).toBeGreaterThan(0);
     expect(entries.find((e) => e.verb === 'create' && e.objectRef?.resource === 'configmaps' && e.objectRef?.name === 'audited'))
       .toMatchObject({ level: 'Metadata', user: { username: 'admin' } });
@@ -248,15 +248,6 @@ function pidsMentioning(text: string): number[] {
     }
   }
   return pids;
-}
-
-async function eventually(condition: () => boolean, timeoutMs = 15_000): Promise<boolean> {
-  const deadline = performance.now() + timeoutMs;
-  while (!condition()) {
-    if (performance.now() > deadline) return false;
-    await Bun.sleep(100);
-  }
-  return true;
 }
 
 describe('cleanup when the test process ends', () => {
@@ -285,7 +276,7 @@ describe('cleanup when the test process ends', () => {
   test('a script that just ends leaves no process and no temp dir', async () => {
     const { child, dir } = await startFixture('end');
     expect(await child.exited).toBe(0);
-    expect(await eventually(() => pidsMentioning(dir).length === 0 && !existsSync(dir))).toBe(true);
+    expect(await eventually('every process and the directory gone', () => pidsMentioning(dir).length === 0 && !existsSync(dir), 15_000, 100)).toBe(true);
   }, 200_000);
 
   test('a SIGKILLed test process leaves no process and no temp dir (the watchdog cleans up)', async () => {
@@ -298,7 +289,7 @@ describe('cleanup when the test process ends', () => {
       child.kill('SIGKILL');
     }
     await child.exited;
-    expect(await eventually(() => pidsMentioning(dir).length === 0 && !existsSync(dir))).toBe(true);
+    expect(await eventually('every process and the directory gone', () => pidsMentioning(dir).length === 0 && !existsSync(dir), 15_000, 100)).toBe(true);
   }, 200_000);
 });
 

@@ -7,6 +7,7 @@ import { CcmProcess, tempDir } from '../harness/ccm-process.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
 import { freeLoopbackPorts } from '../harness/ports.ts';
 import { NODES, ResourceClient, SERVICES } from '../../src/kube/resources.ts';
+import { eventually } from '../harness/eventually.ts';
 
 /** The process's HTTPS side: health endpoints per controller, and the upstream metric names. */
 let cp: ControlPlane;
@@ -65,7 +66,6 @@ test('/metrics needs a token and exposes the upstream metric names', async () =>
   await ccm.waitForLog(`successfully initialized node with cloud provider" controller=cloud-node-controller node=${node}`);
   await ccm.waitForLog('created route');
 
-  const deadline = Date.now() + 30_000;
   let text = '';
   const want = [
     'workqueue_depth{name="Nodes"}', 'workqueue_adds_total{name="Nodes"}', 'workqueue_queue_duration_seconds_bucket',
@@ -77,13 +77,12 @@ test('/metrics needs a token and exposes the upstream metric names', async () =>
     'route_controller_route_sync_total', 'running_managed_controllers{name="cloud-node-controller",manager="cloud-controller-manager"} 1',
     'leader_election_master_status{name="serving-', 'rest_client_requests_total{code="200",method="GET"', 'rest_client_request_duration_seconds_bucket{',
   ];
-  for (;;) {
+  await eventually('every upstream metric name on /metrics', async () => {
     const res = await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${adminToken}` }, tls });
     expect(res.status).toBe(200);
     text = await res.text();
-    if (want.every((w) => text.includes(w)) || Date.now() > deadline) break;
-    await Bun.sleep(200);
-  }
+    return want.every((w) => text.includes(w));
+  }, 30_000, 200).catch(() => undefined); // the loop below names what is missing
   for (const w of want) expect(text).toContain(w);
   await services.delete(node, { namespace: 'default' });
   await new ResourceClient<V1Node>(admin, NODES).delete(node);

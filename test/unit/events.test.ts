@@ -5,6 +5,7 @@ import type { EventType } from '../../src/kube/event-recorder.ts';
 import type { KubeRequest, KubeTransport, WatchEvent } from '../../src/kube/transport.ts';
 import { createLogger, silentLogger } from '../../src/log.ts';
 import { Registry } from 'prom-client';
+import { eventually } from '../harness/eventually.ts';
 
 async function metricValue(registry: Registry, name: string, labels: Record<string, string> = {}): Promise<number | undefined> {
   const values = (await registry.getSingleMetric(name)?.get())?.values ?? [];
@@ -341,7 +342,7 @@ describe('EventBroadcaster', () => {
     const rec = b.recorder('x');
     rec.event(node, 'Normal', 'A', 'a');
     rec.event(service, 'Normal', 'B', 'b');
-    await Bun.sleep(5);
+    await eventually('the first write sent (it hangs)', () => api.requests.length === 1, 10_000, 1);
     await b.close(50);
     expect(api.requests).toHaveLength(1);
     api.hang = false;

@@ -7,6 +7,7 @@ import { Reflector } from '../../src/kube/informer/reflector.ts';
 import { Store, type StoreChange } from '../../src/kube/informer/store.ts';
 import { CONFIGMAPS, type ListResult } from '../../src/kube/resources.ts';
 import type { KubeRequest, KubeTransport, QueryValue, WatchEvent } from '../../src/kube/transport.ts';
+import { eventually } from '../harness/eventually.ts';
 
 /**
  * Error paths only, against a scripted transport: what the reflector does after each failure
@@ -180,7 +181,7 @@ test('run resolves promptly when aborted during a backoff wait', async () => {
     backoff: new Backoff({ initialMs: 3_600_000, maxMs: 3_600_000 }),
   });
   const running = reflector.run(abort.signal);
-  while (transport.listQueries.length === 0) await Bun.sleep(1);
+  await eventually('the first list', () => transport.listQueries.length > 0, 10_000, 1);
   abort.abort();
   await running; // would hang for an hour if the wait ignored the signal
   expect(reflector.hasSynced()).toBe(false);

@@ -11,6 +11,7 @@ import type { KubeTransport } from '../../src/kube/transport.ts';
 import { silentLogger } from '../../src/log.ts';
 import { FakeLeaseApi } from '../fakes/lease-api.ts';
 import { RecordingEventRecorder } from '../fakes/event-recorder.ts';
+import { eventually } from '../harness/eventually.ts';
 
 const MICROTIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/;
 
@@ -39,14 +40,6 @@ function elector(api: KubeTransport, identity: string, extra: Partial<LeaderElec
     onStoppedLeading: () => {},
     ...extra,
   });
-}
-
-async function until(condition: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const started = performance.now();
-  while (!condition()) {
-    if (performance.now() - started > timeoutMs) throw new Error('condition not met in time');
-    await Bun.sleep(10);
-  }
 }
 
 describe('helpers', () => {
@@ -251,13 +244,13 @@ describe('run', () => {
 
     const ctl = new AbortController();
     const running = a.run(ctl.signal);
-    await until(() => leadingSignal !== undefined);
+    await eventually('leadership', () => leadingSignal !== undefined, 10_000);
     expect(a.isLeader()).toBe(true);
     expect(await gauge()).toBe(1);
     expect(leaders).toEqual(['a']);
     // It keeps renewing.
     const firstRenew = api.spec()!.renewTime;
-    await until(() => api.spec()!.renewTime !== firstRenew);
+    await eventually('a renewal', () => api.spec()!.renewTime !== firstRenew, 10_000);
 
     ctl.abort();
     expect(await running).toBe('aborted');
@@ -277,7 +270,7 @@ describe('run', () => {
     const a = elector(api, 'a', { ...fast, releaseOnCancel: false, onStartedLeading: () => void (leading = true) });
     const ctl = new AbortController();
     const running = a.run(ctl.signal);
-    await until(() => leading);
+    await eventually('leadership', () => leading, 10_000);
     ctl.abort();
     expect(await running).toBe('aborted');
     expect(api.spec()!.holderIdentity).toBe('a');
@@ -290,7 +283,7 @@ describe('run', () => {
     const a = elector(api, 'a', { ...fast, onStartedLeading: (s) => void (leadingSignal = s), onStoppedLeading: () => void stopped++ });
     const ctl = new AbortController();
     const running = a.run(ctl.signal);
-    await until(() => leadingSignal !== undefined);
+    await eventually('leadership', () => leadingSignal !== undefined, 10_000);
     api.unreachable = true;
     expect(await running).toBe('lost');
     expect(stopped).toBe(1);
@@ -306,7 +299,7 @@ describe('run', () => {
     const ctlA = new AbortController();
     const ctlB = new AbortController();
     const runA = a.run(ctlA.signal);
-    await until(() => started.length === 1);
+    await eventually('the first term', () => started.length === 1, 10_000);
     const runB = b.run(ctlB.signal);
     // Several lease durations pass with a renewing: b must stay standby.
     await Bun.sleep(4_500);
@@ -314,7 +307,7 @@ describe('run', () => {
     expect(b.leader()).toBe('a');
     ctlA.abort();
     await runA;
-    await until(() => started.length === 2);
+    await eventually('the second term', () => started.length === 2, 10_000);
     expect(started).toEqual(['a', 'b']);
     expect(api.spec()).toMatchObject({ holderIdentity: 'b', leaseTransitions: 1 });
     ctlB.abort();
@@ -331,7 +324,7 @@ describe('run', () => {
     const b = elector(api, 'b', { ...fast, onStartedLeading: () => void started++, onStoppedLeading: () => void stopped++ });
     const ctl = new AbortController();
     const running = b.run(ctl.signal);
-    await until(() => api.requests.length >= 2); // it has tried, waited and tried again
+    await eventually('a second attempt', () => api.requests.length >= 2, 10_000); // it has tried, waited and tried again
     ctl.abort();
     expect(await running).toBe('aborted');
     expect(started).toBe(0);

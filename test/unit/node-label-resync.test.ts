@@ -20,6 +20,7 @@ import { createStaticProvider } from '../../providers/static/index.ts';
 import { FakeCloud, fakeMetadata } from '../fakes/fake-cloud.ts';
 import { makeNode, untainted } from './node-controller-fixtures.ts';
 import { controllerContext } from '../fakes/controller-context.ts';
+import { eventually } from '../harness/eventually.ts';
 
 // Label re-sync of initialised nodes (beyond upstream): the pure plan, the initialisation's
 // record of the keys it set, and the controller's wiring (the periodic pass, the provider's
@@ -230,14 +231,6 @@ function setup(nodes: V1Node[], opts: { relabelNodes?: boolean; periodMs?: numbe
   return { controller, cloud, writer, store };
 }
 
-async function until(what: string, probe: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!probe()) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(10);
-  }
-}
-
 describe('the periodic pass with label re-sync', () => {
   test('on: one metadata call per node brings its labels in line, under the resourceVersion read', async () => {
     const s = setup([initialised(IN_LINE, '')], { relabelNodes: true });
@@ -284,16 +277,16 @@ describe('the provider change notice', () => {
     const stop = new AbortController();
     const running = s.controller.run(stop.signal);
     try {
-      await until('the first pass', () => s.cloud.count('instanceMetadata', 'node0') === 1);
+      await eventually('the first pass', () => s.cloud.count('instanceMetadata', 'node0') === 1, 10_000);
       s.controller.queue.add('late');
-      await until('the tainted node tried', () => s.cloud.count('instanceMetadata', 'late') === 1);
+      await eventually('the tainted node tried', () => s.cloud.count('instanceMetadata', 'late') === 1, 10_000);
 
       s.cloud.setNode('node0', { metadata: meta({ zone: 'z9' }) });
       s.cloud.setNode('late', { metadata: fakeMetadata('late', { zone: 'z9' }) });
       s.cloud.notifyChange();
       s.cloud.notifyChange();
-      await until('the zone label re-synced', () => s.store.get('node0')!.metadata!.labels![ZONE_GA] === 'z9');
-      await until('the late node initialised', () => s.writer.writes.some((w) => w.kind === 'initialize' && w.name === 'late'));
+      await eventually('the zone label re-synced', () => s.store.get('node0')!.metadata!.labels![ZONE_GA] === 'z9', 10_000);
+      await eventually('the late node initialised', () => s.writer.writes.some((w) => w.kind === 'initialize' && w.name === 'late'), 10_000);
       expect(s.store.get('late')!.metadata!.labels![ZONE_GA]).toBe('z9');
       expect(s.store.get('late')!.metadata!.annotations![CLOUD_LABELS_ANNOTATION]).toBe('');
       // Two notices in one burst: one early pass.
@@ -311,7 +304,7 @@ describe('the provider change notice', () => {
     const stop = new AbortController();
     const running = s.controller.run(stop.signal);
     try {
-      await until('the first pass', () => s.cloud.count('instanceMetadata', 'node0') === 1);
+      await eventually('the first pass', () => s.cloud.count('instanceMetadata', 'node0') === 1, 10_000);
       await Bun.sleep(200);
       expect(s.cloud.count('instanceMetadata', 'node0')).toBe(1);
     } finally {

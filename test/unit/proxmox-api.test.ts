@@ -10,6 +10,7 @@ import type { KubeTransport } from '../../src/kube/transport.ts';
 import { ProxmoxResponder } from '../fakes/proxmox-responder.ts';
 import { createCertificateAuthority, issueCertificate } from '../harness/certs.ts';
 import { Clock, PASSWORD, TOKEN_ID, TOKEN_SECRET, USER, loadOrThrow, node, providerFor, quietLogger, recordingLogger, sampleVms, tokenConfig } from './proxmox-fixtures.ts';
+import { eventually } from '../harness/eventually.ts';
 
 let responder: ProxmoxResponder | undefined;
 let provider: ProxmoxProvider | undefined;
@@ -316,10 +317,9 @@ describe('topology label re-sync after live migration', () => {
     provider.onChange(() => changes++);
     const stop = new AbortController();
     await provider.initialize({ transport: emptyServicesTransport(), logger: quietLogger, signal: stop.signal });
-    const deadline = performance.now() + 20_000;
-    while (snapshotReads() < 2 && performance.now() < deadline) await Bun.sleep(20);
+    await eventually('two VM lists read by the poller', () => snapshotReads() >= 2, 20_000, 20);
     r.updateVm(102, { node: 'pve1' });
-    while (changes === 0 && performance.now() < deadline) await Bun.sleep(20);
+    await eventually('the migration told to onChange', () => changes >= 1, 20_000, 20);
     expect(changes).toBeGreaterThanOrEqual(1);
     stop.abort();
     await provider.close();

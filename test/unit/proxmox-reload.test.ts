@@ -12,6 +12,7 @@ import type { KubeTransport } from '../../src/kube/transport.ts';
 import type { Logger } from '../../src/log.ts';
 import { ProxmoxResponder } from '../fakes/proxmox-responder.ts';
 import { SECRETS, TOKEN_ID, TOKEN_SECRET, node, quietLogger, recordingLogger, sampleVms, tokenConfig } from './proxmox-fixtures.ts';
+import { eventually } from '../harness/eventually.ts';
 
 /** The proxmox provider's watched --cloud-config: edits apply without a restart, broken ones change nothing. */
 
@@ -70,14 +71,6 @@ async function initialize(p: ProxmoxProvider, registry?: Registry): Promise<void
   await p.initialize({ transport: noServices, logger: quietLogger, signal: stop.signal, registry });
 }
 
-async function until(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(20);
-  }
-}
-
 function service(name: string): V1Service {
   return {
     metadata: { name, namespace: 'default', uid: `uid-${name}` },
@@ -103,7 +96,7 @@ describe('proxmox provider: the watched configuration file', () => {
 
     // Naming and matching only: the cluster's view (its VM list cache) is kept.
     writeFileSync(path, yaml(r.url, { top: ['instanceType:', '  format: c{cores}-m{memoryMiB}', 'matchBy: [name]', ...POOLS('192.0.2.0/30')] }));
-    await until(async () => (await p.instances.instanceMetadata(worker1))?.instanceType === 'c4-m8192', 'the new instance-type naming');
+    await eventually('the new instance-type naming', async () => (await p.instances.instanceMetadata(worker1))?.instanceType === 'c4-m8192', 10_000);
     expect(await p.instances.instanceExists(renamed)).toBe('not-found');
     expect(changes).toBe(1);
     expect(r.requestsTo('/cluster/resources').length).toBe(reads);
@@ -111,7 +104,7 @@ describe('proxmox provider: the watched configuration file', () => {
     // The region: a new view of the cluster; providerIDs and labels follow. Replaced, as editors save.
     writeFileSync(join(path, '../new.yaml'), yaml(r.url, { region: 'ams1' }));
     renameSync(join(path, '../new.yaml'), path);
-    await until(async () => (await p.instances.instanceMetadata(worker1))?.region === 'ams1', 'the new region');
+    await eventually('the new region', async () => (await p.instances.instanceMetadata(worker1))?.region === 'ams1', 10_000);
     expect(await p.instances.instanceMetadata(worker1)).toMatchObject({ providerID: 'proxmox://ams1/101', instanceType: '4VCPU-8GB', zone: 'pve1' });
     expect(await p.instances.instanceExists(node('x', { providerID: 'proxmox://fra1/101' }))).toBe('unknown');
     expect(await p.instances.instanceExists(renamed)).toBe('exists');
@@ -125,8 +118,9 @@ describe('proxmox provider: the watched configuration file', () => {
     const path = configFile(text);
     const p = make(text, path);
     r.delayMs = 300;
+    const before = r.requests.length;
     const inFlight = p.instances.instanceMetadata(worker1);
-    await Bun.sleep(50);
+    await eventually('the call to reach the API', () => r.requests.length > before, 10_000, 1);
     expect(p.reload(yaml(r.url, { region: 'ams1' })).ok).toBe(true);
     expect((await inFlight)?.providerID).toBe('proxmox://fra1/101');
     expect((await p.instances.instanceMetadata(worker1))?.providerID).toBe('proxmox://ams1/101');
@@ -143,7 +137,7 @@ describe('proxmox provider: the watched configuration file', () => {
     expect((await p.loadBalancer.ensureLoadBalancer('c', service('a'), []))?.ingress).toEqual([{ ip: '192.0.2.1' }]);
 
     writeFileSync(path, yaml(r.url, { top: POOLS('198.51.100.8/30', 'edge-ccm.io/pve') }));
-    await until(() => p.loadBalancer.loadBalancerClasses[0] === 'edge-ccm.io/pve', 'the new classes');
+    await eventually('the new classes', () => p.loadBalancer.loadBalancerClasses[0] === 'edge-ccm.io/pve', 10_000);
     expect((await p.loadBalancer.ensureLoadBalancer('c', service('b'), []))?.ingress).toEqual([{ ip: '198.51.100.9' }]);
   });
 
@@ -163,7 +157,7 @@ describe('proxmox provider: the watched configuration file', () => {
     // Line 3 is the url; the unknown key is the last cluster line (line 10).
     const broken = yaml(r.url, { region: 'ams1', cluster: ['zoen: x'] }).replace(`url: ${r.url}`, 'url: not a url');
     writeFileSync(path, broken);
-    await until(() => rejected.length === 1, 'the broken edit to be rejected');
+    await eventually('the broken edit to be rejected', () => rejected.length === 1, 10_000);
     expect(rejected[0]!.split('\n')).toEqual([
       `${path}:3: clusters[0].url: must be a URL such as https://pve1.example.com:8006`,
       `${path}:10: clusters[0].zoen: unknown key "zoen"`,
@@ -173,7 +167,7 @@ describe('proxmox provider: the watched configuration file', () => {
     expect(p.currentConfig().clusters[0]!.url).toBe(r.url);
 
     writeFileSync(path, yaml(r.url, { region: 'ams1' }));
-    await until(() => changes === 1, 'the good edit');
+    await eventually('the good edit', () => changes === 1, 10_000);
     expect((await p.instances.instanceMetadata(worker1))?.region).toBe('ams1');
     expect(rejected).toHaveLength(1);
 
@@ -197,7 +191,7 @@ describe('proxmox provider: the watched configuration file', () => {
     tokens[TOKEN_ID] = secret = 'rotated-secret';
     expect(await p.instances.instanceExists(worker1)).toBe('unknown');
     writeFileSync(path, `${text}# token rotated\n`);
-    await until(async () => (await p.instances.instanceExists(worker1)) === 'exists', 'the new secret to be used');
+    await eventually('the new secret to be used', async () => (await p.instances.instanceExists(worker1)) === 'exists', 10_000);
   });
 
   test('topologyLabelResync needs a restart: relabelNodes stays, the change is logged', () => {
@@ -220,7 +214,7 @@ describe('proxmox provider: the watched configuration file', () => {
     p.onReload(() => reloads++);
     await initialize(p);
     writeFileSync(path, yaml(r.url, { region: 'ams1' }));
-    await until(() => reloads === 1, 'the edit');
+    await eventually('the edit', () => reloads === 1, 10_000);
     await p.close();
     writeFileSync(path, yaml(r.url, { region: 'lon1' }));
     await Bun.sleep(300);
@@ -239,6 +233,6 @@ describe('proxmox provider: the watched configuration file', () => {
     await initialize(p);
     writeFileSync(path, text.replace('region: fra1', 'region: ams1'));
     // fs.watch sees it at once; the stat poll (every 5 s) backs it up.
-    await until(() => p.currentConfig().clusters[0]!.region === 'ams1', 'the edit', 15_000);
+    await eventually('the edit', () => p.currentConfig().clusters[0]!.region === 'ams1', 15_000);
   });
 });

@@ -12,6 +12,7 @@ import { FakeClock } from '../fakes/fake-clock.ts';
 import { FakeCloud } from '../fakes/fake-cloud.ts';
 import { HandFedInformer, RecordingTransport, controllerContext } from '../fakes/controller-context.ts';
 import { RecordingEventRecorder } from '../fakes/event-recorder.ts';
+import { eventually } from '../harness/eventually.ts';
 
 // ---- test doubles for the API side: a transport that records writes, an informer fed by hand ----
 
@@ -855,10 +856,10 @@ describe('run', () => {
     const abort = new AbortController();
     const running = s.controller.run(abort.signal);
     try {
-      await until(() => s.transport.patches().length === 2);
+      await eventually('both status patches', () => s.transport.patches().length === 2, 10_000);
       expect(s.cloud.ensureCalls.map((c) => c.nodeNames)).toEqual([['n1']]);
       s.nodes.set(makeNode('n2'));
-      await until(() => s.cloud.updateCalls.some((c) => sorted(c.nodeNames).join() === 'n1,n2'));
+      await eventually('an update with both nodes', () => s.cloud.updateCalls.some((c) => sorted(c.nodeNames).join() === 'n1,n2'), 10_000);
     } finally {
       abort.abort();
       await running;
@@ -876,15 +877,15 @@ describe('run', () => {
     const abort = new AbortController();
     const running = s.controller.run(abort.signal);
     try {
-      await until(() => s.cloud.ensureCalls.length === 2);
+      await eventually('two ensures', () => s.cloud.ensureCalls.length === 2, 10_000);
       expect(s.cloud.ensureCalls.map((c) => c.service.metadata!.name).sort()).toEqual(['plain', 'silver']);
       // silver now holds our finalizer, as the API server would show it.
       s.services.set(bump(silver, withFinalizer));
-      await until(() => s.controller.serviceQueue.len() === 0);
+      await eventually('the service queue drained', () => s.controller.serviceQueue.len() === 0, 10_000);
       s.cloud.clearCalls();
 
       s.cloud.setLoadBalancerClasses(['example.com/gold']);
-      await until(() => s.cloud.ensureCalls.length === 1 && s.cloud.deleteCalls.length === 1);
+      await eventually('one ensure and one delete', () => s.cloud.ensureCalls.length === 1 && s.cloud.deleteCalls.length === 1, 10_000);
       expect(s.cloud.ensureCalls[0]!.service.metadata!.name).toBe('gold');
       expect(s.cloud.deleteCalls[0]!.metadata!.name).toBe('silver');
       // The same classes again: nothing is queued (the notice is handled synchronously).
@@ -905,10 +906,3 @@ describe('run', () => {
   });
 });
 
-async function until(condition: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!condition()) {
-    if (performance.now() > deadline) throw new Error('condition not met in time');
-    await Bun.sleep(5);
-  }
-}

@@ -9,6 +9,7 @@ import { ProviderRegistry } from '../../src/cloud/registry.ts';
 import { RetryAfterError } from '../../src/cloud/types.ts';
 import type { KubeRequest, KubeTransport } from '../../src/kube/transport.ts';
 import { silentLogger } from '../../src/log.ts';
+import { eventually } from '../harness/eventually.ts';
 
 const CONFIG = (zone: string) => `
 inventory:
@@ -64,14 +65,6 @@ function make(text: string, configPath?: string): StaticProvider {
   const p = createStaticProvider({ config: text, configPath, logger: silentLogger, watch: { pollMs: 50, debounceMs: 20 }, rebuildRetry: { initialMs: 5, maxMs: 20 } });
   providers.push(p);
   return p;
-}
-
-async function until(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(20);
-  }
 }
 
 describe('static provider', () => {
@@ -153,7 +146,7 @@ describe('static provider', () => {
       },
     };
     const answer = async () => {
-      await until(() => answers.length > 0, 'a list in flight');
+      await eventually('a list in flight', () => answers.length > 0, 10_000);
       answers.shift()!();
     };
     const started = p.initialize({ transport, logger: silentLogger, signal });
@@ -164,7 +157,7 @@ describe('static provider', () => {
     const older = p.loadBalancer.exclusive.refresh(signal);
     cluster.push(service('c', ['192.0.2.2']));
     const newer = p.loadBalancer.exclusive.refresh(signal);
-    await until(() => answers.length === 2, 'two lists in flight');
+    await eventually('two lists in flight', () => answers.length === 2, 10_000);
     expect(await p.loadBalancer.ensureLoadBalancer('c', service('x'), []).catch((e) => e)).toBeInstanceOf(RetryAfterError);
     answers.pop()!();
     await newer;
@@ -176,8 +169,9 @@ describe('static provider', () => {
   test('initialize gives up only when its signal aborts', async () => {
     const p = make(CONFIG('z1'));
     const stop = new AbortController();
-    const running = p.initialize({ transport: fakeTransport([], 1_000_000), logger: silentLogger, signal: stop.signal });
-    await Bun.sleep(50);
+    const transport = fakeTransport([], 1_000_000);
+    const running = p.initialize({ transport, logger: silentLogger, signal: stop.signal });
+    await eventually('a failed list, and the wait before the next', () => transport.requests.length > 0, 10_000, 1);
     stop.abort(new Error('stopped'));
     await expect(running).rejects.toThrow();
     expect(p.loadBalancer.isRebuilt).toBe(false);
@@ -194,15 +188,15 @@ describe('static provider', () => {
     await p.initialize({ transport: fakeTransport([]), logger: silentLogger, signal: new AbortController().signal });
 
     writeFileSync(path, CONFIG('z2'));
-    await until(async () => (await p.instances.instanceMetadata(nodeA))?.zone === 'z2', 'the edit to apply');
+    await eventually('the edit to apply', async () => (await p.instances.instanceMetadata(nodeA))?.zone === 'z2', 10_000);
 
     writeFileSync(path, CONFIG('z3').replace('zone: z3', 'zone: [z3'));
-    await until(() => results.some((r) => !r.ok), 'the broken edit to be rejected');
+    await eventually('the broken edit to be rejected', () => results.some((r) => !r.ok), 10_000);
     expect((await p.instances.instanceMetadata(nodeA))?.zone).toBe('z2');
 
     // Editors and ConfigMap volumes replace the file rather than write it.
     writeFileSync(join(dir, 'new.yaml'), CONFIG('z4'));
     renameSync(join(dir, 'new.yaml'), path);
-    await until(async () => (await p.instances.instanceMetadata(nodeA))?.zone === 'z4', 'the replaced file to apply');
+    await eventually('the replaced file to apply', async () => (await p.instances.instanceMetadata(nodeA))?.zone === 'z4', 10_000);
   });
 });

@@ -253,8 +253,12 @@ describe('WorkQueue shutdown', () => {
     const { queue } = fakeQueue();
     queue.add('stuck');
     await getItem(queue);
-    const drain = queue.shutDownWithDrain();
+    const drain = track(queue.shutDownWithDrain());
+    await settle();
+    expect(drain.settled()).toBe(false); // 'stuck' is still in flight
     queue.shutDown();
-    await drain;
+    await settle();
+    // Resolved without 'stuck' ever being done.
+    expect(drain.settled()).toBe(true);
   });
 });
