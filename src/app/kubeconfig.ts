@@ -1,5 +1,7 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { delimiter, join } from 'node:path';
 
 /**
  * The client configuration as upstream's clientcmd.BuildConfigFromFlags: --kubeconfig (and
@@ -23,6 +25,10 @@ export function loadKubeConfig(opts: { kubeconfig?: string; master?: string; /**
   } else if (opts.master) {
     kc.loadFromClusterAndUser({ name: 'master', server: opts.master, skipTLSVerify: false }, { name: 'anonymous' });
   } else {
+    // client-node's loadFromDefault falls back to http://localhost:8080, which is never what a
+    // controller manager wants: say what was looked for instead, as upstream refuses an empty config.
+    const missing = defaultKubeconfigMissing();
+    if (missing) throw new Error(missing);
     kc.loadFromDefault();
   }
   if (opts.master) {
@@ -34,6 +40,21 @@ export function loadKubeConfig(opts: { kubeconfig?: string; master?: string; /**
   }
   if (!kc.getCurrentCluster()) throw new Error('no Kubernetes API server configured: give --kubeconfig or --master, or run in a cluster');
   return kc;
+}
+
+/** Why the default locations hold no kubeconfig (KUBECONFIG, then ~/.kube/config), or undefined when one is there. */
+function defaultKubeconfigMissing(): string | undefined {
+  const env = process.env.KUBECONFIG;
+  if (env) {
+    const files = env.split(delimiter).filter((p) => p !== '');
+    return files.some((p) => existsSync(p)) ? undefined : `KUBECONFIG: none of its files exists (${env})`;
+  }
+  const home = join(process.env.HOME || homedir(), '.kube', 'config');
+  if (existsSync(home)) return undefined;
+  return (
+    `no Kubernetes API server to talk to: --kubeconfig and --master not given, KUBECONFIG not set, ${home} not found, ` +
+    'and not in a cluster (KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT not set)'
+  );
 }
 
 /**

@@ -93,3 +93,19 @@ test('a bad --authorization-always-allow-paths and a bad --cluster-cidr exit 2 n
   expect(cidr.code).toBe(2);
   expect(cidr.output).toContain('error: --cluster-cidr: invalid CIDR "10.0.0.0/33"');
 });
+
+test('no kubeconfig anywhere and not in a cluster: exit 2 with one line saying what was looked for, before serving', async () => {
+  const home = tempDir('edge-ccm-no-kubeconfig-');
+  const env = { HOME: home, KUBECONFIG: undefined, KUBERNETES_SERVICE_HOST: undefined, KUBERNETES_SERVICE_PORT: undefined };
+  const none = await run(CcmProcess.binary(['--cloud-provider=static', '--secure-port=0'], env));
+  expect(none.code).toBe(2);
+  const errors = none.output.split('\n').filter((l) => l.startsWith('error:'));
+  expect(errors).toEqual([
+    `error: no Kubernetes API server to talk to: --kubeconfig and --master not given, KUBECONFIG not set, ${join(home, '.kube/config')} not found, and not in a cluster (KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT not set)`,
+  ]);
+  expect(none.output).not.toContain('serving');
+  // KUBECONFIG naming only files that are not there: named as such.
+  const gone = await run(CcmProcess.binary(['--cloud-provider=static'], { ...env, KUBECONFIG: `${join(home, 'a')}:${join(home, 'b')}` }));
+  expect(gone.code).toBe(2);
+  expect(gone.output).toContain(`error: KUBECONFIG: none of its files exists (${join(home, 'a')}:${join(home, 'b')})`);
+});
