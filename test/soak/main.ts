@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { parseSoakArgs } from './options.ts';
-import { formatReport } from './report.ts';
+import { formatMarkdown, formatReport } from './report.ts';
 import { runSoak } from './soak.ts';
 
 /**
@@ -18,6 +18,9 @@ const replay = `scripts/soak --seed ${opts.seed} --minutes ${opts.minutes} --pro
 console.log(`soak seed ${opts.seed} (replay: ${replay})`);
 const report = await runSoak(opts, (line) => console.log(`[${new Date().toISOString()}] ${line}`));
 console.log(formatReport(report));
-if (opts.reportPath) writeFileSync(opts.reportPath, `${JSON.stringify(report, null, 2)}\n`);
+if (opts.reportPath) {
+  writeFileSync(opts.reportPath, `${JSON.stringify(report, null, 2)}\n`);
+  writeFileSync(opts.reportPath.replace(/(\.json)?$/, '.md'), `${formatMarkdown(report)}\n`);
+}
 console.log(`replay: ${replay}`);
 process.exit(report.violations.length ? 1 : 0);

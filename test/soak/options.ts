@@ -84,7 +84,7 @@ export const USAGE = `usage: scripts/soak [--seed N] [--minutes M] [--profile ci
   --seed N         replay a run (printed at the start of every run); default: random
   --minutes M      how long the faults and the workload run, the quiet phase included (default 30)
   --profile P      ci (2+2 replicas, small cluster) or full (3+2 replicas) (default full)
-  --report FILE    also write the figures as JSON to FILE
+  --report FILE    also write the figures as JSON to FILE (and as Markdown tables beside it, FILE with .md)
   --keep           keep the run's directory (replica logs, audit log) and print its path
   --binary PATH    the edge-ccm binary to run (default dist/edge-ccm)
   --faults K,K     only these fault kinds (default: every kind; see test/soak/faults.ts)`;

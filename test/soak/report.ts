@@ -64,3 +64,25 @@ export function formatReport(r: SoakReport): string {
   ];
   return lines.join('\n');
 }
+
+/** The run as the Markdown block docs/reliability.md keeps per run. */
+export function formatMarkdown(r: SoakReport): string {
+  const kinds = Object.keys(r.faults).sort();
+  const rows = [
+    `| seed | profile | duration | faults | objects churned | invariant checks | violations |`,
+    `| --- | --- | --- | --- | --- | --- | --- |`,
+    `| ${r.seed} | ${r.profile} | ${(r.durationSeconds / 60).toFixed(1)} min | ${r.faultsTotal} | ${r.churnTotal} | ${r.checksTotal} | ${r.violations.length} |`,
+    '',
+    `| fault kind | injected | recovery median | recovery max |`,
+    `| --- | --- | --- | --- |`,
+    ...kinds.map((k) => `| ${k} | ${r.faults[k]} | ${sec(r.recovery[k]?.medianMs ?? 0)} | ${sec(r.recovery[k]?.maxMs ?? 0)} |`),
+    '',
+    `| replica | starts | RSS start | RSS end | RSS max | sockets max |`,
+    `| --- | --- | --- | --- | --- | --- |`,
+    ...r.replicas.map((x) => `| ${x.slot} | ${x.starts} | ${x.rssStartMiB} MiB | ${x.rssEndMiB} MiB | ${x.rssMaxMiB} MiB | ${x.socketsMax} |`),
+    '',
+    `Checks: ${Object.entries(r.checks).map(([k, v]) => `${k} ${v}`).join(', ')}. Churn: ${Object.entries(r.churn).map(([k, v]) => `${k} ${v}`).join(', ')}. ` +
+      `Replica exits: ${r.exits.signalled} signalled, ${r.exits.lostLease} after losing the lease, ${r.exits.unexpected} unexpected. Writes within the term tolerance: ${r.nearMisses.length}.`,
+  ];
+  return rows.join('\n');
+}
