@@ -1,6 +1,8 @@
 import type { ProviderRegistry } from './cloud/registry.ts';
 import { ConfigurationError, runControllerManager } from './app/app.ts';
+import { COMMANDS, commandNames } from './commands.ts';
 import { EXIT_FAILURE, EXIT_INVALID_INPUT, FLAG_ERROR_EXIT_CODE, FlagErrors, parseArgs, renderHelp } from './options/index.ts';
+import { helpWidth } from './options/help.ts';
 import { runImport } from './migrate/command.ts';
 import { runSelfTest } from './selftest.ts';
 import { runSpeaker } from './speaker/command.ts';
@@ -23,7 +25,13 @@ export async function runCli(argv: string[], providers: ProviderRegistry): Promi
   }
   const { options, command, args } = parsed;
   if (options.help) {
-    console.log(renderHelp());
+    console.log(renderHelp({ width: helpWidth(), providers: providers.names(), commands: COMMANDS }));
+    return 0;
+  }
+  // `validate --help`, `selftest --help`: the commands without a flag parser of their own.
+  const usage = COMMANDS.find((c) => c.name === command)?.usage;
+  if (usage && args.some((a) => a === '--help' || a === '-h')) {
+    console.log(usage);
     return 0;
   }
   if (options.version) {
@@ -49,7 +57,7 @@ export async function runCli(argv: string[], providers: ProviderRegistry): Promi
     case 'import':
       return runImport(argv.slice(argv.indexOf('import') + 1));
     default:
-      console.error(`error: unknown command "${command}" (commands: validate, selftest, speaker, import)`);
+      console.error(`error: unknown command "${command}" (commands: ${commandNames()})`);
       return FLAG_ERROR_EXIT_CODE;
   }
 

@@ -1,15 +1,30 @@
 /**
- * --help in upstream's layout (cobra + component-base PrintSections + pflag FlagUsages, unwrapped):
- * a description, the usage line, then one aligned section per flag group.
+ * --help in upstream's layout (cobra + component-base PrintSections + pflag FlagUsagesWrapped): a
+ * description, the usage lines, then one aligned section per flag group, help texts wrapped to the
+ * terminal's width (80 columns when stdout is not a terminal, as upstream's term.TerminalSize
+ * fallback leaves pflag at 0 = no wrap; edge-ccm wraps at 80 then, so a piped --help stays readable).
  */
 import { flagDefaultText, flagNames, flagsByGroup, flagTypeName, groupTitle } from './describe.ts';
 import { EXIT_CODES } from './exit-codes.ts';
 
 const DESCRIPTION =
-  'edge-ccm is a Kubernetes cloud-controller-manager for bare-metal, edge and private-cloud clusters:\n' +
-  'a daemon that embeds the cloud specific control loops.';
+  'edge-ccm is a Kubernetes cloud-controller-manager for bare-metal, edge and\n' +
+  'private-cloud clusters: a daemon that embeds the cloud specific control loops.';
 
-export function renderHelp(): string {
+export interface HelpContext {
+  /** Columns to wrap at. */
+  width: number;
+  /** The providers linked into the binary, for --cloud-provider. */
+  providers: readonly string[];
+  /** The subcommands, for the usage lines. */
+  commands: readonly { name: string; summary: string }[];
+}
+
+/** pflag's rule: with fewer columns left than this, the text goes as a block on the next line, at BLOCK_INDENT. */
+const MIN_WRAP_COLUMNS = 24;
+const BLOCK_INDENT = 16;
+
+export function renderHelp(ctx: HelpContext): string {
   const sections = flagsByGroup().map(([group, defs]) => {
     const heads = defs.map((def) => {
       const type = flagTypeName(def);
@@ -20,11 +35,47 @@ export function renderHelp(): string {
     const lines = defs.map((def, i) => {
       const head = (heads[i] as string).padEnd(width);
       const fallback = flagDefaultText(def);
-      const usage = def.help + (fallback === undefined ? '' : ` (default ${fallback})`);
-      return head + usage.replaceAll('\n', `\n${' '.repeat(width)}`);
+      const help = def.name === 'cloud-provider' && ctx.providers.length ? `${def.help} Linked providers: ${ctx.providers.join(', ')}.` : def.help;
+      const usage = help + (fallback === undefined ? '' : ` (default ${fallback})`);
+      return head + wrap(usage, width, ctx.width);
     });
     return `\n${groupTitle(group)} flags:\n\n${lines.join('\n')}\n`;
   });
-  const exitCodes = EXIT_CODES.map(([code, meaning]) => `  ${code}   ${meaning}`).join('\n');
-  return `${DESCRIPTION}\n\nUsage:\n  edge-ccm [flags]\n${sections.join('')}\nExit codes:\n\n${exitCodes}\n`;
+  const nameWidth = Math.max(...ctx.commands.map((c) => c.name.length)) + 3;
+  const commands = ctx.commands.map((c) => `  ${c.name.padEnd(nameWidth)}${wrap(c.summary, nameWidth + 2, ctx.width)}`).join('\n');
+  const exitCodes = EXIT_CODES.map(([code, meaning]) => `  ${code}   ${wrap(meaning, 6, ctx.width)}`).join('\n');
+  return (
+    `${DESCRIPTION}\n\nUsage:\n  edge-ccm [flags]\n  edge-ccm [${ctx.commands.map((c) => c.name).join('|')}] [flags]\n\n` +
+    `Commands:\n${commands}\n${sections.join('')}\nExit codes:\n\n${exitCodes}\n`
+  );
+}
+
+/**
+ * Text that starts at column `indent`, wrapped at spaces so no line passes `columns` (a word longer
+ * than the room stands alone); its own line breaks are kept, and every continuation line is indented
+ * to `indent`. Too little room: as pflag, the text starts on the next line as a block at column 16.
+ */
+export function wrap(text: string, indent: number, columns: number): string {
+  if (columns - indent < MIN_WRAP_COLUMNS) return `\n${' '.repeat(BLOCK_INDENT)}${wrap(text, BLOCK_INDENT, columns)}`;
+  const room = columns - indent;
+  const pad = ' '.repeat(indent);
+  const out: string[] = [];
+  for (const paragraph of text.split('\n')) {
+    let line = '';
+    for (const word of paragraph.split(' ')) {
+      if (line !== '' && line.length + 1 + word.length > room) {
+        out.push(line);
+        line = word;
+      } else {
+        line = line === '' ? word : `${line} ${word}`;
+      }
+    }
+    out.push(line);
+  }
+  return out.join(`\n${pad}`);
+}
+
+/** The width --help wraps at: the terminal's columns, or 80 when stdout is not a terminal. */
+export function helpWidth(stream: { isTTY?: boolean; columns?: number } = process.stdout): number {
+  return stream.isTTY && stream.columns ? stream.columns : 80;
 }

@@ -88,3 +88,22 @@ describe('the release binaries', () => {
     expect(await machine(join(dist, 'edge-ccm-linux-arm64'))).toBe(183);
   });
 });
+
+describe('dist/edge-ccm --help', () => {
+  test('lists the subcommands and the linked providers, wrapped at 80 columns when not a terminal', async () => {
+    const { code, output } = await run(['--help']);
+    expect(code).toBe(0);
+    expect(output).toContain('\n  edge-ccm [validate|selftest|speaker|import] [flags]\n');
+    expect(output.replace(/\s+/g, ' ')).toContain('Linked providers: proxmox, static.');
+    // Lines past 80 columns hold one word only (a gate or controller name longer than the room left).
+    expect(output.split('\n').filter((l) => l.length > 80 && /\S\s+\S/.test(l.trim()))).toEqual([]);
+  });
+
+  test('validate --help and selftest --help print their usage and exit 0', async () => {
+    for (const command of ['validate', 'selftest']) {
+      const { code, output } = await run([command, '--help']);
+      expect({ command, code }).toEqual({ command, code: 0 });
+      expect(output).toStartWith(`Usage:\n  edge-ccm ${command} `);
+    }
+  });
+});

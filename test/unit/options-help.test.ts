@@ -2,15 +2,25 @@ import { describe, expect, test } from 'bun:test';
 import { readFileSync } from 'node:fs';
 import { FLAGS, FLAG_GROUPS, renderFlagsMarkdown, renderHelp } from '../../src/options/index.ts';
 import { FLAGS_DOC_PATH } from '../../scripts/gen-flags-doc.ts';
+import { COMMANDS } from '../../src/commands.ts';
+import { helpWidth, wrap } from '../../src/options/help.ts';
+
+/** Wide enough that nothing wraps: the layout tests below read each flag's help on one line. */
+const UNWRAPPED = { width: 100_000, providers: ['static', 'proxmox'], commands: COMMANDS };
 
 describe('renderHelp', () => {
-  const help = renderHelp();
+  const help = renderHelp(UNWRAPPED);
   const lines = help.split('\n');
   /** The help line of a flag: it starts with "--name" (after a shorthand, if any). */
   const line = (name: string) => lines.find((l) => new RegExp(`^ +(-\\w, )?--${name}( |$)`).test(l)) ?? '';
 
-  test('starts with the usage, as upstream', () => {
-    expect(help).toContain('\nUsage:\n  edge-ccm [flags]\n');
+  test('starts with the usage, as upstream, and lists the subcommands', () => {
+    expect(help).toContain('\nUsage:\n  edge-ccm [flags]\n  edge-ccm [validate|selftest|speaker|import] [flags]\n');
+    for (const c of COMMANDS) expect(help).toContain(`\n  ${c.name} `);
+  });
+
+  test('--cloud-provider names the linked providers', () => {
+    expect(line('cloud-provider')).toContain('Linked providers: static, proxmox.');
   });
 
   test('lists every flag once, with its type word', () => {
@@ -77,6 +87,32 @@ describe('renderHelp', () => {
     const controllers = lines.indexOf(line('controllers'));
     const column = line('controllers').indexOf('A list of controllers');
     expect(lines[controllers + 1]).toStartWith(`${' '.repeat(column)}All controllers: `);
+  });
+});
+
+describe('--help wrapping', () => {
+  test('no line passes the width, continuation lines keep the help column; 80 when not a terminal', () => {
+    for (const width of [80, 120]) {
+      const help = renderHelp({ ...UNWRAPPED, width });
+      // A single word longer than the room may stand alone on its line (a long default list).
+      const long = help.split('\n').filter((l) => l.length > width && /\S\s+\S/.test(l.trim()));
+      expect(long).toEqual([]);
+      const lines = help.split('\n');
+      const i = lines.findIndex((l) => l.includes('--leader-elect-lease-duration duration'));
+      const column = (lines[i] as string).indexOf('The duration that');
+      expect(lines[i + 1]).toMatch(new RegExp(`^ {${column}}\\S`));
+    }
+    expect(helpWidth({ isTTY: false, columns: 200 })).toBe(80);
+    expect(helpWidth({ isTTY: true, columns: 132 })).toBe(132);
+  });
+
+  test('too little room: the text goes as a block on the next line at column 16, as pflag', () => {
+    expect(wrap('some help text', 70, 80)).toBe('\n                some help text');
+  });
+
+  test('words are never split; an explicit line break is kept', () => {
+    expect(wrap('aaa bbb ccc ddd eee fff ggg hhh iii jjj kkk lll', 2, 30)).toBe('aaa bbb ccc ddd eee fff ggg\n  hhh iii jjj kkk lll');
+    expect(wrap('one\ntwo', 4, 80)).toBe('one\n    two');
   });
 });
 
