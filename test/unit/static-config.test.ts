@@ -137,7 +137,7 @@ describe('static config: each kind of bad input', () => {
         - name: p
     `))).toEqual([
       { path: 'inventory.machines[0].id', line: 3, message: 'missing required key "id"' },
-      { path: 'loadBalancer.pools[0].addresses', line: 6, message: 'missing required key "addresses"' },
+      { path: 'loadBalancer.pools[0].addresses', line: 6, message: 'missing required key "addresses" (or nodeAddresses: InternalIP or ExternalIP, for a pool of the nodes\' own addresses)' },
     ]);
   });
 

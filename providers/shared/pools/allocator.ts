@@ -3,6 +3,8 @@ import { rangeSize, rangesContain } from './ranges.ts';
 import type { PoolConfig } from './config-model.ts';
 import { AllocationError, familyName, type AddressRequest, type SharingTerms } from './requests.ts';
 import { AddressClaims, ipKey, type AllocationPolicy } from './claims.ts';
+import type { AddressPoolStatus } from '../../../src/cloud/types.ts';
+import type { AddressRange } from './ranges.ts';
 
 /**
  * The load-balancer address allocator: which service holds which addresses, in memory, rebuilt
@@ -76,6 +78,11 @@ export class AddressAllocator {
     if (policy) this.claims.configure(policy);
   }
 
+  /** The pools in force, in the order services try them. */
+  configuredPools(): readonly PoolConfig[] {
+    return this.pools;
+  }
+
   clear(): void {
     this.assignments.clear();
     this.holders.clear();
@@ -138,6 +145,27 @@ export class AddressAllocator {
       total: pool.ranges.reduce((sum, r) => sum + rangeSize(r), 0n),
       used: [...this.holders.keys()].filter((k) => rangesContain(pool.ranges, parseKey(k))).length,
     }));
+  }
+
+  /** Each pool per IP family, and the services holding its addresses (for the AddressPool objects). */
+  details(): AddressPoolStatus[] {
+    const inUse = (ip: IP) => this.holders.has(ipKey(ip));
+    return this.pools.map((pool) => {
+      const families = ([4, 6] as const).filter((f) => pool.ranges.some((r) => r.family === f)).map((f) => {
+        const ranges = pool.ranges.filter((r) => r.family === f);
+        return {
+          family: familyName(f) as 'IPv4' | 'IPv6',
+          total: ranges.reduce((sum, r) => sum + rangeSize(r), 0n),
+          used: [...this.holders.keys()].filter((k) => rangesContain(ranges, parseKey(k))).length,
+          kept: this.claims.keptCount((ip) => inUse(ip) || !rangesContain(ranges, ip)),
+        };
+      });
+      const services = [...this.assignments.values()]
+        .map((a) => ({ service: a.key, addresses: a.addresses.filter((ip) => rangesContain(pool.ranges, ip)).map(formatIP) }))
+        .filter((s) => s.addresses.length)
+        .sort((a, b) => a.service.localeCompare(b.service));
+      return { name: pool.name, addresses: pool.ranges.map(formatRange), families, services };
+    });
   }
 
   /** The pool holding an address, if any. */
@@ -309,7 +337,7 @@ function sameKeyScope(a: Pick<SharingTerms, 'namespace'>, b: Pick<SharingTerms, 
   return a.namespace === b.namespace || pool.shareAcrossNamespaces;
 }
 
-function inScope(pool: PoolConfig, req: Pick<AddressRequest, 'namespace' | 'labels'>): boolean {
+export function inScope(pool: PoolConfig, req: Pick<AddressRequest, 'namespace' | 'labels'>): boolean {
   if (pool.namespaces && !pool.namespaces.includes(req.namespace)) return false;
   return !pool.serviceSelector || pool.serviceSelector(req.labels);
 }
@@ -317,4 +345,9 @@ function inScope(pool: PoolConfig, req: Pick<AddressRequest, 'namespace' | 'labe
 function parseKey(k: string): IP {
   const slash = k.indexOf('/');
   return { family: Number(k.slice(0, slash)) as IPFamily, value: BigInt(k.slice(slash + 1)) };
+}
+
+function formatRange(r: AddressRange): string {
+  const first = formatIP({ family: r.family, value: r.first });
+  return r.first === r.last ? first : `${first}-${formatIP({ family: r.family, value: r.last })}`;
 }

@@ -1,5 +1,5 @@
 import type { LabelPredicate } from '../../../src/kube/label-selector.ts';
-import type { AnnounceMode } from './config-schema.ts';
+import type { AnnounceMode, NodeAddressPoolType } from './config-schema.ts';
 import type { AddressRange } from './ranges.ts';
 import type { Reservation } from './claims.ts';
 import type { Compatibility } from './compatibility.ts';
@@ -21,8 +21,10 @@ export interface PoolConfig {
   announce: AnnounceMode;
   /** announce: l2: the interfaces answered on; undefined: the interface whose subnet holds the address. */
   interfaces?: readonly string[];
-  /** The nodes that may announce the addresses; undefined: every node. */
+  /** The nodes that may announce the addresses; for a node-address pool, whose addresses it hands out. undefined: every node. */
   nodeSelector?: LabelPredicate;
+  /** A node-address pool (ranges empty): services get the eligible nodes' addresses of this type. */
+  nodeAddresses?: NodeAddressPoolType;
 }
 
 export interface LoadBalancerConfig {

@@ -42,9 +42,11 @@ export function resolveLoadBalancer(raw: ResolvableLoadBalancer | undefined, rep
 }
 
 function resolvePool(p: RawPool, path: ConfigPath, report: ReportIssue): PoolConfig | undefined {
+  if (p.nodeAddresses || !p.addresses) return resolveNodeAddressPool(p, path, report);
   // The schema checked every entry and the selector parse.
   const parseAll = (texts: string[]) => texts.map((text) => parseAddressRange(text) as AddressRange);
-  const written = subtractRanges(parseAll(p.addresses), parseAll(p.exclude ?? []));
+  const addresses = p.addresses;
+  const written = subtractRanges(parseAll(addresses), parseAll(p.exclude ?? []));
   if (!p.allowSpecialAddresses) {
     const special = SPECIAL_ADDRESS_BLOCKS.flatMap((block) => {
       const at = firstOverlap(written, [block.prefix]);
@@ -55,7 +57,7 @@ function resolvePool(p: RawPool, path: ConfigPath, report: ReportIssue): PoolCon
     }
   }
   // A CIDR's network and broadcast addresses are never handed out unless the pool asks for them.
-  const ranges = p.includeNetworkAndBroadcast ? written : subtractRanges(written, p.addresses.flatMap(networkAndBroadcast));
+  const ranges = p.includeNetworkAndBroadcast ? written : subtractRanges(written, addresses.flatMap(networkAndBroadcast));
   const serviceSelector = p.serviceSelector === undefined ? undefined : parseLabelSelector(p.serviceSelector);
   const announce = p.announce ?? 'none';
   if (p.interfaces && announce !== 'l2') report([...path, 'interfaces'], `interfaces are where the L2 speakers answer: only for announce: l2 (this pool's announce is ${announce})`);
@@ -74,5 +76,32 @@ function resolvePool(p: RawPool, path: ConfigPath, report: ReportIssue): PoolCon
     announce,
     interfaces: p.interfaces,
     nodeSelector: p.nodeSelector === undefined ? undefined : parseLabelSelector(p.nodeSelector),
+  };
+}
+
+/**
+ * A pool whose addresses are the nodes' own (`nodeAddresses: InternalIP | ExternalIP`): no ranges,
+ * and none of the settings that only mean something for ranges of spare addresses.
+ */
+function resolveNodeAddressPool(p: RawPool, path: ConfigPath, report: ReportIssue): PoolConfig | undefined {
+  if (!p.nodeAddresses) {
+    report([...path, 'addresses'], 'missing required key "addresses" (or nodeAddresses: InternalIP or ExternalIP, for a pool of the nodes\' own addresses)');
+    return undefined;
+  }
+  const onlyForRanges = (['addresses', 'exclude', 'includeNetworkAndBroadcast', 'allowSpecialAddresses', 'shareAcrossNamespaces', 'interfaces'] as const).filter((k) => p[k] !== undefined);
+  for (const key of onlyForRanges) report([...path, key], `a node-address pool (nodeAddresses: ${p.nodeAddresses}) hands out the nodes' own addresses: ${key} does not apply`);
+  if ((p.announce ?? 'none') !== 'none') report([...path, 'announce'], `a node-address pool's addresses are the nodes' own, which they answer for themselves: announce must be none`);
+  if (onlyForRanges.length) return undefined;
+  return {
+    name: p.name,
+    ranges: [],
+    namespaces: p.namespaces,
+    serviceSelector: p.serviceSelector === undefined ? undefined : parseLabelSelector(p.serviceSelector),
+    priority: p.priority ?? 0,
+    autoAssign: p.autoAssign ?? true,
+    shareAcrossNamespaces: false,
+    announce: 'none',
+    nodeSelector: p.nodeSelector === undefined ? undefined : parseLabelSelector(p.nodeSelector),
+    nodeAddresses: p.nodeAddresses,
   };
 }

@@ -1,6 +1,6 @@
 import type { V1LoadBalancerStatus, V1Node, V1Service } from '@kubernetes/client-node';
-import { RetryAfterError, defaultLoadBalancerName, type LoadBalancer, type LoadBalancerResult } from '../../../src/cloud/types.ts';
-import { serviceKey, wantsLoadBalancer } from '../../../src/kube/service-helpers.ts';
+import { RetryAfterError, defaultLoadBalancerName, type AddressPoolStatus, type LoadBalancer, type LoadBalancerResult } from '../../../src/cloud/types.ts';
+import { loadBalancerStatusEqual, serviceKey, wantsLoadBalancer } from '../../../src/kube/service-helpers.ts';
 import type { ProviderContext } from '../../../src/cloud/types.ts';
 import type { KubeTransport } from '../../../src/kube/transport.ts';
 import type { EventRecorder } from '../../../src/kube/event-recorder.ts';
@@ -9,7 +9,8 @@ import type { Logger } from '../../../src/log.ts';
 import { formatIP, parseIP, type IP } from '../../../src/net/ip.ts';
 import type { AddressAllocator, Assignment, NotShared } from './allocator.ts';
 import type { Compatibility } from './compatibility.ts';
-import { type SharingTerms, ALLOW_SHARED_IP_ANNOTATION, addressRequest, sharingTerms } from './requests.ts';
+import { NodeAddressPools } from './node-addresses.ts';
+import { type AddressRequest, type SharingTerms, ALLOW_SHARED_IP_ANNOTATION, addressRequest, sharingTerms } from './requests.ts';
 import { Backoff, type BackoffBounds } from '../../../src/util/backoff.ts';
 import { sleep } from '../../../src/util/time.ts';
 import { errorMessage } from '../../../src/util/errors.ts';
@@ -22,8 +23,10 @@ export const ADDRESS_NOT_SHARED_REASON = 'AddressNotShared';
 
 /**
  * Load balancers as addresses only, for any provider that serves address pools: it assigns from
- * the pools and reports the addresses in the service status; announcing them (ARP, BGP) is left to kube-vip, MetalLB's speaker or the
- * network. Nodes do not matter, so updateLoadBalancer has nothing to do.
+ * the pools and reports the addresses in the service status; announcing them (ARP, BGP) is left to
+ * edge-ccm's L2 speaker (announce: l2), its BGP speaker, kube-vip, MetalLB's speaker or the
+ * network. Range pools do not depend on the nodes; node-address pools (node-addresses.ts) hand out
+ * the nodes' own addresses, which updateLoadBalancer keeps following.
  *
  * No database: the record is each Service's status.loadBalancer.ingress. rebuild() reads it back
  * from every service before the first ensure or delete is answered, so no address is handed
@@ -38,6 +41,8 @@ export class PoolLoadBalancer implements LoadBalancer {
   /** Counts refreshes, so one that finishes after a later one started does not apply its older list. */
   private generation = 0;
   private events?: EventRecorder;
+  /** Services of node-address pools: their addresses are the nodes', outside the allocator. */
+  private readonly nodePools = new NodeAddressPools(() => this.allocator.configuredPools());
 
   constructor(
     private readonly allocator: AddressAllocator,
@@ -85,6 +90,7 @@ export class PoolLoadBalancer implements LoadBalancer {
    */
   rebuild(services: readonly V1Service[]): void {
     this.allocator.clear();
+    this.nodePools.clear();
     const ours = services
       .filter((s) => wantsLoadBalancer(s, this.classes()))
       .sort((a, b) => creation(a).localeCompare(creation(b)) || serviceKey(a).localeCompare(serviceKey(b)));
@@ -92,6 +98,12 @@ export class PoolLoadBalancer implements LoadBalancer {
     for (const service of ours) {
       const addresses = (service.status?.loadBalancer?.ingress ?? []).map((i) => parseIP(i.ip ?? '')).filter((ip): ip is IP => !!ip);
       if (!addresses.length) continue;
+      const nodePool = this.nodePoolOf(service);
+      if (nodePool) {
+        this.nodePools.record(nodePool.req, nodePool.pool, service.status!.loadBalancer!);
+        recorded++;
+        continue;
+      }
       const terms = recordedTerms(service, this.compatibility());
       const refused = this.allocator.record(terms, addresses);
       if (refused.length) {
@@ -104,38 +116,82 @@ export class PoolLoadBalancer implements LoadBalancer {
   }
 
   async getLoadBalancer(_clusterName: string, service: V1Service): Promise<LoadBalancerResult> {
+    const onNodes = this.nodePools.statusOf(serviceKey(service));
+    if (onNodes) return { exists: true, status: onNodes };
     const assignment = this.allocator.assignmentOf(serviceKey(service));
     return assignment ? { exists: true, status: statusOf(assignment) } : { exists: false, status: {} };
   }
 
   /** The pool of each address the service holds, in status order (see LoadBalancer.assignedPools). */
   assignedPools(service: V1Service): string[] | undefined {
+    const onNodes = this.nodePools.statusOf(serviceKey(service));
+    if (onNodes) return (onNodes.ingress ?? []).map(() => this.nodePools.poolOf(serviceKey(service))!);
     const assignment = this.allocator.assignmentOf(serviceKey(service));
     return assignment?.addresses.map((ip) => this.allocator.poolOf(ip)?.name ?? '');
+  }
+
+  /** The pools and their holders (see LoadBalancer.poolStatus); nothing until rebuilt, when the holders are not known yet. */
+  poolStatus(): AddressPoolStatus[] {
+    return this.rebuilt ? this.allocator.details() : [];
   }
 
   getLoadBalancerName(_clusterName: string, service: V1Service): string {
     return defaultLoadBalancerName(service);
   }
 
-  async ensureLoadBalancer(_clusterName: string, service: V1Service, _nodes: V1Node[]): Promise<V1LoadBalancerStatus> {
+  async ensureLoadBalancer(_clusterName: string, service: V1Service, nodes: V1Node[]): Promise<V1LoadBalancerStatus> {
     this.requireRebuilt();
     // No await between here and the return: assignments are decided in call order, one at a time.
-    const assignment = this.allocator.assign(addressRequest(service, this.compatibility()));
+    const req = addressRequest(service, this.compatibility());
+    const nodePool = this.nodePools.poolFor(req);
+    if (nodePool) {
+      const status = this.nodePools.assign(req, nodePool, nodes);
+      this.allocator.release(req.key);
+      return status;
+    }
+    this.nodePools.release(req.key);
+    const assignment = this.allocator.assign(req);
     for (const n of assignment.notShared) {
       this.events?.event({ apiVersion: 'v1', kind: 'Service', metadata: service.metadata }, 'Normal', ADDRESS_NOT_SHARED_REASON, notSharedMessage(service, n));
     }
     return statusOf(assignment);
   }
 
-  async updateLoadBalancer(): Promise<void> {
+  /**
+   * Range pools: nothing (the address does not depend on the nodes). Node-address pools: the
+   * service's addresses follow the node set, so a changed set is written to its status here (the
+   * service controller writes status only when it ensures).
+   */
+  async updateLoadBalancer(_clusterName: string, service: V1Service, nodes: V1Node[], signal?: AbortSignal): Promise<void> {
     this.requireRebuilt();
+    if (!this.nodePools.holds(serviceKey(service))) return;
+    const nodePool = this.nodePoolOf(service);
+    if (!nodePool) return; // the pools changed: the service's next sync moves it
+    const status = this.nodePools.assign(nodePool.req, nodePool.pool, nodes, false);
+    if (loadBalancerStatusEqual(service.status?.loadBalancer, status) || !this.source) return;
+    const services = new ResourceClient<V1Service>(this.source.transport, SERVICES);
+    // The ingress list is atomic: the whole new list replaces the old (as the service controller's own status patch).
+    await services.patch(service.metadata!.name!, 'strategic', { status: { loadBalancer: { ingress: status.ingress?.length ? status.ingress : null } } }, { namespace: service.metadata?.namespace, subresource: 'status', signal });
+    this.logger.info('node-address pool: service addresses follow the nodes', { service: serviceKey(service), addresses: (status.ingress ?? []).map((i) => i.ip).join(',') });
   }
 
   async ensureLoadBalancerDeleted(_clusterName: string, service: V1Service): Promise<void> {
     // A release before the rebuild would be undone by it (the service still carries its status).
     this.requireRebuilt();
+    this.nodePools.release(serviceKey(service));
     if (this.allocator.release(serviceKey(service))) this.logger.debug(2, 'released load-balancer addresses', { service: serviceKey(service) });
+  }
+
+  /** The node-address pool the service takes its addresses from, with its request; undefined: a range pool's (or a bad annotation, which its ensure reports). */
+  private nodePoolOf(service: V1Service): { req: AddressRequest; pool: NonNullable<ReturnType<NodeAddressPools['poolFor']>> } | undefined {
+    let req: AddressRequest;
+    try {
+      req = addressRequest(service, this.compatibility());
+    } catch {
+      return undefined;
+    }
+    const pool = this.nodePools.poolFor(req);
+    return pool && { req, pool };
   }
 
   private requireRebuilt(): void {
