@@ -1,9 +1,7 @@
-import type { KubeConfig, V1Node } from '@kubernetes/client-node';
-import { readCloudConfigFile } from '../cloud/config-file.ts';
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { CloudProvider } from '../cloud/types.ts';
 import type { ProviderRegistry } from '../cloud/registry.ts';
 import type { Controller } from '../controllers/types.ts';
-import { resolveLifecycleOptions } from '../controllers/nodelifecycle/index.ts';
 import type { EventRecorder } from '../kube/event-recorder.ts';
 import { EventBroadcaster } from '../kube/events.ts';
 import { LeaderElector, makeIdentity } from '../kube/leader-election.ts';
@@ -11,8 +9,7 @@ import { ReplicaGuard } from './replica-guard.ts';
 import { RequestFence } from '../kube/request-fence.ts';
 import { BunKubeTransport, type KubeTransport, type TransportOptions } from '../kube/transport.ts';
 import type { Logger } from '../log.ts';
-import { parsePrefix, type Prefix } from '../net/ip.ts';
-import { parseClusterCIDRs, type Options } from '../options/index.ts';
+import type { Options } from '../options/index.ts';
 import { delegatingAuth } from '../server/delegating-auth.ts';
 import { HealthChecks } from '../server/health.ts';
 import { createServer } from '../server/server.ts';
@@ -20,40 +17,32 @@ import { ServingTlsError } from '../server/tls.ts';
 import { version, versionLine } from '../version.ts';
 import { SystemdNotifier } from '../systemd/notify.ts';
 import { BgpService } from './bgp-announcer.ts';
-import { CONTROLLERS, buildControllers, type ControllerSettings } from './controllers.ts';
-import { nodeStatusWorkers } from './configz.ts';
+import { CONTROLLERS, buildControllers } from './controllers.ts';
 import { installDebugHandlers } from './debug-handlers.ts';
 import { delegatedAuthClients } from './delegated-auth-clients.ts';
 import { loggerFromOptions, logStartupWarnings } from './logging.ts';
-import { gateEnabled } from '../options/feature-gates.ts';
-import { reviewCacheTtls, servingTlsFromFlags } from './serving-flags.ts';
-import { loadKubeConfig, missingKubeconfigFiles } from './kubeconfig.ts';
 import { ControllerManagerMetrics, createRegistry, restClientObserver } from './metrics.ts';
-import { nodeOwnershipPredicate } from './node-ownership.ts';
+import { ConfigurationError, loadSettings, type LeaderElectionSettings, type Settings } from './settings.ts';
 import { ServiceAccountCredentials } from './service-account-credentials.ts';
 import { errorMessage } from '../util/errors.ts';
 
-/** A problem with the command line or its files: the process exits 2, as upstream. */
-export class ConfigurationError extends Error {}
+export { ConfigurationError };
 
 /**
  * The controller manager process: provider, client, server, leader election, controllers and
- * an orderly shutdown. Resolves with the process exit code.
+ * an orderly shutdown, from the settings (settings.ts turns the flags into them, once). Resolves
+ * with the process exit code.
  */
 export async function runControllerManager(options: Options, providers: ProviderRegistry, stop: AbortSignal): Promise<number> {
   const logger = loggerFromOptions(options);
   logger.info('starting', { version: versionLine() });
   logStartupWarnings(logger, options);
 
-  const cloud = await createProvider(options, providers, logger);
-  const settings = controllerSettings(options, cloud);
-  const isManagedNode = ownership(options);
-
-  const kubeConfig = kubeconfigFromFlags(options);
+  const { settings, cloud } = await loadSettings(options, providers, logger);
+  const { kubeConfig, isManagedNode, leaderElection } = settings;
   const registry = createRegistry();
   const transportOptions: TransportOptions = {
-    qps: options.kubeApiQps,
-    burst: options.kubeApiBurst,
+    ...settings.clientBudget,
     userAgent: `edge-ccm/${version}`,
     observe: restClientObserver(registry),
   };
@@ -67,14 +56,9 @@ export async function runControllerManager(options: Options, providers: Provider
 
   const checks = new HealthChecks();
   checks.add('ping', () => {});
-  const auth = delegatingAuth(delegatedAuthClientsFromFlags(options, kubeConfig, transportOptions), reviewCacheTtls(options));
+  const auth = delegatingAuth(delegatedAuthClients(settings.delegatedAuth, kubeConfig, transportOptions), settings.reviewCache);
   const server = createServer({
-    bindAddress: options.bindAddress,
-    securePort: options.securePort,
-    tlsCertFile: options.tlsCertFile || undefined,
-    tlsKeyFile: options.tlsPrivateKeyFile || undefined,
-    ...servingTlsFromFlags(options),
-    alwaysAllowPaths: options.authorizationAlwaysAllowPaths,
+    ...settings.server,
     authenticator: auth.authenticator,
     authorizer: auth.authorizer,
     registry,
@@ -87,10 +71,10 @@ export async function runControllerManager(options: Options, providers: Provider
   const served = await server.start().catch((e) => {
     throw e instanceof ServingTlsError ? new ConfigurationError(e.message) : e;
   });
-  if (served.port) logger.info('serving health and metrics', { url: `https://${options.bindAddress}:${served.port}` });
+  if (served.port) logger.info('serving health and metrics', { url: `https://${settings.server.bindAddress}:${served.port}` });
   // Under a systemd unit with Type=notify: started once serving (a standby is a healthy start).
   const systemd = SystemdNotifier.fromEnv(logger);
-  systemd.ready(options.leaderElect ? 'standby: waiting for the leader lease' : 'running the controllers (no leader election)');
+  systemd.ready(leaderElection.enabled ? 'standby: waiting for the leader lease' : 'running the controllers (no leader election)');
 
   // Events get a client-side budget of their own (the same --kube-api-qps/--kube-api-burst) rather
   // than sharing the controllers' as client-go's do: measured with 1000 nodes at the defaults, each
@@ -123,7 +107,7 @@ export async function runControllerManager(options: Options, providers: Provider
     // A rejected config edit is logged and counted by the provider; an event makes it visible
     // with kubectl. It is recorded on our Lease, the one object this process is known by.
     const configEvents = events.recorder('cloud-controller-manager');
-    const lease = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { namespace: options.leaderElectResourceNamespace, name: options.leaderElectResourceName } };
+    const lease = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { namespace: leaderElection.namespace, name: leaderElection.name } };
     const unsubscribeConfig = cloud.onConfigRejected?.((problems) =>
       configEvents.event(lease, 'Warning', 'CloudConfigRejected', `cloud config edit rejected, the last good configuration stays in force:\n${problems}`));
     // Warnings about the configuration in force (e.g. InsecureSecretFile), told at once and after each reload.
@@ -133,10 +117,10 @@ export async function runControllerManager(options: Options, providers: Provider
       unsubscribeConfig?.();
       unsubscribeWarnings?.();
     }, { once: true });
-    const controllerTransports = options.useServiceAccountCredentials
-      ? await serviceAccountTransports(options.enabledControllers, kubeConfig, termClient('controller-credentials'), { ...transportOptions, fence: term }, logger, signal)
+    const controllerTransports = settings.useServiceAccountCredentials
+      ? await serviceAccountTransports(settings.controllers.enabled, kubeConfig, termClient('controller-credentials'), { ...transportOptions, fence: term }, logger, signal)
       : new Map<string, KubeTransport>();
-    const { informers, controllers } = buildControllers(settings, {
+    const { informers, controllers } = buildControllers(settings.controllers, {
       transport: termClient('shared-informers'),
       transportFor: (component) => controllerTransports.get(component) ?? termClient(component),
       recorderFor: (component) => events.recorder(component),
@@ -170,7 +154,7 @@ export async function runControllerManager(options: Options, providers: Provider
           isManagedNode,
           waitForRoutes: controllers.some((c) => c.name === 'node-route-controller'),
           blocked: ensureBlocked,
-          takeoverMs: options.leaderElect ? options.leaderElectLeaseDurationMs + options.leaderElectRetryPeriodMs : undefined,
+          takeoverMs: leaderElection.enabled ? leaderElection.leaseDurationMs + leaderElection.retryPeriodMs : undefined,
           logger,
           warn: (reason, message) => configEvents.event(lease, 'Warning', reason, message),
         }, signal)
@@ -192,17 +176,13 @@ export async function runControllerManager(options: Options, providers: Provider
   stop.addEventListener('abort', () => onSignal(String(stop.reason ?? 'stop')), { once: true });
 
   let exitCode = 0;
-  if (options.leaderElect) {
+  // As upstream's leader-election client (Timeout = renew deadline): a standby's acquire attempt
+  // never hangs on a stalled connection past one renew deadline.
+  const leaseClient = () => clientFor('leader-election', { requestTimeoutMs: leaderElection.renewDeadlineMs });
+  if (leaderElection.enabled) {
     const elector = new LeaderElector({
-      // As upstream's leader-election client (Timeout = renew deadline): a standby's acquire
-      // attempt never hangs on a stalled connection past one renew deadline.
-      transport: clientFor('leader-election', { requestTimeoutMs: options.leaderElectRenewDeadlineMs }),
-      namespace: options.leaderElectResourceNamespace,
-      name: options.leaderElectResourceName,
-      identity: makeIdentity(),
-      leaseDurationMs: options.leaderElectLeaseDurationMs,
-      renewDeadlineMs: options.leaderElectRenewDeadlineMs,
-      retryPeriodMs: options.leaderElectRetryPeriodMs,
+      ...leaseTerms(leaderElection),
+      transport: leaseClient(),
       logger: logger.with({ component: 'leader-election' }),
       registry,
       events: events.recorder('cloud-controller-manager'),
@@ -240,13 +220,13 @@ export async function runControllerManager(options: Options, providers: Provider
     // The election ends (and releases the lease) only after the controllers stopped, so a
     // standby never runs while our in-flight syncs are still writing.
     controllersStop.signal.addEventListener('abort', async () => {
-      await drain(runningControllers, options.shutdownGracePeriodMs, logger);
+      await drain(runningControllers, settings.shutdownGracePeriodMs, logger);
       releaseLease = await endTerm(term, logger, true);
       electionStop.abort(new Error('shutdown'));
     }, { once: true });
     await elector.run(electionStop.signal);
   } else {
-    const guard = replicaGuard(options, cloud, clientFor('leader-election', { requestTimeoutMs: options.leaderElectRenewDeadlineMs }), {
+    const guard = replicaGuard(settings, cloud, leaseClient(), {
       logger: logger.with({ component: 'replica-guard' }),
       events: events.recorder('cloud-controller-manager'),
       releaseOnStop: () => releaseLease,
@@ -261,7 +241,7 @@ export async function runControllerManager(options: Options, providers: Provider
       exitCode = 1;
     });
     await new Promise<void>((resolve) => controllersStop.signal.addEventListener('abort', () => resolve(), { once: true }));
-    await drain(runningControllers, options.shutdownGracePeriodMs, logger);
+    await drain(runningControllers, settings.shutdownGracePeriodMs, logger);
     releaseLease = await endTerm(term, logger, !!guard);
     guardStop.abort(new Error('shutdown'));
     await guarding;
@@ -280,21 +260,16 @@ export async function runControllerManager(options: Options, providers: Provider
  * providers keep upstream's behaviour (no Lease at all).
  */
 function replicaGuard(
-  options: Options,
+  settings: Settings,
   cloud: CloudProvider,
   transport: KubeTransport,
   deps: { logger: Logger; events: EventRecorder; releaseOnStop: () => boolean; stop: AbortSignal },
 ): ReplicaGuard | undefined {
   const exclusive = cloud.loadBalancer?.exclusive;
-  if (!exclusive || !options.enabledControllers.has('service-lb-controller')) return undefined;
+  if (!exclusive || !settings.controllers.enabled.has('service-lb-controller')) return undefined;
   return new ReplicaGuard({
+    ...leaseTerms(settings.leaderElection),
     transport,
-    namespace: options.leaderElectResourceNamespace,
-    name: options.leaderElectResourceName,
-    identity: makeIdentity(),
-    leaseDurationMs: options.leaderElectLeaseDurationMs,
-    renewDeadlineMs: options.leaderElectRenewDeadlineMs,
-    retryPeriodMs: options.leaderElectRetryPeriodMs,
     logger: deps.logger,
     events: deps.events,
     releaseOnStop: deps.releaseOnStop,
@@ -369,101 +344,7 @@ async function drain(running: Promise<void> | undefined, graceMs: number, logger
   if (outcome === 'timeout') logger.warn('in-flight work did not finish within the shutdown grace period', { gracePeriodMs: graceMs });
 }
 
-async function createProvider(options: Options, providers: ProviderRegistry, logger: Logger): Promise<CloudProvider> {
-  if (!providers.has(options.cloudProvider)) {
-    throw new ConfigurationError(`--cloud-provider: unknown cloud provider "${options.cloudProvider}" (known: ${providers.names().join(', ')})`);
-  }
-  let config: string | undefined;
-  if (options.cloudConfig) {
-    try {
-      config = readCloudConfigFile(options.cloudConfig);
-    } catch (e) {
-      throw new ConfigurationError(`--cloud-config: cannot read ${options.cloudConfig}: ${errorMessage(e)}`);
-    }
-  }
-  try {
-    return await providers.create(options.cloudProvider, { config, configPath: options.cloudConfig || undefined, logger: logger.with({ provider: options.cloudProvider }) });
-  } catch (e) {
-    throw new ConfigurationError(`--cloud-config: ${errorMessage(e)}`);
-  }
+/** The Lease and its timings, as the elector and the replica guard take them, with a fresh identity. */
+function leaseTerms(l: LeaderElectionSettings) {
+  return { namespace: l.namespace, name: l.name, identity: makeIdentity(), leaseDurationMs: l.leaseDurationMs, renewDeadlineMs: l.renewDeadlineMs, retryPeriodMs: l.retryPeriodMs };
 }
-
-function controllerSettings(options: Options, cloud: CloudProvider): ControllerSettings {
-  let clusterCIDRs: Prefix[] = [];
-  const routesRun = options.enabledControllers.has('node-route-controller') && options.configureCloudRoutes && !!cloud.routes;
-  if (routesRun) {
-    if (!options.clusterCIDR.trim()) {
-      throw new ConfigurationError('--cluster-cidr: required when routes are configured (give the pod CIDRs, or pass --configure-cloud-routes=false)');
-    }
-    const parsed = parseClusterCIDRs(options.clusterCIDR);
-    if (!parsed.ok) throw new ConfigurationError(parsed.errors.map((e) => `--cluster-cidr: ${e}`).join('\n'));
-    clusterCIDRs = [parsed.cidrs.ipv4, parsed.cidrs.ipv6].filter((c): c is string => !!c).map((c) => parsePrefix(c, true)!);
-  }
-  let lifecycle;
-  try {
-    lifecycle = resolveLifecycleOptions({
-      monitorPeriodMs: options.nodeMonitorPeriodMs,
-      deletionPolicy: options.nodeDeletionPolicy as 'delete' | 'taint' | 'never',
-      gracePeriodMs: options.nodeDeletionGracePeriodMs,
-      notFoundThreshold: options.nodeDeletionNotFoundThreshold,
-      breaker: {
-        maxShare: options.nodeDeletionBreakerMaxShare,
-        maxCount: options.nodeDeletionBreakerMaxCount > 0 ? options.nodeDeletionBreakerMaxCount : undefined,
-        windowMs: options.nodeDeletionBreakerWindowMs,
-      },
-      breakerAcknowledged: options.nodeDeletionBreakerAcknowledged,
-      providerTimeoutMs: options.nodeLifecycleProviderTimeoutMs,
-      shrinkMaxShare: options.nodeDeletionShrinkMaxShare,
-    });
-  } catch (e) {
-    throw new ConfigurationError(errorMessage(e));
-  }
-  return {
-    enabled: options.enabledControllers,
-    clusterName: options.clusterName,
-    concurrentNodeSyncs: options.concurrentNodeSyncs,
-    concurrentNodeStatusUpdates: nodeStatusWorkers(options),
-    concurrentServiceSyncs: options.concurrentServiceSyncs,
-    nodeStatusUpdateFrequencyMs: options.nodeStatusUpdateFrequencyMs,
-    nodeLabelResync: options.nodeLabelResync,
-    kubeVipAnnotation: options.kubeVipAnnotation,
-    configureCloudRoutes: options.configureCloudRoutes,
-    clusterCIDRs,
-    routeReconciliationPeriodMs: options.routeReconciliationPeriodMs,
-    watchBasedRoutes: gateEnabled(options.featureGates, 'CloudControllerManagerWatchBasedRoutesReconciliation'),
-    lifecycle,
-  };
-}
-
-/** Our client configuration; a kubeconfig a flag names that is missing or broken is bad input (exit 2), named by its flag. */
-function kubeconfigFromFlags(options: Options): KubeConfig {
-  const missing = missingKubeconfigFiles({
-    '--kubeconfig': options.kubeconfig,
-    '--authentication-kubeconfig': options.authenticationKubeconfig,
-    '--authorization-kubeconfig': options.authorizationKubeconfig,
-  });
-  if (missing.length) throw new ConfigurationError(missing.join('\n'));
-  try {
-    return loadKubeConfig({ kubeconfig: options.kubeconfig || undefined, master: options.master || undefined });
-  } catch (e) {
-    throw new ConfigurationError(errorMessage(e));
-  }
-}
-
-/** The delegated-auth clients; a kubeconfig their flags name that cannot be loaded is bad input, named by its flag. */
-function delegatedAuthClientsFromFlags(...args: Parameters<typeof delegatedAuthClients>): ReturnType<typeof delegatedAuthClients> {
-  try {
-    return delegatedAuthClients(...args);
-  } catch (e) {
-    throw new ConfigurationError(errorMessage(e));
-  }
-}
-
-function ownership(options: Options): (node: V1Node) => boolean {
-  try {
-    return nodeOwnershipPredicate({ providerIDPrefixes: options.managedNodeProviderIDPrefixes, labelSelector: options.managedNodeSelector || undefined });
-  } catch (e) {
-    throw new ConfigurationError(`--managed-node-selector: ${errorMessage(e)}`);
-  }
-}
-

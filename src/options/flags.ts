@@ -12,6 +12,7 @@ import { flag, type FlagDef } from './flag-def.ts';
 import { parseIP } from '../net/ip.ts';
 import { alwaysAllowPathError } from '../server/path-matcher.ts';
 import { parseClusterCIDRs } from './cluster-cidr.ts';
+import { DEFAULT_LIFECYCLE_OPTIONS, DELETION_POLICIES } from '../controllers/nodelifecycle/options.ts';
 import { AUTH_FLAGS } from './flags-auth.ts';
 import { COMPAT_FLAGS } from './flags-compat.ts';
 import { LOGGING_FLAGS } from './flags-logging.ts';
@@ -191,7 +192,7 @@ export const FLAGS = [
     name: 'node-monitor-period',
     key: 'nodeMonitorPeriodMs',
     kind: 'duration',
-    default: parseGoDuration('5s'),
+    default: DEFAULT_LIFECYCLE_OPTIONS.monitorPeriodMs,
     group: 'generic',
     help: 'The period for syncing NodeStatus in cloud-node-lifecycle-controller.',
     schema: greaterThanZero,
@@ -485,16 +486,16 @@ export const FLAGS = [
     name: 'node-deletion-policy',
     key: 'nodeDeletionPolicy',
     kind: 'string',
-    default: 'delete',
+    default: DEFAULT_LIFECYCLE_OPTIONS.deletionPolicy,
     group: 'edge-ccm',
     help: 'What happens to a node whose machine is confirmed gone: delete (upstream), taint (quarantine taint, object kept) or never.',
-    schema: v.picklist(['delete', 'taint', 'never'], (issue) => `must be delete, taint or never, got ${JSON.stringify(issue.input)}`),
+    schema: v.picklist(DELETION_POLICIES, (issue) => `must be ${DELETION_POLICIES.slice(0, -1).join(', ')} or ${DELETION_POLICIES.at(-1)}, got ${JSON.stringify(issue.input)}`),
   }),
   flag({
     name: 'node-deletion-grace-period',
     key: 'nodeDeletionGracePeriodMs',
     kind: 'duration',
-    default: parseGoDuration('5m'),
+    default: DEFAULT_LIFECYCLE_OPTIONS.gracePeriodMs,
     group: 'edge-ccm',
     help: 'How long a node must keep being reported "not found" (from the first such answer) before it is deleted. 0 deletes at once, as upstream.',
     schema: v.pipe(v.number(), v.check((ms: number) => ms >= 0, (issue) => `must not be negative, got ${formatGoDuration(issue.input as number)}`)),
@@ -503,7 +504,7 @@ export const FLAGS = [
     name: 'node-deletion-not-found-threshold',
     key: 'nodeDeletionNotFoundThreshold',
     kind: 'int',
-    default: 3,
+    default: DEFAULT_LIFECYCLE_OPTIONS.notFoundThreshold,
     group: 'edge-ccm',
     help: 'Consecutive "not found" answers needed before a node is deleted (1 = upstream).',
     schema: atLeastOne,
@@ -512,7 +513,7 @@ export const FLAGS = [
     name: 'node-deletion-breaker-max-share',
     key: 'nodeDeletionBreakerMaxShare',
     kind: 'float',
-    default: 0.2,
+    default: DEFAULT_LIFECYCLE_OPTIONS.breaker.maxShare,
     group: 'edge-ccm',
     help: 'Circuit breaker: when more than this share of managed nodes is judged gone within the window, delete none (1 turns the share rule off).',
     schema: v.pipe(v.number(), v.check((n: number) => n > 0 && n <= 1, (issue) => `must be greater than 0 and at most 1, got ${issue.input}`)),
@@ -530,7 +531,7 @@ export const FLAGS = [
     name: 'node-deletion-breaker-window',
     key: 'nodeDeletionBreakerWindowMs',
     kind: 'duration',
-    default: parseGoDuration('10m'),
+    default: DEFAULT_LIFECYCLE_OPTIONS.breaker.windowMs,
     group: 'edge-ccm',
     help: 'Circuit breaker: how long a node judged gone keeps counting against the breaker.',
     schema: v.pipe(v.number(), v.check((ms: number) => ms >= 0, (issue) => `must not be negative, got ${formatGoDuration(issue.input as number)}`)),
@@ -539,7 +540,7 @@ export const FLAGS = [
     name: 'node-deletion-breaker-acknowledged',
     key: 'nodeDeletionBreakerAcknowledged',
     kind: 'bool',
-    default: false,
+    default: DEFAULT_LIFECYCLE_OPTIONS.breakerAcknowledged,
     group: 'edge-ccm',
     help: 'Let every confirmed deletion through an open breaker (set it for one rollout after checking the nodes are really gone, then remove it).',
   }),
@@ -547,7 +548,7 @@ export const FLAGS = [
     name: 'node-deletion-shrink-max-share',
     key: 'nodeDeletionShrinkMaxShare',
     kind: 'float',
-    default: 0.5,
+    default: DEFAULT_LIFECYCLE_OPTIONS.shrinkMaxShare,
     group: 'edge-ccm',
     help:
       'When the provider\'s answer for one providerID scheme lost more than this share of the machines it listed before, the missing ones ' +
@@ -559,7 +560,7 @@ export const FLAGS = [
     name: 'node-lifecycle-provider-timeout',
     key: 'nodeLifecycleProviderTimeoutMs',
     kind: 'duration',
-    default: parseGoDuration('10s'),
+    default: DEFAULT_LIFECYCLE_OPTIONS.providerTimeoutMs,
     group: 'edge-ccm',
     help: 'The provider\'s existence and shutdown answers of one lifecycle pass (a bulk call, or every per-node call) must come within this, ' +
       'counted from the start of the pass; a question not answered by then counts as "unknown" (never acted on).',

@@ -26,7 +26,7 @@ export interface LifecycleOptions {
   notFoundThreshold: number;
   breaker: BreakerOptions;
   /** --node-deletion-breaker-acknowledged: lets every confirmed deletion through the breaker (meant to be set for one rollout, then removed). */
-  breakerAcknowledged?: boolean;
+  breakerAcknowledged: boolean;
   /** --node-lifecycle-provider-timeout: a provider call not answered by then counts as "unknown". */
   providerTimeoutMs: number;
   /**

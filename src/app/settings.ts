@@ -1,0 +1,214 @@
+import type { KubeConfig, V1Node } from '@kubernetes/client-node';
+import { readCloudConfigFile } from '../cloud/config-file.ts';
+import type { ProviderRegistry } from '../cloud/registry.ts';
+import type { CloudProvider } from '../cloud/types.ts';
+import { resolveLifecycleOptions } from '../controllers/nodelifecycle/index.ts';
+import type { Logger } from '../log.ts';
+import { parsePrefix, type Prefix } from '../net/ip.ts';
+import { gateEnabled } from '../options/feature-gates.ts';
+import { parseClusterCIDRs, type Options } from '../options/index.ts';
+import type { DelegatingAuthOptions } from '../server/delegating-auth.ts';
+import type { ServerOptions } from '../server/server.ts';
+import { errorMessage } from '../util/errors.ts';
+import { nodeStatusWorkers } from './configz.ts';
+import { runnableControllers, type ControllerSettings } from './controllers.ts';
+import { loadKubeConfig, missingKubeconfigFiles } from './kubeconfig.ts';
+import { nodeOwnershipPredicate } from './node-ownership.ts';
+import { reviewCacheTtls, servingTlsFromFlags } from './serving-flags.ts';
+
+/**
+ * The flags turned into what the process runs with, once: typed values (no empty-string
+ * sentinels past this file), files named by flags read and checked, and every problem found
+ * reported at once. The app (app.ts) reads only these settings, never the flags.
+ */
+
+/** A problem with the command line or its files: the process exits 2, as upstream. */
+export class ConfigurationError extends Error {}
+
+export interface LeaderElectionSettings {
+  /** --leader-elect; without it the Lease is still named (replica guard, event subject). */
+  enabled: boolean;
+  namespace: string;
+  name: string;
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
+}
+
+export interface Settings {
+  log: { format: Options['loggingFormat']; verbosity: number };
+  /** Our client configuration (--kubeconfig, --master, or in-cluster), loaded. */
+  kubeConfig: KubeConfig;
+  /** --kube-api-qps / --kube-api-burst: each component's own client budget. */
+  clientBudget: { qps: number; burst: number };
+  /** --authentication-kubeconfig / --authorization-kubeconfig (empty: ours), checked loadable. */
+  delegatedAuth: { authenticationKubeconfig: string; authorizationKubeconfig: string };
+  /** How long TokenReviews and SubjectAccessReviews are cached. */
+  reviewCache: Pick<DelegatingAuthOptions, 'tokenSuccessTtlMs' | 'allowTtlMs' | 'denyTtlMs'>;
+  server: Pick<ServerOptions, 'bindAddress' | 'securePort' | 'tlsCertFile' | 'tlsKeyFile' | 'alwaysAllowPaths' | 'certDir' | 'sniCertKeys' | 'cipherSuites' | 'minVersion' | 'permitPortSharing'>;
+  leaderElection: LeaderElectionSettings;
+  shutdownGracePeriodMs: number;
+  useServiceAccountCredentials: boolean;
+  /** --managed-node-provider-id-prefixes and --managed-node-selector: which nodes are ours. */
+  isManagedNode: (node: V1Node) => boolean;
+  controllers: ControllerSettings;
+}
+
+/**
+ * The settings and the provider --cloud-provider and --cloud-config name: every problem with the
+ * flags, their files and the provider's config in one ConfigurationError.
+ */
+export async function loadSettings(options: Options, providers: ProviderRegistry, logger: Logger): Promise<{ settings: Settings; cloud: CloudProvider }> {
+  const problems: string[] = [];
+  const settings = collect(problems, () => resolveSettings(options));
+  const cloud = await collectAsync(problems, () => createProvider(options, providers, logger));
+  if (settings && cloud) collect(problems, () => requireClusterCIDRs(settings.controllers, cloud));
+  if (!settings || !cloud || problems.length > 0) {
+    await cloud?.close?.();
+    throw new ConfigurationError(problems.join('\n'));
+  }
+  return { settings, cloud };
+}
+
+/** The flags' settings, without the provider; every problem thrown at once. */
+export function resolveSettings(options: Options): Settings {
+  const problems: string[] = [];
+  const isManagedNode = collect(problems, () => nodeOwnershipPredicate({
+    providerIDPrefixes: options.managedNodeProviderIDPrefixes,
+    labelSelector: given(options.managedNodeSelector),
+  }), '--managed-node-selector: ');
+  const kubeConfig = collect(problems, () => kubeConfigFromFlags(options));
+  // The delegated-auth kubeconfigs are loaded again by their clients: here, only found unloadable.
+  for (const [flag, path] of [['--authentication-kubeconfig', options.authenticationKubeconfig], ['--authorization-kubeconfig', options.authorizationKubeconfig]] as const) {
+    if (path && !missingKubeconfigFiles({ [flag]: path }).length) collect(problems, () => loadKubeConfig({ kubeconfig: path, flag }));
+  }
+  const lifecycle = collect(problems, () => resolveLifecycleOptions({
+    monitorPeriodMs: options.nodeMonitorPeriodMs,
+    deletionPolicy: options.nodeDeletionPolicy,
+    gracePeriodMs: options.nodeDeletionGracePeriodMs,
+    notFoundThreshold: options.nodeDeletionNotFoundThreshold,
+    breaker: {
+      maxShare: options.nodeDeletionBreakerMaxShare,
+      maxCount: options.nodeDeletionBreakerMaxCount,
+      windowMs: options.nodeDeletionBreakerWindowMs,
+    },
+    breakerAcknowledged: options.nodeDeletionBreakerAcknowledged,
+    providerTimeoutMs: options.nodeLifecycleProviderTimeoutMs,
+    shrinkMaxShare: options.nodeDeletionShrinkMaxShare,
+  }));
+  const clusterCIDRs = collect(problems, () => clusterCIDRsFromFlag(options.clusterCIDR));
+  if (problems.length > 0 || !isManagedNode || !kubeConfig || !lifecycle || !clusterCIDRs) throw new ConfigurationError(problems.join('\n'));
+  return {
+    log: { format: options.loggingFormat, verbosity: options.verbosity },
+    kubeConfig,
+    clientBudget: { qps: options.kubeApiQps, burst: options.kubeApiBurst },
+    delegatedAuth: { authenticationKubeconfig: options.authenticationKubeconfig, authorizationKubeconfig: options.authorizationKubeconfig },
+    reviewCache: reviewCacheTtls(options),
+    server: {
+      bindAddress: options.bindAddress,
+      securePort: options.securePort,
+      tlsCertFile: given(options.tlsCertFile),
+      tlsKeyFile: given(options.tlsPrivateKeyFile),
+      alwaysAllowPaths: options.authorizationAlwaysAllowPaths,
+      ...servingTlsFromFlags(options),
+    },
+    leaderElection: {
+      enabled: options.leaderElect,
+      namespace: options.leaderElectResourceNamespace,
+      name: options.leaderElectResourceName,
+      leaseDurationMs: options.leaderElectLeaseDurationMs,
+      renewDeadlineMs: options.leaderElectRenewDeadlineMs,
+      retryPeriodMs: options.leaderElectRetryPeriodMs,
+    },
+    shutdownGracePeriodMs: options.shutdownGracePeriodMs,
+    useServiceAccountCredentials: options.useServiceAccountCredentials,
+    isManagedNode,
+    controllers: {
+      enabled: options.enabledControllers,
+      clusterName: options.clusterName,
+      concurrentNodeSyncs: options.concurrentNodeSyncs,
+      concurrentNodeStatusUpdates: nodeStatusWorkers(options),
+      concurrentServiceSyncs: options.concurrentServiceSyncs,
+      nodeStatusUpdateFrequencyMs: options.nodeStatusUpdateFrequencyMs,
+      nodeLabelResync: options.nodeLabelResync,
+      kubeVipAnnotation: options.kubeVipAnnotation,
+      configureCloudRoutes: options.configureCloudRoutes,
+      clusterCIDRs,
+      routeReconciliationPeriodMs: options.routeReconciliationPeriodMs,
+      watchBasedRoutes: gateEnabled(options.featureGates, 'CloudControllerManagerWatchBasedRoutesReconciliation'),
+      lifecycle,
+    },
+  };
+}
+
+/** The provider --cloud-provider names, built from the --cloud-config file (read bounded). */
+async function createProvider(options: Options, providers: ProviderRegistry, logger: Logger): Promise<CloudProvider> {
+  if (!providers.has(options.cloudProvider)) {
+    throw new ConfigurationError(`--cloud-provider: unknown cloud provider "${options.cloudProvider}" (known: ${providers.names().join(', ')})`);
+  }
+  const configPath = given(options.cloudConfig);
+  let config: string | undefined;
+  if (configPath !== undefined) {
+    try {
+      config = readCloudConfigFile(configPath);
+    } catch (e) {
+      throw new ConfigurationError(`--cloud-config: cannot read ${configPath}: ${errorMessage(e)}`);
+    }
+  }
+  try {
+    return await providers.create(options.cloudProvider, { config, configPath, logger: logger.with({ provider: options.cloudProvider }) });
+  } catch (e) {
+    throw new ConfigurationError(`--cloud-config: ${errorMessage(e)}`);
+  }
+}
+
+/** Routes run (the controller table decides, once): then the pod CIDRs are required. */
+function requireClusterCIDRs(controllers: ControllerSettings, cloud: CloudProvider): void {
+  const routesRun = runnableControllers(cloud, controllers).run.some((c) => c.name === 'node-route-controller');
+  if (routesRun && controllers.clusterCIDRs.length === 0) {
+    throw new ConfigurationError('--cluster-cidr: required when routes are configured (give the pod CIDRs, or pass --configure-cloud-routes=false)');
+  }
+}
+
+/** --cluster-cidr as prefixes (none when empty); the flag's own check already refused a bad one. */
+function clusterCIDRsFromFlag(text: string): Prefix[] {
+  if (!text.trim()) return [];
+  const parsed = parseClusterCIDRs(text);
+  if (!parsed.ok) throw new ConfigurationError(parsed.errors.map((e) => `--cluster-cidr: ${e}`).join('\n'));
+  return [parsed.cidrs.ipv4, parsed.cidrs.ipv6].filter((c): c is string => !!c).map((c) => parsePrefix(c, true)!);
+}
+
+/** Our client configuration; a kubeconfig a flag names that is missing or broken is named by its flag. */
+function kubeConfigFromFlags(options: Options): KubeConfig {
+  const missing = missingKubeconfigFiles({
+    '--kubeconfig': options.kubeconfig,
+    '--authentication-kubeconfig': options.authenticationKubeconfig,
+    '--authorization-kubeconfig': options.authorizationKubeconfig,
+  });
+  if (missing.length) throw new ConfigurationError(missing.join('\n'));
+  return loadKubeConfig({ kubeconfig: given(options.kubeconfig), master: given(options.master) });
+}
+
+/** A string flag whose empty default means "not given". */
+function given(text: string): string | undefined {
+  return text === '' ? undefined : text;
+}
+
+/** Runs `f`; a failure becomes one more problem (its message, after `prefix`) instead of an exception. */
+function collect<T>(problems: string[], f: () => T, prefix = ''): T | undefined {
+  try {
+    return f();
+  } catch (e) {
+    problems.push(e instanceof ConfigurationError ? e.message : prefix + errorMessage(e));
+    return undefined;
+  }
+}
+
+async function collectAsync<T>(problems: string[], f: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await f();
+  } catch (e) {
+    problems.push(e instanceof ConfigurationError ? e.message : errorMessage(e));
+    return undefined;
+  }
+}
