@@ -72,6 +72,22 @@ export class World {
     return state;
   }
 
+  /**
+   * "No Node deleted whose machine still exists": why deleting node `name` at `t` was wrong, or
+   * undefined. Wrong for certain when the machine was in the inventory during the whole
+   * `toleranceMs` before the delete: the controller judges from an answer at most that old, so
+   * it cannot have seen the machine gone. (A machine that left or came back inside that window
+   * is not judged: the answer may predate the change.)
+   */
+  deletionProblem(name: string, t: number, toleranceMs: number): string | undefined {
+    const m = this.machines.get(name);
+    if (!m) return undefined; // not a soak machine: nothing to judge against
+    const since = t - toleranceMs;
+    const changed = m.history.some((h) => h.t > since && h.t <= t);
+    if (!this.presentAt(name, since) || changed) return undefined;
+    return `its machine was in the inventory throughout the ${toleranceMs} ms before`;
+  }
+
   /** The static provider's file: authoritative (a machine not listed is gone), nodes matched by name. */
   staticConfig(files: { redfishUrl: string; redfishPasswordFile: string }): string {
     const machines = this.of('static').filter(present).map((m) => ({

@@ -5,6 +5,7 @@ import { Persistence, serviceConditions } from '../soak/check-services.ts';
 import { insertSorted, judgeWrite, type LeaseWrite } from '../soak/check-terms.ts';
 import { parseSoakArgs } from '../soak/options.ts';
 import { Random } from '../soak/random.ts';
+import { World } from '../soak/world.ts';
 
 /** The soak's checkers must be able to fail: each rule is shown catching what it is for. */
 
@@ -104,6 +105,20 @@ describe('service invariants', () => {
     // Gone, then back: its clock starts again.
     expect(p.observe([], 6000)).toEqual([]);
     expect(p.observe([{ ...c, key: 'k2' }], 6000)).toEqual([]);
+  });
+});
+
+describe('node deletions against the inventory', () => {
+  test('a node deleted while its machine was listed throughout the tolerance before is a violation', () => {
+    const world = new World(2, 0, 0);
+    expect(world.deletionProblem('s-01', 60_000, 10_000)).toContain('in the inventory');
+    world.setPresent('s-01', false, 100_000);
+    expect(world.deletionProblem('s-01', 125_000, 10_000)).toBeUndefined(); // gone 25 s before: fine
+    expect(world.deletionProblem('s-01', 105_000, 10_000)).toBeUndefined(); // left inside the window: not judged
+    world.setPresent('s-01', true, 130_000); // came back
+    expect(world.deletionProblem('s-01', 135_000, 10_000)).toBeUndefined(); // the answer may predate the return
+    expect(world.deletionProblem('s-01', 141_000, 10_000)).toContain('in the inventory');
+    expect(world.deletionProblem('unknown-node', 141_000, 10_000)).toBeUndefined();
   });
 });
 
