@@ -2,6 +2,7 @@ import { expect, test } from 'bun:test';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { tempDir } from '../harness/ccm-process.ts';
+import { removeOwnedDir } from '../harness/processes.ts';
 import type { SoakReport } from '../soak/report.ts';
 import { randomSeed } from '../soak/random.ts';
 
@@ -21,6 +22,14 @@ test('the CI soak profile reports no invariant violation', async () => {
   const seed = Number(process.env.EDGE_CCM_SOAK_SEED ?? randomSeed());
   console.log(`soak seed ${seed}: replay with scripts/soak --seed ${seed} --minutes ${MINUTES} --profile ci`);
   const dir = tempDir('edge-ccm-soak-ci-');
+  try {
+    await runCiSoak(dir, seed);
+  } finally {
+    removeOwnedDir(dir);
+  }
+}, (MINUTES + 4) * 60_000);
+
+async function runCiSoak(dir: string, seed: number): Promise<void> {
   const reportPath = join(dir, 'report.json');
   const logPath = join(dir, 'soak.log');
   const soak = Bun.spawn([process.execPath, join(ROOT, 'test/soak/main.ts'), '--profile', 'ci', '--minutes', String(MINUTES), '--seed', String(seed), '--report', reportPath], {
@@ -41,4 +50,4 @@ test('the CI soak profile reports no invariant violation', async () => {
   expect(report.checks['write-in-term'] ?? 0).toBeGreaterThan(0);
   expect(report.checks['service-state'] ?? 0).toBeGreaterThan(0);
   expect(report.churnTotal).toBeGreaterThan(20);
-}, (MINUTES + 4) * 60_000);
+}
