@@ -52,6 +52,12 @@ export interface LoadBalancer {
   /** Classes this provider owns besides the default (class unset); beyond upstream. */
   readonly loadBalancerClasses?: readonly string[];
   /**
+   * Beyond upstream: the load balancers hand out the nodes' own addresses (node-address pools),
+   * so a node's address change is a change of the node set for them: it triggers a node sync and
+   * an updateLoadBalancer, as a node joining does. Read on every node event.
+   */
+  readonly followsNodeAddresses?: boolean;
+  /**
    * Beyond upstream: ensure decides from what this process remembers (e.g. an address allocator),
    * so only one edge-ccm may ensure at a time, and `refresh` re-reads that memory from the
    * cluster after another edge-ccm may have decided. Leader election gives both (each new leader

@@ -57,6 +57,11 @@ export class PoolLoadBalancer implements LoadBalancer {
     return this.classes();
   }
 
+  /** Node-address pools hand out the nodes' addresses: their changes must reach updateLoadBalancer. */
+  get followsNodeAddresses(): boolean {
+    return this.allocator.configuredPools().some((p) => p.nodeAddresses);
+  }
+
   get isRebuilt(): boolean {
     return this.rebuilt;
   }

@@ -10,7 +10,7 @@ import { LoadBalancerSync, retryAfterSeconds } from './load-balancer-sync.ts';
 import { KUBE_VIP_FIELD_MANAGER } from './kube-vip.ts';
 import { ServiceControllerMetrics } from './metrics.ts';
 import { errorMessage } from '../../util/errors.ts';
-import { needsCleanup, needsUpdate, shouldSyncUpdatedNode } from './predicates.ts';
+import { needsCleanup, needsUpdate, nodeAddressesChanged, shouldSyncUpdatedNode } from './predicates.ts';
 
 /**
  * The service load-balancer controller (upstream controllers/service): keeps a cloud load
@@ -223,7 +223,8 @@ export class ServiceController implements Controller {
       onAdd: enqueueNode,
       onUpdate: (oldNode, node) => {
         const managedChanged = this.ctx.isManagedNode(oldNode) !== this.ctx.isManagedNode(node);
-        if (managedChanged || shouldSyncUpdatedNode(oldNode, node)) enqueueNode();
+        const addressesMatter = this.ctx.cloud.loadBalancer?.followsNodeAddresses && nodeAddressesChanged(oldNode, node);
+        if (managedChanged || shouldSyncUpdatedNode(oldNode, node) || addressesMatter) enqueueNode();
       },
       onDelete: enqueueNode,
     });

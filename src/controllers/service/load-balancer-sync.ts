@@ -21,7 +21,7 @@ import { addFinalizerPatch, loadBalancerStatusPatch, removeFinalizerPatch, type 
 import { addressStatePatch, assignedState, failedState, mergePatches } from './address-condition.ts';
 import { errorMessage } from '../../util/errors.ts';
 import { forEachLimited } from '../../util/parallel.ts';
-import { hasForeignLoadBalancerClass, needsCleanup, nodesSufficientlyEqual } from './predicates.ts';
+import { hasForeignLoadBalancerClass, needsCleanup, nodeAddressesEqual, nodesSufficientlyEqual } from './predicates.ts';
 
 /**
  * What the service controller does for one service key and for one node change, without the
@@ -356,7 +356,8 @@ export class LoadBalancerSync {
     // Stored before the update, successful or not: a failure is retried by a full service sync,
     // and storing now keeps this node sync and that service sync from both updating the hosts.
     this.lastSyncedNodes.set(key, newNodes);
-    if (nodesSufficientlyEqual(oldNodes, newNodes)) return false;
+    const addressesMatter = this.deps.balancer.followsNodeAddresses && !nodeAddressesEqual(oldNodes, newNodes);
+    if (nodesSufficientlyEqual(oldNodes, newNodes) && !addressesMatter) return false;
     try {
       await this.updateHosts(service, newNodes, signal);
     } catch (e) {

@@ -66,6 +66,21 @@ export function shouldSyncUpdatedNode(oldNode: V1Node, newNode: V1Node): boolean
   return (oldNode.spec?.providerID ?? '') !== (newNode.spec?.providerID ?? '');
 }
 
+/** Whether a node's InternalIP/ExternalIP addresses changed (for load balancers that follow them). */
+export function nodeAddressesChanged(oldNode: V1Node, newNode: V1Node): boolean {
+  return addressKey(oldNode) !== addressKey(newNode);
+}
+
+/** The same nodes with the same addresses (the nodes are compared by nodesSufficientlyEqual first). */
+export function nodeAddressesEqual(oldNodes: readonly V1Node[], newNodes: readonly V1Node[]): boolean {
+  const o = new Map(oldNodes.map((n) => [n.metadata?.name ?? '', addressKey(n)]));
+  return newNodes.every((n) => o.get(n.metadata?.name ?? '') === addressKey(n));
+}
+
+function addressKey(node: V1Node): string {
+  return (node.status?.addresses ?? []).filter((a) => a.type === 'InternalIP' || a.type === 'ExternalIP').map((a) => `${a.type}=${a.address}`).sort().join(',');
+}
+
 /** Same node names with the same providerIDs: no need to update a load balancer's hosts. */
 export function nodesSufficientlyEqual(oldNodes: readonly V1Node[], newNodes: readonly V1Node[]): boolean {
   if (oldNodes.length !== newNodes.length) return false;
