@@ -1,7 +1,7 @@
 import type { V1Node, V1Service } from '@kubernetes/client-node';
 import { objectKey } from '../../kube/informer/index.ts';
 import { ResourceClient, SERVICES } from '../../kube/resources.ts';
-import { wantsLoadBalancer } from '../../kube/service-helpers.ts';
+import { nodeEligibleForLoadBalancer, wantsLoadBalancer } from '../../kube/service-helpers.ts';
 import { ItemExponentialFailureRateLimiter, WorkQueue } from '../../kube/workqueue/index.ts';
 import type { Clock } from '../../util/time.ts';
 import type { CloudProvider } from '../../cloud/types.ts';
@@ -223,7 +223,9 @@ export class ServiceController implements Controller {
       onAdd: enqueueNode,
       onUpdate: (oldNode, node) => {
         const managedChanged = this.ctx.isManagedNode(oldNode) !== this.ctx.isManagedNode(node);
-        const addressesMatter = this.ctx.cloud.loadBalancer?.followsNodeAddresses && nodeAddressesChanged(oldNode, node);
+        // Load balancers of node addresses follow every change of the set at once, a taint too.
+        const addressesMatter = this.ctx.cloud.loadBalancer?.followsNodeAddresses &&
+          (nodeAddressesChanged(oldNode, node) || nodeEligibleForLoadBalancer(oldNode) !== nodeEligibleForLoadBalancer(node));
         if (managedChanged || shouldSyncUpdatedNode(oldNode, node) || addressesMatter) enqueueNode();
       },
       onDelete: enqueueNode,
