@@ -9,7 +9,7 @@
 import type { V1LoadBalancerStatus, V1Node, V1Service } from '@kubernetes/client-node';
 import { ProviderRegistry } from '../src/cloud/registry.ts';
 import { defaultLoadBalancerName, type CloudProvider, type InstanceMetadata } from '../src/cloud/types.ts';
-import { runCli } from '../src/cli.ts';
+import { runCli } from '../src/cmd/cli.ts';
 import { registerProviders } from '../src/providers.ts';
 
 const INSTANCE_TYPE = 'bench.small';

@@ -1,5 +1,5 @@
 import { ProviderRegistry } from './cloud/registry.ts';
-import { runCli } from './cli.ts';
+import { runCli } from './cmd/cli.ts';
 import { registerProviders } from './providers.ts';
 
 // Parse flags -> build the app -> run; nothing else lives here.

@@ -26,8 +26,6 @@ import { ConfigurationError, loadSettings, type LeaderElectionSettings, type Set
 import { ServiceAccountCredentials } from './service-account-credentials.ts';
 import { errorMessage } from '../util/errors.ts';
 
-export { ConfigurationError };
-
 /**
  * The controller manager process: provider, client, server, leader election, controllers and
  * an orderly shutdown, from the settings (settings.ts turns the flags into them, once). Resolves

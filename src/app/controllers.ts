@@ -31,7 +31,7 @@ export interface ControllerSpec {
   /** The kube-system service account it acts as with --use-service-account-credentials. */
   readonly serviceAccount: string;
   /** Why it cannot run with this provider and these settings (logged once); undefined: it can. */
-  unavailable(cloud: CloudProvider, settings: ControllerSettings): string | undefined;
+  unavailable(cloud: CloudProvider, settings: ControllerSelection): string | undefined;
   /** The controller, from its part of the context and its settings. */
   start(ctx: ControllerContext, settings: ControllerSettings): Controller;
 }
@@ -80,7 +80,7 @@ export const CONTROLLERS = [
 export type ControllerName = (typeof CONTROLLERS)[number]['name'];
 
 /** The controllers that run: enabled by --controllers, and able to with this provider and settings. */
-export function runnableControllers(cloud: CloudProvider, settings: ControllerSettings): { run: ControllerSpec[]; skipped: { name: string; why: string }[] } {
+export function runnableControllers(cloud: CloudProvider, settings: ControllerSelection): { run: ControllerSpec[]; skipped: { name: string; why: string }[] } {
   const run: ControllerSpec[] = [];
   const skipped: { name: string; why: string }[] = [];
   for (const spec of CONTROLLERS) {
@@ -91,6 +91,9 @@ export function runnableControllers(cloud: CloudProvider, settings: ControllerSe
   }
   return { run, skipped };
 }
+
+/** Which controllers are asked for, and the one flag that can keep one from running. */
+export type ControllerSelection = Pick<ControllerSettings, 'enabled' | 'configureCloudRoutes'>;
 
 /** What the controllers need from the command line, already parsed and validated. */
 export interface ControllerSettings {

@@ -62,7 +62,7 @@ export async function loadSettings(options: Options, providers: ProviderRegistry
   const problems: string[] = [];
   const settings = collect(problems, () => resolveSettings(options));
   const cloud = await collectAsync(problems, () => createProvider(options, providers, logger));
-  if (settings && cloud) collect(problems, () => requireClusterCIDRs(settings.controllers, cloud));
+  if (cloud) collect(problems, () => requireClusterCIDRs(options, cloud));
   if (!settings || !cloud || problems.length > 0) {
     await cloud?.close?.();
     throw new ConfigurationError(problems.join('\n'));
@@ -163,9 +163,10 @@ async function createProvider(options: Options, providers: ProviderRegistry, log
 }
 
 /** Routes run (the controller table decides, once): then the pod CIDRs are required. */
-function requireClusterCIDRs(controllers: ControllerSettings, cloud: CloudProvider): void {
-  const routesRun = runnableControllers(cloud, controllers).run.some((c) => c.name === 'node-route-controller');
-  if (routesRun && controllers.clusterCIDRs.length === 0) {
+function requireClusterCIDRs(options: Options, cloud: CloudProvider): void {
+  const selection = { enabled: options.enabledControllers, configureCloudRoutes: options.configureCloudRoutes };
+  const routesRun = runnableControllers(cloud, selection).run.some((c) => c.name === 'node-route-controller');
+  if (routesRun && !options.clusterCIDR.trim()) {
     throw new ConfigurationError('--cluster-cidr: required when routes are configured (give the pod CIDRs, or pass --configure-cloud-routes=false)');
   }
 }

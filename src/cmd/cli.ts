@@ -1,17 +1,18 @@
-import type { ProviderRegistry } from './cloud/registry.ts';
-import { ConfigurationError, runControllerManager } from './app/app.ts';
+import type { ProviderRegistry } from '../cloud/registry.ts';
 import { COMMANDS, commandNames } from './commands.ts';
-import { EXIT_FAILURE, EXIT_INVALID_INPUT, FLAG_ERROR_EXIT_CODE, FlagErrors, parseArgs, renderHelp } from './options/index.ts';
-import { helpWidth } from './options/help.ts';
-import { runImport } from './migrate/command.ts';
+import { FLAG_ERROR_EXIT_CODE, FlagErrors, parseArgs, renderHelp } from '../options/index.ts';
+import { helpWidth } from '../options/help.ts';
+import { runImport } from './import.ts';
+import { runManager } from './run.ts';
 import { runSelfTest } from './selftest.ts';
-import { runSpeaker } from './speaker/command.ts';
+import { runSpeaker } from './speaker.ts';
 import { runValidate } from './validate.ts';
-import { versionLine } from './version.ts';
+import { versionLine } from '../version.ts';
 
 /**
- * The command line: flags -> subcommand or controller manager -> exit code. Shared by the real
- * entry point (src/main.ts) and the test entry point that also links the fake provider.
+ * The command line: flags -> subcommand (one module each in src/cmd) or the controller manager
+ * (run.ts) -> exit code. Shared by the real entry point (src/main.ts) and the test entry point
+ * that also links the fake provider.
  */
 export async function runCli(argv: string[], providers: ProviderRegistry): Promise<number> {
   let parsed;
@@ -61,16 +62,5 @@ export async function runCli(argv: string[], providers: ProviderRegistry): Promi
       return FLAG_ERROR_EXIT_CODE;
   }
 
-  const stop = new AbortController();
-  for (const sig of ['SIGTERM', 'SIGINT'] as const) process.on(sig, () => stop.abort(sig));
-  try {
-    return await runControllerManager(options, providers, stop.signal);
-  } catch (e) {
-    if (e instanceof ConfigurationError) {
-      for (const line of e.message.split('\n')) console.error(`error: ${line}`);
-      return EXIT_INVALID_INPUT;
-    }
-    console.error(`error: ${e instanceof Error ? e.message : String(e)}`);
-    return EXIT_FAILURE;
-  }
+  return runManager(options, providers);
 }

@@ -1,6 +1,6 @@
 /**
  * The subcommands beside the controller manager, for --help, the unknown-command error and each
- * command's own --help. A test checks this list against the commands src/cli.ts dispatches.
+ * command's own --help. A test checks this list against the commands src/cmd/cli.ts dispatches.
  */
 export interface CommandInfo {
   name: string;

@@ -8,10 +8,10 @@ import { EXIT_FAILURE, EXIT_INVALID_INPUT, EXIT_OK } from '../options/exit-codes
 import { readBoundedFileSync } from '../util/bounded-file.ts';
 import { errorMessage } from '../util/errors.ts';
 import { version } from '../version.ts';
-import { importCilium } from './cilium.ts';
-import { checkImported, renderImported, type ImportResult, type KubeObject } from './imported.ts';
-import { importKubeVip } from './kube-vip.ts';
-import { importMetalLB } from './metallb.ts';
+import { importCilium } from '../migrate/cilium.ts';
+import { checkImported, renderImported, type ImportResult, type KubeObject } from '../migrate/imported.ts';
+import { importKubeVip } from '../migrate/kube-vip.ts';
+import { importMetalLB } from '../migrate/metallb.ts';
 
 /**
  * `edge-ccm import metallb|kube-vip|cilium [-f FILE]... [--kubeconfig FILE] [--namespace NS] [-o FILE]`:

@@ -1,8 +1,8 @@
 import type { KubeConfig, V1ConfigMap, V1Node } from '@kubernetes/client-node';
-import { loadKubeConfig } from './app/kubeconfig.ts';
-import { EXIT_INVALID_INPUT } from './options/exit-codes.ts';
-import { BunKubeTransport } from './kube/transport.ts';
-import { CONFIGMAPS, NODES, ResourceClient } from './kube/resources.ts';
+import { loadKubeConfig } from '../app/kubeconfig.ts';
+import { EXIT_INVALID_INPUT } from '../options/exit-codes.ts';
+import { BunKubeTransport } from '../kube/transport.ts';
+import { CONFIGMAPS, NODES, ResourceClient } from '../kube/resources.ts';
 
 /**
  * `edge-ccm selftest --kubeconfig FILE`: exercises the Kubernetes client through the compiled

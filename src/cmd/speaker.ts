@@ -12,9 +12,9 @@ import { errorMessage } from '../util/errors.ts';
 import { formatConfigErrors } from '../../providers/shared/config-file/yaml-load.ts';
 import { WatchedConfig } from '../../providers/shared/config-file/watch.ts';
 import type { LoadBalancerConfig } from '../../providers/shared/pools/config-model.ts';
-import { loadSpeakerConfig } from './config.ts';
-import { DEFAULT_HEARTBEAT_INTERVAL_MS, DEFAULT_LIVENESS_PORT, DEFAULT_LIVENESS_TIMEOUT_MS } from './liveness.ts';
-import { Speaker } from './speaker.ts';
+import { loadSpeakerConfig } from '../speaker/config.ts';
+import { DEFAULT_HEARTBEAT_INTERVAL_MS, DEFAULT_LIVENESS_PORT, DEFAULT_LIVENESS_TIMEOUT_MS } from '../speaker/liveness.ts';
+import { Speaker } from '../speaker/speaker.ts';
 
 export const SPEAKER_USAGE = `Usage: edge-ccm speaker --cloud-config FILE --liveness-key-file FILE [flags]
 

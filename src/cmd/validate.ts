@@ -1,6 +1,6 @@
-import { readCloudConfigFile } from './cloud/config-file.ts';
-import type { ProviderRegistry } from './cloud/registry.ts';
-import { EXIT_INVALID_INPUT, EXIT_OK } from './options/exit-codes.ts';
+import { readCloudConfigFile } from '../cloud/config-file.ts';
+import type { ProviderRegistry } from '../cloud/registry.ts';
+import { EXIT_INVALID_INPUT, EXIT_OK } from '../options/exit-codes.ts';
 
 /**
  * `edge-ccm validate --cloud-provider NAME --cloud-config FILE`: checks a provider's config

@@ -8,7 +8,7 @@ import type { V1Node } from '@kubernetes/client-node';
 import { readFileSync, statSync } from 'node:fs';
 import { ProviderRegistry } from '../../src/cloud/registry.ts';
 import type { Existence, InstanceMetadata } from '../../src/cloud/types.ts';
-import { runCli } from '../../src/cli.ts';
+import { runCli } from '../../src/cmd/cli.ts';
 import { registerProviders } from '../../src/providers.ts';
 import type { SpeakerConfig } from '../../src/net/bgp/speaker.ts';
 import { FakeCloud } from './fake-cloud.ts';

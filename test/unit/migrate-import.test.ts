@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { checkImported, renderImported } from '../../src/migrate/imported.ts';
-import { convert, readManifests } from '../../src/migrate/command.ts';
+import { convert, readManifests } from '../../src/cmd/import.ts';
 import { loadStaticConfig } from '../../providers/static/config-load.ts';
 import type { PoolConfig } from '../../providers/shared/pools/config-model.ts';
 import { formatIP, parseIP } from '../../src/net/ip.ts';

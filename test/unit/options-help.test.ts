@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test';
 import { readFileSync } from 'node:fs';
 import { FLAGS, FLAG_GROUPS, renderFlagsMarkdown, renderHelp } from '../../src/options/index.ts';
 import { FLAGS_DOC_PATH } from '../../scripts/gen-flags-doc.ts';
-import { COMMANDS } from '../../src/commands.ts';
+import { COMMANDS } from '../../src/cmd/commands.ts';
 import { helpWidth, wrap } from '../../src/options/help.ts';
 
 /** Wide enough that nothing wraps: the layout tests below read each flag's help on one line. */
