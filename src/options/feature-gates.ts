@@ -11,8 +11,8 @@ import { UPSTREAM_FEATURE_GATES, type UpstreamFeatureGate } from './upstream-fla
 /** The gates edge-ccm acts on, and what each one does here (docs/flags.md). */
 export const GATES_WITH_EFFECT = {
   CloudControllerManagerWatchBasedRoutesReconciliation:
-    'the route controller reconciles when a node is added or deleted or its pod CIDRs or addresses change (and on the ' +
-    'informer resync), at most once per 10s, instead of every --route-reconciliation-period',
+    'the route controller reconciles when a node is added or deleted or its pod CIDRs or addresses change, at most ' +
+    'once per 10s, instead of every --route-reconciliation-period',
   LoggingAlphaOptions: 'allows --log-text-split-stream and --log-json-split-stream',
 } as const;
 export type GateWithEffect = keyof typeof GATES_WITH_EFFECT;

@@ -1,6 +1,8 @@
 /** docs/flags.md, rendered from the flag table (scripts/gen-flags-doc.ts writes it; a test keeps it fresh). */
 import { flagDefaultText, flagNames, flagsByGroup, flagTypeName, groupTitle } from './describe.ts';
 import { EXIT_CODES } from './exit-codes.ts';
+import { GATES_WITH_EFFECT } from './feature-gates.ts';
+import { UPSTREAM_MODULE } from './upstream-flags.ts';
 
 export function renderFlagsMarkdown(): string {
   const out = [
@@ -17,9 +19,34 @@ export function renderFlagsMarkdown(): string {
     for (const def of defs) {
       const type = flagTypeName(def) || 'bool';
       const fallback = flagDefaultText(def);
-      out.push(`| ${code(flagNames(def))} | ${type} | ${fallback === undefined ? '' : code(fallback)} | ${prose(def.help)} |`);
+      const inert = 'inert' in def && def.inert ? `<br>**No effect in edge-ccm** (named in one warning line at start): ${prose(def.inert)}.` : '';
+      out.push(`| ${code(flagNames(def))} | ${type} | ${fallback === undefined ? '' : code(fallback)} | ${prose(def.help)}${inert} |`);
     }
   }
+  out.push(
+    '',
+    '## Upstream surface, feature gates, debugging endpoints',
+    '',
+    `Every flag of the upstream cloud-controller-manager (${UPSTREAM_MODULE}: its options and the component-base and`,
+    'apiserver groups it embeds) is accepted; `src/options/upstream-flags.ts` lists them (written by',
+    '`scripts/gen-upstream-flags.sh` from the module itself) and a unit test fails while one is missing here.',
+    'Those marked **No effect in edge-ccm** are parsed and checked as upstream does, and named with why in one',
+    'warning line when given.',
+    '',
+    '`--feature-gates` takes the gates upstream knows (others are refused, as are locked gates set against their',
+    'lock). These change what edge-ccm does:',
+    '',
+    ...Object.entries(GATES_WITH_EFFECT).map(([gate, effect]) => `- \`${gate}\`: ${prose(effect)}.`),
+    '',
+    'The others are accepted and change nothing here (most are kube-apiserver gates).',
+    '',
+    'Behind authentication and authorization on the serving port, as upstream: `/configz` (the versioned',
+    '`CloudControllerManagerConfiguration` the flags give, the same body upstream serves) and, with `--profiling`',
+    '(default on), `/debug/pprof/heap` (a V8 heap snapshot for Chrome DevTools), `/debug/pprof/profile?seconds=N`',
+    '(a `.cpuprofile` from the inspector\'s sampling profiler, default 30 s) and, with `--contention-profiling`,',
+    '`/debug/pprof/block` (how long the event loop was blocked, JSON). These are Bun\'s formats, not Go pprof;',
+    'Go\'s goroutine, mutex, allocs and trace profiles and `/debug/flags/v` have no counterpart.',
+  );
   out.push('', '## Exit codes', '', 'The same for the controller manager and its subcommands (`validate`, `selftest`):', '', '| Code | Meaning |', '| --- | --- |');
   for (const [code, meaning] of EXIT_CODES) out.push(`| ${code} | ${prose(meaning)} |`);
   return `${out.join('\n')}\n`;

@@ -137,6 +137,25 @@ describe('TLS flags, proven with openssl s_client', () => {
   }, 60_000);
 });
 
+describe('socket sharing', () => {
+  test('--permit-port-sharing lets two processes listen on the same port (SO_REUSEPORT); without it the second cannot', async () => {
+    const first = await serve(['--permit-port-sharing']);
+    const second = CcmProcess.fake([
+      '--cloud-provider=fake', `--cloud-config=${join(dir, 'fake.json')}`, `--kubeconfig=${cp.adminKubeconfig}`,
+      '--bind-address=127.0.0.1', `--secure-port=${first.port}`, '--leader-elect=false', '--controllers=-route', '--permit-port-sharing',
+    ]);
+    running.push(second);
+    await second.waitForLog('serving securely');
+    const alone = CcmProcess.fake([
+      '--cloud-provider=fake', `--cloud-config=${join(dir, 'fake.json')}`, `--kubeconfig=${cp.adminKubeconfig}`,
+      '--bind-address=127.0.0.1', `--secure-port=${first.port}`, '--leader-elect=false', '--controllers=-route',
+    ]);
+    running.push(alone);
+    expect(await alone.exited()).not.toBe(0);
+    expect(alone.logs()).not.toContain('serving securely');
+  }, 60_000);
+});
+
 describe('/configz and profiling, behind authentication and authorization', () => {
   const tls = { rejectUnauthorized: false };
   const auth = () => ({ authorization: `Bearer ${adminToken}` });
