@@ -31,6 +31,10 @@ export const MANIFESTS: Manifest[] = [
     templates: ['rbac.yaml'],
   },
   {
+    file: 'crds.yaml',
+    templates: ['crds.yaml'],
+  },
+  {
     file: 'deployment.yaml',
     templates: ['deployment.yaml', 'poddisruptionbudget.yaml'],
     about: [

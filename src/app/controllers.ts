@@ -14,6 +14,9 @@ import { NODES, SERVICES } from '../kube/resources.ts';
 import type { KubeTransport } from '../kube/transport.ts';
 import type { Logger } from '../log.ts';
 import type { Prefix } from '../net/ip.ts';
+import { HeldConditionWriter } from '../controllers/nodelifecycle/held-condition.ts';
+import { BreakerLink } from '../status/breaker-link.ts';
+import { STATUS_PUBLISHER, StatusPublisher } from '../status/publisher.ts';
 
 /**
  * The controllers, in one table: to add one, add its folder under src/controllers and a row
@@ -56,7 +59,11 @@ export const CONTROLLERS = [
     eventSource: 'cloud-node-lifecycle-controller',
     serviceAccount: 'node-controller',
     unavailable: (cloud) => (cloud.instances ? undefined : `provider ${cloud.providerName} has no instances`),
-    start: (ctx, s) => new CloudNodeLifecycleController(ctx, s.lifecycle),
+    start: (ctx, s) => new CloudNodeLifecycleController(ctx, s.lifecycle, {
+      breakerLink: s.breakerLink,
+      statusObject: s.statusObject,
+      heldConditions: new HeldConditionWriter(ctx.transport),
+    }),
   },
   {
     name: 'service-lb-controller',
@@ -116,6 +123,10 @@ export interface ControllerSettings {
   lifecycle: LifecycleOptions;
   /** Why the service controller may not ensure load balancers now (see ReplicaGuard); undefined: it may. */
   ensureBlocked?: () => string | undefined;
+  /** This instance's EdgeCCMStatus object (src/status): the leader-election Lease's name. */
+  statusObject?: string;
+  /** Between the lifecycle controller and the status publisher (set by buildControllers). */
+  breakerLink?: BreakerLink;
 }
 
 export interface ControllerDeps {
@@ -155,6 +166,15 @@ export function buildControllers(settings: ControllerSettings, deps: ControllerD
   });
   const { run, skipped } = runnableControllers(deps.cloud, settings);
   for (const { name, why } of skipped) log.info(`${name} not started: ${why}`, { controller: name });
-  const controllers = run.map((spec) => spec.start(context(spec), { ...settings, ensureBlocked: deps.ensureBlocked }));
+  const breakerLink = new BreakerLink();
+  const controllers = run.map((spec) => spec.start(context(spec), { ...settings, ensureBlocked: deps.ensureBlocked, breakerLink }));
+  // Beyond upstream, always on while leading: the AddressPool and EdgeCCMStatus objects (src/status).
+  controllers.push(new StatusPublisher({
+    name: settings.statusObject ?? 'cloud-controller-manager',
+    cloud: deps.cloud,
+    transport: deps.transportFor?.(STATUS_PUBLISHER) ?? deps.transport,
+    logger: log.with({ controller: STATUS_PUBLISHER }),
+    breaker: breakerLink,
+  }));
   return { informers: { nodes, services }, controllers };
 }

@@ -137,6 +137,7 @@ export function resolveSettings(options: Options): Settings {
       routeReconciliationPeriodMs: options.routeReconciliationPeriodMs,
       watchBasedRoutes: gateEnabled(options.featureGates, 'CloudControllerManagerWatchBasedRoutesReconciliation'),
       lifecycle,
+      statusObject: options.leaderElectResourceName,
     },
   };
 }

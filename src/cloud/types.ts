@@ -74,6 +74,21 @@ export interface LoadBalancer {
    * throws AddressAssignmentError for a service it cannot address.
    */
   assignedPools?(service: V1Service): string[] | undefined;
+  /**
+   * Beyond upstream: the pools in force and who holds what, for the AddressPool objects that
+   * show them with kubectl (src/status). Read on every publication pass; cheap.
+   */
+  poolStatus?(): AddressPoolStatus[];
+}
+
+/** One pool as the AddressPool object shows it. */
+export interface AddressPoolStatus {
+  name: string;
+  /** The pool's addresses after exclusions, as ranges or single addresses. */
+  addresses: string[];
+  families: { family: 'IPv4' | 'IPv6'; total: bigint; used: number; /** Reserved or held after a release, not in use. */ kept: number }[];
+  /** namespace/name of each service holding addresses of the pool, with those addresses. */
+  services: { service: string; addresses: string[] }[];
 }
 
 export interface Route {

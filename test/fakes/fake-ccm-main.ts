@@ -27,6 +27,8 @@ export interface FakeConfig {
   initializeHangs?: boolean;
   /** A BGP speaker configuration (read at start only): the leader runs it, announcing nothing. */
   bgp?: SpeakerConfig;
+  /** Names of address pools the load balancer reports (198.51.100.0/30 each, nothing in use): AddressPool objects. */
+  pools?: string[];
 }
 
 function metadataFor(cfg: FakeConfig, node: V1Node): InstanceMetadata | null {
@@ -57,6 +59,9 @@ function applyConfig(cloud: FakeCloud, cfg: FakeConfig): void {
     for (const m of ['instanceExists', 'instanceShutdown', 'instanceMetadata', 'instancesExist'] as const) cloud.failWith(m, new Error('fake provider outage'));
   }
   if (cfg.ingressIP) cloud.ingressIP = cfg.ingressIP;
+  cloud.pools = (cfg.pools ?? []).map((name) => ({ name, addresses: ['198.51.100.0-198.51.100.3'], families: [{ family: 'IPv4', total: 4n, used: 0, kept: 0 }], services: [] }));
+  // As a provider's reload: the status publisher shows the new pools at once.
+  cloud.notifyChange();
 }
 
 function registerFake(registry: ProviderRegistry): void {

@@ -1,6 +1,7 @@
 import type { V1LoadBalancerIngress, V1LoadBalancerStatus, V1Node, V1Service } from '@kubernetes/client-node';
 import {
   defaultLoadBalancerName,
+  type AddressPoolStatus,
   type BgpSource,
   type CloudProvider,
   type Existence,
@@ -130,6 +131,9 @@ export class FakeCloud implements CloudProvider {
   /** Calls under way now, and the most there ever were at once (to check a concurrency limit). */
   inFlight = 0;
   maxInFlight = 0;
+
+  /** What the load balancer's poolStatus answers (the AddressPool objects; src/status). */
+  pools: AddressPoolStatus[] = [];
 
   private readonly log: FakeCall[] = [];
   private lbClasses: string[] | undefined;
@@ -305,6 +309,7 @@ export class FakeCloud implements CloudProvider {
       get loadBalancerClasses() {
         return fake.lbClasses;
       },
+      poolStatus: () => structuredClone(fake.pools),
       getLoadBalancerName: (_cluster, svc) => defaultLoadBalancerName(svc),
       getLoadBalancer: async (_clusterName, svc, signal): Promise<LoadBalancerResult> => {
         await this.call('getLoadBalancer', key(svc), signal);

@@ -81,6 +81,9 @@ const until = <T>(what: string, probe: () => Promise<T | undefined>) =>
 beforeAll(async () => {
   cp = await startControlPlane();
   admin = transportFor(cp.adminKubeconfig);
+  // The AddressPool and EdgeCCMStatus kinds, as the chart installs them (deploy/kubernetes is the chart rendered).
+  await applyManifests(admin, readFileSync(join(DEPLOY, 'crds.yaml'), 'utf8'));
+  await eventually('the edge-ccm.io CRDs served', () => admin.request({ method: 'GET', path: '/apis/edge-ccm.io/v1alpha1/addresspools' }).then(() => true, () => undefined));
 }, 240_000);
 
 afterEach(() => CcmProcess.stopAll());
@@ -103,8 +106,10 @@ async function runScenario(source: RbacSource, prefix: string, extraFlags: strin
   const [port, closedPort] = await freeLoopbackPorts(2);
   // A BGP speaker (its peer never answers): the leader watches EndpointSlices for it.
   const bgp = { localAsn: 64512, routerId: '198.51.100.2', listen: false, peers: [{ address: '127.0.0.1', port: closedPort, asn: 65000 }] };
-  writeFileSync(fakeConfig, JSON.stringify({ autoMetadata: auto, bgp }));
   const [a, b, svc] = [`${prefix}-a`, `${prefix}-b`, `${prefix}-lb`];
+  // Two pools: AddressPool objects created, their status written, one deleted when its pool goes.
+  const [poolA, poolB] = [`${prefix}-pool-a`, `${prefix}-pool-b`];
+  writeFileSync(fakeConfig, JSON.stringify({ autoMetadata: auto, bgp, pools: [poolA, poolB] }));
 
   ccm = CcmProcess.fake([
     '--cloud-provider=fake', `--cloud-config=${fakeConfig}`, `--kubeconfig=${kubeconfig}`,
@@ -115,6 +120,8 @@ async function runScenario(source: RbacSource, prefix: string, extraFlags: strin
     ...extraFlags,
   ]);
   await ccm.waitForLog('successfully acquired lease');
+  const addressPool = (name: string) => admin.request<{ status?: { conditions?: unknown[] } }>({ method: 'GET', path: `/apis/edge-ccm.io/v1alpha1/addresspools/${name}` });
+  await until('AddressPool objects published', async () => ((await addressPool(poolB).catch(() => undefined))?.status?.conditions?.length ? true : undefined));
 
   const nodes = new ResourceClient<V1Node>(admin, NODES);
   const services = new ResourceClient<V1Service>(admin, SERVICES);
@@ -141,9 +148,10 @@ async function runScenario(source: RbacSource, prefix: string, extraFlags: strin
   await until('service gone (finalizer removed)', async () => services.get(svc, { namespace: 'default' }).then(() => undefined, () => true));
 
   // The machine behind node b disappears and its node goes NotReady: the lifecycle controller deletes it.
-  replaceFile(fakeConfig, JSON.stringify({ autoMetadata: auto, bgp, existence: { [b]: 'not-found' } }));
+  replaceFile(fakeConfig, JSON.stringify({ autoMetadata: auto, bgp, pools: [poolA], existence: { [b]: 'not-found' } }));
   await nodes.patch(b, 'strategic', { status: { conditions: [{ type: 'Ready', status: 'False', reason: 'KubeletDown', lastHeartbeatTime: new Date(), lastTransitionTime: new Date() }] } }, { subresource: 'status' });
   await until(`node ${b} deleted`, async () => nodes.get(b).then(() => undefined, () => true));
+  await until(`AddressPool ${poolB} deleted with its pool`, async () => addressPool(poolB).then(() => undefined, () => true));
 
   // Delegated auth: a token that is not system:masters goes through TokenReview and SubjectAccessReview.
   const viewer = readFileSync(cp.tokenKubeconfig('viewer'), 'utf8').match(/token: (\S+)/)?.[1];
@@ -192,12 +200,15 @@ for (const [index, source] of SOURCES.entries()) describe(source.label, () => {
       'list services', 'watch services', 'patch services/status', 'list endpointslices', 'watch endpointslices',
       'create events', 'create leases', 'update leases', 'get leases',
       'create tokenreviews', 'create subjectaccessreviews',
+      'list addresspools', 'create addresspools', 'delete addresspools', 'patch addresspools/status',
+      'get edgeccmstatuses', 'create edgeccmstatuses', 'patch edgeccmstatuses/status',
     ]) expect(seen).toContain(want);
     // And the other way round: the ClusterRole grants nothing edge-ccm does not use. A grant the
     // scenario cannot reach on its own stays only with the reason it is needed.
     const usedOnlyOnRarePaths: Record<string, string> = {
       'get nodes': 'the node controller re-reads a node after a conflicting write',
       'patch events': 'the event recorder counts a repeated event',
+      'patch edgeccmstatuses': 'the status publisher removes a node deletion acknowledgment once used (test/integration/cluster-status.test.ts)',
     };
     const unused = [...grantedByClusterRole(rbac, source.clusterRole)].filter((g) => !seen.has(g) && !(g in usedOnlyOnRarePaths));
     expect(unused).toEqual([]);

@@ -87,14 +87,14 @@ export class AddressClaims {
     this.released.delete(ipKey(ip));
   }
 
-  /** Addresses kept for someone now (reserved and not in use, or held): for pool status. */
-  keptCount(inUse: (ip: IP) => boolean): number {
+  /** Addresses kept for someone now (reserved or held), except those `skip` leaves out (in use, other pools): for pool status. */
+  keptCount(skip: (ip: IP) => boolean): number {
     const keys = new Set<string>();
     for (const [k, service] of this.reserved) {
       const ip = this.byService.get(service)!.find((x) => ipKey(x) === k)!;
-      if (!inUse(ip)) keys.add(k);
+      if (!skip(ip)) keys.add(k);
     }
-    for (const [k, h] of this.released) if (h.until > this.now() && !inUse(h.ip)) keys.add(k);
+    for (const [k, h] of this.released) if (h.until > this.now() && !skip(h.ip)) keys.add(k);
     return keys.size;
   }
 

@@ -17,6 +17,9 @@ import { type LifecycleOptions, type LifecycleOptionsInput, resolveLifecycleOpti
 import { DISTRUST_REASONS, type Distrust, type GroupJudgement, ProviderSnapshots, type SnapshotJudgement, describeGroup, providerIDScheme } from './snapshot.ts';
 import { sleep } from '../../util/time.ts';
 import { errorMessage } from '../../util/errors.ts';
+import type { BreakerLink } from '../../status/breaker-link.ts';
+import { ACKNOWLEDGE_NODE_DELETIONS_ANNOTATION } from '../../status/resources.ts';
+import { type HeldConditionWriter, type HeldState, heldConditionPatch } from './held-condition.ts';
 
 /** Taint writes (and the shutdown questions before them) in flight at once. */
 export const WRITE_CONCURRENCY = 10;
@@ -25,6 +28,12 @@ export const WRITE_CONCURRENCY = 10;
 export interface LifecycleControllerDeps {
   clock?: Clock;
   writer?: LifecycleWriter;
+  /** The breaker's state out to the EdgeCCMStatus object, an operator's acknowledgment in (src/status). */
+  breakerLink?: BreakerLink;
+  /** The EdgeCCMStatus object's name, for the messages that say how to acknowledge. */
+  statusObject?: string;
+  /** When set, each held node gets the condition edge-ccm.io/DeletionHeld saying why (held-condition.ts). */
+  heldConditions?: HeldConditionWriter;
 }
 
 /** What one pass did; returned for logs and tests. */
@@ -70,7 +79,7 @@ export class CloudNodeLifecycleController implements Controller {
   constructor(
     private readonly ctx: LifecycleControllerContext,
     opts: LifecycleOptionsInput = {},
-    deps: LifecycleControllerDeps = {},
+    private readonly deps: LifecycleControllerDeps = {},
   ) {
     if (!ctx.cloud.instances) throw new Error('cloud provider does not support instances');
     this.instances = ctx.cloud.instances;
@@ -173,9 +182,11 @@ export class CloudNodeLifecycleController implements Controller {
     }
     await forEachLimited(writes, WRITE_CONCURRENCY, (write) => write());
 
+    const link = this.deps.breakerLink;
+    const viaObject = (n: V1Node) => !isDeletionAcknowledged(n) && (link?.acknowledges(nodeName(n)) ?? false);
     const verdict = evaluateBreaker({
       candidates,
-      acknowledged: isDeletionAcknowledged,
+      acknowledged: (n) => isDeletionAcknowledged(n) || viaObject(n),
       managedCount: nodes.filter((n) => !this.deletedUids.has(n.metadata?.uid ?? '')).length,
       recentDeletions: this.deletions.count(now),
       overridden: this.options.breakerAcknowledged === true,
@@ -185,6 +196,10 @@ export class CloudNodeLifecycleController implements Controller {
     for (const node of verdict.deletable) {
       if (await this.deleteNode(node, now, signal)) report.deleted.push(nodeName(node));
     }
+    // The object's acknowledgment let these through: spent (the publisher removes the annotation).
+    if (verdict.open && verdict.deletable.some(viaObject)) link?.acknowledgmentUsed();
+    link?.report({ open: verdict.open, gone: verdict.gone, allowed: verdict.allowed, population: verdict.population, windowMs: this.options.breaker.windowMs, held: verdict.held.map(nodeName) });
+    await this.writeHeldConditions(nodes, report, verdict, now, signal);
     return { ...report, breaker: verdict };
   }
 
@@ -248,6 +263,60 @@ export class CloudNodeLifecycleController implements Controller {
       this.log.info(reason === 'protected' ? 'node not found in the cloud provider but protected from deletion; keeping it' : `node not found in the cloud provider; keeping it (deletion policy ${this.options.deletionPolicy})`, fields);
     }
     this.announced.set(name, reason);
+  }
+
+  /** The DeletionHeld condition on every managed node, as this pass left it (only changes are written). */
+  private async writeHeldConditions(nodes: V1Node[], report: Omit<MonitorReport, 'breaker'>, verdict: BreakerVerdict<V1Node>, now: number, signal?: AbortSignal): Promise<void> {
+    const writer = this.deps.heldConditions;
+    if (!writer) return;
+    const at = new Date(now);
+    const writes: (() => Promise<void>)[] = [];
+    for (const node of nodes) {
+      if (this.deletedUids.has(node.metadata?.uid ?? '')) continue;
+      const patch = heldConditionPatch(node, this.heldState(node, report, verdict), at);
+      if (!patch) continue;
+      writes.push(() => writer.write(node, patch, signal).catch((e: unknown) => {
+        this.log.error('cannot write the DeletionHeld condition of node', { node: nodeName(node), error: errorMessage(e) });
+      }));
+    }
+    await forEachLimited(writes, WRITE_CONCURRENCY, (write) => write());
+  }
+
+  /** Why the node is kept although its machine is not found, and what lets it go; undefined when it is not held. */
+  private heldState(node: V1Node, report: Omit<MonitorReport, 'breaker'>, verdict: BreakerVerdict<V1Node>): HeldState | undefined {
+    const name = nodeName(node);
+    const reason = report.held.get(name);
+    const streak = this.streaks.get(name);
+    const ack = `kubectl annotate edgeccmstatus ${this.deps.statusObject ?? '<lease name>'} ${ACKNOWLEDGE_NODE_DELETIONS_ANNOTATION}=true`;
+    switch (reason) {
+      case 'grace':
+        return {
+          reason: 'GracePeriod',
+          message: `Not found in the cloud provider since ${streak ? new Date(streak.since).toISOString() : 'now'}; deleted once not found for ` +
+            `${formatGoDuration(this.options.gracePeriodMs)} and ${this.options.notFoundThreshold} answers in a row`,
+        };
+      case 'protected':
+        return { reason: 'Protected', message: 'Not found in the cloud provider, but annotated node.edge-ccm.io/protect-from-deletion=true: kept until the annotation is removed' };
+      case 'policy':
+        return { reason: 'DeletionPolicy', message: `Not found in the cloud provider; kept by --node-deletion-policy=${this.options.deletionPolicy}: delete the node yourself once the machine is gone` };
+      case 'breaker':
+        return {
+          reason: 'Breaker',
+          message: `Not found in the cloud provider, but the deletion breaker is open: ${verdict.gone} of ${verdict.population} managed nodes judged gone within ` +
+            `${formatGoDuration(this.options.breaker.windowMs)}, ${verdict.allowed} allowed. If the machine is gone: kubectl annotate node ${name} ` +
+            `${ANNOTATION_ACKNOWLEDGE_DELETION}=true, or let every held node go: ${ack}`,
+        };
+    }
+    const distrust = report.distrusted.get(name);
+    if (distrust && !isNodeReady(node)) {
+      return {
+        reason: 'ProviderAnswerDistrusted',
+        message: distrust === 'empty'
+          ? 'The cloud provider\'s answer listed none of its managed nodes: an outage or lost permissions, never taken as every machine gone; kept'
+          : `The cloud provider's answer lost more machines than --node-deletion-shrink-max-share=${this.options.shrinkMaxShare} allows at once; kept until consecutive answers confirm the smaller list for ${formatGoDuration(this.options.gracePeriodMs)}`,
+      };
+    }
+    return undefined;
   }
 
   private setBreaker(verdict: BreakerVerdict<V1Node>): void {
