@@ -19,6 +19,7 @@ import { SnapshotCache } from './snapshot.ts';
 import { VmDetails } from './vm-details.ts';
 import { sleep } from '../../src/util/time.ts';
 import { errorMessage } from '../../src/util/errors.ts';
+import type { ConfigCheck } from '../../src/cloud/config-reload.ts';
 
 /**
  * The `proxmox` provider: nodes are QEMU VMs of one or more Proxmox VE clusters (InstancesV2,
@@ -118,6 +119,11 @@ export class ProxmoxProvider implements CloudProvider {
   /** Applies a new text of the configuration, all or nothing (what the watcher calls). */
   reload(text: string): ConfigReloadResult<ProxmoxConfig> {
     return this.file.reload(text);
+  }
+
+  /** Reads the configuration file again now (SIGHUP, `systemctl reload`): see src/cloud/config-reload.ts. */
+  reloadConfig(): Promise<ConfigCheck> {
+    return this.file.checkNow();
   }
 
   /** Called after every reload attempt, good or bad. Returns an unsubscribe function. */

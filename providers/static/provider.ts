@@ -14,6 +14,7 @@ import type { StaticConfig } from './config-model.ts';
 import { StaticInstances } from './instances.ts';
 import { Inventory } from './inventory.ts';
 import { RedfishClientPool } from './redfish.ts';
+import type { ConfigCheck } from '../../src/cloud/config-reload.ts';
 
 /**
  * The `static` provider: a bare-metal inventory (InstancesV2) and load-balancer addresses from
@@ -93,6 +94,11 @@ export class StaticProvider implements CloudProvider {
    */
   reload(text: string): ReloadResult {
     return this.file.reload(text);
+  }
+
+  /** Reads the configuration file again now (SIGHUP, `systemctl reload`): see src/cloud/config-reload.ts. */
+  reloadConfig(): Promise<ConfigCheck> {
+    return this.file.checkNow();
   }
 
   /**

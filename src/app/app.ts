@@ -24,6 +24,7 @@ import { loggerFromOptions, logStartupWarnings } from './logging.ts';
 import { ControllerManagerMetrics, createRegistry, restClientObserver } from './metrics.ts';
 import { ConfigurationError, loadSettings, type LeaderElectionSettings, type Settings } from './settings.ts';
 import { ServiceAccountCredentials } from './service-account-credentials.ts';
+import { reloadOnHangup } from './reload-signal.ts';
 import { errorMessage } from '../util/errors.ts';
 
 /**
@@ -37,6 +38,7 @@ export async function runControllerManager(options: Options, providers: Provider
   logStartupWarnings(logger, options);
 
   const { settings, cloud } = await loadSettings(options, providers, logger);
+  const stopReloadOnHangup = reloadOnHangup(cloud, logger);
   const { kubeConfig, isManagedNode, leaderElection } = settings;
   const registry = createRegistry();
   const transportOptions: TransportOptions = {
@@ -248,6 +250,7 @@ export async function runControllerManager(options: Options, providers: Provider
   await events.close(2_000);
   await server.stop();
   await cloud.close?.();
+  stopReloadOnHangup();
   logger.info('stopped');
   return exitCode;
 }

@@ -224,6 +224,18 @@ export class WatchedConfig<C> {
     this.watcher = undefined;
   }
 
+  /** Reads the file now, as the watcher does on a change (SIGHUP); 'unchanged' when its text is the one last read. */
+  async checkNow(): Promise<'unchanged' | 'reloaded' | 'rejected'> {
+    let outcome: 'unchanged' | 'reloaded' | 'rejected' = 'unchanged';
+    const off = this.onReload((r) => (outcome = r.ok ? 'reloaded' : 'rejected'));
+    try {
+      await this.watcher?.check();
+    } finally {
+      off();
+    }
+    return outcome;
+  }
+
   /** Applies a text (what the watcher calls; a caller may call it with a text from elsewhere). */
   reload(text: string): ConfigReloadResult<C> {
     let result: ConfigReloadResult<C>;
