@@ -101,6 +101,8 @@ class BgpTerm {
   /** A stop of ours is under way: its session ends are not news. */
   private quiet = false;
   private starting?: Promise<void>;
+  /** The configuration the speaker runs with, as text. */
+  private appliedConfig?: string;
   private readonly slices: Informer<V1EndpointSlice>;
   private readonly log: Logger;
   private warnedRestartTime = false;
@@ -244,7 +246,12 @@ class BgpTerm {
       return;
     }
     try {
-      this.speaker.reconfigure(config);
+      // Only a changed configuration touches the sessions (reconfigure resets the peers it changed).
+      const text = JSON.stringify(config);
+      if (text !== this.appliedConfig) {
+        this.speaker.reconfigure(config);
+        this.appliedConfig = text;
+      }
       this.speaker.setAnnouncements(table);
     } catch (e) {
       this.log.error('cannot apply the BGP configuration or table; the last one stays in force', { error: errorMessage(e) });
@@ -254,6 +261,7 @@ class BgpTerm {
   private async startSpeaker(config: SpeakerConfig, table: Parameters<BgpSpeaker['setAnnouncements']>[0]): Promise<void> {
     try {
       this.speaker = await BgpSpeaker.start(config, { log: this.log, announcements: table, onStateChange: (c) => this.onStateChange(c) });
+      this.appliedConfig = JSON.stringify(config);
       this.log.info('BGP speaker started', { peers: config.peers.length, announcements: table.length });
     } catch (e) {
       this.log.error('cannot start the BGP speaker', { error: errorMessage(e) });

@@ -36,6 +36,24 @@ export interface RouterOptions {
   gracefulRestart?: boolean;
   /** TCP-MD5 password on both sessions. */
   password?: string;
+  /** The speakers' addresses, one IPv4 and one IPv6 session each; default the one speaker at SPEAKER4 / SPEAKER6. */
+  speakers?: SpeakerAddresses[];
+}
+
+export interface SpeakerAddresses {
+  v4: string;
+  v6: string;
+}
+
+function speakersOf(o: RouterOptions): SpeakerAddresses[] {
+  return o.speakers ?? [{ v4: SPEAKER4, v6: SPEAKER6 }];
+}
+
+/** BIRD's protocol name of a session: speaker4/speaker6 for the first speaker, speaker4_N/speaker6_N for the others. */
+function birdProtocol(o: RouterOptions, address: string): string {
+  const i = speakersOf(o).findIndex((s) => s.v4 === address || s.v6 === address);
+  const family = address.includes(':') ? 6 : 4;
+  return i <= 0 ? `speaker${family}` : `speaker${family}_${i}`;
 }
 
 /** Paths (next hops) per prefix in the router's BGP table. */
@@ -113,6 +131,7 @@ class Bird implements BgpRouter {
     private readonly lab: NetnsLab,
     private readonly proc: LoggedProcess,
     private readonly socket: string,
+    private readonly options: RouterOptions,
   ) {}
 
   static async start(lab: NetnsLab, o: RouterOptions): Promise<Bird> {
@@ -135,12 +154,11 @@ router id ${ROUTER4};
 protocol device { scan time 10; }
 protocol kernel kernel4 { ipv4 { export all; }; merge paths on; }
 protocol kernel kernel6 { ipv6 { export all; }; merge paths on; }
-${session('speaker4', ROUTER4, SPEAKER4, 'ipv4')}
-${session('speaker6', ROUTER6, SPEAKER6, 'ipv6')}
+${speakersOf(o).map((sp) => `${session(birdProtocol(o, sp.v4), ROUTER4, sp.v4, 'ipv4')}\n${session(birdProtocol(o, sp.v6), ROUTER6, sp.v6, 'ipv6')}`).join('\n')}
 `,
     );
     const proc = lab.spawnLogged('rtr', 'bird', ['/usr/sbin/bird', '-f', '-c', conf, '-s', socket, '-P', join(lab.dir, 'bird.pidfile')]);
-    const bird = new Bird(lab, proc, socket);
+    const bird = new Bird(lab, proc, socket, o);
     await eventually(`BIRD up (log: ${proc.logPath})`, async () => {
       if (!proc.running) throw new Error(`bird exited: ${proc.logTail()}`);
       return (await bird.birdc('show status')).code === 0;
@@ -171,8 +189,7 @@ ${session('speaker6', ROUTER6, SPEAKER6, 'ipv6')}
   }
 
   async sessionUp(address: string): Promise<boolean> {
-    const name = address.includes(':') ? 'speaker6' : 'speaker4';
-    const r = await this.birdc(`show protocols ${name}`);
+    const r = await this.birdc(`show protocols ${birdProtocol(this.options, address)}`);
     return r.code === 0 && /\bEstablished\b/.test(r.stdout);
   }
 
@@ -199,7 +216,9 @@ class Frr implements BgpRouter {
     const uid = Number((await mustRun(['id', '-u', 'frr'])).trim());
     const gid = Number((await mustRun(['id', '-g', 'frr'])).trim());
     chownSync(dir, uid, gid);
-    const pw = o.password ? [` neighbor ${SPEAKER4} password ${o.password}`, ` neighbor ${SPEAKER6} password ${o.password}`] : [];
+    const speakers = speakersOf(o);
+    const each = (f: (sp: SpeakerAddresses) => string[]) => speakers.flatMap(f);
+    const pw = o.password ? each((sp) => [` neighbor ${sp.v4} password ${o.password}`, ` neighbor ${sp.v6} password ${o.password}`]) : [];
     const conf = join(dir, 'bgpd.conf');
     writeFileSync(
       conf,
@@ -212,21 +231,15 @@ class Frr implements BgpRouter {
         ' no bgp ebgp-requires-policy',
         ' no bgp network import-check',
         o.gracefulRestart ? ' bgp graceful-restart' : ' bgp graceful-restart-disable',
-        ` neighbor ${SPEAKER4} remote-as ${SPEAKER_ASN}`,
-        ` neighbor ${SPEAKER4} timers 3 9`,
-        ` neighbor ${SPEAKER6} remote-as ${SPEAKER_ASN}`,
-        ` neighbor ${SPEAKER6} timers 3 9`,
+        ...each((sp) => [` neighbor ${sp.v4} remote-as ${SPEAKER_ASN}`, ` neighbor ${sp.v4} timers 3 9`, ` neighbor ${sp.v6} remote-as ${SPEAKER_ASN}`, ` neighbor ${sp.v6} timers 3 9`]),
         ...pw,
         ' address-family ipv4 unicast',
         '  maximum-paths 8',
-        `  neighbor ${SPEAKER4} activate`,
-        `  neighbor ${SPEAKER4} addpath-rx-paths-limit 8`,
-        `  no neighbor ${SPEAKER6} activate`,
+        ...each((sp) => [`  neighbor ${sp.v4} activate`, `  neighbor ${sp.v4} addpath-rx-paths-limit 8`, `  no neighbor ${sp.v6} activate`]),
         ' exit-address-family',
         ' address-family ipv6 unicast',
         '  maximum-paths 8',
-        `  neighbor ${SPEAKER6} activate`,
-        `  neighbor ${SPEAKER6} addpath-rx-paths-limit 8`,
+        ...each((sp) => [`  neighbor ${sp.v6} activate`, `  neighbor ${sp.v6} addpath-rx-paths-limit 8`]),
         ' exit-address-family',
         '',
       ].join('\n'),
@@ -307,7 +320,8 @@ class GoBgp implements BgpRouter {
     [neighbors.afi-safis.mp-graceful-restart.config]
       enabled = ${o.gracefulRestart ? 'true' : 'false'}
 `;
-    writeFileSync(conf, `[global.config]\n  as = ${ROUTER_ASN}\n  router-id = "${ROUTER4}"\n${neighbor(SPEAKER4, 'ipv4-unicast')}${neighbor(SPEAKER6, 'ipv6-unicast')}`);
+    const neighbors = speakersOf(o).map((sp) => `${neighbor(sp.v4, 'ipv4-unicast')}${neighbor(sp.v6, 'ipv6-unicast')}`).join('');
+    writeFileSync(conf, `[global.config]\n  as = ${ROUTER_ASN}\n  router-id = "${ROUTER4}"\n${neighbors}`);
     const proc = lab.spawnLogged('rtr', 'gobgpd', ['/usr/bin/gobgpd', '-f', conf, '-p', '--api-hosts', '127.0.0.1:50051', '--pprof-disable']);
     const g = new GoBgp(lab, proc);
     await eventually(`gobgpd up (log: ${proc.logPath})`, async () => {

@@ -46,6 +46,15 @@ export class CcmProcess {
     return new CcmProcess([binary, ...args], env);
   }
 
+  /**
+   * The compiled binary inside a network namespace (`ip netns exec NS dist/edge-ccm ...`, which
+   * execs it: the pid is edge-ccm's own, so a SIGKILL is a real crash).
+   */
+  static binaryInNamespace(namespace: string, args: string[], env: Record<string, string | undefined> = {}, binary = join(ROOT, 'dist/edge-ccm')): CcmProcess {
+    if (!existsSync(binary)) throw new Error(`${binary} is missing: run \`bun run build\` first (the README's test command, bash scripts/test.sh, builds it)`);
+    return new CcmProcess(['ip', 'netns', 'exec', namespace, binary, ...args], env);
+  }
+
   get pid(): number {
     return this.proc.pid;
   }

@@ -48,8 +48,8 @@ export class BgpRouteTable implements Routes {
 
   /** Beyond upstream: the route controller finished a round (see Routes.synced). */
   synced(): void {
-    this.rounds++;
-    this.changed();
+    // Only the first round is news (the announcer waits for it); later ones changed nothing by themselves.
+    if (this.rounds++ === 0) this.changed();
   }
 
   /** Whether the route controller has finished a round since this process started. */
