@@ -53,6 +53,9 @@ export class ConfigFileWatcher {
     }
     this.poller = setInterval(() => void this.poll(), this.opts.pollMs ?? 5000);
     this.poller.unref?.();
+    // The text in force may be old: a standby read it when the process started and watches only
+    // from its leadership on. An edit made meanwhile would otherwise wait for the next change.
+    if (this.opts.initialText !== undefined) await this.check();
   }
 
   stop(): void {

@@ -1,0 +1,57 @@
+import { expect, test } from 'bun:test';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { silentLogger } from '../../../src/log.ts';
+import { WatchedConfig } from './watch.ts';
+
+/**
+ * A standby replica reads its config file when the process starts but starts watching it only
+ * when it becomes leader, maybe hours later. Found by the fault soak (seed 1178847580): a standby
+ * that took over 3 minutes after it started judged nodes against the inventory of its start and
+ * deleted a node whose machine had been put back in the file meanwhile.
+ */
+test('starting to watch applies an edit made since the text in force was read', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'edge-ccm-watch-start-'));
+  try {
+    const path = join(dir, 'config.yaml');
+    writeFileSync(path, '1');
+    const applied: number[] = [];
+    const file = new WatchedConfig<number>({
+      owner: 'test provider',
+      path,
+      initialText: '1', // what the process read at its start
+      load: (text) => ({ ok: true, config: Number(text) }),
+      apply: (n) => applied.push(n),
+      logger: silentLogger,
+      pollMs: 60_000, // no poll in this test: only start() may notice
+    });
+    writeFileSync(path, '2'); // edited while the process was a standby
+    await file.start();
+    try {
+      expect(applied).toEqual([2]);
+    } finally {
+      file.stop();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('starting to watch an unchanged file applies nothing', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'edge-ccm-watch-start-'));
+  try {
+    const path = join(dir, 'config.yaml');
+    writeFileSync(path, '1');
+    const applied: number[] = [];
+    const file = new WatchedConfig<number>({
+      owner: 'test provider', path, initialText: '1',
+      load: (text) => ({ ok: true, config: Number(text) }), apply: (n) => applied.push(n), logger: silentLogger, pollMs: 60_000,
+    });
+    await file.start();
+    file.stop();
+    expect(applied).toEqual([]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
