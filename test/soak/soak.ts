@@ -385,15 +385,17 @@ export async function runSoak(opts: SoakOptions, log: (line: string) => void = c
           const line = `${new Date(injectedAt).toISOString()} fault ${kind}: ${fault.detail}`;
           faultLog.push(line);
           log(line);
+          // Recovery: a leader fault takes the group's service away at once (the standby must take
+          // over), so its canary starts now; any other fault's once it has been undone.
+          const probe = (since: number) => probes.push(...fault.groups.map(async (g) => {
+            const ms = await canaries.probe(g, since);
+            if (ms === undefined) violation('no-recovery', `${g} did not serve a canary within ${TOLERANCE.recoveryLimitMs / 1000} s after ${kind} (${fault.detail})`);
+            else recoveries.set(kind, [...(recoveries.get(kind) ?? []), ms]);
+          }));
+          const atOnce = kind.startsWith('leader-');
+          if (atOnce) probe(injectedAt);
           active.push(fault.ended.then(async () => {
-            const endedAt = Date.now();
-            const instant = kind === 'leader-sigkill' || kind === 'leader-sigterm';
-            const since = instant ? injectedAt : endedAt;
-            probes.push(...fault.groups.map(async (g) => {
-              const ms = await canaries.probe(g, since);
-              if (ms === undefined) violation('no-recovery', `${g} did not serve a canary within ${TOLERANCE.recoveryLimitMs / 1000} s after ${kind} (${fault.detail})`);
-              else recoveries.set(kind, [...(recoveries.get(kind) ?? []), ms]);
-            }));
+            if (!atOnce) probe(Date.now());
             // A cool-down on the resource: a true answer is read before the next lie.
             await Bun.sleep(6_000);
             busy.delete(resource);
