@@ -14,7 +14,7 @@ import { nodeStatusWorkers } from './configz.ts';
 import { runnableControllers, type ControllerSettings } from './controllers.ts';
 import { loadKubeConfig, missingKubeconfigFiles } from './kubeconfig.ts';
 import { nodeOwnershipPredicate } from './node-ownership.ts';
-import { reviewCacheTtls, servingTlsFromFlags } from './serving-flags.ts';
+import { clientCertificatesFromFlags, reviewCacheTtls, servingTlsFromFlags } from './serving-flags.ts';
 
 /**
  * The flags turned into what the process runs with, once: typed values (no empty-string
@@ -45,7 +45,7 @@ export interface Settings {
   delegatedAuth: { authenticationKubeconfig: string; authorizationKubeconfig: string };
   /** How long TokenReviews and SubjectAccessReviews are cached. */
   reviewCache: Pick<DelegatingAuthOptions, 'tokenSuccessTtlMs' | 'allowTtlMs' | 'denyTtlMs'>;
-  server: Pick<ServerOptions, 'bindAddress' | 'securePort' | 'tlsCertFile' | 'tlsKeyFile' | 'alwaysAllowPaths' | 'certDir' | 'sniCertKeys' | 'cipherSuites' | 'minVersion' | 'permitPortSharing'>;
+  server: Pick<ServerOptions, 'bindAddress' | 'securePort' | 'tlsCertFile' | 'tlsKeyFile' | 'alwaysAllowPaths' | 'certDir' | 'sniCertKeys' | 'cipherSuites' | 'minVersion' | 'permitPortSharing' | 'clientCertificates'>;
   leaderElection: LeaderElectionSettings;
   shutdownGracePeriodMs: number;
   useServiceAccountCredentials: boolean;
@@ -97,6 +97,7 @@ export function resolveSettings(options: Options): Settings {
     shrinkMaxShare: options.nodeDeletionShrinkMaxShare,
   }));
   const clusterCIDRs = collect(problems, () => clusterCIDRsFromFlag(options.clusterCIDR));
+  const clientCertificates = collect(problems, () => clientCertificatesFromFlags(options));
   if (problems.length > 0 || !isManagedNode || !kubeConfig || !lifecycle || !clusterCIDRs) throw new ConfigurationError(problems.join('\n'));
   return {
     log: { format: options.loggingFormat, verbosity: options.verbosity },
@@ -111,6 +112,7 @@ export function resolveSettings(options: Options): Settings {
       tlsKeyFile: given(options.tlsPrivateKeyFile),
       alwaysAllowPaths: options.authorizationAlwaysAllowPaths,
       ...servingTlsFromFlags(options),
+      clientCertificates,
     },
     leaderElection: {
       enabled: options.leaderElect,

@@ -12,10 +12,6 @@ const notNegative = v.pipe(
   v.check((ms: number) => ms >= 0, (issue) => `must not be negative, got ${formatGoDuration(issue.input as number)}`),
 );
 
-const NO_CERT_AUTH =
-  'the serving port authenticates bearer tokens only (TokenReview); Bun.serve does not hand the client certificate to ' +
-  'the request, so client certificates and front-proxy headers are not accepted';
-
 export const AUTH_FLAGS = [
   flag({
     name: 'authentication-token-webhook-cache-ttl',
@@ -46,7 +42,6 @@ export const AUTH_FLAGS = [
     help:
       'If set, any request presenting a client certificate signed by one of the authorities in the client-ca-file ' +
       'is authenticated with an identity corresponding to the CommonName of the client certificate.',
-    inert: NO_CERT_AUTH,
   }),
   flag({
     name: 'requestheader-allowed-names',
@@ -58,7 +53,6 @@ export const AUTH_FLAGS = [
       'List of client certificate common names to allow to provide usernames in headers specified by ' +
       '--requestheader-username-headers. If empty, any client certificate validated by the authorities in ' +
       '--requestheader-client-ca-file is allowed.',
-    inert: NO_CERT_AUTH,
   }),
   flag({
     name: 'requestheader-client-ca-file',
@@ -70,7 +64,6 @@ export const AUTH_FLAGS = [
       'Root certificate bundle to use to verify client certificates on incoming requests before trusting usernames ' +
       'in headers specified by --requestheader-username-headers. WARNING: generally do not depend on authorization ' +
       'being already done for incoming requests.',
-    inert: NO_CERT_AUTH,
   }),
   flag({
     name: 'requestheader-extra-headers-prefix',
@@ -79,7 +72,6 @@ export const AUTH_FLAGS = [
     default: ['x-remote-extra-'],
     group: 'authentication',
     help: 'List of request header prefixes to inspect. X-Remote-Extra- is suggested.',
-    inert: NO_CERT_AUTH,
   }),
   flag({
     name: 'requestheader-group-headers',
@@ -88,7 +80,6 @@ export const AUTH_FLAGS = [
     default: ['x-remote-group'],
     group: 'authentication',
     help: 'List of request headers to inspect for groups. X-Remote-Group is suggested.',
-    inert: NO_CERT_AUTH,
   }),
   flag({
     name: 'requestheader-uid-headers',
@@ -97,7 +88,6 @@ export const AUTH_FLAGS = [
     default: [],
     group: 'authentication',
     help: 'List of request headers to inspect for UIDs. X-Remote-Uid is suggested. Requires the RemoteRequestHeaderUID feature to be enabled.',
-    inert: NO_CERT_AUTH,
   }),
   flag({
     name: 'requestheader-username-headers',
@@ -106,7 +96,6 @@ export const AUTH_FLAGS = [
     default: ['x-remote-user'],
     group: 'authentication',
     help: 'List of request headers to inspect for usernames. X-Remote-User is common.',
-    inert: NO_CERT_AUTH,
   }),
   flag({
     name: 'authorization-webhook-cache-authorized-ttl',

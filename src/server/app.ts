@@ -4,6 +4,7 @@ import type { Logger } from '../log.ts';
 import { delegatedAuth, type DelegatedAuthOptions, type ServerEnv } from './auth-middleware.ts';
 import type { Authenticator } from './authn.ts';
 import type { Authorizer } from './authz.ts';
+import { clientCertificateAuth, type ClientCertificateAuthenticator } from './client-certificates.ts';
 import { HEALTH_ENDPOINTS, renderAggregate, renderSingle, type HealthChecks, type HealthEndpoint, type HealthResponse } from './health.ts';
 import { alwaysAllowMatcher, DEFAULT_ALWAYS_ALLOW_PATHS } from './path-matcher.ts';
 import { errorMessage } from '../util/errors.ts';
@@ -13,6 +14,8 @@ export interface ServerAppOptions {
   alwaysAllowPaths?: readonly string[];
   authenticator?: Authenticator;
   authorizer?: Authorizer;
+  /** --client-ca-file / --requestheader-*: who a client certificate (and a front proxy's headers) names. */
+  clientCertificates?: ClientCertificateAuthenticator;
   /** Where a request came from (the runtime's peer address); see DelegatedAuthOptions. */
   clientAddress?: DelegatedAuthOptions['clientAddress'];
   registry: Registry;
@@ -25,6 +28,7 @@ export function createServerApp(opts: ServerAppOptions): Hono<ServerEnv> {
   const log = opts.logger;
   const app = new Hono<ServerEnv>();
 
+  app.use(clientCertificateAuth(opts.clientCertificates, log));
   app.use(delegatedAuth({
     isAlwaysAllowed: alwaysAllowMatcher(opts.alwaysAllowPaths ?? DEFAULT_ALWAYS_ALLOW_PATHS),
     authenticator: opts.authenticator,

@@ -2,6 +2,7 @@ import type { Context, MiddlewareHandler } from 'hono';
 import type { Logger } from '../log.ts';
 import { redact, type Authenticator, type UserInfo } from './authn.ts';
 import type { Authorizer } from './authz.ts';
+import type { PeerChain } from './client-certificates.ts';
 import { clientKey, TooManyRequestsError } from './per-client-limit.ts';
 import { forbidden, internalError, tooManyRequests, unauthorized } from './status.ts';
 import { errorMessage } from '../util/errors.ts';
@@ -9,6 +10,8 @@ import { errorMessage } from '../util/errors.ts';
 /** What the auth middleware leaves for the handlers: the caller, when they authenticated. */
 export interface ServerEnv {
   Variables: { user?: UserInfo };
+  /** From the client-certificate listener (tls-client-cert-server.ts); absent under Bun.serve. */
+  Bindings: { peerChain?: PeerChain; clientAddress?: string };
 }
 
 export interface DelegatedAuthOptions {
@@ -39,15 +42,18 @@ export function delegatedAuth(opts: DelegatedAuthOptions): MiddlewareHandler<Ser
     const path = c.req.path;
     if (opts.isAlwaysAllowed(path)) return next();
 
-    const token = bearerToken(c.req.header('authorization'));
-    if (!token || !opts.authenticator) {
+    // A verified client certificate (clientCertificateAuth, before this) authenticates first, as upstream's union.
+    const certified = c.get('user');
+    const token = bearerToken(c.req.header('authorization')) ?? '';
+    if (!certified && (!token || !opts.authenticator)) {
       log.debug(4, 'unauthenticated request refused', { path, reason: token ? 'no authenticator' : 'no bearer token' });
       return unauthorized();
     }
     let user: UserInfo;
     const client = clientKey(opts.clientAddress?.(c));
-    try {
-      const answer = await opts.authenticator.authenticateToken(token, client);
+    if (certified) user = certified;
+    else try {
+      const answer = await opts.authenticator!.authenticateToken(token, client);
       if (!answer.authenticated) {
         // redact again: the authenticator is pluggable, and this line must stay token-free whatever it says
         log.debug(2, 'bearer token rejected', { path, reason: answer.reason && redact(answer.reason, token) });

@@ -2,6 +2,7 @@ import type { Hono } from 'hono';
 import { createServerApp, type ServerAppOptions } from './app.ts';
 import type { ServerEnv } from './auth-middleware.ts';
 import { loadServingTls, type ServingTlsOptions } from './tls.ts';
+import { listenWithClientCertificates, type ClientCertListener } from './tls-client-cert-server.ts';
 
 export interface ServerOptions extends ServerAppOptions, ServingTlsOptions {
   /** --secure-port; 0 turns serving off, as upstream. */
@@ -33,13 +34,14 @@ export function createServer(opts: ServerOptions): CcmServer {
   }
   let server: ReturnType<typeof Bun.serve> | undefined;
   // The peer's address, for the per-client share of token reviews.
-  const app = createServerApp({ clientAddress: (c) => server?.requestIP(c.req.raw)?.address, ...opts });
+  let certListener: ClientCertListener | undefined;
+  const app = createServerApp({ clientAddress: (c) => c.env?.clientAddress ?? server?.requestIP(c.req.raw)?.address, ...opts });
   const log = opts.logger;
 
   return {
     app,
     async start() {
-      if (server) throw new Error('server already started');
+      if (server || certListener) throw new Error('server already started');
       if (opts.securePort === 0 && !opts.ephemeralPortForTests) {
         log.info('secure serving is off (--secure-port=0)');
         return { port: 0 };
@@ -47,6 +49,18 @@ export function createServer(opts: ServerOptions): CcmServer {
       const tls = await loadServingTls(opts);
       for (const warning of tls.warnings) log.warn(warning);
       if (tls.selfSignedFiles) log.info(tls.selfSignedFiles.reused ? 'serving with the self-signed pair in --cert-dir' : 'wrote a self-signed pair to --cert-dir', tls.selfSignedFiles);
+      if (opts.clientCertificates) {
+        // Client certificates authenticate: node:tls, which tells the request what its client sent.
+        certListener = await listenWithClientCertificates({
+          hostname: opts.bindAddress,
+          port: opts.ephemeralPortForTests ? 0 : opts.securePort,
+          certificates: tls.certificates,
+          clientCaPem: opts.clientCertificates.acceptedCaPem,
+          fetch: (request, env) => app.fetch(request, env),
+        });
+        log.info('serving securely', { address: opts.bindAddress, port: certListener.port, clientCertificates: true });
+        return { port: certListener.port, ...(tls.selfSignedCaPem ? { selfSignedCaPem: tls.selfSignedCaPem } : {}) };
+      }
       server = Bun.serve({
         hostname: opts.bindAddress,
         port: opts.ephemeralPortForTests ? 0 : opts.securePort,
@@ -65,6 +79,9 @@ export function createServer(opts: ServerOptions): CcmServer {
       const running = server;
       server = undefined;
       await running?.stop();
+      const listener = certListener;
+      certListener = undefined;
+      await listener?.stop();
     },
   };
 }
