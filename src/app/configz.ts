@@ -3,7 +3,7 @@
  * (cloudcontrollermanager.config.k8s.io/v1alpha1 CloudControllerManagerConfiguration) the flags
  * produce, under its configz name, in Go's field order and spelling (most fields carry no json
  * tag upstream, so they keep their Go names). Compared with upstream's own output for the same
- * command lines by test/unit/configz.test.ts.
+ * command lines by src/app/configz.test.ts.
  */
 import { formatGoDuration } from '../options/duration.ts';
 import { CONTROLLER_ALIASES, type Options } from '../options/index.ts';

@@ -8,7 +8,7 @@ import { stripManagedFields } from './informer/index.ts';
  * What stays is what is read: metadata (names, labels, annotations, uid, resourceVersion,
  * deletionTimestamp), spec (providerID, taints, podCIDR(s), unschedulable), status.addresses,
  * status.conditions (Ready) and status.nodeInfo (Proxmox matches by systemUUID).
- * test/unit/node-fields.test.ts fails when source code reads a dropped field.
+ * src/kube/node-fields.test.ts fails when source code reads a dropped field.
  */
 export const DROPPED_NODE_STATUS_FIELDS = [
   'images', 'volumesAttached', 'volumesInUse', 'daemonEndpoints', 'config', 'capacity', 'allocatable', 'runtimeHandlers', 'features',

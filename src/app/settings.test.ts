@@ -1,0 +1,31 @@
+import { describe, expect, test } from 'bun:test';
+import { ProviderRegistry } from '../cloud/registry.ts';
+import { ConfigurationError, resolveSettings } from './settings.ts';
+import { runControllerManager } from './app.ts';
+import { parseArgs } from '../options/index.ts';
+
+/** Flags become settings once, and every problem with them is reported in the same run. */
+
+const options = (...argv: string[]) => parseArgs(argv).options;
+
+describe('settings from flags', () => {
+  test('every problem at once: an unknown provider and two kubeconfigs that are not there', async () => {
+    const flags = options('--cloud-provider', 'nope', '--kubeconfig', '/nonexistent/edge-ccm/kc', '--authentication-kubeconfig', '/nonexistent/edge-ccm/authn');
+    const failure = await runControllerManager(flags, new ProviderRegistry(), new AbortController().signal).catch((e: unknown) => e);
+    expect(failure).toBeInstanceOf(ConfigurationError);
+    const message = (failure as Error).message;
+    expect(message).toContain('--cloud-provider: unknown cloud provider "nope"');
+    expect(message).toContain('--kubeconfig');
+    expect(message).toContain('/nonexistent/edge-ccm/kc');
+    expect(message).toContain('--authentication-kubeconfig');
+  });
+
+  test('typed values, no empty-string sentinels: unset files are undefined, the lifecycle defaults apply', () => {
+    const settings = resolveSettings(options('--cloud-provider', 'static', '--master', 'https://127.0.0.1:6443'));
+    expect(settings.server.tlsCertFile).toBeUndefined();
+    expect(settings.server.tlsKeyFile).toBeUndefined();
+    expect(settings.controllers.lifecycle.deletionPolicy).toBe('delete');
+    expect(settings.controllers.lifecycle.breaker.maxCount).toBeUndefined();
+    expect(settings.controllers.clusterCIDRs).toEqual([]);
+  });
+});

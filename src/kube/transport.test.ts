@@ -1,0 +1,72 @@
+import { afterEach, expect, test } from 'bun:test';
+import { KubeConfig } from '@kubernetes/client-node';
+import type { Server } from 'bun';
+import { BunKubeTransport, type TransportOptions } from './transport.ts';
+
+/**
+ * A connection that stalls (headers sent, then nothing; or nothing at all) must not hold a
+ * caller forever: requests are bounded as a whole, watches by how long nothing arrives.
+ * The peer is a local HTTP endpoint that stalls on purpose (not an imitation of the API).
+ */
+let server: Server<undefined> | undefined;
+const stalls: (() => void)[] = [];
+afterEach(() => {
+  for (const release of stalls.splice(0)) release();
+  server?.stop(true);
+  server = undefined;
+});
+
+function transport(handler: (req: Request) => Response | Promise<Response>, options: TransportOptions): BunKubeTransport {
+  server = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: handler });
+  const kc = new KubeConfig();
+  kc.loadFromOptions({ clusters: [{ name: 'c', server: `http://127.0.0.1:${server.port}`, skipTLSVerify: true }], users: [{ name: 'u' }], contexts: [{ name: 'x', cluster: 'c', user: 'u' }], currentContext: 'x' });
+  return new BunKubeTransport(kc, { qps: 0, ...options });
+}
+
+/** A promise that settles only when the test ends. */
+function stall(): Promise<never> {
+  return new Promise((_, reject) => stalls.push(() => reject(new Error('released'))));
+}
+
+test('a request the server never answers is aborted after requestTimeoutMs', async () => {
+  const t = transport(() => stall(), { requestTimeoutMs: 200 });
+  await expect(t.request({ method: 'GET', path: '/api/v1/nodes' })).rejects.toThrow(/timed out|abort/i);
+});
+
+test('a response whose body stalls is aborted too (the bound covers the body)', async () => {
+  const t = transport(() => new Response(new ReadableStream({ start: (c) => c.enqueue(new TextEncoder().encode('{"items":[')) })), { requestTimeoutMs: 200 });
+  await expect(t.request({ method: 'GET', path: '/api/v1/nodes' })).rejects.toThrow(/timed out|abort/i);
+});
+
+test('a watch that goes silent ends with an error (the reflector resumes it); one with regular bookmarks lives on', async () => {
+  const encoder = new TextEncoder();
+  const event = (type: string) => encoder.encode(`${JSON.stringify({ type, object: { metadata: { resourceVersion: '1' } } })}\n`);
+  let silent = true;
+  const timers: ReturnType<typeof setInterval>[] = [];
+  const t = transport(() => new Response(new ReadableStream({
+    start(c) {
+      c.enqueue(event('ADDED'));
+      if (!silent) timers.push(setInterval(() => c.enqueue(event('BOOKMARK')), 50));
+    },
+  })), { watchIdleTimeoutMs: 300 });
+
+  const seen: string[] = [];
+  const quiet = (async () => {
+    for await (const ev of t.watch('/api/v1/nodes', { allowWatchBookmarks: true }, new AbortController().signal)) seen.push(ev.type);
+  })();
+  await expect(quiet).rejects.toThrow('nothing received for 300 ms');
+  expect(seen).toEqual(['ADDED']);
+
+  silent = false;
+  const stop = new AbortController();
+  const kept: string[] = [];
+  const lively = (async () => {
+    for await (const ev of t.watch('/api/v1/nodes', { allowWatchBookmarks: true }, stop.signal)) kept.push(ev.type);
+  })();
+  await Bun.sleep(800); // well past the idle bound, with a bookmark every 50 ms
+  stop.abort();
+  await lively; // ends quietly when the caller aborts
+  for (const timer of timers) clearInterval(timer);
+  expect(kept.length).toBeGreaterThan(5);
+  expect(kept[0]).toBe('ADDED');
+});
