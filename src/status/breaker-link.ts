@@ -23,10 +23,18 @@ export class BreakerLink {
   private state?: BreakerState;
   private acknowledged = new Set<string>();
   private used = false;
+  private listener?: () => void;
+
+  /** The publisher: told when the state changed or an acknowledgment was used, to show it at once. */
+  onChange(listener: () => void): void {
+    this.listener = listener;
+  }
 
   /** The lifecycle controller, after each pass. */
   report(state: BreakerState): void {
+    const changed = JSON.stringify(state) !== JSON.stringify(this.state);
     this.state = state;
+    if (changed) this.listener?.();
   }
 
   get current(): BreakerState | undefined {
@@ -42,6 +50,7 @@ export class BreakerLink {
   acknowledgmentUsed(): void {
     this.used = true;
     this.acknowledged = new Set();
+    this.listener?.();
   }
 
   /** The publisher: the annotation is there (`listed`: the held nodes the object showed), or not (none). */

@@ -5,7 +5,7 @@ import { isNotFound } from '../kube/errors.ts';
 import { ResourceClient } from '../kube/resources.ts';
 import type { KubeTransport } from '../kube/transport.ts';
 import type { Logger } from '../log.ts';
-import { formatGoDuration } from '../options/duration.ts';
+import { formatGoDuration } from '../util/duration.ts';
 import { errorMessage } from '../util/errors.ts';
 import { sleep } from '../util/time.ts';
 import type { BreakerLink } from './breaker-link.ts';
@@ -76,6 +76,7 @@ export class StatusPublisher implements Controller {
         this.wake?.();
       }),
     ];
+    this.opts.breaker?.onChange(() => this.wake?.());
     try {
       while (!signal.aborted) {
         try {

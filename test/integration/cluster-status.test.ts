@@ -153,9 +153,10 @@ describe('the deletion breaker (fake provider)', () => {
 
   test('held nodes say why; kubectl annotate on the EdgeCCMStatus object lets exactly them go, once', async () => {
     const nodes = new ResourceClient<V1Node>(admin, NODES);
+    // Both machines already gone (their nodes NotReady) when edge-ccm starts: one pass judges both.
     for (const name of names) {
       await nodes.create({ metadata: { name, labels: { 'edge-ccm-test': ID } } });
-      await setReady(nodes, name, 'True');
+      await setReady(nodes, name, name === gone1 || name === gone2 ? 'False' : 'True');
     }
     const dir = tempDir('edge-ccm-cstatus-breaker-');
     const fake = join(dir, 'fake.json');
@@ -166,7 +167,6 @@ describe('the deletion breaker (fake provider)', () => {
       '--node-monitor-period=300ms', '--node-deletion-grace-period=0s', '--node-deletion-not-found-threshold=1', ...common(lease),
     ]);
     await ccm.waitForLog('successfully acquired lease', 60_000);
-    for (const name of [gone1, gone2]) await setReady(nodes, name, 'False');
     const logs = (e: Error) => {
       throw new Error(`${e.message}\n${ccm.logs().slice(-3000)}`);
     };
