@@ -1,25 +1,132 @@
-import { expect, test } from 'bun:test';
-import { readdirSync, readFileSync } from 'node:fs';
-import { join, relative, resolve } from 'node:path';
+import { describe, expect, test } from 'bun:test';
+import { Glob } from 'bun';
+import { readFileSync } from 'node:fs';
+import { dirname, relative, resolve } from 'node:path';
 
 /**
- * The speaker knows packets and sessions, nothing of Kubernetes (docs/networking/bgp.md): its
- * files import only each other, src/net, the logger interface and the runtime.
+ * The import rule of docs/architecture.md, read from the code: every relative import of every
+ * source file (tests aside) goes one way, down the rooms, never into a sibling controller or
+ * provider, never into test/. A new room, or a new arrow between rooms, is a decision: make it
+ * here and in docs/architecture.md together.
  */
-const ROOT = resolve(import.meta.dir, '..');
-const DIR = join(ROOT, 'src', 'net', 'bgp');
 
-test('src/net/bgp imports nothing of Kubernetes, the controllers or the providers', () => {
-  const bad: string[] = [];
-  for (const file of readdirSync(DIR).filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts'))) {
-    const text = readFileSync(join(DIR, file), 'utf8');
-    for (const m of text.matchAll(/^\s*(?:import|export)\b[^'"]*?from\s+['"]([^'"]+)['"]/gm)) {
-      const spec = m[1]!;
-      if (spec === 'bun' || spec === 'bun:ffi' || spec.startsWith('node:')) continue;
-      const target = spec.startsWith('.') ? relative(ROOT, resolve(DIR, spec)) : spec;
-      if (target.startsWith('src/net/') || target === 'src/log.ts') continue;
-      bad.push(`${file}: ${spec}`);
+const ROOT = resolve(import.meta.dir, '..');
+
+const BASE = ['src/util', 'src/log.ts'];
+/** What each room may import besides itself; most specific room first. */
+const ALLOWED: [room: string, may: string[]][] = [
+  ['src/util', []],
+  // The logger matches --vmodule patterns at every line; their parser is the flags' (see docs/architecture.md).
+  ['src/log.ts', ['src/util', 'src/options/vmodule.ts']],
+  ['src/version.ts', []],
+  ['src/systemd', BASE],
+  ['src/net/bgp', ['src/net', ...BASE]],
+  ['src/net/l2', ['src/net', ...BASE]],
+  ['src/net', BASE],
+  ['src/kube', BASE],
+  ['src/cloud', ['src/kube', 'src/net', ...BASE]],
+  // The serving side reads the generated upstream table of TLS names (src/options/upstream-flags.ts).
+  ['src/server', ['src/kube', 'src/options/upstream-flags.ts', ...BASE]],
+  ['src/controllers/types.ts', ['src/cloud', 'src/kube', ...BASE]],
+  ['src/status', ['src/controllers/types.ts', 'src/cloud', 'src/kube', 'src/net', ...BASE]],
+  // A controller knows the cloud contract and Kubernetes, never another controller nor a provider.
+  ['src/controllers/', ['src/controllers/types.ts', 'src/status/breaker-link.ts', 'src/status/resources.ts', 'src/cloud', 'src/kube', 'src/net', ...BASE]],
+  ['providers/shared', ['src/cloud', 'src/kube', 'src/net', ...BASE]],
+  // A provider: the shared pools and config file, the contract; never another provider.
+  ['providers/', ['providers/shared', 'src/cloud', 'src/kube', 'src/net', ...BASE]],
+  ['src/speaker', ['providers/shared', 'src/cloud', 'src/kube', 'src/net', ...BASE]],
+  ['src/migrate', ['providers/shared', 'src/net', ...BASE]],
+  // The flags: parsers of the rooms whose values they check, the lifecycle's defaults, and the controller table's names.
+  ['src/options', ['src/net', 'src/server', 'src/controllers/nodelifecycle/options.ts', 'src/app/controllers.ts', ...BASE]],
+  ['src/app', ['src/options', 'src/controllers', 'src/status', 'src/speaker', 'src/server', 'src/systemd', 'src/cloud', 'src/kube', 'src/net', 'src/version.ts', ...BASE]],
+  ['src/providers.ts', ['providers/static/index.ts', 'providers/proxmox/index.ts', 'src/cloud']],
+  ['src/cmd', ['src/app', 'src/options', 'src/speaker', 'src/migrate', 'src/cloud', 'src/kube', 'src/net', 'src/version.ts', 'providers/shared', ...BASE]],
+  ['src/main.ts', ['src/cmd', 'src/cloud', 'src/providers.ts']],
+];
+
+/** The room a path belongs to: each controller folder and each provider folder is a room of its own. */
+function roomOf(path: string): string {
+  const parts = path.split('/');
+  if (parts[0] === 'providers') return parts.slice(0, 2).join('/');
+  if (path === 'src/controllers/types.ts') return path;
+  if (parts[0] === 'src' && (parts[1] === 'controllers' || parts[1] === 'net') && parts.length > 3) return parts.slice(0, 3).join('/');
+  return parts.length > 2 ? parts.slice(0, 2).join('/') : path;
+}
+
+function rulesFor(room: string): string[] | undefined {
+  return ALLOWED.find(([r]) => (r.endsWith('/') ? room.startsWith(r) : room === r || room.startsWith(`${r}/`)))?.[1];
+}
+
+function permitted(from: string, to: string): boolean {
+  const room = roomOf(from);
+  if (roomOf(to) === room) return true;
+  if (room.startsWith('src/controllers/') && roomOf(to).startsWith('src/controllers/') && to !== 'src/controllers/types.ts') return false;
+  return (rulesFor(room) ?? []).some((allowed) => to === allowed || to.startsWith(`${allowed}/`) || (allowed.endsWith('.ts') ? false : to.startsWith(allowed)));
+}
+
+function sourceImports(): { from: string; to: string }[] {
+  const edges: { from: string; to: string }[] = [];
+  for (const dir of ['src', 'providers']) {
+    for (const file of new Glob('**/*.ts').scanSync(resolve(ROOT, dir))) {
+      if (file.endsWith('.test.ts')) continue;
+      const from = `${dir}/${file}`;
+      const text = readFileSync(resolve(ROOT, from), 'utf8');
+      for (const m of text.matchAll(/(?:^|\s)(?:import|export)\b[^'"]*?from\s+'(\.[^']+)'|import\(\s*'(\.[^']+)'\s*\)/gm)) {
+        const spec = (m[1] ?? m[2])!;
+        edges.push({ from, to: relative(ROOT, resolve(ROOT, dirname(from), spec)) });
+      }
     }
   }
-  expect(bad).toEqual([]);
+  return edges;
+}
+
+describe('imports go one way (docs/architecture.md)', () => {
+  const edges = sourceImports();
+
+  test('the scan sees the code (a rule over nothing would always hold)', () => {
+    expect(edges.length).toBeGreaterThan(500);
+    expect(edges).toContainEqual({ from: 'src/main.ts', to: 'src/cmd/cli.ts' });
+  });
+
+  test('every source file is in a room with a rule', () => {
+    const roomless = [...new Set(edges.map((e) => roomOf(e.from)))].filter((room) => rulesFor(room) === undefined);
+    expect(roomless).toEqual([]);
+  });
+
+  test('every import is one the rooms allow', () => {
+    const bad = edges.filter((e) => !permitted(e.from, e.to)).map((e) => `${e.from} -> ${e.to}`);
+    expect(bad).toEqual([]);
+  });
+
+  test('no provider imports another provider, and only src/providers.ts links them in', () => {
+    const bad = edges.filter((e) => {
+      const target = roomOf(e.to);
+      if (!target.startsWith('providers/') || target === 'providers/shared') return false;
+      return roomOf(e.from) !== target && e.from !== 'src/providers.ts';
+    });
+    expect(bad).toEqual([]);
+  });
+
+  test('src/kube imports nothing that is not about Kubernetes (only itself, util and the logger)', () => {
+    const bad = edges.filter((e) => e.from.startsWith('src/kube/') && !e.to.startsWith('src/kube/') && !BASE.some((b) => e.to === b || e.to.startsWith(`${b}/`)));
+    expect(bad).toEqual([]);
+  });
+
+  test('src/net (the BGP speaker, the ARP/NDP responder) knows packets and sessions, nothing of Kubernetes', () => {
+    const bad = edges.filter((e) => e.from.startsWith('src/net/') && !e.to.startsWith('src/net/') && !BASE.includes(e.to) && !e.to.startsWith('src/util/'));
+    expect(bad).toEqual([]);
+  });
+
+  test('no source file imports a test double or the harness', () => {
+    expect(edges.filter((e) => e.to.startsWith('test/'))).toEqual([]);
+  });
+
+  test('the rule catches what it forbids', () => {
+    expect(permitted('src/kube/transport.ts', 'src/controllers/types.ts')).toBe(false);
+    expect(permitted('providers/proxmox/provider.ts', 'providers/static/allocator.ts')).toBe(false);
+    expect(permitted('src/controllers/route/controller.ts', 'src/controllers/node/index.ts')).toBe(false);
+    expect(permitted('src/net/bgp/peer.ts', 'src/kube/transport.ts')).toBe(false);
+    expect(permitted('providers/shared/pools/compatibility.ts', 'src/controllers/service/kube-vip.ts')).toBe(false);
+    expect(permitted('src/controllers/route/controller.ts', 'src/util/resync-trigger.ts')).toBe(true);
+  });
 });

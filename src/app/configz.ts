@@ -5,7 +5,7 @@
  * tag upstream, so they keep their Go names). Compared with upstream's own output for the same
  * command lines by src/app/configz.test.ts.
  */
-import { formatGoDuration } from '../options/duration.ts';
+import { formatGoDuration } from '../util/duration.ts';
 import { CONTROLLER_ALIASES, type Options } from '../options/index.ts';
 
 export const CONFIGZ_NAME = 'cloudcontrollermanager.config.k8s.io';

@@ -5,7 +5,7 @@ import { readCloudConfigFile } from '../cloud/config-file.ts';
 import { EventBroadcaster } from '../kube/events.ts';
 import { BunKubeTransport } from '../kube/transport.ts';
 import { createLogger, type LogFormat } from '../log.ts';
-import { parseGoDuration } from '../options/duration.ts';
+import { parseGoDuration } from '../util/duration.ts';
 import { EXIT_FAILURE, EXIT_INVALID_INPUT, EXIT_OK, FLAG_ERROR_EXIT_CODE } from '../options/index.ts';
 import { readBoundedFileSync } from '../util/bounded-file.ts';
 import { errorMessage } from '../util/errors.ts';

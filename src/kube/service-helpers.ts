@@ -21,6 +21,11 @@ export function serviceKey(service: V1Service): string {
   return `${service.metadata?.namespace ?? ''}/${service.metadata?.name ?? ''}`;
 }
 
+/** The addresses kube-vip announces for a service, comma separated (written with --kube-vip-annotation). */
+export const KUBE_VIP_ANNOTATION = 'kube-vip.io/loadbalancerIPs';
+/** Marks a kube-vip annotation as written by edge-ccm: only ours is ever removed, and it is no user's address request. */
+export const KUBE_VIP_OWNED_ANNOTATION = 'edge-ccm.io/kube-vip-annotation';
+
 export function hasLBFinalizer(service: V1Service): boolean {
   return service.metadata?.finalizers?.includes(LB_CLEANUP_FINALIZER) ?? false;
 }

@@ -3,7 +3,7 @@
  * default as pflag prints them (durations in Go form, strings quoted, lists as [a,b], zero values
  * omitted).
  */
-import { formatGoDuration } from './duration.ts';
+import { formatGoDuration } from '../util/duration.ts';
 import { FLAG_GROUPS, FLAGS, type AnyFlagDef, type FlagGroup } from './flags.ts';
 
 const KIND_TYPE_NAMES: Record<AnyFlagDef['kind'], string> = {

@@ -4,7 +4,7 @@
  * the client-certificate and front-proxy (request header) authenticators.
  */
 import * as v from 'valibot';
-import { formatGoDuration } from './duration.ts';
+import { formatGoDuration } from '../util/duration.ts';
 import { flag } from './flag-def.ts';
 
 const notNegative = v.pipe(

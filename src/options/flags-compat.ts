@@ -7,7 +7,7 @@
 import * as v from 'valibot';
 import { resolveFeatureGates } from './feature-gates.ts';
 import { flag } from './flag-def.ts';
-import { formatGoDuration } from './duration.ts';
+import { formatGoDuration } from '../util/duration.ts';
 import { UPSTREAM_FEATURE_GATES } from './upstream-flags.ts';
 
 const notNegative = v.pipe(

@@ -3,7 +3,7 @@
  * --log-flush-frequency and the split-stream / buffer options, with component-base's checks.
  */
 import * as v from 'valibot';
-import { formatGoDuration } from './duration.ts';
+import { formatGoDuration } from '../util/duration.ts';
 import { flag } from './flag-def.ts';
 import { parseVModule } from './vmodule.ts';
 

@@ -6,7 +6,7 @@
  */
 import * as v from 'valibot';
 import { CONTROLLER_ALIASES, CONTROLLER_NAMES, resolveControllers } from './controllers.ts';
-import { formatGoDuration, parseGoDuration } from './duration.ts';
+import { formatGoDuration, parseGoDuration } from '../util/duration.ts';
 import type { FlagKind } from './values.ts';
 import { flag, type FlagDef } from './flag-def.ts';
 import { parseIP } from '../net/ip.ts';

@@ -52,7 +52,7 @@ function withEnabledControllers(values: FlagValues, given: ReadonlySet<string>):
 }
 
 export { FlagErrors, FLAG_ERROR_EXIT_CODE, formatFlagError, type FlagError } from './errors.ts';
-export { parseGoDuration, formatGoDuration } from './duration.ts';
+export { parseGoDuration, formatGoDuration } from '../util/duration.ts';
 export {
   CONTROLLER_ALIASES,
   CONTROLLER_NAMES,

@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test';
 import { parseArgs } from './index.ts';
 import { FLAGS } from './flags.ts';
 import { inertFlagsWarning } from './inert.ts';
-import { parseGoDuration } from './duration.ts';
+import { parseGoDuration } from '../util/duration.ts';
 import { UPSTREAM_FLAGS, UPSTREAM_MODULE, type UpstreamFlag } from './upstream-flags.ts';
 import { resolveFeatureGates } from './feature-gates.ts';
 

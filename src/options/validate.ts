@@ -5,7 +5,7 @@
  */
 import * as v from 'valibot';
 import type { FlagError } from './errors.ts';
-import { formatGoDuration } from './duration.ts';
+import { formatGoDuration } from '../util/duration.ts';
 import { resolveFeatureGates } from './feature-gates.ts';
 import { FLAGS, flagByKey, flagLabel, type FlagKey, type FlagValues } from './flags.ts';
 

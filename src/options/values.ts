@@ -4,7 +4,7 @@
  * repeated values taken whole.
  */
 import { parseGoBool } from '../util/strconv.ts';
-import { parseGoDuration } from './duration.ts';
+import { parseGoDuration } from '../util/duration.ts';
 
 export type FlagKind = 'string' | 'bool' | 'int' | 'float' | 'duration' | 'list' | 'repeated';
 

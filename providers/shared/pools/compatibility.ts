@@ -1,5 +1,5 @@
 import type { V1Service } from '@kubernetes/client-node';
-import { KUBE_VIP_OWNED_ANNOTATION } from '../../../src/controllers/service/kube-vip.ts';
+import { KUBE_VIP_OWNED_ANNOTATION } from '../../../src/kube/service-helpers.ts';
 
 /**
  * `loadBalancer.compatibility: [metallb, kube-vip, cilium]`: the annotations other address

@@ -3,7 +3,7 @@ import type { CloudProvider, Existence, Instances } from '../../cloud/types.ts';
 import { isNodeReady, nodeEventSubject, nodeName } from '../../kube/node-helpers.ts';
 import { systemClock, type Clock } from '../../util/time.ts';
 import type { Logger } from '../../log.ts';
-import { formatGoDuration } from '../../options/duration.ts';
+import { formatGoDuration } from '../../util/duration.ts';
 import type { Controller, ControllerContext } from '../types.ts';
 import { type BreakerVerdict, DeletionWindow, evaluateBreaker } from './breaker.ts';
 import { type HoldReason, type NotFoundStreak, decide } from './decide.ts';

@@ -1,4 +1,5 @@
 import type { V1LoadBalancerStatus, V1Service } from '@kubernetes/client-node';
+import { KUBE_VIP_ANNOTATION, KUBE_VIP_OWNED_ANNOTATION } from '../../kube/service-helpers.ts';
 import { ipFamilyOf } from '../../net/ip.ts';
 
 /**
@@ -12,10 +13,6 @@ import { ipFamilyOf } from '../../net/ip.ts';
  * annotation said (kube-vip would otherwise announce addresses the status does not report).
  */
 
-/** The addresses kube-vip announces for a service, comma separated. */
-export const KUBE_VIP_ANNOTATION = 'kube-vip.io/loadbalancerIPs';
-/** Marks a kube-vip annotation as written by edge-ccm, so only ours is ever removed. */
-export const KUBE_VIP_OWNED_ANNOTATION = 'edge-ccm.io/kube-vip-annotation';
 /**
  * The field manager of these writes, apart from edge-ccm's own: the admission policy in
  * deploy/kubernetes/rbac-kube-vip.yaml lets edge-ccm write a Service only under this name and
