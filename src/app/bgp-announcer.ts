@@ -29,7 +29,12 @@ import { registerBgpMetrics } from './bgp-metrics.ts';
 
 /** How long the first sessions wait for the route controller's first round at most. */
 export const ROUTES_WAIT_MAX_MS = 30_000;
-/** Changes arriving together (a node's events, a reload) go out as one table. */
+/**
+ * Changes arriving together (a node's events, a reload) go out as one table: the table is
+ * recomputed at most every COALESCE_MS, or twice as long as the last recompute took, so a busy
+ * cluster with a large table costs at most a third of a core (15,000 prefixes: about 110 ms per
+ * recompute, BENCHMARKS.md).
+ */
 const COALESCE_MS = 50;
 
 /** Reason of the Warning event when an established session goes down. */
@@ -101,6 +106,8 @@ class BgpTerm {
   /** A stop of ours is under way: its session ends are not news. */
   private quiet = false;
   private starting?: Promise<void>;
+  /** How long the last recompute took (see COALESCE_MS). */
+  private lastApplyMs = 0;
   /** The configuration the speaker runs with, as text. */
   private appliedConfig?: string;
   private readonly slices: Informer<V1EndpointSlice>;
@@ -213,8 +220,10 @@ class BgpTerm {
     if (this.holding || this.ended || this.timer) return;
     this.timer = setTimeout(() => {
       this.timer = undefined;
+      const started = performance.now();
       this.apply();
-    }, COALESCE_MS);
+      this.lastApplyMs = performance.now() - started;
+    }, Math.max(COALESCE_MS, 2 * this.lastApplyMs));
   }
 
   /** Brings the speaker in line with the configuration in force and the cluster: started, reconfigured or stopped, and the table set. */

@@ -1,7 +1,7 @@
 /**
  * The BGP speaker as a child process for tests that put it in a network namespace (Bun cannot
  * enter one in-process; `ip netns exec` runs this file there). Driven by JSON lines on stdin:
- *   {"id":1,"op":"start","config":{...SpeakerConfig}}
+ *   {"id":1,"op":"start","config":{...SpeakerConfig},"announcements":[...]}   (announcements optional: the table to start with)
  *   {"id":2,"op":"announce","announcements":[...]}
  *   {"id":3,"op":"reconfigure","config":{...}}
  *   {"id":4,"op":"stats"}
@@ -22,7 +22,7 @@ function reply(message: object): void {
 async function handle(cmd: { id: number; op: string; [k: string]: unknown }): Promise<object> {
   switch (cmd.op) {
     case 'start':
-      speaker = await BgpSpeaker.start(cmd.config as never, { log, onStateChange: (c) => reply({ event: 'state', ...c }) });
+      speaker = await BgpSpeaker.start(cmd.config as never, { log, ...(cmd.announcements ? { announcements: cmd.announcements as never } : {}), onStateChange: (c) => reply({ event: 'state', ...c }) });
       return {};
     case 'announce':
       speaker!.setAnnouncements(cmd.announcements as never);

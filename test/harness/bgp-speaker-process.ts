@@ -19,10 +19,11 @@ export class SpeakerProcess {
     void this.read();
   }
 
-  static async start(lab: NetnsLab, role: string, config: SpeakerConfig, name = 'speaker'): Promise<SpeakerProcess> {
+  /** `announcements`: the table the speaker starts with (before any session opens), as edge-ccm's announcer does. */
+  static async start(lab: NetnsLab, role: string, config: SpeakerConfig, name = 'speaker', announcements?: Announcement[]): Promise<SpeakerProcess> {
     const proc = lab.spawnPiped(role, name, [process.execPath, MAIN]);
     const s = new SpeakerProcess(proc, lab, name);
-    await s.call('start', { config });
+    await s.call('start', { config, ...(announcements ? { announcements } : {}) });
     return s;
   }
 

@@ -49,13 +49,37 @@ export function formatCommunity(c: number): string {
   return `${c >>> 16}:${c & 0xffff}`;
 }
 
-/** Parses the caller's table; throws one Error listing every bad entry by index and field. */
-export function parseAnnouncements(list: readonly Announcement[]): Route[] {
+/** An announcement as text, equal for equal announcements (the reuse key of parseAnnouncements). */
+function announcementText(a: Announcement): string {
+  return `${a.prefix}|${Array.isArray(a.nextHops) ? a.nextHops.join(',') : ''}|${Array.isArray(a.communities) ? a.communities.join(',') : ''}|${a.localPref ?? ''}`;
+}
+
+/**
+ * Parses the caller's table; throws one Error listing every bad entry by index and field.
+ * `reuse` (the previous call's, filled by this one when it succeeds) maps an announcement's text
+ * to its parsed route: a table that mostly repeats the last one (every change of the cluster
+ * recomputes the whole table) parses only what changed. Parsing is most of the cost: 15,000
+ * entries took 400-600 ms each time without it.
+ */
+export function parseAnnouncements(list: readonly Announcement[], reuse?: Map<string, Route>): Route[] {
   const problems: string[] = [];
   const routes: Route[] = [];
   const seen = new Map<string, number>();
+  const texts: string[] = [];
   list.forEach((a, i) => {
     const at = `announcements[${i}]`;
+    const text = reuse ? announcementText(a) : '';
+    texts.push(text);
+    const known = reuse?.get(text);
+    if (known) {
+      const earlier = seen.get(known.key);
+      if (earlier !== undefined) problems.push(`${at}.prefix: ${known.key} is already announced by announcements[${earlier}]`);
+      else {
+        seen.set(known.key, i);
+        routes.push(known);
+      }
+      return;
+    }
     const prefix = typeof a.prefix === 'string' ? parsePrefix(a.prefix) : undefined;
     if (!prefix) {
       problems.push(`${at}.prefix: ${JSON.stringify(a.prefix)} is not a prefix in canonical form (address/bits, no host bits set)`);
@@ -94,6 +118,11 @@ export function parseAnnouncements(list: readonly Announcement[]): Route[] {
     });
   });
   if (problems.length > 0) throw new Error(`invalid BGP announcements:\n  ${problems.join('\n  ')}`);
+  if (reuse) {
+    // Every entry is valid here, so routes[i] is list[i]'s.
+    reuse.clear();
+    routes.forEach((r, i) => reuse.set(texts[i]!, r));
+  }
   return routes;
 }
 

@@ -54,6 +54,8 @@ export class BgpSpeaker {
   private readonly peers = new Map<string, Peer>();
   private listeners: Listener[] = [];
   private routes: Route[] = [];
+  /** The last table's parsed routes by announcement text: see parseAnnouncements. */
+  private readonly parsed = new Map<string, Route>();
   private table: Announcement[] = [];
   private readonly log: Logger;
   private stopped = false;
@@ -85,7 +87,7 @@ export class BgpSpeaker {
    * (changing nothing) when an entry is invalid.
    */
   setAnnouncements(list: readonly Announcement[]): void {
-    this.routes = parseAnnouncements(list);
+    this.routes = parseAnnouncements(list, this.parsed);
     this.table = list.map((a) => ({ ...a, nextHops: [...a.nextHops], ...(a.communities ? { communities: [...a.communities] } : {}) }));
     for (const peer of this.peers.values()) peer.setRoutes(this.routes);
   }
