@@ -290,16 +290,19 @@ export class LoadBalancerSync {
     }
     this.lastSyncedNodes.delete(key);
     // Always remove the finalizer once the load balancer is gone, so the service can be deleted.
-    const patch = removeFinalizerPatch(service);
-    if (patch) {
-      logger.debug(2, 'Removing finalizer from service', { service: key });
-      try {
-        await this.deps.patchServiceStatus(service, patch, signal);
-      } catch (e) {
-        throw wrap('failed to remove load balancer cleanup finalizer', e);
-      }
-    }
+    await this.patchFinalizer(service, removeFinalizerPatch(service), 'remove', signal);
     recorder.event(subject, ...event(SERVICE_EVENTS.deleted));
+  }
+
+  /** Adds or removes the clean-up finalizer when `patch` says it must change (undefined: it is as it should be). */
+  private async patchFinalizer(service: V1Service, patch: StrategicPatch | undefined, change: 'add' | 'remove', signal?: AbortSignal): Promise<void> {
+    if (!patch) return;
+    this.deps.logger.debug(2, change === 'add' ? 'Adding finalizer to service' : 'Removing finalizer from service', { service: serviceKey(service) });
+    try {
+      await this.deps.patchServiceStatus(service, patch, signal);
+    } catch (e) {
+      throw wrap(`failed to ${change} load balancer cleanup finalizer`, e);
+    }
   }
 
   /** The provider's status, or undefined when the provider says the load balancer is handled elsewhere. */
@@ -312,15 +315,7 @@ export class LoadBalancerSync {
     logger.debug(2, 'Ensuring load balancer for service', { service: key });
     recorder.event(subject, ...event(SERVICE_EVENTS.ensuring));
     // Always add the finalizer before creating anything, so the service cannot be deleted before its load balancer.
-    const patch = addFinalizerPatch(service);
-    if (patch) {
-      logger.debug(2, 'Adding finalizer to service', { service: key });
-      try {
-        await this.deps.patchServiceStatus(service, patch, signal);
-      } catch (e) {
-        throw wrap('failed to add load balancer cleanup finalizer', e);
-      }
-    }
+    await this.patchFinalizer(service, addFinalizerPatch(service), 'add', signal);
     let status: V1LoadBalancerStatus | undefined;
     try {
       const nodes = this.eligibleNodes();
