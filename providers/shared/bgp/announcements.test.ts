@@ -138,3 +138,15 @@ describe('pod CIDR routes', () => {
     });
   });
 });
+
+test("a pool's nodeSelector narrows its addresses' next hops", async () => {
+  const { parseLabelSelector } = await import('../../../src/kube/label-selector.ts');
+  const labelled = (name: string, v4: string, edge: boolean): V1Node => ({ metadata: { name, labels: edge ? { edge: 'true' } : {} }, status: { addresses: [{ type: 'InternalIP', address: v4 }] } });
+  const selective: LoadBalancerConfig = { classes: [], pools: [{ ...pool('public', '203.0.113.0/28', 'bgp'), nodeSelector: parseLabelSelector('edge=true') }] };
+  const table = loadBalancerAnnouncements({
+    services: [service('web', ['203.0.113.5'])],
+    eligibleNodes: [labelled('a', '198.51.100.11', true), labelled('b', '198.51.100.12', false), labelled('c', '198.51.100.13', true)],
+    readyEndpointNodes: new Map(),
+  }, selective, bgp);
+  expect(table.map((a) => a.nextHops)).toEqual([['198.51.100.11', '198.51.100.13']]);
+});

@@ -16,7 +16,8 @@ import type { AnnouncedRoute } from './route-table.ts';
  * - Pod CIDRs: the route controller's routes (BgpRouteTable), each with its node as next hop.
  * - Load-balancer addresses: every address in a Service's status.loadBalancer.ingress that lies
  *   in an `announce: bgp` pool, as a host route (/32, /128) whose next hops are the eligible
- *   nodes (the service controller's eligibility: view.eligibleNodes); for
+ *   nodes (the service controller's eligibility: view.eligibleNodes, narrowed by the pool's
+ *   nodeSelector); for
  *   externalTrafficPolicy: Local only those with a ready endpoint of the service. An address
  *   shared by several services gets the union of their next hops. No next hop: not announced.
  */
@@ -29,13 +30,18 @@ export function podCIDRAnnouncements(routes: readonly AnnouncedRoute[], bgp: Bgp
 export function loadBalancerAnnouncements(view: BgpClusterView, lb: LoadBalancerConfig, bgp: BgpConfig): Announcement[] {
   const pools = lb.pools.filter((p) => p.announce === 'bgp');
   if (pools.length === 0) return [];
-  // Every eligible node's next hop per family, once for the whole table.
-  const hops = { 4: new Map<string, string>(), 6: new Map<string, string>() };
-  for (const node of view.eligibleNodes) {
-    for (const family of [4, 6] as const) {
-      const hop = nodeNextHop(node.status?.addresses, family);
-      if (hop) hops[family].set(node.metadata?.name ?? '', hop);
+  // Each pool's eligible nodes (its nodeSelector) and their next hops per family, once for the whole table.
+  const hopsOf = new Map<PoolConfig, Record<4 | 6, Map<string, string>>>();
+  for (const pool of pools) {
+    const hops = { 4: new Map<string, string>(), 6: new Map<string, string>() };
+    for (const node of view.eligibleNodes) {
+      if (pool.nodeSelector && !pool.nodeSelector(node.metadata?.labels ?? {})) continue;
+      for (const family of [4, 6] as const) {
+        const hop = nodeNextHop(node.status?.addresses, family);
+        if (hop) hops[family].set(node.metadata?.name ?? '', hop);
+      }
     }
+    hopsOf.set(pool, hops);
   }
   const byAddress = new Map<string, { ip: IP; pool: PoolConfig; nextHops: Set<string> }>();
   for (const service of view.services) {
@@ -50,7 +56,7 @@ export function loadBalancerAnnouncements(view: BgpClusterView, lb: LoadBalancer
       if (!pool) continue; // another pool's mode, or an address edge-ccm did not hand out
       const entry = byAddress.get(key) ?? { ip, pool, nextHops: new Set<string>() };
       byAddress.set(key, entry);
-      for (const [node, hop] of hops[ip.family]) if (!endpoints || endpoints.has(node)) entry.nextHops.add(hop);
+      for (const [node, hop] of hopsOf.get(pool)![ip.family]) if (!endpoints || endpoints.has(node)) entry.nextHops.add(hop);
     }
   }
   const out: Announcement[] = [];
