@@ -108,7 +108,8 @@ async function runScenario(source: RbacSource, prefix: string, extraFlags: strin
   const bgp = { localAsn: 64512, routerId: '198.51.100.2', listen: false, peers: [{ address: '127.0.0.1', port: closedPort, asn: 65000 }] };
   const [a, b, svc] = [`${prefix}-a`, `${prefix}-b`, `${prefix}-lb`];
   // Two pools: AddressPool objects created, their status written, one deleted when its pool goes.
-  const [poolA, poolB] = [`${prefix}-pool-a`, `${prefix}-pool-b`];
+  // Written by edge-ccm's own account whatever the flags (no controller's), so not named with the prefix.
+  const [poolA, poolB] = [`pool-a-${prefix}`, `pool-b-${prefix}`];
   writeFileSync(fakeConfig, JSON.stringify({ autoMetadata: auto, bgp, pools: [poolA, poolB] }));
 
   ccm = CcmProcess.fake([
