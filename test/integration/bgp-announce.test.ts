@@ -239,6 +239,17 @@ for (const kind of KINDS) {
       await nodes().delete(c.node(2));
       await until('the deleted node\'s pod CIDRs and next hop withdrawn', () => bgpTable(c.router), { ...podRoutes([0, 1]), [`${local}/32`]: [v4(1)] }, ccm);
 
+      if (kind === 'gobgp') {
+        // A reload without a restart: the IPv6 peer removed (its routes withdrawn), then back.
+        const path = join(c.lab.dir, 'cloud.yaml');
+        const text = await Bun.file(path).text();
+        const v6Peer = text.split('\n').find((l) => l.includes(`"${ROUTER6}"`))!;
+        writeFileSync(path, text.replace(`${v6Peer}\n`, ''));
+        await until('the removed peer\'s routes withdrawn', () => bgpTable(c.router), { '203.0.113.64/29': [v4(0)], '203.0.113.72/29': [v4(1)], [`${local}/32`]: [v4(1)] }, ccm);
+        writeFileSync(path, text);
+        await until('the peer back', () => bgpTable(c.router), { ...podRoutes([0, 1]), [`${local}/32`]: [v4(1)] }, ccm);
+      }
+
       // The operator's view: GET /debug/bgp (authorized), the per-peer metrics, the readyz check.
       const token = (await Bun.file(cp.tokenKubeconfig('admin')).text()).match(/token: (\S+)/)![1]!;
       const get = async (path: string, auth = true) => {
@@ -284,6 +295,9 @@ for (const kind of ['bird', 'frr'] as RouterKind[]) {
       const all = [v4(0), v4(1), v4(2)];
       const full = { ...podRoutes([0, 1, 2]), [`${web}/32`]: all };
       await until('the leader\'s table in the kernel', () => kernelTable(c.lab), full, first);
+      // The standby holds no session.
+      expect(await c.router.sessionUp(REPLICAS[0].v4)).toBe(true);
+      expect(await c.router.sessionUp(REPLICAS[1].v4)).toBe(false);
       await listenOnNodes(c, web);
 
       const client: PipedProcess = c.lab.spawnPiped('cli', 'client', [process.execPath, LOOP_FILE, `http://${web}/`, '100000']);
