@@ -308,6 +308,17 @@ for (const kind of ['bird', 'frr'] as RouterKind[]) {
       })();
       await eventually('the client is answered', () => printed.includes('started'));
 
+      // Through the change, the router's kernel keeps every route (pod CIDRs included: the new
+      // leader opens its sessions only once the route controller's first round is done).
+      const gaps: string[] = [];
+      let sampling = true;
+      const sampler = (async () => {
+        while (sampling) {
+          const now = await kernelTable(c.lab);
+          for (const prefix of Object.keys(full)) if (!now[prefix]) gaps.push(`${prefix} missing at ${new Date().toISOString()}`);
+          await Bun.sleep(20);
+        }
+      })();
       first.proc.kill('SIGKILL');
       await first.exited();
       // The second replica takes the Lease, re-announces everything and sends End-of-RIB: both
@@ -315,6 +326,9 @@ for (const kind of ['bird', 'frr'] as RouterKind[]) {
       await second.waitForLog('successfully acquired lease', 60_000);
       await eventually('the router\'s session with the new leader', () => c.router.sessionUp(REPLICAS[1].v4));
       await until('the new leader\'s paths beside the stale ones', () => bgpTable(c.router), doubled(full), second);
+      sampling = false;
+      await sampler;
+      expect(gaps).toEqual([]);
       // What the new leader no longer announces goes once the old one's restart time is over.
       await nodes().delete(c.node(2));
       const after = { ...podRoutes([0, 1]), [`${web}/32`]: [v4(0), v4(1)] };
