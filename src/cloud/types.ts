@@ -89,6 +89,8 @@ export interface AddressPoolStatus {
   families: { family: 'IPv4' | 'IPv6'; total: bigint; used: number; /** Reserved or held after a release, not in use. */ kept: number }[];
   /** namespace/name of each service holding addresses of the pool, with those addresses. */
   services: { service: string; addresses: string[] }[];
+  /** Addresses of the pool two services' statuses claim (found at the rebuild), one sentence each. */
+  conflicts?: string[];
 }
 
 export interface Route {

@@ -3,6 +3,8 @@ import type { V1Node } from '@kubernetes/client-node';
 import { AddressAllocator } from '../../providers/shared/pools/allocator.ts';
 import { loadStaticConfig } from '../../providers/static/config-load.ts';
 import { addressRequest } from '../../providers/shared/pools/requests.ts';
+import { PoolLoadBalancer } from '../../providers/shared/pools/load-balancer.ts';
+import { silentLogger } from '../log.ts';
 import { DELETION_HELD_CONDITION, heldConditionPatch } from '../controllers/nodelifecycle/held-condition.ts';
 import { BreakerLink } from './breaker-link.ts';
 import { MAX_LISTED_SERVICES, desiredPoolObjects, poolObjectName, statusUpdate } from './pool-objects.ts';
@@ -47,7 +49,8 @@ describe('AddressPool objects', () => {
     });
     expect(o.status!.conditions[0]).toMatchObject({ type: 'Exhausted', status: 'True', reason: 'NoFreeAddress' });
     expect(o.status!.conditions[0]!.message).toContain('IPv4: all 3 addresses are in use or kept (2 reserved or held after a release)');
-    expect(o.status!.conditions[1]).toMatchObject({ type: 'Invalid', status: 'False' });
+    expect(o.status!.conditions.find((c) => c.type === 'Invalid')).toMatchObject({ status: 'False' });
+    expect(o.status!.conditions.find((c) => c.type === 'Conflict')).toMatchObject({ status: 'False' });
   });
 
   test('a rejected edit makes every pool Invalid, quoting the problems (at most 20 lines)', () => {
@@ -65,6 +68,22 @@ describe('AddressPool objects', () => {
     expect(o.status!.services).toHaveLength(MAX_LISTED_SERVICES);
     expect(o.status!.servicesNotListed).toBe(7);
     expect(o.status!.serviceCount).toBe(MAX_LISTED_SERVICES + 7);
+  });
+
+  test('Conflict: an address two statuses claim, until the younger claimant is synced to another address', async () => {
+    const a = allocator(`loadBalancer:
+  pools:
+    - name: p
+      addresses: [198.51.100.1-198.51.100.2]
+`);
+    const lb = new PoolLoadBalancer(a, () => [], silentLogger);
+    const claimant = (name: string, created: string) => ({ ...svc(name), metadata: { name, namespace: 'ns', creationTimestamp: created as unknown as Date }, status: { loadBalancer: { ingress: [{ ip: '198.51.100.1' }] } } });
+    lb.rebuild([claimant('old', '2020-01-01T00:00:00Z'), claimant('young', '2021-01-01T00:00:00Z')]);
+    const conflict = () => desiredPoolObjects('ccm', lb.poolStatus(), undefined).get('p')!.status!.conditions.find((c) => c.type === 'Conflict')!;
+    expect(conflict()).toMatchObject({ status: 'True', reason: 'AddressClaimedTwice' });
+    expect(conflict().message).toBe('service ns/young\'s status claims 198.51.100.1, held by service ns/old: it gets another address on its next sync');
+    expect((await lb.ensureLoadBalancer('c', claimant('young', '2021-01-01T00:00:00Z'), [])).ingress).toEqual([{ ip: '198.51.100.2' }]);
+    expect(conflict()).toMatchObject({ status: 'False', reason: 'NoConflict' });
   });
 
   test('names as object names: lower case, "_" as "-"', () => {

@@ -68,6 +68,9 @@ export function desiredPoolObjects(instance: string, pools: readonly AddressPool
     status.conditions.push(exhausted.length
       ? condition('Exhausted', 'True', 'NoFreeAddress', `${exhausted.join('; ')}: new services get no address from this pool; add addresses to it in the cloud config`)
       : condition('Exhausted', 'False', 'AddressesFree', 'addresses are free in every family of the pool'));
+    status.conditions.push(p.conflicts?.length
+      ? condition('Conflict', 'True', 'AddressClaimedTwice', p.conflicts.join('\n'))
+      : condition('Conflict', 'False', 'NoConflict', 'no address of the pool is claimed by two services'));
     status.conditions.push(rejected
       ? condition('Invalid', 'True', 'ConfigRejected', `the last edit of the cloud config was rejected; this pool as last loaded stays in force. Problems:\n${firstLines(rejected)}`)
       : condition('Invalid', 'False', 'ConfigAccepted', 'the cloud config in force was accepted'));

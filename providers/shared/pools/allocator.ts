@@ -168,6 +168,11 @@ export class AddressAllocator {
     });
   }
 
+  /** The keys of the services holding an address (several when shared). */
+  holdersOf(ip: IP): string[] {
+    return [...(this.holders.get(ipKey(ip)) ?? [])];
+  }
+
   /** The pool holding an address, if any. */
   poolOf(ip: IP): PoolConfig | undefined {
     return this.pools.find((p) => rangesContain(p.ranges, ip));

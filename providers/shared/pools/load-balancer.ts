@@ -7,6 +7,7 @@ import type { EventRecorder } from '../../../src/kube/event-recorder.ts';
 import { ResourceClient, SERVICES } from '../../../src/kube/resources.ts';
 import type { Logger } from '../../../src/log.ts';
 import { formatIP, parseIP, type IP } from '../../../src/net/ip.ts';
+import { rangesContain } from './ranges.ts';
 import type { AddressAllocator, Assignment, NotShared } from './allocator.ts';
 import type { Compatibility } from './compatibility.ts';
 import { NodeAddressPools } from './node-addresses.ts';
@@ -36,6 +37,11 @@ export class PoolLoadBalancer implements LoadBalancer {
   /** The allocator is this process's memory: two processes would hand out one address twice. */
   readonly exclusive = { refresh: (signal: AbortSignal) => this.refresh(signal) };
   private rebuilt = false;
+  /**
+   * Services whose status claimed addresses another (older) service holds at the last rebuild,
+   * and those holders: the AddressPool's Conflict condition, until the claimant is synced.
+   */
+  private readonly conflicts = new Map<string, { addresses: IP[]; holders: string[] }>();
   /** Where the services are read from: set at the provider's start (rebuildFromServices). */
   private source?: { transport: KubeTransport; retry: RebuildRetry; logger: Logger };
   /** Counts refreshes, so one that finishes after a later one started does not apply its older list. */
@@ -95,6 +101,7 @@ export class PoolLoadBalancer implements LoadBalancer {
    */
   rebuild(services: readonly V1Service[]): void {
     this.allocator.clear();
+    this.conflicts.clear();
     this.nodePools.clear();
     const ours = services
       .filter((s) => wantsLoadBalancer(s, this.classes()))
@@ -112,6 +119,7 @@ export class PoolLoadBalancer implements LoadBalancer {
       const terms = recordedTerms(service, this.compatibility());
       const refused = this.allocator.record(terms, addresses);
       if (refused.length) {
+        this.conflicts.set(terms.key, { addresses: refused, holders: [...new Set(refused.flatMap((ip) => this.allocator.holdersOf(ip)))] });
         this.logger.warn('service status claims addresses another service holds; they will be reassigned', { service: terms.key, addresses: refused.map(formatIP).join(',') });
       }
       recorded++;
@@ -137,7 +145,15 @@ export class PoolLoadBalancer implements LoadBalancer {
 
   /** The pools and their holders (see LoadBalancer.poolStatus); nothing until rebuilt, when the holders are not known yet. */
   poolStatus(): AddressPoolStatus[] {
-    return this.rebuilt ? this.allocator.details() : [];
+    if (!this.rebuilt) return [];
+    return this.allocator.details().map((pool) => {
+      const pc = this.allocator.configuredPools().find((p) => p.name === pool.name);
+      const conflicts = [...this.conflicts].flatMap(([service, c]) => {
+        const mine = c.addresses.filter((ip) => pc && rangesContain(pc.ranges, ip));
+        return mine.length ? [`service ${service}'s status claims ${mine.map(formatIP).join(', ')}, held by service ${c.holders.join(', ')}: it gets another address on its next sync`] : [];
+      });
+      return conflicts.length ? { ...pool, conflicts } : pool;
+    });
   }
 
   getLoadBalancerName(_clusterName: string, service: V1Service): string {
@@ -156,6 +172,7 @@ export class PoolLoadBalancer implements LoadBalancer {
     }
     this.nodePools.release(req.key);
     const assignment = this.allocator.assign(req);
+    this.conflicts.delete(req.key);
     for (const n of assignment.notShared) {
       this.events?.event({ apiVersion: 'v1', kind: 'Service', metadata: service.metadata }, 'Normal', ADDRESS_NOT_SHARED_REASON, notSharedMessage(service, n));
     }
@@ -184,6 +201,7 @@ export class PoolLoadBalancer implements LoadBalancer {
     // A release before the rebuild would be undone by it (the service still carries its status).
     this.requireRebuilt();
     this.nodePools.release(serviceKey(service));
+    this.conflicts.delete(serviceKey(service));
     if (this.allocator.release(serviceKey(service))) this.logger.debug(2, 'released load-balancer addresses', { service: serviceKey(service) });
   }
 
