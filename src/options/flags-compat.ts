@@ -28,8 +28,8 @@ export const COMPAT_FLAGS = [
     default: true,
     group: 'debugging',
     help:
-      'Enable profiling via web interface host:port/debug/pprof/ (behind authentication and authorization): a ' +
-      'heap snapshot, a CPU profile for ?seconds=N, and the verbosity at /debug/flags/v. See docs/flags.md.',
+      'Enable profiling via web interface host:port/debug/pprof/ (behind authentication and authorization): a V8 ' +
+      'heap snapshot, and a CPU profile for ?seconds=N. See docs/flags.md.',
   }),
   flag({
     name: 'contention-profiling',
