@@ -291,6 +291,67 @@ describe('run', () => {
     expect(ctl.signal.aborted).toBe(false);
   });
 
+  test('a lost lease is not released (a write of the term may still land), and run() campaigns again with the same identity', async () => {
+    const api = new FakeLeaseApi();
+    let lost = false;
+    const afterLoss: string[] = [];
+    // Every attempt, answered or not: the fake records only the answered ones.
+    const transport: KubeTransport = {
+      server: api.server,
+      request: (req) => {
+        if (lost) afterLoss.push(req.method);
+        return api.request(req);
+      },
+      watch: () => api.watch(),
+    };
+    let terms = 0;
+    const a = elector(transport, 'a', {
+      ...fast,
+      onStartedLeading: (s) => {
+        terms++;
+        s.addEventListener('abort', () => void (lost = true), { once: true });
+      },
+    });
+    const ctl = new AbortController();
+    const first = a.run(ctl.signal);
+    await eventually('leadership', () => terms === 1, 10_000);
+    api.unreachable = true;
+    expect(await first).toBe('lost');
+    expect(afterLoss).toEqual([]);
+
+    // The API server answers again: the lease still names us, so the next campaign leads at once.
+    api.unreachable = false;
+    lost = false;
+    const second = a.run(ctl.signal);
+    await eventually('leading again', () => terms === 2, 10_000);
+    expect(api.spec()).toMatchObject({ holderIdentity: 'a', leaseTransitions: 0 });
+    ctl.abort();
+    expect(await second).toBe('aborted');
+  });
+
+  test('a standby waits its jittered retry period through retryWait, which the API server\'s return cuts short', async () => {
+    const api = new FakeLeaseApi();
+    api.unreachable = true;
+    const waits: number[] = [];
+    const ctl = new AbortController();
+    const b = elector(api, 'b', {
+      ...fast,
+      retryWait: {
+        wait: async (ms) => {
+          waits.push(ms);
+          if (waits.length === 3) ctl.abort();
+          return 'back';
+        },
+      },
+    });
+    expect(await b.run(ctl.signal)).toBe('aborted');
+    expect(waits).toHaveLength(3);
+    for (const ms of waits) {
+      expect(ms).toBeGreaterThanOrEqual(fast.retryPeriodMs);
+      expect(ms).toBeLessThanOrEqual(fast.retryPeriodMs * 2.2);
+    }
+  });
+
   test('a standby waits while the leader renews, then takes over after a release', async () => {
     const api = new FakeLeaseApi();
     const started: string[] = [];

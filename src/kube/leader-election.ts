@@ -4,6 +4,7 @@ import { perRegistry } from '../util/per-registry.ts';
 import type { Logger } from '../log.ts';
 import { isConflict, isNotFound } from './errors.ts';
 import type { EventRecorder } from './event-recorder.ts';
+import type { RetryWait } from './api-server-return.ts';
 import { LEASES, ResourceClient } from './resources.ts';
 import type { KubeTransport } from './transport.ts';
 import { sleep } from '../util/time.ts';
@@ -71,9 +72,15 @@ export interface LeaderElectionOptions {
   onNewLeader?(identity: string): void;
   /**
    * On abort, clear the holder so a standby takes over at once instead of after the lease duration.
-   * A function is asked at that moment (false: leave the lease to expire).
+   * A function is asked at that moment (false: leave the lease to expire). Never after the lease
+   * was lost: a write of that term may still land, and the lease is not ours to clear.
    */
   releaseOnCancel?: boolean | (() => boolean);
+  /**
+   * How the waits between attempts are made (beyond upstream): ApiServerReturn cuts them short
+   * when the API server answers again after an outage. Default: plain sleeps.
+   */
+  retryWait?: RetryWait;
   /** Gets leader_election_master_status{name}. */
   registry?: Registry;
   /** Records "became leader" / "stopped leading" on the Lease, as upstream's lock does. */
@@ -169,7 +176,9 @@ export class LeaderElector {
 
   /**
    * Campaigns until the lease is ours, leads until it is lost or the signal aborts, then calls
-   * onStoppedLeading. Resolves with why it ended.
+   * onStoppedLeading. Resolves with why it ended. May be called again after 'lost' (beyond
+   * upstream, whose process exits): with the lease still naming this identity, it leads again at
+   * its first successful attempt, without waiting for the lease to expire.
    */
   async run(signal: AbortSignal): Promise<'lost' | 'aborted'> {
     try {
@@ -183,9 +192,10 @@ export class LeaderElector {
         this.gauge?.set({ name: this.options.name }, 0);
         this.recordEvent('stopped leading');
       }
+      if (!signal.aborted) return 'lost';
       const release = this.options.releaseOnCancel ?? true;
       if (typeof release === 'function' ? release() : release) await this.release();
-      return signal.aborted ? 'aborted' : 'lost';
+      return 'aborted';
     } finally {
       this.options.onStoppedLeading();
     }
@@ -215,7 +225,7 @@ export class LeaderElector {
       }
       this.log.debug(4, 'failed to acquire lease', { holder: this.leader() });
       const jittered = this.retryPeriodMs * (1 + Math.random() * JITTER_FACTOR);
-      if (!(await pause(jittered, signal))) break;
+      if (!(await this.pause(jittered, signal))) break;
     }
     return false;
   }
@@ -240,7 +250,7 @@ export class LeaderElector {
     const deadline = AbortSignal.any([signal, AbortSignal.timeout(this.renewDeadlineMs)]);
     for (;;) {
       if (await this.tryAcquireOrRenew(deadline)) return true;
-      if (!(await pause(this.retryPeriodMs, deadline))) return false;
+      if (!(await this.pause(this.retryPeriodMs, deadline))) return false;
     }
   }
 
@@ -367,6 +377,17 @@ export class LeaderElector {
     this.lease = await this.leases.update({ ...base, spec }, { namespace: this.options.namespace, signal });
     this.observe(spec, recordJson(spec));
     if (spec.holderIdentity === this.options.identity) this.renewedAt = sentAt;
+  }
+
+  /** Waits between attempts (cut short by the API server's return, see retryWait); false when the signal aborted instead. */
+  private async pause(ms: number, signal: AbortSignal): Promise<boolean> {
+    if (!this.options.retryWait) return pause(ms, signal);
+    try {
+      await this.options.retryWait.wait(ms, signal);
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   private logFailure(msg: string, e: unknown, signal?: AbortSignal): void {

@@ -18,7 +18,7 @@ export interface InformerHandlers<T> {
 
 /** What to watch: the reflector's selection, plus the informer's own resync. */
 export interface InformerOptions<T extends KubeObject>
-  extends Pick<ReflectorOptions<T>, 'transport' | 'type' | 'namespace' | 'labelSelector' | 'fieldSelector' | 'transform' | 'logger' | 'pageSize'> {
+  extends Pick<ReflectorOptions<T>, 'transport' | 'type' | 'namespace' | 'labelSelector' | 'fieldSelector' | 'transform' | 'logger' | 'pageSize' | 'retryWait'> {
   /** When set, every resyncMs each handler gets onUpdate(obj, obj) for every stored object. */
   resyncMs?: number;
 }
@@ -54,6 +54,7 @@ export class Informer<T extends KubeObject> {
       },
       logger: opts.logger,
       pageSize: opts.pageSize,
+      retryWait: opts.retryWait,
     });
   }
 

@@ -195,3 +195,23 @@ test('waitForSync answers false when its signal aborts before the first list', a
   expect(await waiting).toBe(false);
   expect(informer.hasSynced()).toBe(false);
 });
+
+test('woken by the API server answering again, it retries at once and its backoff starts over', async () => {
+  const abort = new AbortController();
+  const refused = () => ({ refuse: new TypeError('connection refused') });
+  const transport = new ScriptedTransport([list('10', [])], [refused(), refused(), refused(), refused(), refused()], () => abort.abort());
+  const waits: string[] = [];
+  const reflector = new Reflector<V1ConfigMap>({
+    transport,
+    type: CONFIGMAPS,
+    namespace: 'ns',
+    store: new Store<V1ConfigMap>(),
+    onChange: () => {},
+    backoff: new Backoff({ random: () => 0, now: () => 0 }),
+    // The third wait is cut short: the API server is back.
+    retryWait: { wait: async (ms) => (waits.push(String(ms)), waits.length === 3 ? 'back' : 'elapsed') },
+  });
+  await reflector.run(abort.signal);
+  expect(waits).toEqual(['800', '1600', '3200', '800', '1600']);
+  expect(transport.watchQueries.map((q) => q.resourceVersion)).toEqual(['10', '10', '10', '10', '10', '10']);
+});

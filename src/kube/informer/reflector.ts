@@ -3,6 +3,7 @@ import { ResourceClient, type ResourceType } from '../resources.ts';
 import type { KubeTransport, QueryValue, WatchEvent } from '../transport.ts';
 import { silentLogger, type Logger } from '../../log.ts';
 import { Backoff } from '../../util/backoff.ts';
+import type { RetryWait } from '../api-server-return.ts';
 import type { KubeObject, Store, StoreChange } from './store.ts';
 import { sleep as defaultSleep } from '../../util/time.ts';
 import { errorMessage } from '../../util/errors.ts';
@@ -15,7 +16,8 @@ import { errorMessage } from '../../util/errors.ts';
  *     (events and bookmarks move it), so nothing is missed and nothing is listed again;
  *   - 410 Gone (the request's status or an ERROR event): that resourceVersion is compacted, list
  *     again; the relist's difference reaches the handlers, deletes missed meanwhile included;
- *   - anything else: wait (exponential backoff with jitter) and try again.
+ *   - anything else: wait (exponential backoff with jitter) and try again; the wait is cut short
+ *     and the backoff starts over when the API server answers again after an outage (retryWait).
  */
 
 export interface ReflectorOptions<T extends KubeObject> {
@@ -37,6 +39,12 @@ export interface ReflectorOptions<T extends KubeObject> {
   backoff?: Backoff;
   /** How the reflector waits between attempts; replaced in tests to record the schedule. */
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  /**
+   * Waits between attempts instead of `sleep`, cut short when the API server answers again after
+   * an outage (ApiServerReturn): then the backoff starts over, so a reconnect never waits out a
+   * delay that grew while the server was down.
+   */
+  retryWait?: RetryWait;
   /** The watch's timeoutSeconds; client-go picks 5 to 10 minutes at random so watches do not all end together. */
   watchTimeoutSeconds?: () => number;
 }
@@ -105,12 +113,18 @@ export class Reflector<T extends KubeObject> {
         const delay = this.backoff.next();
         this.log.warn('list/watch failed, retrying', { step, error: errorMessage(e), retryInMs: Math.round(delay), resourceVersion: this.resourceVersion });
         try {
-          await this.sleep(delay, signal);
+          if ((await this.waitToRetry(delay, signal)) === 'back') this.backoff.reset();
         } catch {
           break; // aborted while waiting
         }
       }
     }
+  }
+
+  private async waitToRetry(ms: number, signal: AbortSignal): Promise<'elapsed' | 'back'> {
+    if (this.opts.retryWait) return this.opts.retryWait.wait(ms, signal);
+    await this.sleep(ms, signal);
+    return 'elapsed';
   }
 
   private async list(signal: AbortSignal): Promise<void> {
