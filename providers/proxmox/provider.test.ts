@@ -236,3 +236,23 @@ describe('proxmox provider: the watched configuration file', () => {
     await eventually('the edit', () => p.currentConfig().clusters[0]!.region === 'ams1', 15_000);
   });
 });
+
+describe('proxmox provider: leadership terms', () => {
+  test('each term initializes again on the same registry, and the placement poller runs again in the new term', async () => {
+    const r = responder();
+    const text = tokenConfig(r.url, { cluster: ['cacheSeconds: 0'], top: ['topologyLabelResync: true', 'resyncPeriodSeconds: 1', ...POOLS('192.0.2.0/30')] });
+    const p = make(text, configFile(text));
+    const registry = new Registry();
+    const reads = () => r.requestsTo('/cluster/resources').length;
+    const first = new AbortController();
+    stops.push(first);
+    await p.initialize({ transport: noServices, logger: quietLogger, signal: first.signal, registry });
+    await eventually('the first term polls placements', () => reads() > 0, 10_000);
+    first.abort(new Error('the leader lease was lost'));
+
+    const before = reads();
+    await initialize(p, registry);
+    await eventually('the second term polls placements again', () => reads() > before, 10_000);
+    expect(await registry.metrics()).toContain('edge_ccm_lb_pool_addresses_total{pool="v4"}');
+  });
+});

@@ -9,6 +9,7 @@ import { ProviderBgp } from '../shared/bgp/source.ts';
 import { AddressAllocator } from '../shared/pools/allocator.ts';
 import { DEFAULT_REBUILD_RETRY, PoolLoadBalancer, rebuildFromServices, type RebuildRetry } from '../shared/pools/load-balancer.ts';
 import { registerPoolMetrics } from '../shared/pools/metrics.ts';
+import { perRegistry } from '../../src/util/per-registry.ts';
 import { ProxmoxApi } from './api.ts';
 import type { ProxmoxCluster, ProxmoxConfig } from './config-model.ts';
 import { loadProxmoxConfig } from './config-load.ts';
@@ -103,15 +104,24 @@ export class ProxmoxProvider implements CloudProvider {
     return this.generation.config;
   }
 
-  /** Registers the metrics, starts watching the file and the re-sync poller (when on), and rebuilds the load-balancer addresses. */
+  /** initialize runs once per leadership term, on the process's one registry. */
+  private readonly metricsOnce = perRegistry((registry): ApiMetrics => {
+    const api = registerProxmoxMetrics(registry);
+    registerPoolMetrics(registry, () => this.allocator.usage(), PROXMOX_PROVIDER_NAME);
+    registerReloadMetrics(registry, () => this.file.reloads(), PROXMOX_PROVIDER_NAME);
+    return api;
+  });
+
+  /**
+   * Registers the metrics, starts watching the file and the re-sync poller (when on), and rebuilds
+   * the load-balancer addresses. Called at the start of each leadership term; the addresses are
+   * forgotten and the poller stopped when it ends.
+   */
   async initialize(ctx: ProviderContext): Promise<void> {
-    if (ctx.registry) {
-      this.metrics = registerProxmoxMetrics(ctx.registry);
-      registerPoolMetrics(ctx.registry, () => this.allocator.usage(), PROXMOX_PROVIDER_NAME);
-      registerReloadMetrics(ctx.registry, () => this.file.reloads(), PROXMOX_PROVIDER_NAME);
-    }
+    if (ctx.registry) this.metrics = this.metricsOnce(ctx.registry);
     await this.file.start();
-    if (this.relabelNodes) this.poller ??= this.pollPlacements(AbortSignal.any([ctx.signal, this.stop.signal]));
+    // One poller per leadership term: the last one ended with its term's signal.
+    if (this.relabelNodes) this.poller = this.pollPlacements(AbortSignal.any([ctx.signal, this.stop.signal]));
     this.loadBalancer.reportEventsTo(ctx.recorder);
     await rebuildFromServices(this.loadBalancer, ctx, this.options.rebuildRetry ?? DEFAULT_REBUILD_RETRY, this.logger);
   }

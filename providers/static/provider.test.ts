@@ -166,6 +166,21 @@ describe('static provider', () => {
     expect((await p.loadBalancer.ensureLoadBalancer('c', service('d'), [])).ingress).toEqual([{ ip: '192.0.2.3' }]);
   });
 
+  test('each leadership term initializes again on the same registry: memory dropped at the end of one, rebuilt at the start of the next', async () => {
+    const p = make(CONFIG('z1'));
+    const registry = new Registry();
+    const first = new AbortController();
+    await p.initialize({ transport: fakeTransport([]), logger: silentLogger, signal: first.signal, registry });
+    expect((await p.loadBalancer.ensureLoadBalancer('c', service('a'), [])).ingress).toEqual([{ ip: '192.0.2.0' }]);
+    first.abort(new Error('the leader lease was lost'));
+    expect(await registry.metrics()).toContain('edge_ccm_lb_pool_addresses_used{pool="v4"} 0');
+
+    // Meanwhile another leader gave b the next address; the second term reads it back.
+    await p.initialize({ transport: fakeTransport([service('a', ['192.0.2.0']), service('b', ['192.0.2.1'])]), logger: silentLogger, signal: new AbortController().signal, registry });
+    expect((await p.loadBalancer.ensureLoadBalancer('c', service('c'), [])).ingress).toEqual([{ ip: '192.0.2.2' }]);
+    expect(await registry.metrics()).toContain('edge_ccm_lb_pool_addresses_used{pool="v4"} 3');
+  });
+
   test('initialize gives up only when its signal aborts', async () => {
     const p = make(CONFIG('z1'));
     const stop = new AbortController();

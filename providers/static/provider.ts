@@ -9,6 +9,7 @@ import { ProviderBgp } from '../shared/bgp/source.ts';
 import { AddressAllocator } from '../shared/pools/allocator.ts';
 import { DEFAULT_REBUILD_RETRY, PoolLoadBalancer, rebuildFromServices, type RebuildRetry } from '../shared/pools/load-balancer.ts';
 import { registerPoolMetrics } from '../shared/pools/metrics.ts';
+import { perRegistry } from '../../src/util/per-registry.ts';
 import { loadStaticConfig } from './config-load.ts';
 import type { StaticConfig } from './config-model.ts';
 import { StaticInstances } from './instances.ts';
@@ -76,13 +77,17 @@ export class StaticProvider implements CloudProvider {
     return this.config;
   }
 
+  /** initialize runs once per leadership term, on the process's one registry. */
+  private readonly metricsOnce = perRegistry((registry) => (this.registerMetrics(registry), true));
+
   /**
    * Starts watching the file and rebuilds the address allocator from every service (GET
    * /api/v1/services, paged), retrying until it succeeds or the signal aborts: until then
    * ensureLoadBalancer answers "retry after" rather than risk handing out a held address.
+   * Called at the start of each leadership term; the allocator is forgotten when it ends.
    */
   async initialize(ctx: ProviderContext): Promise<void> {
-    if (ctx.registry) this.registerMetrics(ctx.registry);
+    if (ctx.registry) this.metricsOnce(ctx.registry);
     await this.file.start();
     this.loadBalancer.reportEventsTo(ctx.recorder);
     await rebuildFromServices(this.loadBalancer, ctx, this.options.rebuildRetry ?? DEFAULT_REBUILD_RETRY, this.logger);

@@ -90,6 +90,19 @@ export class PoolLoadBalancer implements LoadBalancer {
     if (generation === this.generation) this.rebuild(services);
   }
 
+  /**
+   * Forgets every assignment until the next refresh (a refresh under way is not applied): at the
+   * end of a leadership term, whose memory another leader may outdate. Until then ensure and
+   * delete answer "retry after", and the pools show nothing in use, as on a standby.
+   */
+  forget(): void {
+    this.generation++;
+    this.rebuilt = false;
+    this.allocator.clear();
+    this.conflicts.clear();
+    this.nodePools.clear();
+  }
+
   /** Where to report what a service should know about its addresses (the provider context's recorder). */
   reportEventsTo(recorder: EventRecorder | undefined): void {
     this.events = recorder;
@@ -251,8 +264,9 @@ export type RebuildRetry = BackoffBounds;
 export const DEFAULT_REBUILD_RETRY: RebuildRetry = { initialMs: 1000, maxMs: 30_000 };
 
 /**
- * At the provider's start: connects the load balancer to the cluster and rebuilds its allocator
- * from every service (see refresh). For any provider that uses these pools.
+ * At the provider's start (each leadership term): connects the load balancer to the cluster and
+ * rebuilds its allocator from every service (see refresh); forgets it all when the term ends
+ * (ctx.signal), so the next term starts from the cluster again. For any provider that uses these pools.
  */
 export async function rebuildFromServices(
   loadBalancer: PoolLoadBalancer,
@@ -261,6 +275,7 @@ export async function rebuildFromServices(
   logger: Logger,
 ): Promise<void> {
   loadBalancer.connect(ctx.transport, retry, logger);
+  ctx.signal.addEventListener('abort', () => loadBalancer.forget(), { once: true });
   await loadBalancer.refresh(ctx.signal);
 }
 
