@@ -68,7 +68,7 @@ function make(text: string, configPath?: string): StaticProvider {
 }
 
 describe('static provider', () => {
-  test('registers as "static", offers instances and load balancers, no routes', async () => {
+  test('registers as "static", offers instances and load balancers, no routes without a bgp section', async () => {
     const registry = new ProviderRegistry();
     registerStaticProvider(registry);
     const p = (await registry.create('static', { config: CONFIG('z1'), configPath: undefined, logger: silentLogger })) as StaticProvider;
@@ -76,7 +76,14 @@ describe('static provider', () => {
     expect(p.providerName).toBe('static');
     expect(p.instances).toBeDefined();
     expect(p.loadBalancer.loadBalancerClasses).toEqual(['edge-ccm.io/static']);
-    expect('routes' in p).toBe(false);
+    expect(p.routes).toBeUndefined();
+  });
+
+  test('routes are the BGP route table when the bgp section announces pod CIDRs (the default), none when it does not', () => {
+    const bgp = (podCIDRs: string) => `${CONFIG('z1')}bgp:\n  localASN: 64512\n  routerID: 198.51.100.2\n  peers: [{ address: 198.51.100.1, asn: 65000 }]\n${podCIDRs}`;
+    const announcing = make(bgp(''));
+    expect(announcing.routes).toBe(announcing.bgp.routeTable);
+    expect(make(bgp('  podCIDRs: { announce: false }\n')).routes).toBeUndefined();
   });
 
   test('an invalid initial file is an error naming every problem with its line', () => {
