@@ -5,6 +5,12 @@ EDGE_CCM_CACHE="${EDGE_CCM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/edge-ccm}"
 BUN_HOME="$EDGE_CCM_CACHE/bun-$BUN_VERSION"
 BUN="$BUN_HOME/node_modules/.bin/bun"
 
+# bun test's default per-test timeout in the scripts that run the suite (test.sh, test-matrix):
+# integration tests start real daemons on a loaded 2-core machine. Passed as --timeout because
+# Bun 1.4.5 reads no `timeout` from bunfig.toml, and a preload's setDefaultTimeout() reaches only
+# the first test file of a run (oven-sh/bun#7789, #43787).
+BUN_TEST_TIMEOUT_MS=60000
+
 # The sha512 of each Bun runtime tarball (npm package @oven/bun-PLATFORM@BUN_VERSION) the
 # project uses, as the npm registry publishes it (`npm view @oven/bun-linux-x64@1.4.5
 # dist.integrity`), recorded once: a tarball that does not match is refused before it is

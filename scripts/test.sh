@@ -16,7 +16,7 @@ if ! "$BUN" scripts/build.ts --target all >/dev/null; then echo "build failed"; 
 
 echo "== tests"
 log=$(mktemp); trap 'rm -f "$log"' EXIT
-"$BUN" test "$@" 2>&1 | tee "$log"
+"$BUN" test --timeout "$BUN_TEST_TIMEOUT_MS" "$@" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 # bun test ends with " N pass", " N fail" (and " N skip" / " N todo" when any): restate as one line.
 count() { grep -E "^ *[0-9]+ $1\$" "$log" | tail -1 | tr -dc '0-9'; }
