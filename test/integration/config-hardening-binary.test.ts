@@ -7,7 +7,7 @@ import { aliasBomb } from '../harness/alias-bomb.ts';
 import { CcmProcess, tempDir } from '../harness/ccm-process.ts';
 import { sharedControlPlane } from '../harness/control-plane.ts';
 import { eventually } from '../harness/eventually.ts';
-import { replaceFile } from '../harness/files.ts';
+import { giveToForeignGroup, replaceFile } from '../harness/files.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
 import { freeLoopbackPorts } from '../harness/ports.ts';
 
@@ -107,6 +107,7 @@ describe('validate', () => {
   test('a secret file its group or others can read: a warning naming file and mode, exit 0, the secret not printed', async () => {
     const dir = tempDir('edge-ccm-hardening-');
     const secret = file(dir, 'bmc-password', `${FILE_SECRET}\n`, 0o644);
+    giveToForeignGroup(secret); // its group read is an exposure only when edge-ccm is not in it
     const path = file(dir, 'inventory.yaml', `inventory:\n  machines:\n${machine('m1', `{ endpoint: "https://198.51.100.10", username: admin, passwordFile: ${secret} }`)}`);
     const { code, output } = await validate('static', path);
     expect(code).toBe(0);
@@ -136,6 +137,7 @@ describe('the daemon', () => {
     const lease = `hardening-${process.pid}`;
     const dir = tempDir('edge-ccm-hardening-');
     const secretFile = file(dir, 'bmc-password', `${FILE_SECRET}\n`, 0o640);
+    giveToForeignGroup(secretFile);
     const inventory = join(dir, 'inventory.yaml');
     const good = `inventory:\n  machines:\n${machine(`${lease}-m1`, `{ endpoint: "https://198.51.100.10", username: admin, passwordFile: ${secretFile} }`)}`;
     writeFileSync(inventory, good);

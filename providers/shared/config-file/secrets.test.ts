@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from 'bun:test';
-import { chmodSync, chownSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadProxmoxConfig } from '../../proxmox/config-load.ts';
@@ -9,6 +9,7 @@ import { formatConfigErrors } from './yaml-load.ts';
 import { loadStaticConfig, validateStaticConfig } from '../../static/config-load.ts';
 import { createStaticProvider } from '../../static/provider.ts';
 import { createLogger } from '../../../src/log.ts';
+import { giveToForeignGroup } from '../../../test/harness/files.ts';
 
 /**
  * Issue 11, items 3 and 4: no secret value in a config error, a log line or an event; a URL
@@ -161,9 +162,7 @@ describe('a secret file readable by group or others is warned about', () => {
     const ownResult = load(own);
     expect(ownResult.ok && (ownResult.warnings ?? [])).toEqual([]);
     const foreign = tempFile('bmc', SECRET_TEXT, 0o640);
-    const foreignGid = 65534; // nogroup: a group this test process (root) is not in
-    expect(process.getgroups!()).not.toContain(foreignGid);
-    chownSync(foreign, process.getuid!(), foreignGid);
+    giveToForeignGroup(foreign);
     const foreignResult = load(foreign);
     expect(foreignResult.ok && foreignResult.warnings?.map((w) => w.message.includes('its group'))).toEqual([true]);
   });
