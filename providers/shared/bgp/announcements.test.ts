@@ -7,6 +7,7 @@ import type { LoadBalancerConfig } from '../pools/config-model.ts';
 import { parseAddressRange, type AddressRange } from '../pools/ranges.ts';
 import type { Route } from '../../../src/cloud/types.ts';
 import { readyEndpointNodes } from '../../../src/kube/endpoint-slices.ts';
+import { parseLabelSelector } from '../../../src/kube/label-selector.ts';
 
 /** What goes to the speaker: pod CIDR routes with their node as next hop, load-balancer host routes with the eligible nodes. */
 
@@ -139,8 +140,7 @@ describe('pod CIDR routes', () => {
   });
 });
 
-test("a pool's nodeSelector narrows its addresses' next hops", async () => {
-  const { parseLabelSelector } = await import('../../../src/kube/label-selector.ts');
+test("a pool's nodeSelector narrows its addresses' next hops", () => {
   const labelled = (name: string, v4: string, edge: boolean): V1Node => ({ metadata: { name, labels: edge ? { edge: 'true' } : {} }, status: { addresses: [{ type: 'InternalIP', address: v4 }] } });
   const selective: LoadBalancerConfig = { classes: [], pools: [{ ...pool('public', '203.0.113.0/28', 'bgp'), nodeSelector: parseLabelSelector('edge=true') }] };
   const table = loadBalancerAnnouncements({
