@@ -51,6 +51,7 @@ describe('the node informer keeps what is read', () => {
         if (file.endsWith('.test.ts')) continue; // tests build nodes with every field
         const path = `${dir}/${file}`;
         if (path === 'src/kube/node-fields.ts' || path === 'src/kube/informer/informer.ts') continue; // where they are dropped
+        if (path.endsWith('.test.ts')) continue; // tests build whole kubelet nodes; only what runs matters
         const lines = readFileSync(join(ROOT, path), 'utf8').split('\n');
         lines.forEach((line, i) => {
           if (/^\s*(\/\*|\*|\/\/)/.test(line)) return; // comments
