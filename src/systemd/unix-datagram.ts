@@ -1,35 +1,13 @@
-import { dlopen, FFIType, ptr } from 'bun:ffi';
+import { ptr } from 'bun:ffi';
+import { AF_UNIX, libc, MSG_NOSIGNAL, SOCK_CLOEXEC, SOCK_DGRAM } from '../util/libc.ts';
 
 /**
- * Unix datagram sockets through libc, for sd_notify. Neither Bun nor node:dgram speaks AF_UNIX
- * datagrams, and the notify protocol is one sendto() of a short text; the binary is linked
- * against glibc already (libc.so.6 is in every image it runs in). Loaded on first use only.
+ * Unix datagram sockets through libc (src/util/libc.ts), for sd_notify. Neither Bun nor
+ * node:dgram speaks AF_UNIX datagrams, and the notify protocol is one sendto() of a short text.
  */
-const AF_UNIX = 1;
-const SOCK_DGRAM = 2;
-const SOCK_CLOEXEC = 0o2000000;
-const MSG_NOSIGNAL = 0x4000;
-export const MSG_DONTWAIT = 0x40;
+
 /** sizeof(struct sockaddr_un): a 2-byte family and 108 bytes of path. */
 const SOCKADDR_UN_SIZE = 110;
-
-type Libc = ReturnType<typeof openLibc>;
-let libc: Libc | undefined;
-
-function openLibc() {
-  return dlopen('libc.so.6', {
-    socket: { args: [FFIType.i32, FFIType.i32, FFIType.i32], returns: FFIType.i32 },
-    bind: { args: [FFIType.i32, FFIType.ptr, FFIType.u32], returns: FFIType.i32 },
-    sendto: { args: [FFIType.i32, FFIType.ptr, FFIType.u64, FFIType.i32, FFIType.ptr, FFIType.u32], returns: FFIType.i64 },
-    recv: { args: [FFIType.i32, FFIType.ptr, FFIType.u64, FFIType.i32], returns: FFIType.i64 },
-    close: { args: [FFIType.i32], returns: FFIType.i32 },
-  }).symbols;
-}
-
-export function libcSockets(): Libc {
-  libc ??= openLibc();
-  return libc;
-}
 
 /**
  * A struct sockaddr_un for a path; "@name" is Linux's abstract namespace (a leading NUL, no
@@ -46,14 +24,14 @@ export function unixAddress(path: string): { bytes: Uint8Array; length: number }
 }
 
 export function openDatagramSocket(): number {
-  const fd = libcSockets().socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  const fd = libc().socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd < 0) throw new Error('socket(AF_UNIX, SOCK_DGRAM) failed');
   return fd;
 }
 
 /** Sends one datagram to the socket at `path`; false when it could not be sent. */
 export function sendDatagram(path: string, text: string): boolean {
-  const c = libcSockets();
+  const c = libc();
   const fd = openDatagramSocket();
   try {
     const address = unixAddress(path);

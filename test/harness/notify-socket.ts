@@ -1,7 +1,8 @@
 import { ptr } from 'bun:ffi';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { libcSockets, MSG_DONTWAIT, openDatagramSocket, unixAddress } from '../../src/systemd/unix-datagram.ts';
+import { openDatagramSocket, unixAddress } from '../../src/systemd/unix-datagram.ts';
+import { libc, MSG_DONTWAIT } from '../../src/util/libc.ts';
 
 /**
  * What systemd does for a Type=notify unit: a datagram socket whose path goes to the service in
@@ -18,8 +19,8 @@ export class NotifySocket {
     this.path = join(dir, 'notify.sock');
     this.fd = openDatagramSocket();
     const address = unixAddress(this.path);
-    if (libcSockets().bind(this.fd, ptr(address.bytes), address.length) !== 0) {
-      libcSockets().close(this.fd);
+    if (libc().bind(this.fd, ptr(address.bytes), address.length) !== 0) {
+      libc().close(this.fd);
       throw new Error(`cannot bind a notify socket at ${this.path}`);
     }
     this.timer = setInterval(() => this.drain(), 20);
@@ -33,14 +34,14 @@ export class NotifySocket {
 
   close(): void {
     clearInterval(this.timer);
-    libcSockets().close(this.fd);
+    libc().close(this.fd);
     rmSync(this.path, { force: true });
   }
 
   private drain(): void {
     const buffer = new Uint8Array(4096);
     for (;;) {
-      const n = Number(libcSockets().recv(this.fd, ptr(buffer), buffer.length, MSG_DONTWAIT));
+      const n = Number(libc().recv(this.fd, ptr(buffer), buffer.length, MSG_DONTWAIT));
       if (n <= 0) return;
       this.messages.push(new TextDecoder().decode(buffer.subarray(0, n)));
     }

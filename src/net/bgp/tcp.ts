@@ -1,10 +1,13 @@
 import type { Socket, SocketHandler } from 'bun';
-import { CString, dlopen, FFIType, ptr, read } from 'bun:ffi';
+import { ptr } from 'bun:ffi';
 import type { IP } from '../ip.ts';
+import {
+  AF_INET, AF_INET6, EINPROGRESS, errno, errnoText, IPPROTO_IP, IPPROTO_IPV6, IPPROTO_TCP, libc, SOCK_CLOEXEC, SOCK_NONBLOCK, SOCK_STREAM, SOL_SOCKET,
+} from '../../util/libc.ts';
 
 /**
  * The socket options BGP needs and Bun's TCP API does not offer, set through libc over bun:ffi
- * (as src/systemd does for sd_notify): TCP-MD5 signatures (RFC 2385, Linux TCP_MD5SIG), the
+ * (src/util/libc.ts): TCP-MD5 signatures (RFC 2385, Linux TCP_MD5SIG), the
  * outgoing TTL / hop limit (1 for directly connected eBGP, more for multihop) and binding a
  * source address. Bun exposes the descriptor of its listeners and sockets (`.fd`) and adopts a
  * connected descriptor (`Bun.connect({ fd })`), so:
@@ -13,63 +16,21 @@ import type { IP } from '../ip.ts';
  * - the listener is Bun's; keys for each peer are set on its descriptor (accepted connections
  *   inherit them), and the TTL on each accepted socket.
  */
-const AF_INET = 2;
-const AF_INET6 = 10;
-const SOCK_STREAM = 1;
-const SOCK_NONBLOCK = 0o4000;
-const SOCK_CLOEXEC = 0o2000000;
-const SOL_SOCKET = 1;
 const SO_ERROR = 4;
-const IPPROTO_IP = 0;
-const IPPROTO_TCP = 6;
-const IPPROTO_IPV6 = 41;
 const IP_TTL = 2;
 const IPV6_UNICAST_HOPS = 16;
 const TCP_MD5SIG = 14;
 const TCP_MD5SIG_MAXKEYLEN = 80;
 /** sizeof(struct tcp_md5sig): sockaddr_storage (128), flags, prefixlen, keylen (u16), ifindex (i32), key[80]. */
 const TCP_MD5SIG_SIZE = 216;
-const EINPROGRESS = 115;
 const POLLOUT = 4;
-
-type Libc = ReturnType<typeof openLibc>;
-let libc: Libc | undefined;
-
-function openLibc() {
-  return dlopen('libc.so.6', {
-    socket: { args: [FFIType.i32, FFIType.i32, FFIType.i32], returns: FFIType.i32 },
-    setsockopt: { args: [FFIType.i32, FFIType.i32, FFIType.i32, FFIType.ptr, FFIType.u32], returns: FFIType.i32 },
-    getsockopt: { args: [FFIType.i32, FFIType.i32, FFIType.i32, FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
-    bind: { args: [FFIType.i32, FFIType.ptr, FFIType.u32], returns: FFIType.i32 },
-    connect: { args: [FFIType.i32, FFIType.ptr, FFIType.u32], returns: FFIType.i32 },
-    poll: { args: [FFIType.ptr, FFIType.u64, FFIType.i32], returns: FFIType.i32 },
-    close: { args: [FFIType.i32], returns: FFIType.i32 },
-    strerror: { args: [FFIType.i32], returns: FFIType.ptr },
-    __errno_location: { args: [], returns: FFIType.ptr },
-  }).symbols;
-}
-
-function c(): Libc {
-  libc ??= openLibc();
-  return libc;
-}
-
-function errno(): number {
-  const p = c().__errno_location();
-  return p ? read.i32(p, 0) : 0;
-}
-
-function errorText(code: number): string {
-  const p = c().strerror(code);
-  return p ? `${new CString(p)} (errno ${code})` : `errno ${code}`;
-}
 
 export class SocketError extends Error {
   constructor(
     what: string,
     readonly errno: number,
   ) {
-    super(`${what}: ${errorText(errno)}`);
+    super(`${what}: ${errnoText(errno)}`);
     this.name = 'SocketError';
   }
 }
@@ -105,14 +66,14 @@ export function setMd5Key(fd: number, peer: IP, key: string | undefined, v6Socke
   s.set(sockaddr(peer, 0, v6Socket), 0);
   new DataView(s.buffer).setUint16(130, bytes.length, true);
   s.set(bytes, 136);
-  check(c().setsockopt(fd, IPPROTO_TCP, TCP_MD5SIG, ptr(s), TCP_MD5SIG_SIZE), `setsockopt(TCP_MD5SIG) for ${key === undefined ? 'removing' : 'setting'} a peer key`);
+  check(libc().setsockopt(fd, IPPROTO_TCP, TCP_MD5SIG, ptr(s), TCP_MD5SIG_SIZE), `setsockopt(TCP_MD5SIG) for ${key === undefined ? 'removing' : 'setting'} a peer key`);
 }
 
 /** The TTL (IPv4) or hop limit (IPv6) of the segments this socket sends. */
 export function setTtl(fd: number, family: 4 | 6, ttl: number): void {
   const v = new Int32Array([ttl]);
-  if (family === 4) check(c().setsockopt(fd, IPPROTO_IP, IP_TTL, ptr(v), 4), `setsockopt(IP_TTL=${ttl})`);
-  else check(c().setsockopt(fd, IPPROTO_IPV6, IPV6_UNICAST_HOPS, ptr(v), 4), `setsockopt(IPV6_UNICAST_HOPS=${ttl})`);
+  if (family === 4) check(libc().setsockopt(fd, IPPROTO_IP, IP_TTL, ptr(v), 4), `setsockopt(IP_TTL=${ttl})`);
+  else check(libc().setsockopt(fd, IPPROTO_IPV6, IPV6_UNICAST_HOPS, ptr(v), 4), `setsockopt(IPV6_UNICAST_HOPS=${ttl})`);
 }
 
 export interface ConnectOptions {
@@ -131,7 +92,7 @@ export interface ConnectOptions {
  * blocking call on the event loop), every 20 ms, until done, failed, timed out or aborted.
  */
 export async function connectTcp(o: ConnectOptions): Promise<number> {
-  const lib = c();
+  const lib = libc();
   const family = o.remote.family === 4 ? AF_INET : AF_INET6;
   const fd = lib.socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   check(fd, 'socket()');

@@ -1,26 +1,20 @@
-import { dlopen, FFIType, ptr, read } from 'bun:ffi';
+import { ptr } from 'bun:ffi';
+import {
+  AF_INET6, AF_PACKET, EAGAIN, errno, errnoText, IPPROTO_IPV6, libc, SOCK_CLOEXEC, SOCK_DGRAM, SOCK_NONBLOCK, SOCK_RAW, SOL_SOCKET,
+} from '../../util/libc.ts';
 
 /**
  * Raw Ethernet frames on one interface through Linux AF_PACKET sockets, called in libc over
- * bun:ffi (as src/systemd does for sd_notify). Hand-written because nothing maintained offers raw
+ * bun:ffi (src/util/libc.ts). Hand-written because nothing maintained offers raw
  * frames to Bun: node:dgram speaks UDP only, and the npm packet libraries are native Node addons
  * (node-gyp builds of libpcap or raw-socket) that `bun build --compile` cannot embed.
  *
  * The sockets are non-blocking and never wait: the caller polls them (see responder.ts). The
  * binding is loaded on first use, so nothing here touches libc in processes that never announce.
  */
-const AF_PACKET = 17;
-const AF_INET6 = 10;
-const SOCK_RAW = 3;
-const SOCK_DGRAM = 2;
-const SOCK_NONBLOCK = 0o4000;
-const SOCK_CLOEXEC = 0o2000000;
-const SOL_SOCKET = 1;
 const SO_ATTACH_FILTER = 26;
-const IPPROTO_IPV6 = 41;
 const IPV6_ADD_MEMBERSHIP = 20;
 const IPV6_DROP_MEMBERSHIP = 21;
-const EAGAIN = 11;
 const ARPHRD_ETHER = 1;
 /** sizeof(struct sockaddr_ll). */
 const SOCKADDR_LL_SIZE = 20;
@@ -34,34 +28,8 @@ export const PACKET_MULTICAST = 2;
 export const PACKET_OTHERHOST = 3;
 export const PACKET_OUTGOING = 4;
 
-function openLibc() {
-  return dlopen('libc.so.6', {
-    socket: { args: [FFIType.i32, FFIType.i32, FFIType.i32], returns: FFIType.i32 },
-    bind: { args: [FFIType.i32, FFIType.ptr, FFIType.u32], returns: FFIType.i32 },
-    setsockopt: { args: [FFIType.i32, FFIType.i32, FFIType.i32, FFIType.ptr, FFIType.u32], returns: FFIType.i32 },
-    getsockname: { args: [FFIType.i32, FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
-    recvfrom: { args: [FFIType.i32, FFIType.ptr, FFIType.u64, FFIType.i32, FFIType.ptr, FFIType.ptr], returns: FFIType.i64 },
-    sendto: { args: [FFIType.i32, FFIType.ptr, FFIType.u64, FFIType.i32, FFIType.ptr, FFIType.u32], returns: FFIType.i64 },
-    close: { args: [FFIType.i32], returns: FFIType.i32 },
-    if_nametoindex: { args: [FFIType.ptr], returns: FFIType.u32 },
-    __errno_location: { args: [], returns: FFIType.ptr },
-    strerror: { args: [FFIType.i32], returns: FFIType.cstring },
-  }).symbols;
-}
-
-type Libc = ReturnType<typeof openLibc>;
-let libcBinding: Libc | undefined;
-function libc(): Libc {
-  libcBinding ??= openLibc();
-  return libcBinding;
-}
-
-function errno(): number {
-  return read.i32(libc().__errno_location()!, 0);
-}
-
 function failure(what: string, code = errno()): Error {
-  return new Error(`${what}: ${String(libc().strerror(code))} (errno ${code})`);
+  return new Error(`${what}: ${errnoText(code)}`);
 }
 
 /** The kernel's index of an interface in this network namespace; throws naming it when there is none. */

@@ -1,0 +1,67 @@
+import { dlopen, FFIType, read } from 'bun:ffi';
+
+/**
+ * The libc socket calls Bun does not offer, over bun:ffi, in one binding for every user: the BGP
+ * speaker's TCP options (src/net/bgp/tcp.ts), the L2 responder's packet sockets
+ * (src/net/l2/packet-socket.ts) and sd_notify's Unix datagrams (src/systemd). The binary is linked
+ * against glibc already (libc.so.6 is in every image it runs in); the binding is opened on first
+ * use, so a process that never needs it never loads it.
+ */
+
+// Linux's numbers, the same on x86-64 and arm64.
+export const AF_UNIX = 1;
+export const AF_INET = 2;
+export const AF_INET6 = 10;
+export const AF_PACKET = 17;
+export const SOCK_STREAM = 1;
+export const SOCK_DGRAM = 2;
+export const SOCK_RAW = 3;
+export const SOCK_NONBLOCK = 0o4000;
+export const SOCK_CLOEXEC = 0o2000000;
+export const SOL_SOCKET = 1;
+export const IPPROTO_IP = 0;
+export const IPPROTO_TCP = 6;
+export const IPPROTO_IPV6 = 41;
+export const MSG_DONTWAIT = 0x40;
+export const MSG_NOSIGNAL = 0x4000;
+export const EAGAIN = 11;
+export const EINPROGRESS = 115;
+
+function openLibc() {
+  return dlopen('libc.so.6', {
+    socket: { args: [FFIType.i32, FFIType.i32, FFIType.i32], returns: FFIType.i32 },
+    bind: { args: [FFIType.i32, FFIType.ptr, FFIType.u32], returns: FFIType.i32 },
+    connect: { args: [FFIType.i32, FFIType.ptr, FFIType.u32], returns: FFIType.i32 },
+    setsockopt: { args: [FFIType.i32, FFIType.i32, FFIType.i32, FFIType.ptr, FFIType.u32], returns: FFIType.i32 },
+    getsockopt: { args: [FFIType.i32, FFIType.i32, FFIType.i32, FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
+    getsockname: { args: [FFIType.i32, FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
+    recv: { args: [FFIType.i32, FFIType.ptr, FFIType.u64, FFIType.i32], returns: FFIType.i64 },
+    recvfrom: { args: [FFIType.i32, FFIType.ptr, FFIType.u64, FFIType.i32, FFIType.ptr, FFIType.ptr], returns: FFIType.i64 },
+    sendto: { args: [FFIType.i32, FFIType.ptr, FFIType.u64, FFIType.i32, FFIType.ptr, FFIType.u32], returns: FFIType.i64 },
+    poll: { args: [FFIType.ptr, FFIType.u64, FFIType.i32], returns: FFIType.i32 },
+    close: { args: [FFIType.i32], returns: FFIType.i32 },
+    if_nametoindex: { args: [FFIType.ptr], returns: FFIType.u32 },
+    strerror: { args: [FFIType.i32], returns: FFIType.cstring },
+    __errno_location: { args: [], returns: FFIType.ptr },
+  }).symbols;
+}
+
+export type Libc = ReturnType<typeof openLibc>;
+let binding: Libc | undefined;
+
+/** The binding, opened on first use. */
+export function libc(): Libc {
+  binding ??= openLibc();
+  return binding;
+}
+
+/** The calling thread's errno, as the last failed call left it. */
+export function errno(): number {
+  const p = libc().__errno_location();
+  return p ? read.i32(p, 0) : 0;
+}
+
+/** libc's text of an errno value with the number: "No such device (errno 19)". */
+export function errnoText(code: number): string {
+  return `${String(libc().strerror(code))} (errno ${code})`;
+}
