@@ -1,6 +1,7 @@
 import type { V1EndpointSlice, V1Node, V1Service } from '@kubernetes/client-node';
 import type { PoolConfig } from '../../providers/shared/pools/config-model.ts';
 import { rangesContain } from '../../providers/shared/pools/ranges.ts';
+import { readyEndpointNodes } from '../kube/endpoint-slices.ts';
 import { isNodeReady, nodeName } from '../kube/node-helpers.ts';
 import { formatIP, parseIP, type IP } from '../net/ip.ts';
 import { electNode } from '../net/l2/election.ts';
@@ -11,9 +12,6 @@ import { nodeEligibleForLoadBalancer, wantsLoadBalancer } from '../kube/service-
  * (the services' addresses, the nodes, the endpoint slices and which speakers are alive), so that
  * every speaker elects the same node per address without talking to the others. Pure: no I/O.
  */
-
-/** The label EndpointSlices carry naming their service. */
-export const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
 
 export interface ClusterView {
   pools: readonly PoolConfig[];
@@ -84,21 +82,6 @@ export function nodeMayAnnounce(node: V1Node, pool: PoolConfig, alive: ReadonlyS
     nodeEligibleForLoadBalancer(node) &&
     (pool.nodeSelector?.(node.metadata?.labels ?? {}) ?? true) &&
     alive.has(nodeName(node));
-}
-
-/** namespace/name of a service -> the nodes with a ready endpoint of it. */
-export function readyEndpointNodes(slices: readonly V1EndpointSlice[]): Map<string, Set<string>> {
-  const out = new Map<string, Set<string>>();
-  for (const slice of slices) {
-    const service = slice.metadata?.labels?.[SERVICE_NAME_LABEL];
-    if (!service) continue;
-    const key = `${slice.metadata?.namespace ?? ''}/${service}`;
-    const nodes = out.get(key) ?? new Set<string>();
-    // EndpointSlice semantics: an unset ready condition means ready.
-    for (const endpoint of slice.endpoints ?? []) if (endpoint.nodeName && endpoint.conditions?.ready !== false) nodes.add(endpoint.nodeName);
-    out.set(key, nodes);
-  }
-  return out;
 }
 
 /**
