@@ -34,29 +34,8 @@ for tool in "${!package_for[@]}"; do
 done
 
 if [ ${#wanted[@]} -gt 0 ]; then
-  missing=("${!wanted[@]}")
-  if ! command -v apt-get >/dev/null 2>&1 || [ "$(id -u)" -ne 0 ]; then
-    echo "install-test-deps: missing Debian packages ${missing[*]} (needs root and apt-get to install)" >&2
-    exit 1
-  fi
-  echo "install-test-deps: installing ${missing[*]}" >&2
-  # No service of these packages starts on this machine while they install (podman's, machined):
-  # a policy-rc.d refusing every start, unless the machine already has one.
-  policy=/usr/sbin/policy-rc.d
-  own_policy=0
-  if [ ! -e "$policy" ]; then
-    printf '#!/bin/sh\n# edge-ccm install-test-deps: no service starts while it installs\nexit 101\n' >"$policy"
-    chmod 755 "$policy"
-    own_policy=1
-  fi
-  trap '[ "$own_policy" = 1 ] && rm -f "$policy"' EXIT
-  export DEBIAN_FRONTEND=noninteractive
-  if [ -n "${wanted[libc6:arm64]:-}" ] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
-    dpkg --add-architecture arm64
-  fi
-  apt-get -o DPkg::Lock::Timeout=600 update -qq >&2
   # systemd and systemd-container for their tools only: nothing here boots the host's systemd.
-  apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >&2
+  apt_install install-test-deps "${!wanted[@]}"
 fi
 
 if [ ! -x "$PROMTOOL" ]; then

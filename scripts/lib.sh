@@ -104,3 +104,35 @@ ensure_packages() {
     cp "$root/bun.lock" "$root/node_modules/.edge-ccm-lock"
   fi
 }
+
+# Installs the Debian packages PACKAGE... (the caller has found them missing); WHO names the
+# script in messages. Needs root and apt-get, else fails naming the packages. While apt-get runs,
+# no packaged service starts on this machine (a policy-rc.d refusing every start, unless the
+# machine has its own policy, which is left as it is); a dpkg lock held by another apt-get is
+# waited for. A package of a foreign architecture (NAME:arm64) adds that architecture first.
+# A subshell, so its EXIT trap (removing our policy-rc.d) is its own.
+apt_install() (
+  set -euo pipefail
+  who="$1"; shift
+  if ! command -v apt-get >/dev/null 2>&1 || [ "$(id -u)" -ne 0 ]; then
+    echo "$who: missing Debian packages $* (needs root and apt-get to install)" >&2
+    exit 1
+  fi
+  echo "$who: installing $*" >&2
+  # invoke-rc.d asks /usr/sbin/policy-rc.d before starting a service; exit 101 = "not allowed".
+  policy=/usr/sbin/policy-rc.d
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\n# edge-ccm %s: no service starts while it installs\nexit 101\n' "$who" >"$policy"
+    chmod 755 "$policy"
+    trap 'rm -f "$policy"' EXIT
+  fi
+  for package in "$@"; do
+    case "$package" in
+      *:*) arch="${package##*:}"
+        dpkg --print-foreign-architectures | grep -qx "$arch" || dpkg --add-architecture "$arch" ;;
+    esac
+  done
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get -o DPkg::Lock::Timeout=600 update -qq >&2
+  apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "$@" >&2
+)
