@@ -1,5 +1,6 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { PeerState, SpeakerStats } from '../net/bgp/speaker.ts';
+import { perRegistry } from '../util/per-registry.ts';
 
 /**
  * Per-peer BGP metrics, read from the running speaker's stats at scrape time (no series while
@@ -10,29 +11,24 @@ import type { PeerState, SpeakerStats } from '../net/bgp/speaker.ts';
 /** BGP4-MIB bgpPeerState numbering (RFC 4273), so dashboards written for routers read the same. */
 export const PEER_STATE_CODES: Record<PeerState, number> = { idle: 1, connect: 2, active: 3, opensent: 4, openconfirm: 5, established: 6 };
 
-export function registerBgpMetrics(registry: Registry, stats: () => SpeakerStats | undefined): void {
-  const gauge = (name: string, help: string, value: (p: SpeakerStats['peers'][number]) => number) =>
-    new Gauge({
-      name,
-      help,
-      labelNames: ['peer', 'peer_asn'],
-      registers: [registry],
-      collect() {
-        this.reset();
-        for (const p of stats()?.peers ?? []) this.set({ peer: p.address, peer_asn: String(p.asn) }, value(p));
-      },
-    });
-  const counter = (name: string, help: string, value: (p: SpeakerStats['peers'][number]) => number) =>
-    new Counter({
-      name,
-      help,
-      labelNames: ['peer', 'peer_asn'],
-      registers: [registry],
-      collect() {
-        this.reset();
-        for (const p of stats()?.peers ?? []) this.inc({ peer: p.address, peer_asn: String(p.asn) }, value(p));
-      },
-    });
+type PeerStats = SpeakerStats['peers'][number];
+type StatsSource = () => SpeakerStats | undefined;
+
+/** Writes each running peer's value under its labels (after a reset, so a removed peer leaves no series). */
+function eachPeer(stats: StatsSource, write: (labels: { peer: string; peer_asn: string }, value: number) => void, value: (p: PeerStats) => number): void {
+  for (const p of stats()?.peers ?? []) write({ peer: p.address, peer_asn: String(p.asn) }, value(p));
+}
+
+/** The metrics of a registry, made once; `stats` is where they read the speaker (set by registerBgpMetrics). */
+const metricsOf = perRegistry((registry) => {
+  const source: { stats: StatsSource } = { stats: () => undefined };
+  const stats = () => source.stats();
+  const labelNames = ['peer', 'peer_asn'];
+  const registers = [registry];
+  const gauge = (name: string, help: string, value: (p: PeerStats) => number) =>
+    new Gauge({ name, help, labelNames, registers, collect() { this.reset(); eachPeer(stats, (l, v) => this.set(l, v), value); } });
+  const counter = (name: string, help: string, value: (p: PeerStats) => number) =>
+    new Counter({ name, help, labelNames, registers, collect() { this.reset(); eachPeer(stats, (l, v) => this.inc(l, v), value); } });
   gauge('edge_ccm_bgp_session_state', 'BGP session state per peer, numbered as BGP4-MIB bgpPeerState: 1 idle, 2 connect, 3 active, 4 opensent, 5 openconfirm, 6 established.', (p) => PEER_STATE_CODES[p.state]);
   gauge('edge_ccm_bgp_session_established', '1 while the BGP session with the peer is established, else 0.', (p) => (p.state === 'established' ? 1 : 0));
   gauge('edge_ccm_bgp_session_uptime_seconds', 'Seconds since the BGP session with the peer was established (0 when it is not).', (p) => p.uptimeSeconds);
@@ -45,11 +41,17 @@ export function registerBgpMetrics(registry: Registry, stats: () => SpeakerStats
   new Gauge({
     name: 'edge_ccm_bgp_announcements',
     help: 'Prefixes in the table the BGP speaker announces (pod CIDRs and load-balancer addresses).',
-    registers: [registry],
+    registers,
     collect() {
       this.reset();
       const s = stats();
       if (s) this.set(s.announcements);
     },
   });
+  return source;
+});
+
+/** Registers the BGP metrics on `registry` (once), read from `stats` at each scrape. */
+export function registerBgpMetrics(registry: Registry, stats: StatsSource): void {
+  metricsOf(registry).stats = stats;
 }
