@@ -5,6 +5,7 @@ import type { Controller } from '../controllers/types.ts';
 import type { EventRecorder } from '../kube/event-recorder.ts';
 import { EventBroadcaster } from '../kube/events.ts';
 import { LeaderElector, makeIdentity } from '../kube/leader-election.ts';
+import { ApiServerReturn } from '../kube/api-server-return.ts';
 import { ReplicaGuard } from './replica-guard.ts';
 import { RequestFence } from '../kube/request-fence.ts';
 import { BunKubeTransport, type KubeTransport, type TransportOptions } from '../kube/transport.ts';
@@ -84,19 +85,43 @@ export async function runControllerManager(options: Options, providers: Provider
   const managerMetrics = new ControllerManagerMetrics(registry);
   const controllersStop = new AbortController();
   const electionStop = new AbortController();
-  // Every request the controllers and the provider make belongs to this leadership term: when it
-  // ends, the requests still in flight are aborted and accounted for before the lease is released.
-  const term = new RequestFence();
-  controllersStop.signal.addEventListener('abort', () => term.stopping(), { once: true });
-  const termClient = (component: string) => clientFor(component, { fence: term });
+  // The retry loops (the lease's, the shared informers') wake as soon as the API server answers
+  // again after an outage, instead of sleeping out a backoff that grew while it was down.
+  const probeClient = clientFor('api-server-return', { requestTimeoutMs: 2_000 });
+  const serverReturn = new ApiServerReturn({
+    probe: async (signal) => {
+      const res = await probeClient.sendRaw({ method: 'GET', path: '/readyz', signal });
+      await res.arrayBuffer();
+      // 5xx: up but not ready yet; any other answer (a 403 too) means it serves requests again.
+      return res.status < 500;
+    },
+    logger: logger.with({ component: 'api-server-return' }),
+  });
   let shuttingDown = false;
-  let runningControllers: Promise<void> | undefined;
+  // The leadership term in force: one per lease won (one for the process without leader election).
+  let current: Term | undefined;
   // Whether the lease may be released at the stop: see endTerm.
   let releaseLease = true;
   // Without leader election, why the service controller may not ensure now: see ReplicaGuard.
   let ensureBlocked: (() => string | undefined) | undefined;
 
-  const startControllers = async (signal: AbortSignal): Promise<void> => {
+  // Every request the controllers and the provider make belongs to a term: when it ends, the
+  // requests still in flight are aborted and accounted for (before the lease is released).
+  const beginTerm = (): Term => {
+    const fence = new RequestFence();
+    const stopping = () => fence.stopping();
+    if (controllersStop.signal.aborted) stopping();
+    else controllersStop.signal.addEventListener('abort', stopping, { once: true });
+    fence.signal.addEventListener('abort', () => controllersStop.signal.removeEventListener('abort', stopping), { once: true });
+    return { fence, checks: [] };
+  };
+
+  const startControllers = async (signal: AbortSignal, term: Term): Promise<void> => {
+    const termClient = (component: string) => clientFor(component, { fence: term.fence });
+    const addCheck: HealthChecks['add'] = (name, check, options) => {
+      checks.add(name, check, options);
+      term.checks.push(name);
+    };
     await cloud.initialize?.({
       transport: termClient('cloud-provider'),
       logger: logger.with({ provider: cloud.providerName }),
@@ -118,7 +143,7 @@ export async function runControllerManager(options: Options, providers: Provider
       unsubscribeWarnings?.();
     }, { once: true });
     const controllerTransports = settings.useServiceAccountCredentials
-      ? await serviceAccountTransports(settings.controllers.enabled, kubeConfig, termClient('controller-credentials'), { ...transportOptions, fence: term }, logger, signal)
+      ? await serviceAccountTransports(settings.controllers.enabled, kubeConfig, termClient('controller-credentials'), { ...transportOptions, fence: term.fence }, logger, signal)
       : new Map<string, KubeTransport>();
     const { informers, controllers } = buildControllers(settings.controllers, {
       transport: termClient('shared-informers'),
@@ -129,18 +154,19 @@ export async function runControllerManager(options: Options, providers: Provider
       cloud,
       isManagedNode,
       ensureBlocked,
+      retryWait: serverReturn,
     });
     // One check per running controller (as upstream's controller health adaptors): unhealthy once
     // its loop has ended while we still lead, or when the controller reports a problem itself.
     const ended = new Set<string>();
     for (const c of controllers) {
-      checks.add(c.name, () => {
+      addCheck(c.name, () => {
         if (ended.has(c.name) && !signal.aborted) throw new Error(`${c.name} is not running`);
         c.healthCheck?.();
       }, { endpoints: ['healthz', 'readyz'] });
     }
     const informerRuns = [informers.nodes.run(signal), informers.services.run(signal)];
-    checks.add('informer-sync', () => {
+    addCheck('informer-sync', () => {
       if (!informers.nodes.hasSynced() || !informers.services.hasSynced()) throw new Error('informers not synced yet');
     }, { endpoints: ['readyz'] });
     // The leader's BGP speaker: pod CIDR routes and load-balancer addresses (src/app/bgp-announcer.ts).
@@ -180,39 +206,44 @@ export async function runControllerManager(options: Options, providers: Provider
   // never hangs on a stalled connection past one renew deadline.
   const leaseClient = () => clientFor('leader-election', { requestTimeoutMs: leaderElection.renewDeadlineMs });
   if (leaderElection.enabled) {
-    const elector = new LeaderElector({
-      ...leaseTerms(leaderElection),
-      transport: leaseClient(),
-      logger: logger.with({ component: 'leader-election' }),
-      registry,
-      events: events.recorder('cloud-controller-manager'),
-      // Unless a write of this term may still land (see endTerm): then the lease expires instead.
-      releaseOnCancel: () => releaseLease,
-      onStartedLeading: (leading) => {
-        systemd.status('leading: running the controllers');
-        const both = AbortSignal.any([leading, controllersStop.signal]);
-        runningControllers = startControllers(both).catch((e) => {
-          // Stopped while starting (SIGTERM during the provider's start, or the lease lost):
-          // the stop itself decides the exit code.
-          if (both.aborted) return;
-          logger.error('controllers failed', { error: errorMessage(e) });
-          exitCode = 1;
-          // An orderly stop (lease released, events flushed, provider closed), not the
-          // "leader election lost" exit that the release would otherwise trigger.
-          shuttingDown = true;
-          controllersStop.abort(e);
-        });
-      },
-      onStoppedLeading: () => {
-        if (!shuttingDown) {
-          // As upstream: a replica that lost its lease exits at once; its supervisor restarts it.
-          logger.error('leader election lost', { identity: elector.identity });
-          process.exit(1);
-        }
-      },
-    });
-    // Beyond upstream: a leader paused past its lease writes nothing until it has renewed it.
-    term.guardWrites(() => (elector.holdsLeaseNow() ? undefined : 'the leader lease was not renewed within the renew deadline'));
+    const leaseTransport = leaseClient();
+    const newElector = (identity: string): LeaderElector => {
+      const elector: LeaderElector = new LeaderElector({
+        ...leaseTerms(leaderElection),
+        identity,
+        transport: leaseTransport,
+        logger: logger.with({ component: 'leader-election' }),
+        registry,
+        events: events.recorder('cloud-controller-manager'),
+        retryWait: serverReturn,
+        // Unless a write of this term may still land (see endTerm): then the lease expires instead.
+        releaseOnCancel: () => releaseLease,
+        onStartedLeading: (leading) => {
+          const term = beginTerm();
+          current = term;
+          // Beyond upstream: a leader paused past its lease writes nothing until it has renewed it.
+          term.fence.guardWrites(() => (elector.holdsLeaseNow() ? undefined : 'the leader lease was not renewed within the renew deadline'));
+          // The lease lost: every request of the term is aborted at once, with no grace (a
+          // standby may take over); a no-op after a stop, which closed the term already.
+          leading.addEventListener('abort', () => void term.fence.close('the leader lease was lost', TERM_SETTLE_MS), { once: true });
+          systemd.status('leading: running the controllers');
+          const both = AbortSignal.any([leading, controllersStop.signal]);
+          term.running = startControllers(both, term).catch((e) => {
+            // Stopped while starting (SIGTERM during the provider's start, or the lease lost):
+            // the stop itself decides the exit code.
+            if (both.aborted) return;
+            logger.error('controllers failed', { error: errorMessage(e) });
+            exitCode = 1;
+            // An orderly stop (lease released, events flushed, provider closed).
+            shuttingDown = true;
+            controllersStop.abort(e);
+          });
+        },
+        onStoppedLeading: () => {},
+      });
+      return elector;
+    };
+    let elector = newElector(makeIdentity());
     checks.add('leaderElection', () => {
       const err = elector.check();
       if (err) throw err;
@@ -220,11 +251,57 @@ export async function runControllerManager(options: Options, providers: Provider
     // The election ends (and releases the lease) only after the controllers stopped, so a
     // standby never runs while our in-flight syncs are still writing.
     controllersStop.signal.addEventListener('abort', async () => {
-      await drain(runningControllers, settings.shutdownGracePeriodMs, logger);
-      releaseLease = await endTerm(term, logger, true);
+      await drain(current?.running, settings.shutdownGracePeriodMs, logger);
+      releaseLease = current ? await endTerm(current.fence, logger, true) : true;
       electionStop.abort(new Error('shutdown'));
     }, { once: true });
-    await elector.run(electionStop.signal);
+
+    /**
+     * Beyond upstream, after the lease was lost: the term's requests were aborted when it was
+     * (see onStartedLeading); waits for its controllers, the provider's start and the BGP
+     * speaker to end (the provider forgets its address memory then) and drops its checks.
+     */
+    const endLostTerm = async (): Promise<{ stopped: boolean; cutOffWrites: number }> => {
+      const term = current;
+      logger.warn('leader lease lost: ending this term', { identity: elector.identity });
+      systemd.status('standby: the leader lease was lost, ending the term');
+      if (!term) return { stopped: true, cutOffWrites: 0 };
+      const outcome = await term.fence.close('the leader lease was lost', TERM_SETTLE_MS);
+      const stopped = await drain(term.running, settings.shutdownGracePeriodMs, logger);
+      for (const name of term.checks) checks.remove(name);
+      if (current === term) current = undefined;
+      return { stopped, cutOffWrites: outcome.cutOffWrites };
+    };
+
+    for (;;) {
+      const outcome = await elector.run(electionStop.signal);
+      if (outcome === 'aborted') break;
+      if (leaderElection.exitOnLeaseLoss) {
+        // As upstream: a replica that lost its lease exits at once; its supervisor restarts it.
+        logger.error('leader election lost', { identity: elector.identity });
+        process.exit(1);
+      }
+      const ended = await endLostTerm();
+      if (!ended.stopped && !shuttingDown) {
+        // Its work would overlap the next term's: leave that to a fresh process.
+        logger.error('the lost term did not end within the shutdown grace period: exiting', { gracePeriodMs: settings.shutdownGracePeriodMs });
+        exitCode = 1;
+        shuttingDown = true;
+        controllersStop.abort(new Error('the lost term did not end'));
+      }
+      if (shuttingDown) {
+        await aborted(electionStop.signal);
+        break;
+      }
+      if (ended.cutOffWrites > 0) {
+        // Such a write may still land: the lease must expire, as after a crash, before any term
+        // writes again (ours included), so the next campaign is under a new identity.
+        logger.warn('writes of the lost term were cut off in flight and may still land: campaigning under a new identity once the lease expires', { cutOffWrites: ended.cutOffWrites });
+        elector = newElector(makeIdentity());
+      }
+      logger.info('campaigning again', { identity: elector.identity });
+      systemd.status('standby: waiting for the leader lease');
+    }
   } else {
     const guard = replicaGuard(settings, cloud, leaseClient(), {
       logger: logger.with({ component: 'replica-guard' }),
@@ -235,14 +312,16 @@ export async function runControllerManager(options: Options, providers: Provider
     const guardStop = new AbortController();
     const guarding = guard?.run(guardStop.signal);
     ensureBlocked = guard && (() => guard.blockedReason());
-    runningControllers = startControllers(controllersStop.signal).catch((e) => {
+    const term = beginTerm();
+    current = term;
+    term.running = startControllers(controllersStop.signal, term).catch((e) => {
       if (controllersStop.signal.aborted) return; // stopped while starting: not a failure
       logger.error('controllers failed', { error: errorMessage(e) });
       exitCode = 1;
     });
-    await new Promise<void>((resolve) => controllersStop.signal.addEventListener('abort', () => resolve(), { once: true }));
-    await drain(runningControllers, settings.shutdownGracePeriodMs, logger);
-    releaseLease = await endTerm(term, logger, !!guard);
+    await aborted(controllersStop.signal);
+    await drain(term.running, settings.shutdownGracePeriodMs, logger);
+    releaseLease = await endTerm(term.fence, logger, !!guard);
     guardStop.abort(new Error('shutdown'));
     await guarding;
   }
@@ -335,14 +414,27 @@ async function endTerm(term: RequestFence, logger: Logger, holdsLease: boolean):
   return false;
 }
 
-/** Waits for in-flight work, but no longer than the shutdown grace period. */
-async function drain(running: Promise<void> | undefined, graceMs: number, logger: Logger): Promise<void> {
-  if (!running) return;
+/** One leadership term: its requests, its controllers' run and the health checks it added. */
+interface Term {
+  fence: RequestFence;
+  running?: Promise<void>;
+  checks: string[];
+}
+
+/** Resolves once the signal has aborted. */
+function aborted(signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
+}
+
+/** Waits for in-flight work, but no longer than the shutdown grace period; false when it did not end in time. */
+async function drain(running: Promise<void> | undefined, graceMs: number, logger: Logger): Promise<boolean> {
+  if (!running) return true;
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timedOut = new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), graceMs)));
   const outcome = await Promise.race([running.then(() => 'done' as const), timedOut]);
   clearTimeout(timer);
   if (outcome === 'timeout') logger.warn('in-flight work did not finish within the shutdown grace period', { gracePeriodMs: graceMs });
+  return outcome === 'done';
 }
 
 /** The Lease and its timings, as the elector and the replica guard take them, with a fresh identity. */

@@ -8,8 +8,9 @@ import { ServiceController } from '../controllers/service/index.ts';
 import type { Controller, ControllerContext } from '../controllers/types.ts';
 import type { EventRecorder } from '../kube/event-recorder.ts';
 import { Informer, stripManagedFields } from '../kube/informer/index.ts';
+import type { RetryWait } from '../kube/api-server-return.ts';
 import { stripUnreadNodeFields } from '../kube/node-fields.ts';
-import { WorkQueueMetrics } from '../kube/workqueue/index.ts';
+import { workQueueMetricsFor } from '../kube/workqueue/index.ts';
 import { NODES, SERVICES } from '../kube/resources.ts';
 import type { KubeTransport } from '../kube/transport.ts';
 import type { Logger } from '../log.ts';
@@ -140,6 +141,8 @@ export interface ControllerDeps {
   isManagedNode(node: V1Node): boolean;
   /** Why the service controller may not ensure load balancers now (see ReplicaGuard); undefined: it may. */
   ensureBlocked?: () => string | undefined;
+  /** The shared informers' waits between list/watch attempts, cut short when the API server is back (ApiServerReturn). */
+  retryWait?: RetryWait;
 }
 
 /**
@@ -148,10 +151,10 @@ export interface ControllerDeps {
  */
 export function buildControllers(settings: ControllerSettings, deps: ControllerDeps): { informers: { nodes: Informer<V1Node>; services: Informer<V1Service> }; controllers: Controller[] } {
   const log = deps.logger;
-  const nodes = new Informer<V1Node>({ transport: deps.transport, type: NODES, transform: stripUnreadNodeFields, logger: log.with({ informer: 'nodes' }) });
+  const nodes = new Informer<V1Node>({ transport: deps.transport, type: NODES, transform: stripUnreadNodeFields, logger: log.with({ informer: 'nodes' }), retryWait: deps.retryWait });
   // Resynced every 30s as upstream's service informer, so pending clean-ups are retried.
-  const services = new Informer<V1Service>({ transport: deps.transport, type: SERVICES, transform: stripManagedFields, resyncMs: 30_000, logger: log.with({ informer: 'services' }) });
-  const workQueueMetrics = new WorkQueueMetrics(deps.registry);
+  const services = new Informer<V1Service>({ transport: deps.transport, type: SERVICES, transform: stripManagedFields, resyncMs: 30_000, logger: log.with({ informer: 'services' }), retryWait: deps.retryWait });
+  const workQueueMetrics = workQueueMetricsFor(deps.registry);
   const context = (spec: ControllerSpec): ControllerContext => ({
     transport: deps.transportFor?.(spec.name) ?? deps.transport,
     recorder: deps.recorderFor(spec.eventSource),

@@ -33,6 +33,8 @@ export interface LeaderElectionSettings {
   leaseDurationMs: number;
   renewDeadlineMs: number;
   retryPeriodMs: number;
+  /** --exit-on-lease-loss: upstream's exit instead of ending the term and campaigning again. */
+  exitOnLeaseLoss: boolean;
 }
 
 export interface Settings {
@@ -121,6 +123,7 @@ export function resolveSettings(options: Options): Settings {
       leaseDurationMs: options.leaderElectLeaseDurationMs,
       renewDeadlineMs: options.leaderElectRenewDeadlineMs,
       retryPeriodMs: options.leaderElectRetryPeriodMs,
+      exitOnLeaseLoss: options.exitOnLeaseLoss,
     },
     shutdownGracePeriodMs: options.shutdownGracePeriodMs,
     useServiceAccountCredentials: options.useServiceAccountCredentials,

@@ -464,6 +464,17 @@ export const FLAGS = [
     ),
   }),
   flag({
+    name: 'exit-on-lease-loss',
+    key: 'exitOnLeaseLoss',
+    kind: 'bool',
+    default: false,
+    group: 'edge-ccm',
+    help:
+      'Exit (code 1) when the leader lease is lost, as upstream does. By default the process ends that term instead ' +
+      '(controllers stopped, its requests aborted, the provider\'s address memory dropped) and campaigns again, so a ' +
+      'lone replica weathers an API server outage without a restart.',
+  }),
+  flag({
     name: 'managed-node-provider-id-prefixes',
     key: 'managedNodeProviderIDPrefixes',
     kind: 'list',

@@ -119,6 +119,7 @@ const SAMPLES: Record<string, [text: string, value: unknown]> = {
   'logging-format': ['json', 'json'],
   v: ['4', 4],
   'shutdown-grace-period': ['0', 0],
+  'exit-on-lease-loss': ['true', true],
   'managed-node-provider-id-prefixes': ['static://,metal://', ['static://', 'metal://']],
   'managed-node-selector': ['edge-ccm.io/managed=true', 'edge-ccm.io/managed=true'],
   'node-deletion-policy': ['taint', 'taint'],

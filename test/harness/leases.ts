@@ -8,12 +8,12 @@ import { formatMicroTime, type Lease } from '../../src/kube/leader-election.ts';
  * renews it every retry period, so the read can be stale by the time of the write: retried on
  * 409 as any read-modify-write must be (CI once lost this race).
  */
-export async function takeOverLease(api: KubeTransport, namespace: string, name: string, holderIdentity = 'intruder'): Promise<void> {
+export async function takeOverLease(api: KubeTransport, namespace: string, name: string, holderIdentity = 'intruder', leaseDurationSeconds = 3600): Promise<void> {
   const leases = new ResourceClient<Lease>(api, LEASES);
   for (let attempt = 1; ; attempt++) {
     const current = await leases.get(name, { namespace });
     try {
-      await leases.update({ ...current, spec: { ...current.spec, holderIdentity, leaseDurationSeconds: 3600, renewTime: formatMicroTime(Date.now()) } }, { namespace });
+      await leases.update({ ...current, spec: { ...current.spec, holderIdentity, leaseDurationSeconds, renewTime: formatMicroTime(Date.now()) } }, { namespace });
       return;
     } catch (e) {
       if (!isConflict(e) || attempt >= 20) throw e;

@@ -18,11 +18,12 @@ beforeAll(async () => {
 }, 240_000);
 afterEach(() => CcmProcess.stopAll());
 
-function replica(dir: string, lease = LEASE, leaseDuration = '3s'): CcmProcess {
+function replica(dir: string, lease = LEASE, leaseDuration = '3s', extra: string[] = []): CcmProcess {
   return CcmProcess.fake([
     '--cloud-provider=fake', `--cloud-config=${join(dir, 'fake.json')}`, `--kubeconfig=${cp.adminKubeconfig}`,
     '--secure-port=0', '--controllers=cloud-node', `--leader-elect-resource-name=${lease}`,
     `--leader-elect-lease-duration=${leaseDuration}`, '--leader-elect-renew-deadline=2s', '--leader-elect-retry-period=500ms',
+    ...extra,
   ]);
 }
 
@@ -71,11 +72,11 @@ test('SIGTERM releases the lease so a standby takes over at once', async () => {
   console.log(`standby took over ${(performance.now() - stoppedAt).toFixed(0)}ms after SIGTERM`);
 }, 90_000);
 
-test('a leader that loses its lease exits non-zero at once', async () => {
+test('with --exit-on-lease-loss, a leader that loses its lease exits non-zero at once, as upstream', async () => {
   const dir = tempDir('edge-ccm-lost-');
   writeFileSync(join(dir, 'fake.json'), JSON.stringify({}));
   const lease = `lost-${process.pid}`;
-  const a = replica(dir, lease);
+  const a = replica(dir, lease, '3s', ['--exit-on-lease-loss']);
   await a.waitForLog('successfully acquired lease');
   // Someone else takes the Lease over (as an operator or a split brain would).
   await takeOverLease(transportFor(cp.adminKubeconfig), 'kube-system', lease);

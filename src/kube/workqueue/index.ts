@@ -1,4 +1,4 @@
-export { WorkQueueMetrics, type QueueMetrics } from './metrics.ts';
+export { WorkQueueMetrics, workQueueMetricsFor, type QueueMetrics } from './metrics.ts';
 export { processNextItem } from './process.ts';
 export { WorkQueue, type GetResult, type WorkQueueOptions } from './queue.ts';
 export {

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import { Registry } from 'prom-client';
 import { FakeClock } from '../../../test/fakes/fake-clock.ts';
-import { WorkQueueMetrics } from './metrics.ts';
+import { WorkQueueMetrics, workQueueMetricsFor } from './metrics.ts';
 import { WorkQueue } from './queue.ts';
 import { ItemExponentialFailureRateLimiter } from './rate-limiters.ts';
 
@@ -53,6 +53,21 @@ describe('WorkQueueMetrics', () => {
   test('a second WorkQueueMetrics on the same registry is refused (make one per registry)', () => {
     const { registry } = setup();
     expect(() => new WorkQueueMetrics(registry)).toThrow();
+  });
+
+  test('one per registry through workQueueMetricsFor; a queue shut down with items queued takes them off the depth, so the next term\'s queue of that name starts at 0', async () => {
+    const registry = new Registry();
+    const metrics = workQueueMetricsFor(registry);
+    expect(workQueueMetricsFor(registry)).toBe(metrics);
+    const first = new WorkQueue<string>('nodes', { metrics, clock: new FakeClock(1_000), rateLimiter: new ItemExponentialFailureRateLimiter(10, 100) });
+    first.add('a');
+    first.add('b');
+    expect(await sample(registry, 'workqueue_depth', 'nodes')).toBe(2);
+    first.shutDown();
+    const second = new WorkQueue<string>('nodes', { metrics, clock: new FakeClock(1_000), rateLimiter: new ItemExponentialFailureRateLimiter(10, 100) });
+    expect(await sample(registry, 'workqueue_depth', 'nodes')).toBe(0);
+    second.add('c');
+    expect(await sample(registry, 'workqueue_depth', 'nodes')).toBe(1);
   });
 
   test('adds_total counts only real adds; depth follows the queue', async () => {

@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { perRegistry } from '../../util/per-registry.ts';
 
 /** What a queue reports about its items; the no-op version is used when no metrics are wanted. */
 export interface QueueMetrics<K> {
@@ -144,6 +145,10 @@ class QueueMetricsHandle<K> implements QueueMetrics<K> {
   }
 
   close(): void {
+    // Items still queued leave with the queue: the next queue of that name (the next leadership
+    // term's) starts at the depth it has, not this one's.
+    if (this.addTimes.size > 0) this.metrics.depth.dec(this.labels, this.addTimes.size);
+    this.addTimes.clear();
     this.onClose(this);
   }
 
@@ -161,3 +166,6 @@ class QueueMetricsHandle<K> implements QueueMetrics<K> {
     return longest / 1000;
   }
 }
+
+/** The registry's one WorkQueueMetrics: each leadership term builds its controllers' queues anew on it. */
+export const workQueueMetricsFor = perRegistry((registry: Registry) => new WorkQueueMetrics(registry));
