@@ -1,7 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import type { KubeTransport } from '../kube/transport.ts';
-import { CachedLookup } from './ttl-cache.ts';
-import { errorMessage } from '../util/errors.ts';
+import { postReview } from './review.ts';
+import { yesNoLookup, type YesNoCacheOptions, type CachedLookup } from './ttl-cache.ts';
 
 /** Who a request comes from, as a TokenReview tells it. */
 export interface UserInfo {
@@ -33,9 +33,6 @@ interface TokenReview {
   };
 }
 
-const TOKEN_REVIEW_PATH = '/apis/authentication.k8s.io/v1/tokenreviews';
-const REQUEST_TIMEOUT_MS = 10_000; // upstream's --authentication-token-webhook timeout
-
 /** Asks the API server (TokenReview), as upstream's delegating token authenticator. */
 export class TokenReviewAuthenticator implements Authenticator {
   constructor(
@@ -45,21 +42,7 @@ export class TokenReviewAuthenticator implements Authenticator {
   ) {}
 
   async authenticateToken(token: string): Promise<Authentication> {
-    let review: TokenReview;
-    try {
-      review = await this.transport.request<TokenReview>({
-        method: 'POST',
-        path: TOKEN_REVIEW_PATH,
-        body: {
-          apiVersion: 'authentication.k8s.io/v1',
-          kind: 'TokenReview',
-          spec: { token, ...(this.audiences.length ? { audiences: this.audiences } : {}) },
-        },
-        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-      });
-    } catch (e) {
-      throw new Error(`TokenReview failed: ${redact(errorMessage(e), token)}`);
-    }
+    const review = await postReview<TokenReview>(this.transport, 'TokenReview', { token, ...(this.audiences.length ? { audiences: this.audiences } : {}) }, (text) => redact(text, token));
     const status = review?.status;
     if (!status?.authenticated || !status.user?.username) {
       return { authenticated: false, reason: status?.error ? redact(status.error, token) : undefined };
@@ -72,14 +55,12 @@ export class TokenReviewAuthenticator implements Authenticator {
   }
 }
 
-export interface CachingAuthenticatorOptions {
+/** maxEntries counts per kind here: accepted and rejected tokens are kept apart, so rejections never evict an accepted token. */
+export interface CachingAuthenticatorOptions extends YesNoCacheOptions {
   /** How long an accepted token's user is kept; upstream's --authentication-token-webhook-cache-ttl, 10s. */
   successTtlMs?: number;
   /** How long a rejected token stays rejected; 10s as upstream. */
   failureTtlMs?: number;
-  /** Per kind: accepted and rejected tokens are kept apart, so rejections never evict an accepted token. */
-  maxEntries?: number;
-  now?: () => number;
 }
 
 /**
@@ -96,14 +77,7 @@ export class CachingAuthenticator implements Authenticator {
     private readonly inner: Authenticator,
     options: CachingAuthenticatorOptions = {},
   ) {
-    const successTtlMs = options.successTtlMs ?? 10_000;
-    const failureTtlMs = options.failureTtlMs ?? 10_000;
-    this.lookup = new CachedLookup({
-      maxEntries: options.maxEntries ?? 4096,
-      ttlMs: (answer) => (answer.authenticated ? successTtlMs : failureTtlMs),
-      kindOf: (answer) => (answer.authenticated ? 'accepted' : 'rejected'),
-      now: options.now,
-    });
+    this.lookup = yesNoLookup((answer) => answer.authenticated, { yesMs: options.successTtlMs, noMs: options.failureTtlMs }, { ...options, apart: true });
   }
 
   authenticateToken(token: string, client?: string): Promise<Authentication> {

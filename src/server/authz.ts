@@ -1,7 +1,7 @@
 import type { KubeTransport } from '../kube/transport.ts';
 import type { UserInfo } from './authn.ts';
-import { CachedLookup } from './ttl-cache.ts';
-import { errorMessage } from '../util/errors.ts';
+import { postReview } from './review.ts';
+import { yesNoLookup, type CachedLookup, type YesNoCacheOptions } from './ttl-cache.ts';
 
 /** A request on a non-resource path, as a SubjectAccessReview's nonResourceAttributes. */
 export interface AuthorizationAttributes {
@@ -26,35 +26,18 @@ interface SubjectAccessReview {
   status?: { allowed?: boolean; denied?: boolean; reason?: string; evaluationError?: string };
 }
 
-const SUBJECT_ACCESS_REVIEW_PATH = '/apis/authorization.k8s.io/v1/subjectaccessreviews';
-const REQUEST_TIMEOUT_MS = 10_000;
-
 /** Asks the API server (SubjectAccessReview), as upstream's delegating authorizer. */
 export class SubjectAccessReviewAuthorizer implements Authorizer {
   constructor(private readonly transport: KubeTransport) {}
 
   async authorize({ user, verb, path }: AuthorizationAttributes): Promise<AuthorizationDecision> {
-    let review: SubjectAccessReview;
-    try {
-      review = await this.transport.request<SubjectAccessReview>({
-        method: 'POST',
-        path: SUBJECT_ACCESS_REVIEW_PATH,
-        body: {
-          apiVersion: 'authorization.k8s.io/v1',
-          kind: 'SubjectAccessReview',
-          spec: {
-            user: user.username,
-            groups: user.groups,
-            ...(user.uid ? { uid: user.uid } : {}),
-            ...(user.extra ? { extra: user.extra } : {}),
-            nonResourceAttributes: { path, verb },
-          },
-        },
-        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-      });
-    } catch (e) {
-      throw new Error(`SubjectAccessReview failed: ${errorMessage(e)}`);
-    }
+    const review = await postReview<SubjectAccessReview>(this.transport, 'SubjectAccessReview', {
+      user: user.username,
+      groups: user.groups,
+      ...(user.uid ? { uid: user.uid } : {}),
+      ...(user.extra ? { extra: user.extra } : {}),
+      nonResourceAttributes: { path, verb },
+    });
     const status = review?.status ?? {};
     // An explicit deny wins over an allow, as upstream's webhook authorizer.
     const allowed = status.allowed === true && status.denied !== true;
@@ -79,13 +62,11 @@ export class PrivilegedGroupsAuthorizer implements Authorizer {
   }
 }
 
-export interface CachingAuthorizerOptions {
+export interface CachingAuthorizerOptions extends YesNoCacheOptions {
   /** Upstream's --authorization-webhook-cache-authorized-ttl, 10s. */
   allowTtlMs?: number;
   /** Upstream's --authorization-webhook-cache-unauthorized-ttl, 10s. */
   denyTtlMs?: number;
-  maxEntries?: number;
-  now?: () => number;
 }
 
 /** Remembers decisions per (user, verb, path) for a short time. */
@@ -96,13 +77,7 @@ export class CachingAuthorizer implements Authorizer {
     private readonly inner: Authorizer,
     options: CachingAuthorizerOptions = {},
   ) {
-    const allowTtlMs = options.allowTtlMs ?? 10_000;
-    const denyTtlMs = options.denyTtlMs ?? 10_000;
-    this.lookup = new CachedLookup({
-      maxEntries: options.maxEntries ?? 4096,
-      ttlMs: (decision) => (decision.allowed ? allowTtlMs : denyTtlMs),
-      now: options.now,
-    });
+    this.lookup = yesNoLookup((decision) => decision.allowed, { yesMs: options.allowTtlMs, noMs: options.denyTtlMs }, options);
   }
 
   authorize(attributes: AuthorizationAttributes): Promise<AuthorizationDecision> {

@@ -93,3 +93,24 @@ export class CachedLookup<V> {
     return cache;
   }
 }
+
+export interface YesNoCacheOptions {
+  /** Entries kept at most (per kind, when the kinds are kept apart); 4096 by default. */
+  maxEntries?: number;
+  now?: () => number;
+}
+
+/**
+ * A CachedLookup for yes/no answers, as upstream's webhook caches keep them: a yes for `yesMs`,
+ * a no for `noMs` (10 s each unless given). `apart`: yes and no answers in caches of their own.
+ */
+export function yesNoLookup<V>(isYes: (value: V) => boolean, ttl: { yesMs?: number; noMs?: number }, options: YesNoCacheOptions & { apart?: boolean }): CachedLookup<V> {
+  const yesMs = ttl.yesMs ?? 10_000;
+  const noMs = ttl.noMs ?? 10_000;
+  return new CachedLookup<V>({
+    maxEntries: options.maxEntries ?? 4096,
+    ttlMs: (value) => (isYes(value) ? yesMs : noMs),
+    ...(options.apart ? { kindOf: (value: V) => (isYes(value) ? 'yes' : 'no') } : {}),
+    now: options.now,
+  });
+}
