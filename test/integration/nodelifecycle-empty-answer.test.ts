@@ -1,22 +1,18 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { rmSync } from 'node:fs';
-import type { CoreV1Event, V1Node } from '@kubernetes/client-node';
+import type { CoreV1Event } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { createProxmoxProvider } from '../../providers/proxmox/provider.ts';
 import { createStaticProvider } from '../../providers/static/provider.ts';
 import type { CloudProvider } from '../../src/cloud/types.ts';
 import { CloudNodeLifecycleController, type LifecycleOptionsInput } from '../../src/controllers/nodelifecycle/index.ts';
-import { EventBroadcaster } from '../../src/kube/events.ts';
-import { Informer } from '../../src/kube/informer/index.ts';
-import { EVENTS, NODES, ResourceClient } from '../../src/kube/resources.ts';
 import type { KubeTransport } from '../../src/kube/transport.ts';
 import { createLogger } from '../../src/log.ts';
 import { ProxmoxResponder } from '../fakes/proxmox-responder.ts';
 import { tempDir } from '../harness/ccm-process.ts';
 import { createCertificateAuthority, issueCertificate } from '../harness/certs.ts';
-import { type ControlPlane, sharedControlPlane } from '../harness/control-plane.ts';
 import { eventually } from '../harness/eventually.ts';
-import { transportFor } from '../harness/kubeconfig.ts';
+import { startNodeTestCluster, type NodeTestCluster } from '../harness/node-cluster.ts';
 import { nodeExists, setReady } from '../harness/nodes.ts';
 import { controllerContext } from '../fakes/controller-context.ts';
 
@@ -32,37 +28,20 @@ const TOKEN_ID = 'ccm@pve!edge-ccm';
 const TOKEN_SECRET = crypto.randomUUID();
 const COUNT = 10;
 
-let cp: ControlPlane;
-let transport: KubeTransport;
-let nodes: ResourceClient<V1Node>;
-let events: ResourceClient<CoreV1Event>;
-let nodeInformer: Informer<V1Node>;
-let broadcaster: EventBroadcaster;
-const stopInformer = new AbortController();
-let informerRun: Promise<void> | undefined;
+let cluster: NodeTestCluster | undefined;
+let transport: KubeTransport, nodes: NodeTestCluster['nodes'], events: NodeTestCluster['events'];
+let nodeInformer: NodeTestCluster['nodeInformer'], broadcaster: NodeTestCluster['broadcaster'];
 const logger = createLogger({ write: () => {} });
 const cleanups: (() => unknown)[] = [];
 
 beforeAll(async () => {
-  cp = await sharedControlPlane();
-  transport = transportFor(cp.adminKubeconfig);
-  nodes = new ResourceClient<V1Node>(transport, NODES);
-  events = new ResourceClient<CoreV1Event>(transport, EVENTS);
-  nodeInformer = new Informer<V1Node>({ transport, type: NODES, logger });
-  broadcaster = new EventBroadcaster({ transport, logger });
-  informerRun = nodeInformer.run(stopInformer.signal);
-  expect(await nodeInformer.waitForSync(AbortSignal.timeout(60_000))).toBe(true);
+  cluster = await startNodeTestCluster(PREFIX, logger);
+  ({ transport, nodes, events, nodeInformer, broadcaster } = cluster);
 }, 240_000);
 
 afterAll(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
-  stopInformer.abort();
-  await informerRun?.catch(() => {});
-  await broadcaster?.close(1_000);
-  if (nodes) {
-    const ours = (await nodes.list()).items.filter((n) => n.metadata?.name?.startsWith(PREFIX));
-    await Promise.allSettled(ours.map((n) => nodes.delete(n.metadata!.name!)));
-  }
+  await cluster?.stop();
 });
 
 /** `count` nodes with these providerIDs, the first NotReady and the others Ready; waits for the informer. */

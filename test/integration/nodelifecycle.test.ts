@@ -10,14 +10,10 @@ import {
   SHUTDOWN_TAINT,
 } from '../../src/controllers/nodelifecycle/index.ts';
 import { nodeName } from '../../src/kube/node-helpers.ts';
-import { EventBroadcaster } from '../../src/kube/events.ts';
-import { Informer } from '../../src/kube/informer/index.ts';
-import { EVENTS, NODES, ResourceClient } from '../../src/kube/resources.ts';
 import type { KubeTransport } from '../../src/kube/transport.ts';
 import { createLogger } from '../../src/log.ts';
 import { FakeCloud } from '../fakes/fake-cloud.ts';
-import { type ControlPlane, sharedControlPlane } from '../harness/control-plane.ts';
-import { transportFor } from '../harness/kubeconfig.ts';
+import { startNodeTestCluster, type NodeTestCluster } from '../harness/node-cluster.ts';
 import { eventually } from '../harness/eventually.ts';
 import { nodeExists, setReady } from '../harness/nodes.ts';
 import { controllerContext } from '../fakes/controller-context.ts';
@@ -28,38 +24,18 @@ import { controllerContext } from '../fakes/controller-context.ts';
 const PREFIX = `nlc-${process.pid}-`;
 const GRACE_MS = 1_500;
 const OPTIONS: LifecycleOptionsInput = { monitorPeriodMs: 300, gracePeriodMs: GRACE_MS, notFoundThreshold: 2, providerTimeoutMs: 200 };
-const WAIT_MS = 60_000;
 
-let cp: ControlPlane;
-let transport: KubeTransport;
-let nodes: ResourceClient<V1Node>;
-let events: ResourceClient<CoreV1Event>;
-let nodeInformer: Informer<V1Node>;
-let broadcaster: EventBroadcaster;
-const stopInformer = new AbortController();
-let informerRun: Promise<void> | undefined;
+let cluster: NodeTestCluster | undefined;
+let transport: KubeTransport, nodes: NodeTestCluster['nodes'], events: NodeTestCluster['events'];
+let nodeInformer: NodeTestCluster['nodeInformer'], broadcaster: NodeTestCluster['broadcaster'];
 const logger = createLogger({ write: () => {} });
 
 beforeAll(async () => {
-  cp = await sharedControlPlane();
-  transport = transportFor(cp.adminKubeconfig);
-  nodes = new ResourceClient<V1Node>(transport, NODES);
-  events = new ResourceClient<CoreV1Event>(transport, EVENTS);
-  nodeInformer = new Informer<V1Node>({ transport, type: NODES, logger });
-  broadcaster = new EventBroadcaster({ transport, logger });
-  informerRun = nodeInformer.run(stopInformer.signal);
-  expect(await nodeInformer.waitForSync(AbortSignal.timeout(WAIT_MS))).toBe(true);
+  cluster = await startNodeTestCluster(PREFIX, logger);
+  ({ transport, nodes, events, nodeInformer, broadcaster } = cluster);
 }, 240_000);
 
-afterAll(async () => {
-  stopInformer.abort();
-  await informerRun?.catch(() => {});
-  await broadcaster?.close(1_000);
-  if (nodes) {
-    const ours = (await nodes.list()).items.filter((n) => n.metadata?.name?.startsWith(PREFIX));
-    await Promise.allSettled(ours.map((n) => nodes.delete(n.metadata!.name!)));
-  }
-});
+afterAll(() => cluster?.stop());
 
 
 /** Creates NotReady nodes (Ready=False, as a node whose kubelet stopped) and waits for the informer to see them. */

@@ -1,0 +1,47 @@
+import type { CoreV1Event, V1Node } from '@kubernetes/client-node';
+import { EventBroadcaster } from '../../src/kube/events.ts';
+import { Informer } from '../../src/kube/informer/index.ts';
+import { EVENTS, NODES, ResourceClient } from '../../src/kube/resources.ts';
+import type { KubeTransport } from '../../src/kube/transport.ts';
+import type { Logger } from '../../src/log.ts';
+import { sharedControlPlane } from './control-plane.ts';
+import { transportFor } from './kubeconfig.ts';
+
+/** What a controller test against the shared control plane's nodes starts with. */
+export interface NodeTestCluster {
+  transport: KubeTransport;
+  nodes: ResourceClient<V1Node>;
+  events: ResourceClient<CoreV1Event>;
+  /** Running and synced. */
+  nodeInformer: Informer<V1Node>;
+  broadcaster: EventBroadcaster;
+  /** Stops the informer and the broadcaster and deletes every node named PREFIX... */
+  stop(): Promise<void>;
+}
+
+/**
+ * The shared control plane with an admin client for nodes and events, a synced node informer and
+ * an event broadcaster. The control plane is shared with other test files, so each file names
+ * its nodes with its own `prefix`: stop() deletes those only.
+ */
+export async function startNodeTestCluster(prefix: string, logger: Logger): Promise<NodeTestCluster> {
+  const cp = await sharedControlPlane();
+  const transport = transportFor(cp.adminKubeconfig);
+  const nodes = new ResourceClient<V1Node>(transport, NODES);
+  const nodeInformer = new Informer<V1Node>({ transport, type: NODES, logger });
+  const broadcaster = new EventBroadcaster({ transport, logger });
+  const stopInformer = new AbortController();
+  const informerRun = nodeInformer.run(stopInformer.signal);
+  const stop = async () => {
+    stopInformer.abort();
+    await informerRun.catch(() => {});
+    await broadcaster.close(1_000);
+    const ours = (await nodes.list()).items.filter((n) => n.metadata?.name?.startsWith(prefix));
+    await Promise.allSettled(ours.map((n) => nodes.delete(n.metadata!.name!)));
+  };
+  if (!(await nodeInformer.waitForSync(AbortSignal.timeout(60_000)))) {
+    await stop();
+    throw new Error('the node informer did not sync within 60 s');
+  }
+  return { transport, nodes, events: new ResourceClient<CoreV1Event>(transport, EVENTS), nodeInformer, broadcaster, stop };
+}
