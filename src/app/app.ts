@@ -165,7 +165,7 @@ export async function runControllerManager(options: Options, providers: Provider
         c.healthCheck?.();
       }, { endpoints: ['healthz', 'readyz'] });
     }
-    const informerRuns = [informers.nodes.run(signal), informers.services.run(signal)];
+    const informerRuns = [informers.nodes.run(signal), informers.services.run(signal), informers.endpoints.run(signal)];
     addCheck('informer-sync', () => {
       if (!informers.nodes.hasSynced() || !informers.services.hasSynced()) throw new Error('informers not synced yet');
     }, { endpoints: ['readyz'] });
@@ -176,7 +176,7 @@ export async function runControllerManager(options: Options, providers: Provider
           provider: cloud,
           nodes: informers.nodes,
           services: informers.services,
-          transport: termClient('bgp-announcer'),
+          endpoints: informers.endpoints,
           isManagedNode,
           waitForRoutes: controllers.some((c) => c.name === 'node-route-controller'),
           blocked: ensureBlocked,

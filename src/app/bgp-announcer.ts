@@ -1,11 +1,10 @@
-import type { V1EndpointSlice, V1Node, V1Service } from '@kubernetes/client-node';
+import type { V1Node, V1Service } from '@kubernetes/client-node';
 import type { Hono } from 'hono';
 import type { Registry } from 'prom-client';
 import type { BgpClusterView, BgpSource, CloudProvider } from '../cloud/types.ts';
-import { ENDPOINT_SLICES, readyEndpointNodes } from '../kube/endpoint-slices.ts';
-import { Informer, stripManagedFields } from '../kube/informer/index.ts';
+import type { EndpointNodes } from '../kube/endpoint-slices.ts';
+import type { Informer } from '../kube/informer/index.ts';
 import { nodeEligibleForLoadBalancer } from '../kube/service-helpers.ts';
-import type { KubeTransport } from '../kube/transport.ts';
 import type { Logger } from '../log.ts';
 import { BgpSpeaker, type SpeakerConfig, type SpeakerStats, type StateChange } from '../net/bgp/speaker.ts';
 import type { ServerEnv } from '../server/auth-middleware.ts';
@@ -47,8 +46,8 @@ export interface BgpTermDeps {
   provider: Pick<CloudProvider, 'onChange'>;
   nodes: Informer<V1Node>;
   services: Informer<V1Service>;
-  /** For the EndpointSlice informer (externalTrafficPolicy: Local). */
-  transport: KubeTransport;
+  /** The term's EndpointSlices (externalTrafficPolicy: Local), shared with the service controller; run by the app. */
+  endpoints: EndpointNodes;
   isManagedNode(node: V1Node): boolean;
   /** The route controller runs: wait for its first round before the first sessions. */
   waitForRoutes: boolean;
@@ -110,33 +109,32 @@ class BgpTerm {
   private lastApplyMs = 0;
   /** The configuration the speaker runs with, as text. */
   private appliedConfig?: string;
-  private readonly slices: Informer<V1EndpointSlice>;
   private readonly log: Logger;
   private warnedRestartTime = false;
 
   constructor(private readonly deps: BgpTermDeps) {
     this.log = deps.logger.with({ component: 'bgp' });
-    this.slices = new Informer<V1EndpointSlice>({ transport: deps.transport, type: ENDPOINT_SLICES, transform: stripManagedFields, logger: this.log });
   }
 
   async run(signal: AbortSignal): Promise<void> {
     // Nothing (not even the EndpointSlice watch) until the file has a bgp section: a reload may add one.
     if (!(await this.configured(signal))) return;
     this.holding = 'waiting for the informers to sync';
-    const slicesRun = this.slices.run(signal);
+    const slices = this.deps.endpoints;
+    slices.want();
     const schedule = () => this.schedule();
     const handlers = { onAdd: schedule, onUpdate: schedule, onDelete: schedule };
     const unsubscribe = [
       this.deps.nodes.addHandlers(handlers),
       this.deps.services.addHandlers(handlers),
-      this.slices.addHandlers(handlers),
+      slices.informer.addHandlers(handlers),
       this.deps.source.onRoutesChange(schedule),
       this.deps.provider.onChange?.(schedule) ?? (() => {}),
     ];
     // Without leader election, another replica may take the Lease: checked every second.
     const guard = this.deps.blocked ? setInterval(schedule, 1000) : undefined;
     try {
-      const synced = await Promise.all([this.deps.nodes.waitForSync(signal), this.deps.services.waitForSync(signal), this.slices.waitForSync(signal)]);
+      const synced = await Promise.all([this.deps.nodes.waitForSync(signal), this.deps.services.waitForSync(signal), slices.informer.waitForSync(signal)]);
       if (!synced.every(Boolean)) return;
       if (this.deps.waitForRoutes && !this.deps.source.routesSynced) {
         this.holding = "waiting for the route controller's first round";
@@ -152,7 +150,6 @@ class BgpTerm {
       this.ended = true;
       // The end of a term: a graceful restart for the routers (see the class comment).
       await this.stopSpeaker(true);
-      await slicesRun;
     }
   }
 
@@ -315,7 +312,7 @@ class BgpTerm {
       services: this.deps.services.store.list(),
       // The service controller's eligibility: nodes this process manages that may back a load balancer.
       eligibleNodes: this.deps.nodes.store.list().filter((n) => this.deps.isManagedNode(n) && nodeEligibleForLoadBalancer(n)),
-      readyEndpointNodes: readyEndpointNodes(this.slices.store.list()),
+      readyEndpointNodes: this.deps.endpoints.all(),
     };
   }
 }

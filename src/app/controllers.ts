@@ -6,6 +6,7 @@ import { CloudNodeLifecycleController, type LifecycleOptions } from '../controll
 import { RouteController } from '../controllers/route/controller.ts';
 import { ServiceController } from '../controllers/service/index.ts';
 import type { Controller, ControllerContext } from '../controllers/types.ts';
+import { EndpointNodes } from '../kube/endpoint-slices.ts';
 import type { EventRecorder } from '../kube/event-recorder.ts';
 import { Informer, stripManagedFields } from '../kube/informer/index.ts';
 import type { RetryWait } from '../kube/api-server-return.ts';
@@ -147,13 +148,15 @@ export interface ControllerDeps {
 
 /**
  * Builds the enabled controllers whose capability the provider has (a missing capability is
- * logged once and the controller is not started), sharing one node and one service informer.
+ * logged once and the controller is not started), sharing one node, one service and one EndpointSlice informer.
  */
-export function buildControllers(settings: ControllerSettings, deps: ControllerDeps): { informers: { nodes: Informer<V1Node>; services: Informer<V1Service> }; controllers: Controller[] } {
+export function buildControllers(settings: ControllerSettings, deps: ControllerDeps): { informers: { nodes: Informer<V1Node>; services: Informer<V1Service>; endpoints: EndpointNodes }; controllers: Controller[] } {
   const log = deps.logger;
   const nodes = new Informer<V1Node>({ transport: deps.transport, type: NODES, transform: stripUnreadNodeFields, logger: log.with({ informer: 'nodes' }), retryWait: deps.retryWait });
   // Resynced every 30s as upstream's service informer, so pending clean-ups are retried.
   const services = new Informer<V1Service>({ transport: deps.transport, type: SERVICES, transform: stripManagedFields, resyncMs: 30_000, logger: log.with({ informer: 'services' }), retryWait: deps.retryWait });
+  // Watched only once someone asks (BGP, node-address pools with externalTrafficPolicy: Local).
+  const endpoints = new EndpointNodes({ transport: deps.transport, logger: log.with({ informer: 'endpointslices' }), retryWait: deps.retryWait });
   const workQueueMetrics = workQueueMetricsFor(deps.registry);
   const context = (spec: ControllerSpec): ControllerContext => ({
     transport: deps.transportFor?.(spec.name) ?? deps.transport,
@@ -164,6 +167,7 @@ export function buildControllers(settings: ControllerSettings, deps: ControllerD
     clusterName: settings.clusterName,
     nodeInformer: nodes,
     serviceInformer: services,
+    endpointNodes: endpoints,
     isManagedNode: deps.isManagedNode,
     workQueueMetrics,
   });
@@ -179,5 +183,5 @@ export function buildControllers(settings: ControllerSettings, deps: ControllerD
     logger: log.with({ controller: STATUS_PUBLISHER }),
     breaker: breakerLink,
   }));
-  return { informers: { nodes, services }, controllers };
+  return { informers: { nodes, services, endpoints }, controllers };
 }

@@ -58,6 +58,13 @@ export interface LoadBalancer {
    */
   readonly followsNodeAddresses?: boolean;
   /**
+   * Beyond upstream: the service's load balancer is to be given only the nodes with a ready
+   * endpoint of the service (e.g. a node-address pool's service with externalTrafficPolicy:
+   * Local, whose addresses are those nodes'). The service controller then passes those nodes,
+   * read from EndpointSlices, and syncs the service again whenever they change.
+   */
+  endpointNodesOnly?(service: V1Service): boolean;
+  /**
    * Beyond upstream: ensure decides from what this process remembers (e.g. an address allocator),
    * so only one edge-ccm may ensure at a time, and `refresh` re-reads that memory from the
    * cluster after another edge-ccm may have decided. Leader election gives both (each new leader

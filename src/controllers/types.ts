@@ -1,6 +1,7 @@
 import type { V1Node, V1Service } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
 import type { CloudProvider } from '../cloud/types.ts';
+import type { EndpointNodes } from '../kube/endpoint-slices.ts';
 import type { EventRecorder } from '../kube/event-recorder.ts';
 import type { Informer } from '../kube/informer/index.ts';
 import type { WorkQueueMetrics } from '../kube/workqueue/index.ts';
@@ -17,6 +18,8 @@ export interface ControllerContext {
   clusterName: string;
   nodeInformer: Informer<V1Node>;    // shared informers, started by the app
   serviceInformer: Informer<V1Service>;
+  /** The nodes with ready endpoints per service (EndpointSlices), watched once someone calls want(). */
+  endpointNodes?: EndpointNodes;
   isManagedNode(node: V1Node): boolean;   // node ownership decision (one module decides; default: all nodes)
   /** One per registry (metric names register once); the queues report workqueue_* through it. */
   workQueueMetrics?: WorkQueueMetrics;

@@ -68,6 +68,11 @@ export class PoolLoadBalancer implements LoadBalancer {
     return this.allocator.configuredPools().some((p) => p.nodeAddresses);
   }
 
+  /** externalTrafficPolicy: Local on a node-address pool: the addresses are those of the nodes with a ready endpoint. */
+  endpointNodesOnly(service: V1Service): boolean {
+    return service.spec?.externalTrafficPolicy === 'Local' && !!this.nodePoolOf(service);
+  }
+
   get isRebuilt(): boolean {
     return this.rebuilt;
   }
@@ -179,7 +184,8 @@ export class PoolLoadBalancer implements LoadBalancer {
     const req = addressRequest(service, this.compatibility());
     const nodePool = this.nodePools.poolFor(req);
     if (nodePool) {
-      const status = this.nodePools.assign(req, nodePool, nodes);
+      // Local: the nodes with an endpoint (endpointNodesOnly); none yet is no error, the status follows them.
+      const status = this.nodePools.assign(req, nodePool, nodes, !this.endpointNodesOnly(service));
       this.allocator.release(req.key);
       return status;
     }

@@ -41,7 +41,7 @@ export const MAX_RETRY_DELAY_MS = 300_000;
 export const NODE_SYNC_KEY = 'node-sync';
 
 /** What the service controller uses of the app's context: the provider's load balancer and change notice, both informers, its writes, events and metrics. */
-export type ServiceControllerContext = Pick<ControllerContext, 'transport' | 'recorder' | 'logger' | 'registry' | 'clusterName' | 'nodeInformer' | 'serviceInformer' | 'isManagedNode' | 'workQueueMetrics'> & { cloud: Pick<CloudProvider, 'loadBalancer' | 'onChange'> };
+export type ServiceControllerContext = Pick<ControllerContext, 'transport' | 'recorder' | 'logger' | 'registry' | 'clusterName' | 'nodeInformer' | 'serviceInformer' | 'endpointNodes' | 'isManagedNode' | 'workQueueMetrics'> & { cloud: Pick<CloudProvider, 'loadBalancer' | 'onChange'> };
 
 export class ServiceController implements Controller {
   readonly name = 'service-lb-controller';
@@ -78,6 +78,7 @@ export class ServiceController implements Controller {
       metrics: ServiceControllerMetrics.for(ctx.registry),
       getService: (key) => ctx.serviceInformer.store.get(key),
       listNodes: () => ctx.nodeInformer.store.list().filter((n) => ctx.isManagedNode(n)),
+      endpointNodes: ctx.endpointNodes,
       // A strategic merge patch on the status subresource: see patches.ts for why.
       patchServiceStatus: async (service, patch, signal) => {
         await services.patch(service.metadata?.name ?? '', 'strategic', patch, {
@@ -111,6 +112,8 @@ export class ServiceController implements Controller {
     signal.addEventListener('abort', stop, { once: true });
     const unwatchClasses = this.watchOwnedClasses();
     log.info('Starting service controller');
+    // Node-address pools may have Local services: list the EndpointSlices now rather than at their first sync.
+    if (this.ctx.cloud.loadBalancer?.followsNodeAddresses) this.ctx.endpointNodes?.want();
     try {
       const synced = await Promise.all([this.ctx.serviceInformer.waitForSync(signal), this.ctx.nodeInformer.waitForSync(signal)]);
       if (!synced.every(Boolean)) return;
@@ -229,6 +232,11 @@ export class ServiceController implements Controller {
         if (managedChanged || shouldSyncUpdatedNode(oldNode, node) || addressesMatter) enqueueNode();
       },
       onDelete: enqueueNode,
+    });
+    // Beyond upstream: a load balancer given only the nodes with ready endpoints (endpointNodesOnly) follows them.
+    this.ctx.endpointNodes?.onServiceChange((key) => {
+      const service = this.ctx.serviceInformer.store.get(key);
+      if (service && wantsLoadBalancer(service, this.ownedClasses()) && this.ctx.cloud.loadBalancer?.endpointNodesOnly?.(service)) this.serviceQueue.add(key);
     });
   }
 }

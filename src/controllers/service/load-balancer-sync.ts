@@ -1,6 +1,8 @@
 import type { V1LoadBalancerStatus, V1Node, V1Service } from '@kubernetes/client-node';
 import { ImplementedElsewhereError, RetryAfterError, type LoadBalancer } from '../../cloud/types.ts';
+import type { EndpointNodes } from '../../kube/endpoint-slices.ts';
 import { isNotFound } from '../../kube/errors.ts';
+import { nodeName } from '../../kube/node-helpers.ts';
 import type { EventRecorder } from '../../kube/event-recorder.ts';
 import { hasLBFinalizer, nodeEligibleForLoadBalancer, serviceKey, wantsLoadBalancer } from '../../kube/service-helpers.ts';
 import type { Logger } from '../../log.ts';
@@ -45,6 +47,8 @@ export interface LoadBalancerSyncDeps {
   getService(key: string): V1Service | undefined;
   /** Every node this process manages, eligible or not (the informer's store, filtered). */
   listNodes(): V1Node[];
+  /** The nodes with ready endpoints, for the services whose load balancer wants only those (LoadBalancer.endpointNodesOnly). */
+  endpointNodes?: Pick<EndpointNodes, 'want' | 'hasSynced' | 'nodesOf'>;
   /** Sends a strategic merge patch to services/NAME/status. */
   patchServiceStatus(service: V1Service, patch: StrategicPatch, signal?: AbortSignal): Promise<void>;
   /** Sends a JSON merge patch to services/NAME (only the kube-vip annotation is written this way). */
@@ -56,6 +60,9 @@ export interface LoadBalancerSyncDeps {
   /** For the AddressAssigned condition's lastTransitionTime (tests); default: the system clock. */
   now?: () => Date;
 }
+
+/** How soon a service waiting for the first list of EndpointSlices is tried again. */
+export const ENDPOINTS_SYNC_RETRY_SECONDS = 1;
 
 /** How soon a service whose ensure was refused (ensureBlocked) is tried again. */
 export const ENSURE_BLOCKED_RETRY_SECONDS = 10;
@@ -139,6 +146,22 @@ export class LoadBalancerSync {
     if (nodes.length === last.length && nodes.every((n, i) => n === last[i])) return last;
     this.lastEligible = nodes;
     return nodes;
+  }
+
+  /**
+   * The nodes the service's load balancer is given: the eligible ones; when the load balancer
+   * wants only those with a ready endpoint of the service (endpointNodesOnly), those among them.
+   */
+  nodesFor(service: V1Service): V1Node[] {
+    const nodes = this.eligibleNodes();
+    if (!this.deps.balancer.endpointNodesOnly?.(service)) return nodes;
+    const endpoints = this.deps.endpointNodes;
+    if (!endpoints) throw new Error('the load balancer needs the nodes with ready endpoints of the service, and no EndpointSlice informer runs');
+    endpoints.want();
+    // Never decide from an empty store: that would take every address away until the list arrives.
+    if (!endpoints.hasSynced()) throw new RetryAfterError(ENDPOINTS_SYNC_RETRY_SECONDS, 'waiting for the first list of EndpointSlices (externalTrafficPolicy: Local)');
+    const ready = endpoints.nodesOf(serviceKey(service));
+    return nodes.filter((n) => ready.has(nodeName(n)));
   }
 
   /** Ensures or deletes the service's load balancer and writes its finalizer and status. */
@@ -318,7 +341,7 @@ export class LoadBalancerSync {
     await this.patchFinalizer(service, addFinalizerPatch(service), 'add', signal);
     let status: V1LoadBalancerStatus | undefined;
     try {
-      const nodes = this.eligibleNodes();
+      const nodes = this.nodesFor(service);
       if (nodes.length === 0) recorder.event(subject, ...event(SERVICE_EVENTS.noNodes));
       this.lastSyncedNodes.set(key, nodes);
       // Providers reject protocols they do not support here, as an error.
@@ -341,7 +364,7 @@ export class LoadBalancerSync {
     const key = serviceKey(service);
     let newNodes: V1Node[];
     try {
-      newNodes = this.eligibleNodes();
+      newNodes = this.nodesFor(service);
     } catch (e) {
       this.deps.logger.error('failed to retrieve node list', { service: key, error: errorMessage(e) });
       this.deps.metrics.nodeSyncErrors.inc();
