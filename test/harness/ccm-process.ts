@@ -115,3 +115,10 @@ export function tempDir(prefix: string): string {
   ownDir(dir);
   return dir;
 }
+
+/** A cloud config for the fake provider giving every node metadata (type t, zone z, region r), in a new temp dir. */
+export function fakeProviderConfig(prefix: string): string {
+  const path = join(tempDir(prefix), 'fake.json');
+  writeFileSync(path, JSON.stringify({ autoMetadata: { instanceType: 't', zone: 'z', region: 'r' } }));
+  return path;
+}

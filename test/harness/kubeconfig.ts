@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { KubeConfig } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
@@ -30,4 +31,11 @@ export function transportFor(kubeconfigPath: string, options: TransportOptions =
   const kc = new KubeConfig();
   kc.loadFromFile(kubeconfigPath);
   return new BunKubeTransport(kc, options);
+}
+
+/** The bearer token of a token kubeconfig (cp.tokenKubeconfig()), for requests made by hand. */
+export function kubeconfigToken(path: string): string {
+  const token = readFileSync(path, 'utf8').match(/token: (\S+)/)?.[1];
+  if (!token) throw new Error(`no token in ${path}`);
+  return token;
 }

@@ -1,11 +1,10 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test';
-import { readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { Flood, requestFrom } from '../harness/auth-flood.ts';
-import { CcmProcess, tempDir } from '../harness/ccm-process.ts';
+import { CcmProcess, fakeProviderConfig } from '../harness/ccm-process.ts';
 import { sharedControlPlane, type ControlPlane } from '../harness/control-plane.ts';
 import { eventually } from '../harness/eventually.ts';
 import { freeLoopbackPorts } from '../harness/ports.ts';
+import { kubeconfigToken } from '../harness/kubeconfig.ts';
 
 /**
  * The serving port under a flood of random bearer tokens (issue: 2000 such requests made a valid
@@ -21,13 +20,12 @@ let adminToken: string;
 
 beforeAll(async () => {
   cp = await sharedControlPlane();
-  const dir = tempDir('edge-ccm-auth-flood-');
-  writeFileSync(join(dir, 'fake.json'), JSON.stringify({ autoMetadata: { instanceType: 't', zone: 'z', region: 'r' } }));
+  const fakeConfig = fakeProviderConfig('edge-ccm-auth-flood-');
   const [port] = await freeLoopbackPorts(1);
   base = `https://127.0.0.1:${port}`;
-  adminToken = readFileSync(cp.tokenKubeconfig('admin'), 'utf8').match(/token: (\S+)/)![1]!;
+  adminToken = kubeconfigToken(cp.tokenKubeconfig('admin'));
   ccm = CcmProcess.fake([
-    '--cloud-provider=fake', `--cloud-config=${join(dir, 'fake.json')}`, `--kubeconfig=${cp.adminKubeconfig}`,
+    '--cloud-provider=fake', `--cloud-config=${fakeConfig}`, `--kubeconfig=${cp.adminKubeconfig}`,
     '--bind-address=127.0.0.1', `--secure-port=${port}`, '--configure-cloud-routes=false',
     `--leader-elect-resource-name=auth-flood-${process.pid}`,
   ]);

@@ -1,11 +1,12 @@
 import { beforeAll, expect, test } from 'bun:test';
-import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { loadKubeConfig } from '../../src/app/kubeconfig.ts';
 import { BunKubeTransport } from '../../src/kube/transport.ts';
 import { tempDir } from '../harness/ccm-process.ts';
 import { sharedControlPlane, type ControlPlane } from '../harness/control-plane.ts';
+import { kubeconfigToken } from '../harness/kubeconfig.ts';
 
 /**
  * Ways a kubeconfig authenticates that the harness's own tests do not cover: exec credential
@@ -18,7 +19,7 @@ let adminToken: string;
 beforeAll(async () => {
   cp = await sharedControlPlane();
   dir = tempDir('edge-ccm-client-auth-');
-  adminToken = readFileSync(cp.tokenKubeconfig('admin'), 'utf8').match(/token: (\S+)/)![1]!;
+  adminToken = kubeconfigToken(cp.tokenKubeconfig('admin'));
 }, 240_000);
 
 function kubeconfig(name: string, server: string, user: Record<string, unknown>): string {

@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { join } from 'node:path';
-import { writeFileSync } from 'node:fs';
 import type { V1Node } from '@kubernetes/client-node';
 import { sharedControlPlane, type ControlPlane } from '../harness/control-plane.ts';
 import { readAuditLog } from '../harness/audit.ts';
-import { CcmProcess, tempDir } from '../harness/ccm-process.ts';
+import { CcmProcess, fakeProviderConfig } from '../harness/ccm-process.ts';
 import { eventually } from '../harness/eventually.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
 import { NODES, ResourceClient } from '../../src/kube/resources.ts';
@@ -25,14 +24,13 @@ beforeAll(async () => {
 afterAll(() => CcmProcess.stopAll());
 
 test('a node-controller burst that saturates its budget does not starve the lease renewal', async () => {
-  const dir = tempDir('edge-ccm-budgets-');
-  writeFileSync(join(dir, 'fake.json'), JSON.stringify({ autoMetadata: { instanceType: 't', zone: 'z', region: 'r' } }));
+  const fakeConfig = fakeProviderConfig('edge-ccm-budgets-');
   const lease = `budgets-${process.pid}`;
   // 40 nodes x 2 writes at 5 qps keep the node controller's budget busy for about 16 s, with up
   // to 30 writes waiting for a token (6 s of queue). A renewal queued behind them would miss the
   // 3 s renew deadline; with a budget of its own it needs at most 2 requests per 1 s period.
   const proc = CcmProcess.fake([
-    '--cloud-provider=fake', `--cloud-config=${join(dir, 'fake.json')}`, `--kubeconfig=${cp.adminKubeconfig}`,
+    '--cloud-provider=fake', `--cloud-config=${fakeConfig}`, `--kubeconfig=${cp.adminKubeconfig}`,
     '--secure-port=0', '--controllers=cloud-node', `--leader-elect-resource-name=${lease}`,
     '--leader-elect-lease-duration=4s', '--leader-elect-renew-deadline=3s', '--leader-elect-retry-period=1s',
     '--kube-api-qps=5', '--kube-api-burst=5', '--concurrent-node-syncs=30',

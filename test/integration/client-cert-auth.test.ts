@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { sharedControlPlane, type ControlPlane } from '../harness/control-plane.ts';
 import { CcmProcess, tempDir } from '../harness/ccm-process.ts';
 import { createCertificateAuthority, issueCertificate, type IssuedCertificate } from '../harness/certs.ts';
 import { freeLoopbackPorts } from '../harness/ports.ts';
+import { kubeconfigToken } from '../harness/kubeconfig.ts';
 
 /**
  * --client-ca-file (x509 client certificates) and --requestheader-* (front-proxy authentication)
@@ -27,7 +28,7 @@ let serverOnly: IssuedCertificate; // client CA, but a serving certificate (exte
 beforeAll(async () => {
   cp = await sharedControlPlane();
   dir = tempDir('edge-ccm-client-cert-');
-  adminToken = readFileSync(cp.tokenKubeconfig('admin'), 'utf8').match(/token: (\S+)/)![1]!;
+  adminToken = kubeconfigToken(cp.tokenKubeconfig('admin'));
   const clientCA = await createCertificateAuthority(dir, 'client-ca', 'client-ca');
   const proxyCA = await createCertificateAuthority(dir, 'proxy-ca', 'front-proxy-ca');
   const otherCA = await createCertificateAuthority(dir, 'other-ca', 'other-ca');

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, test } from 'bun:test';
-import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CoreV1Event } from '@kubernetes/client-node';
 import { EVENTS, ResourceClient } from '../../src/kube/resources.ts';
@@ -8,7 +8,7 @@ import { CcmProcess, tempDir } from '../harness/ccm-process.ts';
 import { sharedControlPlane } from '../harness/control-plane.ts';
 import { eventually } from '../harness/eventually.ts';
 import { giveToForeignGroup, replaceFile } from '../harness/files.ts';
-import { transportFor } from '../harness/kubeconfig.ts';
+import { kubeconfigToken, transportFor } from '../harness/kubeconfig.ts';
 import { freeLoopbackPorts } from '../harness/ports.ts';
 
 /**
@@ -133,7 +133,7 @@ describe('the daemon', () => {
   test('against the API server: InsecureSecretFile at start; a reload with a mistyped secret or an alias bomb is rejected, counted and recorded; no line or event holds a secret', async () => {
     const cp = await sharedControlPlane();
     const admin = transportFor(cp.adminKubeconfig);
-    const adminToken = readFileSync(cp.tokenKubeconfig('admin'), 'utf8').match(/token: (\S+)/)![1]!;
+    const adminToken = kubeconfigToken(cp.tokenKubeconfig('admin'));
     const lease = `hardening-${process.pid}`;
     const dir = tempDir('edge-ccm-hardening-');
     const secretFile = file(dir, 'bmc-password', `${FILE_SECRET}\n`, 0o640);

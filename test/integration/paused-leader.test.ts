@@ -1,11 +1,9 @@
 import { afterEach, beforeAll, expect, test } from 'bun:test';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { V1Node } from '@kubernetes/client-node';
 import { NODES, ResourceClient } from '../../src/kube/resources.ts';
 import { auditTime } from '../soak/audit-tail.ts';
 import { settledAuditLog } from '../harness/audit.ts';
-import { CcmProcess, tempDir } from '../harness/ccm-process.ts';
+import { CcmProcess, fakeProviderConfig } from '../harness/ccm-process.ts';
 import { sharedControlPlane, type ControlPlane } from '../harness/control-plane.ts';
 import { eventually } from '../harness/eventually.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
@@ -27,10 +25,9 @@ test('a leader woken after its lease expired writes nothing until it has renewed
   const user = `paused-leader-${process.pid}`;
   const lease = `paused-${process.pid}`;
   const kubeconfig = await cp.clientCertKubeconfig(user, ['system:masters']);
-  const dir = tempDir('edge-ccm-paused-');
-  writeFileSync(join(dir, 'fake.json'), JSON.stringify({ autoMetadata: { instanceType: 't', zone: 'z', region: 'r' } }));
+  const fakeConfig = fakeProviderConfig('edge-ccm-paused-');
   const leader = CcmProcess.fake([
-    '--cloud-provider=fake', `--cloud-config=${join(dir, 'fake.json')}`, `--kubeconfig=${kubeconfig}`,
+    '--cloud-provider=fake', `--cloud-config=${fakeConfig}`, `--kubeconfig=${kubeconfig}`,
     '--secure-port=0', '--controllers=cloud-node', `--leader-elect-resource-name=${lease}`,
     '--leader-elect-lease-duration=3s', '--leader-elect-renew-deadline=2s', '--leader-elect-retry-period=500ms',
   ]);

@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { X509Certificate } from 'node:crypto';
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { sharedControlPlane, type ControlPlane } from '../harness/control-plane.ts';
-import { CcmProcess, tempDir } from '../harness/ccm-process.ts';
+import { CcmProcess, fakeProviderConfig, tempDir } from '../harness/ccm-process.ts';
 import { createCertificateAuthority, issueCertificate } from '../harness/certs.ts';
 import { freeLoopbackPorts } from '../harness/ports.ts';
+import { kubeconfigToken } from '../harness/kubeconfig.ts';
 
 /**
  * The secure-serving, profiling and /configz flags through the process, checked with real clients:
@@ -13,14 +14,15 @@ import { freeLoopbackPorts } from '../harness/ports.ts';
  */
 let cp: ControlPlane;
 let dir: string;
+let fakeConfig: string;
 let adminToken: string;
 const running: CcmProcess[] = [];
 
 beforeAll(async () => {
   cp = await sharedControlPlane();
   dir = tempDir('edge-ccm-serving-flags-');
-  writeFileSync(join(dir, 'fake.json'), JSON.stringify({ autoMetadata: { instanceType: 't', zone: 'z', region: 'r' } }));
-  adminToken = readFileSync(cp.tokenKubeconfig('admin'), 'utf8').match(/token: (\S+)/)![1]!;
+  fakeConfig = fakeProviderConfig('edge-ccm-serving-flags-fake-');
+  adminToken = kubeconfigToken(cp.tokenKubeconfig('admin'));
 }, 240_000);
 
 afterAll(async () => {
@@ -31,7 +33,7 @@ afterAll(async () => {
 async function serve(extra: string[]): Promise<{ port: number; ccm: CcmProcess }> {
   const [port] = await freeLoopbackPorts(1);
   const ccm = CcmProcess.fake([
-    '--cloud-provider=fake', `--cloud-config=${join(dir, 'fake.json')}`, `--kubeconfig=${cp.adminKubeconfig}`,
+    '--cloud-provider=fake', `--cloud-config=${fakeConfig}`, `--kubeconfig=${cp.adminKubeconfig}`,
     '--bind-address=127.0.0.1', `--secure-port=${port}`, '--leader-elect=false', '--controllers=-route', ...extra,
   ]);
   running.push(ccm);
@@ -141,13 +143,13 @@ describe('socket sharing', () => {
   test('--permit-port-sharing lets two processes listen on the same port (SO_REUSEPORT); without it the second cannot', async () => {
     const first = await serve(['--permit-port-sharing']);
     const second = CcmProcess.fake([
-      '--cloud-provider=fake', `--cloud-config=${join(dir, 'fake.json')}`, `--kubeconfig=${cp.adminKubeconfig}`,
+      '--cloud-provider=fake', `--cloud-config=${fakeConfig}`, `--kubeconfig=${cp.adminKubeconfig}`,
       '--bind-address=127.0.0.1', `--secure-port=${first.port}`, '--leader-elect=false', '--controllers=-route', '--permit-port-sharing',
     ]);
     running.push(second);
     await second.waitForLog('serving securely');
     const alone = CcmProcess.fake([
-      '--cloud-provider=fake', `--cloud-config=${join(dir, 'fake.json')}`, `--kubeconfig=${cp.adminKubeconfig}`,
+      '--cloud-provider=fake', `--cloud-config=${fakeConfig}`, `--kubeconfig=${cp.adminKubeconfig}`,
       '--bind-address=127.0.0.1', `--secure-port=${first.port}`, '--leader-elect=false', '--controllers=-route',
     ]);
     running.push(alone);

@@ -1,10 +1,8 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test';
-import { readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { V1Node, V1Service } from '@kubernetes/client-node';
 import { sharedControlPlane, type ControlPlane } from '../harness/control-plane.ts';
-import { CcmProcess, tempDir } from '../harness/ccm-process.ts';
-import { transportFor } from '../harness/kubeconfig.ts';
+import { CcmProcess, fakeProviderConfig } from '../harness/ccm-process.ts';
+import { kubeconfigToken, transportFor } from '../harness/kubeconfig.ts';
 import { freeLoopbackPorts } from '../harness/ports.ts';
 import { NODES, ResourceClient, SERVICES } from '../../src/kube/resources.ts';
 import { eventually } from '../harness/eventually.ts';
@@ -18,13 +16,12 @@ const tls = { rejectUnauthorized: false };
 
 beforeAll(async () => {
   cp = await sharedControlPlane();
-  const dir = tempDir('edge-ccm-serving-');
-  writeFileSync(join(dir, 'fake.json'), JSON.stringify({ autoMetadata: { instanceType: 't', zone: 'z', region: 'r' } }));
+  const fakeConfig = fakeProviderConfig('edge-ccm-serving-');
   const [port] = await freeLoopbackPorts(1);
   base = `https://127.0.0.1:${port}`;
-  adminToken = readFileSync(cp.tokenKubeconfig('admin'), 'utf8').match(/token: (\S+)/)![1]!;
+  adminToken = kubeconfigToken(cp.tokenKubeconfig('admin'));
   ccm = CcmProcess.fake([
-    '--cloud-provider=fake', `--cloud-config=${join(dir, 'fake.json')}`, `--kubeconfig=${cp.adminKubeconfig}`,
+    '--cloud-provider=fake', `--cloud-config=${fakeConfig}`, `--kubeconfig=${cp.adminKubeconfig}`,
     '--bind-address=127.0.0.1', `--secure-port=${port}`, '--cluster-cidr=10.245.0.0/16',
     `--leader-elect-resource-name=serving-${process.pid}`, '--route-reconciliation-period=1s',
   ]);
