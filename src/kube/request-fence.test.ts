@@ -1,8 +1,7 @@
 import { afterEach, expect, test } from 'bun:test';
-import { KubeConfig } from '@kubernetes/client-node';
-import type { Server } from 'bun';
 import { FenceClosedError, RequestFence } from './request-fence.ts';
-import { BunKubeTransport } from './transport.ts';
+import type { BunKubeTransport } from './transport.ts';
+import { StallingPeer } from '../../test/fakes/stalling-peer.ts';
 import { eventually } from '../../test/harness/eventually.ts';
 
 /**
@@ -11,29 +10,17 @@ import { eventually } from '../../test/harness/eventually.ts';
  * still land, so the lease must not be released). The peer is a local HTTP endpoint that
  * answers chosen requests and stalls the others, as a slow API server.
  */
-let server: Server<undefined> | undefined;
-const stalls: (() => void)[] = [];
-afterEach(() => {
-  for (const release of stalls.splice(0)) release();
-  server?.stop(true);
-  server = undefined;
-});
+const peer = new StallingPeer();
+afterEach(() => peer.close());
 
 /** A transport in `fence`'s term to a peer that answers paths starting with /fast and stalls the rest; `seen` lists what reached it. */
 function fencedTransport(fence: RequestFence): { transport: BunKubeTransport; seen: string[] } {
   const seen: string[] = [];
-  server = Bun.serve({
-    hostname: '127.0.0.1',
-    port: 0,
-    fetch: (req) => {
-      seen.push(`${req.method} ${new URL(req.url).pathname}`);
-      if (new URL(req.url).pathname.startsWith('/fast')) return Response.json({});
-      return new Promise<Response>((_, reject) => stalls.push(() => reject(new Error('released'))));
-    },
-  });
-  const kc = new KubeConfig();
-  kc.loadFromOptions({ clusters: [{ name: 'c', server: `http://127.0.0.1:${server.port}`, skipTLSVerify: true }], users: [{ name: 'u' }], contexts: [{ name: 'x', cluster: 'c', user: 'u' }], currentContext: 'x' });
-  return { transport: new BunKubeTransport(kc, { qps: 0, fence }), seen };
+  const transport = peer.transport((req) => {
+    seen.push(`${req.method} ${new URL(req.url).pathname}`);
+    return new URL(req.url).pathname.startsWith('/fast') ? Response.json({}) : peer.stall();
+  }, { fence });
+  return { transport, seen };
 }
 
 test('closing the term aborts a write in flight, reports it cut off, and refuses new requests before they are sent', async () => {

@@ -1,40 +1,21 @@
 import { afterEach, expect, test } from 'bun:test';
-import { KubeConfig } from '@kubernetes/client-node';
-import type { Server } from 'bun';
-import { BunKubeTransport, type TransportOptions } from './transport.ts';
+import { StallingPeer } from '../../test/fakes/stalling-peer.ts';
 
 /**
  * A connection that stalls (headers sent, then nothing; or nothing at all) must not hold a
  * caller forever: requests are bounded as a whole, watches by how long nothing arrives.
  * The peer is a local HTTP endpoint that stalls on purpose (not an imitation of the API).
  */
-let server: Server<undefined> | undefined;
-const stalls: (() => void)[] = [];
-afterEach(() => {
-  for (const release of stalls.splice(0)) release();
-  server?.stop(true);
-  server = undefined;
-});
-
-function transport(handler: (req: Request) => Response | Promise<Response>, options: TransportOptions): BunKubeTransport {
-  server = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: handler });
-  const kc = new KubeConfig();
-  kc.loadFromOptions({ clusters: [{ name: 'c', server: `http://127.0.0.1:${server.port}`, skipTLSVerify: true }], users: [{ name: 'u' }], contexts: [{ name: 'x', cluster: 'c', user: 'u' }], currentContext: 'x' });
-  return new BunKubeTransport(kc, { qps: 0, ...options });
-}
-
-/** A promise that settles only when the test ends. */
-function stall(): Promise<never> {
-  return new Promise((_, reject) => stalls.push(() => reject(new Error('released'))));
-}
+const peer = new StallingPeer();
+afterEach(() => peer.close());
 
 test('a request the server never answers is aborted after requestTimeoutMs', async () => {
-  const t = transport(() => stall(), { requestTimeoutMs: 200 });
+  const t = peer.transport(() => peer.stall(), { requestTimeoutMs: 200 });
   await expect(t.request({ method: 'GET', path: '/api/v1/nodes' })).rejects.toThrow(/timed out|abort/i);
 });
 
 test('a response whose body stalls is aborted too (the bound covers the body)', async () => {
-  const t = transport(() => new Response(new ReadableStream({ start: (c) => c.enqueue(new TextEncoder().encode('{"items":[')) })), { requestTimeoutMs: 200 });
+  const t = peer.transport(() => new Response(new ReadableStream({ start: (c) => c.enqueue(new TextEncoder().encode('{"items":[')) })), { requestTimeoutMs: 200 });
   await expect(t.request({ method: 'GET', path: '/api/v1/nodes' })).rejects.toThrow(/timed out|abort/i);
 });
 
@@ -43,7 +24,7 @@ test('a watch that goes silent ends with an error (the reflector resumes it); on
   const event = (type: string) => encoder.encode(`${JSON.stringify({ type, object: { metadata: { resourceVersion: '1' } } })}\n`);
   let silent = true;
   const timers: ReturnType<typeof setInterval>[] = [];
-  const t = transport(() => new Response(new ReadableStream({
+  const t = peer.transport(() => new Response(new ReadableStream({
     start(c) {
       c.enqueue(event('ADDED'));
       if (!silent) timers.push(setInterval(() => c.enqueue(event('BOOKMARK')), 50));
