@@ -1,9 +1,13 @@
 import type { CoreV1Event, V1Node } from '@kubernetes/client-node';
+import type { Registry } from 'prom-client';
+import type { CloudProvider } from '../../src/cloud/types.ts';
+import type { ControllerContext } from '../../src/controllers/types.ts';
 import { EventBroadcaster } from '../../src/kube/events.ts';
 import { Informer } from '../../src/kube/informer/index.ts';
 import { EVENTS, NODES, ResourceClient } from '../../src/kube/resources.ts';
 import type { KubeTransport } from '../../src/kube/transport.ts';
 import type { Logger } from '../../src/log.ts';
+import { controllerContext } from '../fakes/controller-context.ts';
 import { sharedControlPlane } from './control-plane.ts';
 import { transportFor } from './kubeconfig.ts';
 
@@ -15,6 +19,11 @@ export interface NodeTestCluster {
   /** Running and synced. */
   nodeInformer: Informer<V1Node>;
   broadcaster: EventBroadcaster;
+  /**
+   * A controller's context on this cluster, its events recorded as `component`, managing exactly
+   * the nodes `names` (the control plane is shared with other test files: only those are ours).
+   */
+  context(component: string, cloud: CloudProvider, names: string[], registry: Registry): ControllerContext;
   /** Stops the informer and the broadcaster and deletes every node named PREFIX... */
   stop(): Promise<void>;
 }
@@ -43,5 +52,12 @@ export async function startNodeTestCluster(prefix: string, logger: Logger): Prom
     await stop();
     throw new Error('the node informer did not sync within 60 s');
   }
-  return { transport, nodes, events: new ResourceClient<CoreV1Event>(transport, EVENTS), nodeInformer, broadcaster, stop };
+  const context = (component: string, cloud: CloudProvider, names: string[], registry: Registry) => {
+    const managed = new Set(names);
+    return controllerContext({
+      transport, recorder: broadcaster.recorder(component), logger, registry, cloud, clusterName: 'it', nodeInformer,
+      isManagedNode: (n) => managed.has(n.metadata?.name ?? ''),
+    });
+  };
+  return { transport, nodes, events: new ResourceClient<CoreV1Event>(transport, EVENTS), nodeInformer, broadcaster, context, stop };
 }

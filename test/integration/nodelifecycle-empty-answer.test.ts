@@ -6,7 +6,6 @@ import { createProxmoxProvider } from '../../providers/proxmox/provider.ts';
 import { createStaticProvider } from '../../providers/static/provider.ts';
 import type { CloudProvider } from '../../src/cloud/types.ts';
 import { CloudNodeLifecycleController, type LifecycleOptionsInput } from '../../src/controllers/nodelifecycle/index.ts';
-import type { KubeTransport } from '../../src/kube/transport.ts';
 import { createLogger } from '../../src/log.ts';
 import { ProxmoxResponder } from '../fakes/proxmox-responder.ts';
 import { tempDir } from '../harness/ccm-process.ts';
@@ -14,7 +13,6 @@ import { createCertificateAuthority, issueCertificate } from '../harness/certs.t
 import { eventually } from '../harness/eventually.ts';
 import { startNodeTestCluster, type NodeTestCluster } from '../harness/node-cluster.ts';
 import { nodeExists, setReady } from '../harness/nodes.ts';
-import { controllerContext } from '../fakes/controller-context.ts';
 
 // Issue 11, item 1, against a real API server and the real providers: a provider answer that
 // lists none of the machines (a Proxmox token that lost its ACL answers HTTP 200 with no VMs; a
@@ -29,14 +27,14 @@ const TOKEN_SECRET = crypto.randomUUID();
 const COUNT = 10;
 
 let cluster: NodeTestCluster | undefined;
-let transport: KubeTransport, nodes: NodeTestCluster['nodes'], events: NodeTestCluster['events'];
+let nodes: NodeTestCluster['nodes'], events: NodeTestCluster['events'];
 let nodeInformer: NodeTestCluster['nodeInformer'], broadcaster: NodeTestCluster['broadcaster'];
 const logger = createLogger({ write: () => {} });
 const cleanups: (() => unknown)[] = [];
 
 beforeAll(async () => {
   cluster = await startNodeTestCluster(PREFIX, logger);
-  ({ transport, nodes, events, nodeInformer, broadcaster } = cluster);
+  ({ nodes, events, nodeInformer, broadcaster } = cluster);
 }, 240_000);
 
 afterAll(async () => {
@@ -57,7 +55,6 @@ async function createCluster(scenario: string, providerID: (i: number, name: str
 }
 
 function startController(provider: CloudProvider, names: string[]) {
-  const managed = new Set(names);
   // Counts the controller's passes: one bulk existence call each.
   let passes = 0;
   const instances = provider.instances!;
@@ -75,17 +72,7 @@ function startController(provider: CloudProvider, names: string[]) {
     },
   };
   const registry = new Registry();
-  const ctx = controllerContext({
-    transport,
-    recorder: broadcaster.recorder('cloud-node-lifecycle-controller'),
-    logger,
-    registry,
-    cloud,
-    clusterName: 'it',
-    nodeInformer,
-    // The control plane is shared with other test files: only this scenario's nodes are ours.
-    isManagedNode: (n) => managed.has(n.metadata?.name ?? ''),
-  });
+  const ctx = cluster!.context('cloud-node-lifecycle-controller', cloud, names, registry);
   const abort = new AbortController();
   const run = new CloudNodeLifecycleController(ctx, OPTIONS).run(abort.signal);
   const stop = async () => {

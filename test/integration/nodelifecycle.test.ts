@@ -16,7 +16,6 @@ import { FakeCloud } from '../fakes/fake-cloud.ts';
 import { startNodeTestCluster, type NodeTestCluster } from '../harness/node-cluster.ts';
 import { eventually } from '../harness/eventually.ts';
 import { nodeExists, setReady } from '../harness/nodes.ts';
-import { controllerContext } from '../fakes/controller-context.ts';
 
 // The lifecycle controller against a real API server: nodes are created NotReady (no kubelet
 // runs, so their status stays as written) and the fake provider plays outages and removals.
@@ -65,19 +64,8 @@ async function eventsFor(name: string, reason: string): Promise<CoreV1Event[]> {
 
 /** Runs a controller that manages exactly these nodes until the returned stop() is called. */
 function startController(cloud: FakeCloud, names: string[], opts: LifecycleOptionsInput = OPTIONS, writer?: LifecycleWriter) {
-  const managed = new Set(names);
   const registry = new Registry();
-  const ctx = controllerContext({
-    transport,
-    recorder: broadcaster.recorder('cloud-node-lifecycle-controller'),
-    logger,
-    registry,
-    cloud,
-    clusterName: 'it',
-    nodeInformer,
-    // The control plane is shared with other test files: only this scenario's nodes are ours.
-    isManagedNode: (n) => managed.has(n.metadata?.name ?? ''),
-  });
+  const ctx = cluster!.context('cloud-node-lifecycle-controller', cloud, names, registry);
   const controller = new CloudNodeLifecycleController(ctx, opts, { writer });
   const abort = new AbortController();
   const run = controller.run(abort.signal);
