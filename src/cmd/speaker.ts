@@ -15,6 +15,7 @@ import type { LoadBalancerConfig } from '../../providers/shared/pools/config-mod
 import { loadSpeakerConfig } from '../speaker/config.ts';
 import { DEFAULT_HEARTBEAT_INTERVAL_MS, DEFAULT_LIVENESS_PORT, DEFAULT_LIVENESS_TIMEOUT_MS } from '../speaker/liveness.ts';
 import { Speaker } from '../speaker/speaker.ts';
+import { DEFAULT_PROBE_COUNT, DEFAULT_PROBE_INTERVAL_MS } from '../net/l2/probe.ts';
 
 export const SPEAKER_USAGE = `Usage: edge-ccm speaker --cloud-config FILE --liveness-key-file FILE [flags]
 
@@ -29,6 +30,8 @@ Flags:
   --liveness-port PORT         UDP port of the heartbeats (default ${DEFAULT_LIVENESS_PORT})
   --heartbeat-interval DUR     how often each speaker tells the others it is alive (default ${DEFAULT_HEARTBEAT_INTERVAL_MS / 1000}s)
   --liveness-timeout DUR       silence after which a speaker counts as dead (default ${DEFAULT_LIVENESS_TIMEOUT_MS / 1000}s)
+  --address-probes N           ARP probes / DAD solicitations, 1 s apart, of a newly assigned address before it is
+                               first announced; a host answering holds it back (default ${DEFAULT_PROBE_COUNT}; 0: no probe)
   --metrics-bind-address A:P   plain-HTTP /metrics and /healthz (default 127.0.0.1:7472; "0" turns it off)
   --logging-format text|json   (default text)
   --v N                        log verbosity (default 0)
@@ -45,6 +48,7 @@ interface SpeakerFlags {
   port: number;
   intervalMs: number;
   timeoutMs: number;
+  probes: number;
   metrics?: { hostname: string; port: number };
   format: LogFormat;
   verbosity: number;
@@ -105,6 +109,7 @@ export async function runSpeaker(argv: string[]): Promise<number> {
     logger,
     registry,
     events: events.recorder('edge-ccm-speaker'),
+    probe: { count: flags.probes, intervalMs: DEFAULT_PROBE_INTERVAL_MS },
   });
   const config = new WatchedConfig<LoadBalancerConfig>({
     owner: 'speaker',
@@ -157,6 +162,7 @@ function parseSpeakerFlags(argv: string[]): SpeakerFlags | 'help' {
       'heartbeat-interval': { type: 'string' },
       'liveness-timeout': { type: 'string' },
       'metrics-bind-address': { type: 'string' },
+      'address-probes': { type: 'string' },
       'logging-format': { type: 'string' },
       v: { type: 'string' },
     },
@@ -183,6 +189,8 @@ function parseSpeakerFlags(argv: string[]): SpeakerFlags | 'help' {
   const intervalMs = duration('heartbeat-interval', DEFAULT_HEARTBEAT_INTERVAL_MS);
   const timeoutMs = duration('liveness-timeout', DEFAULT_LIVENESS_TIMEOUT_MS);
   if (timeoutMs <= intervalMs) errors.push(`--liveness-timeout (${timeoutMs} ms) must be longer than --heartbeat-interval (${intervalMs} ms)`);
+  const probes = Number(values['address-probes'] ?? DEFAULT_PROBE_COUNT);
+  if (!Number.isInteger(probes) || probes < 0 || probes > 10) errors.push(`--address-probes: ${JSON.stringify(values['address-probes'])} is not an integer from 0 to 10`);
   const port = portOf('--liveness-port', values['liveness-port'] ?? String(DEFAULT_LIVENESS_PORT), errors);
   let metrics: SpeakerFlags['metrics'];
   const bind = values['metrics-bind-address'] ?? '127.0.0.1:7472';
@@ -205,6 +213,7 @@ function parseSpeakerFlags(argv: string[]): SpeakerFlags | 'help' {
     port,
     intervalMs,
     timeoutMs,
+    probes,
     metrics,
     format: format as LogFormat,
     verbosity,

@@ -8,7 +8,9 @@ import { NODES, SERVICES, type ResourceType } from '../kube/resources.ts';
 import type { KubeTransport } from '../kube/transport.ts';
 import type { Logger } from '../log.ts';
 import type { IP } from '../net/ip.ts';
+import { DEFAULT_PROBE_COUNT, DEFAULT_PROBE_INTERVAL_MS, probeAddress } from '../net/l2/probe.ts';
 import { L2Responder, type ResponderEvent } from '../net/l2/responder.ts';
+import { errorMessage } from '../util/errors.ts';
 import { announcementTable, electAddresses, type AddressElection } from './desired.ts';
 import { subnetInterface } from './interfaces.ts';
 import { Liveness, type LivenessOptions } from './liveness.ts';
@@ -39,7 +41,12 @@ export interface SpeakerOptions {
   /** The interface holding an address's subnet (default: this host's interfaces). */
   subnetInterface?: (ip: IP) => string | undefined;
   pollIntervalMs?: number;
+  /** Probes of a newly assigned address before it is first announced (count 0: none); default 3, 1 s apart. */
+  probe?: { count: number; intervalMs: number };
 }
+
+/** Reason of the Warning event when a probe finds a newly assigned address in use by another station. */
+export const ADDRESS_IN_USE_REASON = 'L2AddressInUse';
 
 export class Speaker {
   private readonly services: Informer<V1Service>;
@@ -58,6 +65,12 @@ export class Speaker {
   /** Address -> the owner before the last change, as this speaker saw it (for the takeover event). */
   private readonly previousOwner = new Map<string, string | undefined>();
   private lastProblems = '';
+  /** A reconcile has run since the warm-up: addresses it saw were assigned before, not new. */
+  private reconciledOnce = false;
+  /** Newly assigned addresses this node is elected for, being probed: not announced yet. */
+  private readonly probing = new Map<string, AbortController>();
+  /** Addresses a probe found in use: never announced by this node while they stay assigned. */
+  private readonly inUse = new Map<string, { mac: string; interface: string }>();
 
   constructor(private readonly opts: SpeakerOptions) {
     this.log = opts.logger.with({ component: 'speaker', node: opts.node });
@@ -96,6 +109,7 @@ export class Speaker {
       await Promise.all(informers);
     } finally {
       clearTimeout(warmup);
+      for (const abort of this.probing.values()) abort.abort();
       this.liveness.stop();
       this.responder.close();
     }
@@ -149,11 +163,16 @@ export class Speaker {
       if (before.has(e.address) && before.get(e.address) !== e.owner) this.previousOwner.set(e.address, before.get(e.address));
       if (!before.has(e.address)) this.previousOwner.delete(e.address);
     }
+    this.forgetGone(elections);
     this.elections = elections;
     this.metrics.elected.reset();
     for (const e of elections) this.metrics.elected.set({ address: e.address, node: e.owner ?? '', pool: e.pool.name }, 1);
 
     const { table, unplaced } = announcementTable(elections, this.opts.node, this.opts.subnetInterface ?? subnetInterface);
+    const fresh = this.reconciledOnce ? elections.filter((e) => !before.has(e.address) && e.owner === this.opts.node).map((e) => e.address) : [];
+    this.reconciledOnce = true;
+    for (const address of fresh) this.startProbe(address, [...table].filter(([, addresses]) => addresses.includes(address)).map(([iface]) => iface));
+    for (const [iface, addresses] of table) table.set(iface, addresses.filter((a) => !this.probing.has(a) && !this.inUse.has(a)));
     const problems = this.responder.setAnnouncements(table);
     const report = [...problems.map((p) => `${p.interface}${p.address ? ` ${p.address}` : ''}: ${p.message}`), ...unplaced.map((a) => `${a}: no interface of this node is on its subnet and its pool lists no interfaces`)].join('; ');
     if (report && report !== this.lastProblems) this.log.warn('cannot announce everything elected', { problems: report });
@@ -162,6 +181,48 @@ export class Speaker {
     for (const [iface, addresses] of this.responder.announcements()) {
       for (const address of addresses) this.metrics.announcing.set({ address, interface: iface, node: this.opts.node }, 1);
     }
+  }
+
+  /**
+   * A newly assigned address (it appeared in a service's status after this speaker's warm-up) is
+   * probed by its elected node before the first announcement, on each interface it would be
+   * announced on. Only then: no node announced it before, so whoever answers is outside the
+   * cluster (at a failover the former owner may still answer, and must not count). An address
+   * in use is held back: not announced by this node, a Warning event naming the MAC on its
+   * services, until it leaves their status (a new assignment is probed again).
+   */
+  private startProbe(address: string, interfaces: string[]): void {
+    const probe = this.opts.probe ?? { count: DEFAULT_PROBE_COUNT, intervalMs: DEFAULT_PROBE_INTERVAL_MS };
+    if (probe.count <= 0 || interfaces.length === 0 || this.probing.has(address)) return;
+    const abort = new AbortController();
+    this.probing.set(address, abort);
+    this.log.info('probing a newly assigned address before announcing it', { address, interfaces: interfaces.join(',') });
+    void Promise.all(interfaces.map(async (iface) => ({ iface, holder: (await probeAddress(iface, address, { ...probe, signal: abort.signal })).holder })))
+      .then((results) => {
+        const found = results.find((r) => r.holder);
+        if (abort.signal.aborted || !found?.holder) return;
+        this.inUse.set(address, { mac: found.holder, interface: found.iface });
+        this.metrics.conflicts.inc({ address, node: this.opts.node });
+        this.log.warn('newly assigned address in use by another station: not announced', { address, interface: found.iface, mac: found.holder });
+        this.eventOnServices(address, 'Warning', ADDRESS_IN_USE_REASON,
+          `station ${found.holder} answered node ${this.opts.node}'s probe for ${address} on ${found.iface}: a host outside the cluster uses the address; not announced while it stays assigned (exclude it from the pool to move the service)`);
+      })
+      .catch((e) => this.log.warn('cannot probe a newly assigned address; announcing it without', { address, error: errorMessage(e) }))
+      .finally(() => {
+        if (this.probing.get(address) === abort) this.probing.delete(address);
+        this.schedule();
+      });
+  }
+
+  /** Addresses no longer assigned: their probe stops, and a later assignment is probed afresh. */
+  private forgetGone(elections: readonly AddressElection[]): void {
+    const assigned = new Set(elections.map((e) => e.address));
+    for (const [address, abort] of this.probing) {
+      if (assigned.has(address)) continue;
+      abort.abort();
+      this.probing.delete(address);
+    }
+    for (const address of [...this.inUse.keys()]) if (!assigned.has(address)) this.inUse.delete(address);
   }
 
   private onResponderEvent(event: ResponderEvent): void {

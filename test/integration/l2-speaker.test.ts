@@ -231,6 +231,39 @@ describe('silence', () => {
   }, TEST_TIMEOUT_MS);
 });
 
+describe('probing a newly assigned address', () => {
+  test('an address answered by a host outside the cluster is not announced, and a Warning names the MAC that answered', async () => {
+    // A foreign host on the switch, holding two pool addresses on its own interface (as a
+    // forgotten static configuration would).
+    const foreign = { mac: '02:00:5e:01:00:77', ipv4: '198.51.100.201', ipv6: '2001:db8:1::201' };
+    await site.lab.addNamespace('foreign');
+    await site.lab.sysctl('foreign', { 'net.ipv6.conf.all.accept_dad': 0, 'net.ipv6.conf.default.accept_dad': 0, 'net.ipv6.conf.default.router_solicitations': 0 });
+    await site.lab.addVeth({ from: 'sw', fromName: 'foreign-lan', to: 'foreign', toName: 'eth0', bridge: 'lan', mac: foreign.mac });
+    await site.lab.ip('foreign', 'addr', 'add', `${foreign.ipv4}/24`, 'dev', 'eth0');
+    await site.lab.ip('foreign', 'addr', 'add', `${foreign.ipv6}/64`, 'dev', 'eth0', 'nodad');
+    expect(await site.arpAnswers(foreign.ipv4)).toEqual([foreign.mac]);
+
+    await createService('taken', [foreign.ipv4, foreign.ipv6], { dualStack: true });
+    const events = new ResourceClient<CoreV1Event>(admin, EVENTS);
+    for (const address of [foreign.ipv4, foreign.ipv6]) {
+      const warning = await eventually(`an L2AddressInUse event for ${address} on service taken`, async () => {
+        const list = await events.list({ namespace: NS, query: { fieldSelector: 'involvedObject.name=taken' } });
+        return list.items.find((e) => e.reason === 'L2AddressInUse' && e.message?.includes(` ${address} `));
+      }, 60_000);
+      expect(warning.type).toBe('Warning');
+      expect(warning.message).toBe(`station ${foreign.mac} answered node ${k8sName(owner(address))}'s probe for ${address} on eth0: a host outside the cluster uses the address; not announced while it stays assigned (exclude it from the pool to move the service)`);
+      expect(await metricsOf(owner(address))).toMatch(new RegExp(`edge_ccm_l2_conflicts_total\\{address="${address.replaceAll('.', '\\.')}"[^}]*\\} 1`));
+    }
+    // Held back: no node announces either address; the foreign host alone answers.
+    for (const r of up) expect((await announcedBy(r)).filter((a) => a.endsWith(`:${foreign.ipv4}`) || a.endsWith(`:${foreign.ipv6}`))).toEqual([]);
+    expect(await site.arpAnswers(foreign.ipv4)).toEqual([foreign.mac]);
+    expect(await site.ndpAnswers(foreign.ipv6)).toEqual([foreign.mac]);
+    // The services created after the speakers started were probed too, found free and announced.
+    await announcedOnlyBy(SERVICE_IPV4, owner(SERVICE_IPV4));
+    await services.delete('taken', { namespace: NS });
+  }, TEST_TIMEOUT_MS);
+});
+
 describe('externalTrafficPolicy: Local', () => {
   test('the announcement goes to a node with a ready endpoint, and moves when the endpoints move', async () => {
     await createService('local', [LOCAL_IPV4], { local: true });

@@ -28,7 +28,7 @@ const MAX_FRAMES_PER_TICK = 256;
 const RECEIVE_BUFFER_SIZE = 9216;
 
 /** Lets only ICMPv6 Neighbor Solicitations and Advertisements (no extension headers) reach us. */
-const NEIGHBOR_DISCOVERY_FILTER: BpfInstruction[] = [
+export const NEIGHBOR_DISCOVERY_FILTER: BpfInstruction[] = [
   { code: 0x30, jt: 0, jf: 0, k: 14 + 6 }, // ldb [20]: IPv6 next header
   { code: 0x15, jt: 0, jf: 4, k: 58 }, //      jeq ICMPv6, else drop
   { code: 0x30, jt: 0, jf: 0, k: 14 + 40 }, // ldb [54]: ICMPv6 type
