@@ -19,3 +19,5 @@ export const isAlreadyExists = (e: unknown): boolean =>
   e instanceof KubeApiError && e.status === 409 && e.reason === 'AlreadyExists';
 export const isGone = (e: unknown): boolean => e instanceof KubeApiError && e.status === 410;
 export const isForbidden = (e: unknown): boolean => e instanceof KubeApiError && e.status === 403;
+/** The API server did not answer (refused, reset, timed out) or answered that it cannot serve now (5xx). */
+export const isUnanswered = (e: unknown): boolean => !(e instanceof KubeApiError) || e.status >= 500;

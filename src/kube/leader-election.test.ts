@@ -352,6 +352,30 @@ describe('run', () => {
     }
   });
 
+  test('a standby whose attempts are answered (the lease is held) waits plainly: retryWait, and so the API probe, only after an attempt without an answer', async () => {
+    const api = new FakeLeaseApi();
+    await elector(api, 'holder', { leaseDurationMs: 60_000, renewDeadlineMs: 40_000 }).tryAcquireOrRenew();
+    let waits = 0;
+    const ctl = new AbortController();
+    const b = elector(api, 'b', {
+      ...fast,
+      retryWait: {
+        wait: async () => {
+          waits++;
+          await Bun.sleep(1);
+          return 'elapsed';
+        },
+      },
+    });
+    const running = b.run(ctl.signal);
+    await eventually('two answered attempts', () => api.requests.filter((r) => r.startsWith('GET')).length >= 3, 10_000);
+    expect(waits).toBe(0);
+    api.unreachable = true;
+    await eventually('a wait after an unanswered attempt', () => waits > 0, 10_000);
+    ctl.abort();
+    expect(await running).toBe('aborted');
+  });
+
   test('a standby waits while the leader renews, then takes over after a release', async () => {
     const api = new FakeLeaseApi();
     const started: string[] = [];

@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import { Gauge, type Registry } from 'prom-client';
 import { perRegistry } from '../util/per-registry.ts';
 import type { Logger } from '../log.ts';
-import { isConflict, isNotFound } from './errors.ts';
+import { isConflict, isNotFound, isUnanswered } from './errors.ts';
 import type { EventRecorder } from './event-recorder.ts';
 import type { RetryWait } from './api-server-return.ts';
 import { LEASES, ResourceClient } from './resources.ts';
@@ -119,6 +119,8 @@ export class LeaderElector {
   private reportedLeader = '';
   /** When (monotonic) the write of our last successful acquire or renewal was sent. */
   private renewedAt = Number.NEGATIVE_INFINITY;
+  /** The last attempt failed without an answer from the API server: its return may cut the next wait short. */
+  private unanswered = false;
 
   constructor(private readonly options: LeaderElectionOptions) {
     this.leaseDurationMs = options.leaseDurationMs ?? 15_000;
@@ -259,6 +261,7 @@ export class LeaderElector {
    * errors are logged and count as "not acquired".
    */
   async tryAcquireOrRenew(signal?: AbortSignal): Promise<boolean> {
+    this.unanswered = false;
     const now = formatMicroTime(this.clock.wallMs());
     const desired: LeaseSpec = {
       holderIdentity: this.options.identity,
@@ -379,9 +382,13 @@ export class LeaderElector {
     if (spec.holderIdentity === this.options.identity) this.renewedAt = sentAt;
   }
 
-  /** Waits between attempts (cut short by the API server's return, see retryWait); false when the signal aborted instead. */
+  /**
+   * Waits between attempts; false when the signal aborted instead. After an attempt without an
+   * answer, through retryWait (cut short by the API server's return); otherwise plainly, so a
+   * standby whose attempts are answered costs no probe.
+   */
   private async pause(ms: number, signal: AbortSignal): Promise<boolean> {
-    if (!this.options.retryWait) return pause(ms, signal);
+    if (!this.options.retryWait || !this.unanswered) return pause(ms, signal);
     try {
       await this.options.retryWait.wait(ms, signal);
       return true;
@@ -391,6 +398,7 @@ export class LeaderElector {
   }
 
   private logFailure(msg: string, e: unknown, signal?: AbortSignal): void {
+    this.unanswered = !signal?.aborted && isUnanswered(e);
     // A 409 is the normal outcome of losing a race (someone else wrote or created the lease since
     // we read it), and an abort is ours: neither is worth an error line.
     if (isConflict(e) || signal?.aborted) this.log.debug(2, msg, { error: errorMessage(e) });

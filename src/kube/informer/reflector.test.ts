@@ -215,3 +215,22 @@ test('woken by the API server answering again, it retries at once and its backof
   expect(waits).toEqual(['800', '1600', '3200', '800', '1600']);
   expect(transport.watchQueries.map((q) => q.resourceVersion)).toEqual(['10', '10', '10', '10', '10', '10']);
 });
+
+test('only a failure without an answer waits through retryWait; an answered one (403) keeps its plain backoff', async () => {
+  const abort = new AbortController();
+  const forbidden = new KubeApiError(403, 'Forbidden', 'cannot watch', 'GET', '/api/v1/configmaps');
+  const transport = new ScriptedTransport([list('10', [])], [{ refuse: forbidden }, { refuse: new TypeError('connection refused') }], () => abort.abort());
+  const waits: string[] = [];
+  const reflector = new Reflector<V1ConfigMap>({
+    transport,
+    type: CONFIGMAPS,
+    namespace: 'ns',
+    store: new Store<V1ConfigMap>(),
+    onChange: () => {},
+    backoff: new Backoff({ random: () => 0, now: () => 0 }),
+    sleep: async (ms) => void waits.push(`sleep ${ms}`),
+    retryWait: { wait: async (ms) => (waits.push(`retryWait ${ms}`), 'elapsed') },
+  });
+  await reflector.run(abort.signal);
+  expect(waits).toEqual(['sleep 800', 'retryWait 1600']);
+});

@@ -1,4 +1,4 @@
-import { KubeApiError, isGone } from '../errors.ts';
+import { KubeApiError, isGone, isUnanswered } from '../errors.ts';
 import { ResourceClient, type ResourceType } from '../resources.ts';
 import type { KubeTransport, QueryValue, WatchEvent } from '../transport.ts';
 import { silentLogger, type Logger } from '../../log.ts';
@@ -40,9 +40,9 @@ export interface ReflectorOptions<T extends KubeObject> {
   /** How the reflector waits between attempts; replaced in tests to record the schedule. */
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
   /**
-   * Waits between attempts instead of `sleep`, cut short when the API server answers again after
-   * an outage (ApiServerReturn): then the backoff starts over, so a reconnect never waits out a
-   * delay that grew while the server was down.
+   * Waits after a failure without an answer (refused, reset, 5xx) instead of `sleep`, cut short
+   * when the API server answers again after an outage (ApiServerReturn): then the backoff starts
+   * over, so a reconnect never waits out a delay that grew while the server was down.
    */
   retryWait?: RetryWait;
   /** The watch's timeoutSeconds; client-go picks 5 to 10 minutes at random so watches do not all end together. */
@@ -113,7 +113,7 @@ export class Reflector<T extends KubeObject> {
         const delay = this.backoff.next();
         this.log.warn('list/watch failed, retrying', { step, error: errorMessage(e), retryInMs: Math.round(delay), resourceVersion: this.resourceVersion });
         try {
-          if ((await this.waitToRetry(delay, signal)) === 'back') this.backoff.reset();
+          if ((await this.waitToRetry(delay, signal, isUnanswered(e))) === 'back') this.backoff.reset();
         } catch {
           break; // aborted while waiting
         }
@@ -121,8 +121,9 @@ export class Reflector<T extends KubeObject> {
     }
   }
 
-  private async waitToRetry(ms: number, signal: AbortSignal): Promise<'elapsed' | 'back'> {
-    if (this.opts.retryWait) return this.opts.retryWait.wait(ms, signal);
+  /** After a failure without an answer, through retryWait (the API server's return cuts it short). */
+  private async waitToRetry(ms: number, signal: AbortSignal, unanswered: boolean): Promise<'elapsed' | 'back'> {
+    if (this.opts.retryWait && unanswered) return this.opts.retryWait.wait(ms, signal);
     await this.sleep(ms, signal);
     return 'elapsed';
   }
