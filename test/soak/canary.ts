@@ -15,6 +15,8 @@ import { GROUP_LABEL, type Group } from './world.ts';
 
 export const CANARY_NAMESPACE = 'soak-canary';
 const CANARY_VMS = ['p-canary-1', 'p-canary-2', 'p-canary-3'];
+/** How often a canary node posts its status, as a kubelet's --node-status-update-frequency of 10 s. */
+const KUBELET_STATUS_PERIOD_MS = 10_000;
 
 export class Canaries {
   private serial = 0;
@@ -66,7 +68,15 @@ export class Canaries {
         return true;
       }, true);
       if (!ok) return undefined;
+      // As a kubelet, the canary posts its status every 10 s: upstream's node controller does not
+      // retry a node the provider had no metadata for (nil: a VM list still empty just after the
+      // fault) until the Node object changes, and a kubelet's status posts are such changes.
+      let beat = 0;
       const served = await this.retry(since, async () => {
+        if (Date.now() - beat >= KUBELET_STATUS_PERIOD_MS) {
+          beat = Date.now();
+          await this.postStatus(vm!);
+        }
         const n = await this.nodes.get(vm!);
         return !!n.spec?.providerID && !n.spec.taints?.some((t) => t.key === UNINITIALIZED.key);
       });
@@ -78,6 +88,13 @@ export class Canaries {
       }, true);
       this.busyVms.delete(vm);
     }
+  }
+
+  private async postStatus(name: string): Promise<void> {
+    const now = new Date().toISOString();
+    await this.nodes.patch(name, 'merge', {
+      status: { conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'soak canary', lastHeartbeatTime: now, lastTransitionTime: now }] },
+    }, { subresource: 'status' });
   }
 
   /** Polls `attempt` until it says true or the limit passes; API errors (a fault still on) count as "not yet". */
