@@ -34,9 +34,17 @@ export interface LoggerOptions {
 const VMODULE_FIELDS = ['controller', 'component', 'provider', 'informer'];
 
 export function createLogger(opts: LoggerOptions = {}, base: LogFields = {}): Logger {
-  const format = opts.format ?? 'text';
   const names = VMODULE_FIELDS.map((k) => base[k]).filter((n): n is string => typeof n === 'string');
-  const verbosity = opts.vmodule?.length ? verbosityFor(opts.vmodule, names, opts.verbosity ?? 0) : (opts.verbosity ?? 0);
+  return buildLogger(opts, base, opts.vmodule?.length ? verbosityFor(opts.vmodule, names, opts.verbosity ?? 0) : (opts.verbosity ?? 0));
+}
+
+/**
+ * The logger of `base` at `verbosity`. A child (`with`) whose fields name no component keeps its
+ * parent's verbosity without matching --vmodule again: the controllers make one per node they
+ * touch (thousands per pass), and most log nothing at the default verbosity.
+ */
+function buildLogger(opts: LoggerOptions, base: LogFields, verbosity: number): Logger {
+  const format = opts.format ?? 'text';
   const write = opts.write ?? ((line: string) => process.stderr.write(line + '\n'));
   const writeErrors = opts.writeErrors ?? write;
   const now = opts.now ?? (() => new Date());
@@ -52,7 +60,7 @@ export function createLogger(opts: LoggerOptions = {}, base: LogFields = {}): Lo
       if (level <= verbosity) emit('info', msg, fields, level);
     },
     enabled: (level) => level <= verbosity,
-    with: (fields) => createLogger(opts, { ...base, ...fields }),
+    with: (fields) => VMODULE_FIELDS.some((k) => k in fields) ? createLogger(opts, { ...base, ...fields }) : buildLogger(opts, { ...base, ...fields }, verbosity),
   };
 }
 

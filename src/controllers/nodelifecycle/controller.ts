@@ -39,7 +39,7 @@ export interface LifecycleControllerDeps {
 /** What one pass did; returned for logs and tests. */
 export interface MonitorReport {
   /** The answers acted on: the provider's, with those of an empty or shrunken answer taken as unknown. */
-  answers: Map<string, Existence>;
+  answers: ReadonlyMap<string, Existence>;
   /** Nodes whose "not found" was not believed, and why. */
   distrusted: Map<string, Distrust>;
   held: Map<string, HeldReason>;
@@ -129,13 +129,18 @@ export class CloudNodeLifecycleController implements Controller {
 
   private async monitorPass(deadline: Deadline, signal?: AbortSignal): Promise<MonitorReport> {
     const now = this.clock.now();
-    const nodes = this.ctx.nodeInformer.store.list().filter((n) => this.ctx.isManagedNode(n));
-    this.forgetAbsent(nodes);
-
     // Every managed node is asked, Ready ones too (upstream asks NotReady ones only): their
     // answers are what tells one machine gone from an empty or shrunken list (snapshot.ts). A
     // provider with the bulk call answers in one call; others are asked node by node.
-    const asked = nodes.filter((n) => !this.deletedUids.has(n.metadata?.uid ?? ''));
+    // One loop over the store for both lists: this runs every period over every node.
+    const nodes: V1Node[] = [];
+    const asked: V1Node[] = [];
+    for (const n of this.ctx.nodeInformer.store.list()) {
+      if (!this.ctx.isManagedNode(n)) continue;
+      nodes.push(n);
+      if (!this.deletedUids.has(n.metadata?.uid ?? '')) asked.push(n);
+    }
+    this.forgetAbsent(nodes);
     const provided = await askExistence(this.instances, asked, {
       deadline,
       timeoutMs: this.options.providerTimeoutMs,
@@ -187,7 +192,7 @@ export class CloudNodeLifecycleController implements Controller {
     const verdict = evaluateBreaker({
       candidates,
       acknowledged: (n) => isDeletionAcknowledged(n) || viaObject(n),
-      managedCount: nodes.filter((n) => !this.deletedUids.has(n.metadata?.uid ?? '')).length,
+      managedCount: asked.length, // deletedUids changes only in the deletions below
       recentDeletions: this.deletions.count(now),
       overridden: this.options.breakerAcknowledged === true,
     }, this.options.breaker);
@@ -232,6 +237,7 @@ export class CloudNodeLifecycleController implements Controller {
     }
     for (const scheme of this.groupStates.keys()) if (!snapshot.groups.has(scheme)) this.groupStates.delete(scheme);
 
+    if (snapshot.distrusted.size === 0) return;
     for (const node of asked) {
       const reason = snapshot.distrusted.get(nodeName(node));
       if (!reason || isNodeReady(node)) continue;
@@ -245,6 +251,8 @@ export class CloudNodeLifecycleController implements Controller {
   }
 
   private forgetAbsent(nodes: V1Node[]): void {
+    // Nothing remembered (the usual pass): no sets of every node's name and UID to build.
+    if (this.streaks.size === 0 && this.announced.size === 0 && this.deletedUids.size === 0) return;
     const present = new Set(nodes.map(nodeName));
     for (const name of this.streaks.keys()) if (!present.has(name)) this.streaks.delete(name);
     for (const name of this.announced.keys()) if (!present.has(name)) this.announced.delete(name);
@@ -287,7 +295,6 @@ export class CloudNodeLifecycleController implements Controller {
     const name = nodeName(node);
     const reason = report.held.get(name);
     const streak = this.streaks.get(name);
-    const ack = `kubectl annotate edgeccmstatus ${this.deps.statusObject ?? '<lease name>'} ${ACKNOWLEDGE_NODE_DELETIONS_ANNOTATION}=true`;
     switch (reason) {
       case 'grace':
         return {
@@ -304,7 +311,8 @@ export class CloudNodeLifecycleController implements Controller {
           reason: 'Breaker',
           message: `Not found in the cloud provider, but the deletion breaker is open: ${verdict.gone} of ${verdict.population} managed nodes judged gone within ` +
             `${formatGoDuration(this.options.breaker.windowMs)}, ${verdict.allowed} allowed. If the machine is gone: kubectl annotate node ${name} ` +
-            `${ANNOTATION_ACKNOWLEDGE_DELETION}=true, or let every held node go: ${ack}`,
+            `${ANNOTATION_ACKNOWLEDGE_DELETION}=true, or let every held node go: ` +
+            `kubectl annotate edgeccmstatus ${this.deps.statusObject ?? '<lease name>'} ${ACKNOWLEDGE_NODE_DELETIONS_ANNOTATION}=true`,
         };
     }
     const distrust = report.distrusted.get(name);

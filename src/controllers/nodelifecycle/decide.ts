@@ -57,14 +57,13 @@ export function decide(
 ): Decision {
   const uid = node.metadata?.uid ?? '';
   const streak = previous?.uid === uid ? previous : undefined;
-  const ourTaintsPresent = (keys: string[]) => keys.filter((k) => hasTaint(node, k));
 
   if (isNodeReady(node)) {
-    return { action: { kind: 'ready', removeTaints: ourTaintsPresent([SHUTDOWN_TAINT.key, QUARANTINE_TAINT.key]) }, streak: undefined };
+    return { action: { kind: 'ready', removeTaints: taintsPresent(node, SHUTDOWN_TAINT.key, QUARANTINE_TAINT.key) }, streak: undefined };
   }
   switch (answer) {
     case 'exists':
-      return { action: { kind: 'exists', removeTaints: ourTaintsPresent([QUARANTINE_TAINT.key]) }, streak: undefined };
+      return { action: { kind: 'exists', removeTaints: taintsPresent(node, QUARANTINE_TAINT.key) }, streak: undefined };
     case 'unknown':
     case undefined:
       return { action: { kind: 'unknown' }, streak: streak && { ...streak, count: 0 } };
@@ -73,6 +72,12 @@ export function decide(
       return { action: goneAction(node, next, now, opts), streak: next };
     }
   }
+}
+
+/** Which of `keys` the node carries as taints; no filter or closure for the usual node without taints (this runs for every node every period). */
+function taintsPresent(node: V1Node, ...keys: string[]): string[] {
+  if (!node.spec?.taints?.length) return [];
+  return keys.filter((k) => hasTaint(node, k));
 }
 
 function goneAction(node: V1Node, streak: NotFoundStreak, now: number, opts: Pick<LifecycleOptions, 'deletionPolicy' | 'gracePeriodMs' | 'notFoundThreshold'>): LifecycleAction {

@@ -145,6 +145,25 @@ describe('a shrunken answer', () => {
     expect(s.judge(left, answers(left, 'exists', gone(['w1'])), 3 * MINUTE).groups.get('proxmox')).toMatchObject({ state: 'shrunk', heldBefore: 3, lost: 1 });
   });
 
+  test('a node whose machine was held leaves the baseline when its Node object is deleted', () => {
+    const nodes = fleet(4);
+    const s = new ProviderSnapshots(OPTS);
+    expect(s.judge(nodes, answers(nodes, 'exists'), 0).groups.get('proxmox')).toMatchObject({ heldBefore: 4 });
+    const left = nodes.slice(1);
+    expect(s.judge(left, answers(left, 'exists'), MINUTE).groups.get('proxmox')).toMatchObject({ state: 'trusted', heldBefore: 3 });
+    // Back with the same name: a new node, held again from this pass on.
+    expect(s.judge(nodes, answers(nodes, 'exists'), 2 * MINUTE).groups.get('proxmox')).toMatchObject({ heldBefore: 3 });
+    expect(s.judge(nodes, answers(nodes, 'exists'), 3 * MINUTE).groups.get('proxmox')).toMatchObject({ heldBefore: 4 });
+  });
+
+  test('the answers given are left as they were: distrusted ones are turned unknown in a copy', () => {
+    const nodes = fleet(4);
+    const given = answers(nodes, 'not-found');
+    const j = new ProviderSnapshots(OPTS).judge(nodes, given, 0);
+    expect([...j.answers.values()]).toEqual(['unknown', 'unknown', 'unknown', 'unknown']);
+    expect([...given.values()]).toEqual(['not-found', 'not-found', 'not-found', 'not-found']);
+  });
+
   test('share 1 never distrusts a shrunken answer; share 0 distrusts every loss until confirmed', () => {
     const nodes = fleet(10);
     const off = new ProviderSnapshots({ ...OPTS, shrinkMaxShare: 1 });

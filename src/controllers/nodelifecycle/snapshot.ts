@@ -60,8 +60,8 @@ export interface GroupJudgement {
 }
 
 export interface SnapshotJudgement {
-  /** The answers to act on: the provider's, with the distrusted `not-found`s turned `unknown`. */
-  answers: Map<string, Existence>;
+  /** The answers to act on: the provider's, with the distrusted `not-found`s turned `unknown` (in a copy: the map given is the one returned when none is). */
+  answers: ReadonlyMap<string, Existence>;
   /** Node name -> why its `not-found` was not believed. */
   distrusted: Map<string, Distrust>;
   groups: Map<string, GroupJudgement>;
@@ -93,7 +93,9 @@ export class ProviderSnapshots {
 
   /** `nodes`: every node the provider was asked about this pass; `answers`: its answers by node name. */
   judge(nodes: readonly V1Node[], answers: ReadonlyMap<string, Existence>, now: number): SnapshotJudgement {
-    const result: SnapshotJudgement = { answers: new Map(answers), distrusted: new Map(), groups: new Map() };
+    // The answers are copied only when one is distrusted: every pass at idle would copy them all.
+    let acted: Map<string, Existence> | undefined;
+    const result: SnapshotJudgement = { answers: answers as Map<string, Existence>, distrusted: new Map(), groups: new Map() };
     const groups = new Map<string, string[]>();
     for (const node of nodes) {
       const scheme = providerIDScheme(node);
@@ -104,21 +106,36 @@ export class ProviderSnapshots {
     for (const scheme of this.memory.keys()) if (!groups.has(scheme)) this.memory.delete(scheme);
 
     for (const [scheme, names] of groups) {
-      const present = new Set(names);
       const memory = this.memory.get(scheme) ?? { baseline: new Set(names) };
       this.memory.set(scheme, memory);
-      for (const name of memory.baseline) if (!present.has(name)) memory.baseline.delete(name);
-
-      const found = names.filter((n) => answers.get(n) === 'exists');
-      const notFound = names.filter((n) => answers.get(n) === 'not-found');
-      const lost = notFound.filter((n) => memory.baseline.has(n));
+      // One loop per pass over the group (this runs every period for every node): the answers
+      // counted, and the baseline pruned of nodes gone from the group only when it holds any.
+      const found: string[] = [];
+      const notFound: string[] = [];
+      const lost: string[] = [];
+      let inBaseline = 0;
+      for (const name of names) {
+        const held = memory.baseline.has(name);
+        if (held) inBaseline++;
+        const answer = answers.get(name);
+        if (answer === 'exists') found.push(name);
+        else if (answer === 'not-found') {
+          notFound.push(name);
+          if (held) lost.push(name);
+        }
+      }
+      if (inBaseline < memory.baseline.size) {
+        const present = new Set(names);
+        for (const name of memory.baseline) if (!present.has(name)) memory.baseline.delete(name);
+      }
       const judgement: GroupJudgement = {
         scheme, state: 'trusted', nodes: names.length, found: found.length, notFound: notFound.length, heldBefore: memory.baseline.size, lost: lost.length,
       };
       result.groups.set(scheme, judgement);
       const distrust = (which: readonly string[], reason: Distrust) => {
+        acted ??= result.answers = new Map(answers);
         for (const name of which) {
-          result.answers.set(name, 'unknown');
+          acted.set(name, 'unknown');
           result.distrusted.set(name, reason);
         }
       };

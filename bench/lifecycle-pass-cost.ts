@@ -1,0 +1,62 @@
+/**
+ * CPU of one lifecycle pass and one node status pass over N NotReady, initialised nodes, in
+ * process, with the bench fake's answers (existence in one bulk call, shutdown and metadata per
+ * node) and no API writes: what edge-ccm spends every 5 s at idle per controller, apart from
+ * the API server. For finding the idle cost; not part of scripts/bench's figures.
+ * With --interval-ms, the passes are that far apart (as in the running process, where each pass
+ * finds a cold cache and the garbage of the last one), and the CPU counted includes the waits.
+ * Usage: bun bench/lifecycle-pass-cost.ts [--nodes=5000] [--passes=40] [--interval-ms=5000]
+ */
+import type { V1Node } from '@kubernetes/client-node';
+import { Registry } from 'prom-client';
+import { CloudNodeLifecycleController } from '../src/controllers/nodelifecycle/index.ts';
+import { CloudNodeController } from '../src/controllers/node/index.ts';
+import { HandFedInformer, controllerContext } from '../test/fakes/controller-context.ts';
+import type { CloudProvider } from '../src/cloud/types.ts';
+
+const argv = process.argv.slice(2);
+const opt = (name: string, dflt: number) => Number(argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? dflt);
+const count = opt('nodes', 5000);
+const passes = opt('passes', 40);
+const intervalMs = opt('interval-ms', 0);
+
+const cloud: CloudProvider = {
+  providerName: 'fake',
+  instances: {
+    instanceExists: async () => 'exists',
+    instancesExist: async (nodes) => new Map(nodes.map((n) => [n.metadata?.name ?? '', 'exists' as const])),
+    instanceShutdown: async () => false,
+    instanceMetadata: async (node) => ({
+      providerID: `fake://${node.metadata?.name}`, instanceType: 'bench.small', zone: 'zone-a', region: 'region-a',
+      nodeAddresses: [{ type: 'ExternalIP', address: '203.0.113.10' }, { type: 'Hostname', address: node.metadata?.name ?? '' }],
+    }),
+  },
+};
+const informer = new HandFedInformer<V1Node>();
+for (let i = 0; i < count; i++) {
+  const name = `bench-node-${String(i).padStart(5, '0')}`;
+  informer.set({
+    metadata: { name, uid: `uid-${i}`, resourceVersion: '1', labels: { 'node.kubernetes.io/instance-type': 'bench.small', 'topology.kubernetes.io/zone': 'zone-a', 'topology.kubernetes.io/region': 'region-a' } },
+    spec: { providerID: `fake://${name}` },
+    status: { addresses: [{ type: 'ExternalIP', address: '203.0.113.10' }, { type: 'Hostname', address: name }] },
+  });
+}
+const ctx = controllerContext({ cloud, nodeInformer: informer.asInformer(), registry: new Registry() });
+const lifecycle = new CloudNodeLifecycleController(ctx);
+const nodes = new CloudNodeController(ctx, { workers: 1, nodeStatusUpdateFrequencyMs: 5000 });
+
+async function measure(name: string, pass: () => Promise<unknown>): Promise<void> {
+  for (let i = 0; i < 5; i++) await pass(); // warm up
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  for (let i = 0; i < passes; i++) {
+    await pass();
+    if (intervalMs) await Bun.sleep(intervalMs);
+  }
+  const cpu = process.cpuUsage(cpu0);
+  const ms = (cpu.user + cpu.system) / 1000 / passes;
+  console.log(`${name}: ${ms.toFixed(2)} ms CPU per pass over ${count} nodes (${((ms * 1000) / count).toFixed(2)} us per node), wall ${((performance.now() - t0) / passes).toFixed(2)} ms; at one pass per 5 s: ${((ms * 12) / 1000).toFixed(2)} CPU-s per 60 s`);
+}
+
+await measure('lifecycle pass', () => lifecycle.monitorNodes());
+await measure('node status pass', () => nodes.updateNodeStatus());
