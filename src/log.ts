@@ -39,29 +39,53 @@ export function createLogger(opts: LoggerOptions = {}, base: LogFields = {}): Lo
 }
 
 /**
- * The logger of `base` at `verbosity`. A child (`with`) whose fields name no component keeps its
- * parent's verbosity without matching --vmodule again: the controllers make one per node they
- * touch (thousands per pass), and most log nothing at the default verbosity.
+ * The logger of `base` at `verbosity`: one object with its methods on the prototype, since the
+ * controllers make a child (`with`) per node they touch, thousands per pass, and most log nothing
+ * at the default verbosity. A child whose fields name no component keeps its parent's verbosity
+ * without matching --vmodule again.
  */
 function buildLogger(opts: LoggerOptions, base: LogFields, verbosity: number): Logger {
-  const format = opts.format ?? 'text';
-  const write = opts.write ?? ((line: string) => process.stderr.write(line + '\n'));
-  const writeErrors = opts.writeErrors ?? write;
-  const now = opts.now ?? (() => new Date());
-  const emit = (level: 'info' | 'warn' | 'error', msg: string, fields?: LogFields, v?: number) => {
-    const all = { ...base, ...fields };
-    (level === 'info' ? write : writeErrors)(format === 'json' ? jsonLine(now(), level, msg, all, v) : textLine(now(), level, msg, all));
-  };
-  return {
-    info: (msg, fields) => emit('info', msg, fields),
-    warn: (msg, fields) => emit('warn', msg, fields),
-    error: (msg, fields) => emit('error', msg, fields),
-    debug: (level, msg, fields) => {
-      if (level <= verbosity) emit('info', msg, fields, level);
-    },
-    enabled: (level) => level <= verbosity,
-    with: (fields) => VMODULE_FIELDS.some((k) => k in fields) ? createLogger(opts, { ...base, ...fields }) : buildLogger(opts, { ...base, ...fields }, verbosity),
-  };
+  return new FieldLogger(opts, base, verbosity);
+}
+
+const writeStderr = (line: string) => process.stderr.write(line + '\n');
+
+class FieldLogger implements Logger {
+  constructor(private readonly opts: LoggerOptions, private readonly base: LogFields, private readonly verbosity: number) {}
+
+  info(msg: string, fields?: LogFields): void {
+    this.emit('info', msg, fields);
+  }
+
+  warn(msg: string, fields?: LogFields): void {
+    this.emit('warn', msg, fields);
+  }
+
+  error(msg: string, fields?: LogFields): void {
+    this.emit('error', msg, fields);
+  }
+
+  debug(level: number, msg: string, fields?: LogFields): void {
+    if (level <= this.verbosity) this.emit('info', msg, fields, level);
+  }
+
+  enabled(level: number): boolean {
+    return level <= this.verbosity;
+  }
+
+  with(fields: LogFields): Logger {
+    const all = { ...this.base, ...fields };
+    return VMODULE_FIELDS.some((k) => k in fields) ? createLogger(this.opts, all) : new FieldLogger(this.opts, all, this.verbosity);
+  }
+
+  private emit(level: 'info' | 'warn' | 'error', msg: string, fields?: LogFields, v?: number): void {
+    const { opts } = this;
+    const write = opts.write ?? writeStderr;
+    const all = { ...this.base, ...fields };
+    const now = opts.now?.() ?? new Date();
+    const line = opts.format === 'json' ? jsonLine(now, level, msg, all, v) : textLine(now, level, msg, all);
+    (level === 'info' ? write : (opts.writeErrors ?? write))(line);
+  }
 }
 
 /** A logger that drops everything (tests, tools). */

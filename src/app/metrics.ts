@@ -7,9 +7,18 @@ import type { RequestObserver } from '../kube/transport.ts';
  */
 export function createRegistry(): Registry {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
+  collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
   return registry;
 }
+
+/**
+ * How often the nodejs_eventloop_lag_* histogram samples the event loop. prom-client's default,
+ * 10 ms, is a timer waking the process 100 times a second: in Bun 1.4.5 that is 0.2 CPU-s per
+ * minute with nothing else to do, twice what the whole upstream controller manager spends idle
+ * with 5000 nodes (BENCHMARKS.md run 5). At 100 ms it costs 0.06 and still sees every block
+ * longer than that (a 200 ms block measured as 199-200 ms at both).
+ */
+export const EVENT_LOOP_SAMPLE_MS = 100;
 
 /** rest_client_requests_total{code,method,host} and rest_client_request_duration_seconds{verb,host}. */
 export function restClientObserver(registry: Registry): RequestObserver {
