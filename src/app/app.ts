@@ -142,9 +142,14 @@ export async function runControllerManager(options: Options, providers: Provider
       unsubscribeConfig?.();
       unsubscribeWarnings?.();
     }, { once: true });
+    // A stop or a lost lease while the provider was starting (a provider may finish its start
+    // anyway): nothing of this term may start now. An abort listener added to a signal already
+    // aborted never fires, so controllers and informers started now would never end.
+    signal.throwIfAborted();
     const controllerTransports = settings.useServiceAccountCredentials
       ? await serviceAccountTransports(settings.controllers.enabled, kubeConfig, termClient('controller-credentials'), { ...transportOptions, fence: term.fence }, logger, signal)
       : new Map<string, KubeTransport>();
+    signal.throwIfAborted(); // the same, after the service-account tokens were requested
     const { informers, controllers } = buildControllers(settings.controllers, {
       transport: termClient('shared-informers'),
       transportFor: (component) => controllerTransports.get(component) ?? termClient(component),

@@ -25,6 +25,8 @@ export interface FakeConfig {
   loadBalancer?: boolean;
   /** The provider's initialize never finishes until the start is cancelled. */
   initializeHangs?: boolean;
+  /** The provider's initialize returns (successfully) only once the start is cancelled. */
+  initializeOutlivesCancel?: boolean;
   /** A BGP speaker configuration (read at start only): the leader runs it, announcing nothing. */
   bgp?: SpeakerConfig;
   /** Names of address pools the load balancer reports (198.51.100.0/30 each, nothing in use): AddressPool objects. */
@@ -71,6 +73,7 @@ function registerFake(registry: ProviderRegistry): void {
     const cloud = new FakeCloud({ providerName: 'fake', routes: first.routes ?? true, loadBalancer: first.loadBalancer ?? true, ...(first.bgp ? { bgp: first.bgp } : {}) });
     applyConfig(cloud, first);
     cloud.initializeHangs = first.initializeHangs ?? false;
+    cloud.initializeOutlivesCancel = first.initializeOutlivesCancel ?? false;
     if (configPath) {
       let mtime = statSync(configPath).mtimeMs;
       const timer = setInterval(() => {

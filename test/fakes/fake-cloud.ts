@@ -234,6 +234,8 @@ export class FakeCloud implements CloudProvider {
 
   /** initialize() does not return until its start is cancelled (a provider whose API is unreachable at start). */
   initializeHangs = false;
+  /** initialize() returns only once its start is cancelled, as if it finished anyway (a provider that ignores the signal). */
+  initializeOutlivesCancel = false;
 
   async initialize(ctx: ProviderContext): Promise<void> {
     await this.call('initialize');
@@ -242,6 +244,12 @@ export class FakeCloud implements CloudProvider {
       await new Promise<void>((_, reject) => {
         if (ctx.signal.aborted) reject(ctx.signal.reason);
         ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason), { once: true });
+      });
+    }
+    if (this.initializeOutlivesCancel) {
+      await new Promise<void>((resolve) => {
+        if (ctx.signal.aborted) resolve();
+        ctx.signal.addEventListener('abort', () => resolve(), { once: true });
       });
     }
   }

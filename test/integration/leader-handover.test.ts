@@ -84,6 +84,18 @@ test('with --exit-on-lease-loss, a leader that loses its lease exits non-zero at
   expect(a.logs()).toContain('leader election lost');
 }, 60_000);
 
+test('SIGTERM while the term is starting, with a provider start that finishes anyway: no controller starts, a clean stop (exit 0, lease released)', async () => {
+  const dir = tempDir('edge-ccm-late-start-');
+  writeFileSync(join(dir, 'fake.json'), JSON.stringify({ initializeOutlivesCancel: true }));
+  const a = replica(dir, `late-start-${process.pid}`, '60s');
+  await a.waitForLog('successfully acquired lease');
+  // The provider's start returns once the stop is signalled: the term must not go on to start
+  // controllers and informers on an already-cancelled signal (they would never end).
+  expect(await a.stop('SIGTERM'), a.logs()).toBe(0);
+  expect(a.logs()).toContain('released lease');
+  expect(a.logs()).not.toContain('started controller');
+}, 60_000);
+
 test('SIGTERM while the provider is still starting is a clean stop: exit 0, lease released', async () => {
   const dir = tempDir('edge-ccm-slow-start-');
   writeFileSync(join(dir, 'fake.json'), JSON.stringify({ initializeHangs: true }));

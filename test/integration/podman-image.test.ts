@@ -217,7 +217,12 @@ test('the amd64 image under podman (runc, host network): a node initialised, a s
     const ip = await eventually('the service given an address', async () => {
       await running();
       return (await services.get(`${PREFIX}-svc`, { namespace: 'default' })).status?.loadBalancer?.ingress?.[0]?.ip;
-    }, 90_000);
+    }, 90_000).catch(async (e: unknown) => {
+      // Say why: the service's conditions and the container's log (a shared control plane holds other files' objects).
+      const svc = await services.get(`${PREFIX}-svc`, { namespace: 'default' }).catch(() => undefined);
+      console.error(`service status: ${JSON.stringify(svc?.status)}\ncontainer log:\n${await logs()}`);
+      throw e;
+    });
     expect(ip).toMatch(/^203\.0\.113\.(6[5-9]|70)$/); // the pool's usable addresses
 
     // `podman stop`: SIGTERM to PID 1, a clean exit and the lease released for the next replica.
