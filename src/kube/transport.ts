@@ -3,6 +3,7 @@ import { KubeApiError } from './errors.ts';
 import type { RequestFence } from './request-fence.ts';
 import { TokenBucket } from '../util/token-bucket.ts';
 import { sleep } from '../util/time.ts';
+import { TimeoutSignals } from '../util/timeout-signals.ts';
 
 /**
  * The HTTP transport to the Kubernetes API, on Bun's own fetch.
@@ -92,6 +93,8 @@ export class BunKubeTransport implements KubeTransport {
   private readonly limiter?: TokenBucket;
   private credentials?: Credentials;
   private loading?: Promise<Credentials>;
+  private readonly requestTimeoutMs: number;
+  private readonly timeouts: TimeoutSignals;
 
   constructor(
     private readonly kubeConfig: KubeConfig,
@@ -101,6 +104,9 @@ export class BunKubeTransport implements KubeTransport {
     if (!cluster) throw new Error('kubeconfig has no current cluster (check current-context)');
     this.server = cluster.server.replace(/\/+$/, '');
     this.host = new URL(this.server).host;
+    this.requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    // Checked ten times per timeout, at most every 100 ms: a timeout fires at most a tenth late.
+    this.timeouts = new TimeoutSignals(Math.min(100, Math.max(1, this.requestTimeoutMs / 10)));
     const qps = options.qps ?? 20;
     if (qps > 0) this.limiter = new TokenBucket(qps, Math.max(1, options.burst ?? 30));
   }
@@ -112,17 +118,25 @@ export class BunKubeTransport implements KubeTransport {
 
   async request<T>(req: KubeRequest): Promise<T> {
     const bounded = this.withTimeout(req);
-    const res = await this.send(bounded);
-    const text = await res.text();
-    if (!res.ok) throw apiError(res.status, text, req);
-    return (text ? JSON.parse(text) : undefined) as T;
+    try {
+      const res = await this.send(bounded.req);
+      const text = await res.text();
+      if (!res.ok) throw apiError(res.status, text, req);
+      return (text ? JSON.parse(text) : undefined) as T;
+    } finally {
+      bounded.release(); // the body is read: its timeout and listeners go now, not in 60 s
+    }
   }
 
-  /** The request, aborted after requestTimeoutMs too, and when the fence closes (the caller's signal still counts). */
-  private withTimeout(req: KubeRequest): KubeRequest {
-    const ms = this.options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
-    const signals = [req.signal, ms > 0 ? AbortSignal.timeout(ms) : undefined, this.options.fence?.signal].filter((s): s is AbortSignal => !!s);
-    return { ...req, signal: signals.length > 1 ? AbortSignal.any(signals) : signals[0] };
+  /**
+   * The request, aborted after requestTimeoutMs too, and when the fence closes (the caller's
+   * signal still counts); one timer for all requests (timeout-signals.ts).
+   */
+  private withTimeout(req: KubeRequest): { req: KubeRequest; release: () => void } {
+    const parents = [req.signal, this.options.fence?.signal].filter((s): s is AbortSignal => !!s);
+    if (this.requestTimeoutMs <= 0) return { req: { ...req, signal: parents.length > 1 ? AbortSignal.any(parents) : parents[0] }, release: () => {} };
+    const bound = this.timeouts.open(this.requestTimeoutMs, parents);
+    return { req: { ...req, signal: bound.signal }, release: bound.release };
   }
 
   async *watch<T>(path: string, query: Record<string, QueryValue>, signal: AbortSignal): AsyncGenerator<WatchEvent<T>> {
@@ -176,7 +190,8 @@ export class BunKubeTransport implements KubeTransport {
    * response as it came: for callers that pass the answer on untouched (the tests' API proxy).
    */
   sendRaw(req: KubeRequest): Promise<Response> {
-    return this.send(this.withTimeout(req));
+    // Not released: the bound covers the body the caller reads, until the timeout passes.
+    return this.send(this.withTimeout(req).req);
   }
 
   private async send(req: KubeRequest, authRetried = false, retryAfterCount = 0): Promise<Response> {
