@@ -64,9 +64,16 @@ export class Canaries {
     this.busyVms.add(vm);
     try {
       const ok = await this.retry(since, async () => {
-        await this.nodes.create({ metadata: { name: vm, labels: { [GROUP_LABEL]: 'proxmox' } }, spec: { taints: [UNINITIALIZED] } });
-        return true;
-      }, true);
+        try {
+          await this.nodes.create({ metadata: { name: vm, labels: { [GROUP_LABEL]: 'proxmox' } }, spec: { taints: [UNINITIALIZED] } });
+          return true;
+        } catch (e) {
+          // A node left by an earlier probe whose delete failed (the API was down) would be
+          // "served" at once: delete it and register afresh.
+          if (isAlreadyExists(e)) await this.nodes.delete(vm!).catch(() => undefined);
+          throw e;
+        }
+      });
       if (!ok) return undefined;
       // As a kubelet, the canary posts its status every 10 s: upstream's node controller does not
       // retry a node the provider had no metadata for (nil: a VM list still empty just after the
