@@ -169,7 +169,9 @@ test('the amd64 image under podman (runc, host network): a node initialised, a s
     '  defaults: { region: podman-region, instanceType: podman-metal }',
     `  machines:\n    - { id: ${node}, addresses: [{ type: InternalIP, address: 10.8.1.1 }] }`,
     'loadBalancer:',
-    `  pools:\n    - { name: podman, addresses: [203.0.113.64/29] }`,
+    // Only this test's service may use the pool: the shared control plane holds other files'
+    // LoadBalancer services (some in namespaces still terminating), which would take its addresses.
+    `  pools:\n    - { name: podman, addresses: [203.0.113.64/29], serviceSelector: { matchLabels: { edge-ccm-test: ${PREFIX} } } }`,
     '',
   ].join('\n'), { mode: 0o644 });
   const [port] = await freeLoopbackPorts(1);
@@ -213,7 +215,7 @@ test('the amd64 image under podman (runc, host network): a node initialised, a s
     expect(initialised.spec?.providerID).toBe(`static://${node}`);
     expect(initialised.metadata?.labels?.['node.kubernetes.io/instance-type']).toBe('podman-metal');
 
-    await services.create({ metadata: { name: `${PREFIX}-svc` }, spec: { type: 'LoadBalancer', ports: [{ port: 80, protocol: 'TCP' }] } }, { namespace: 'default' });
+    await services.create({ metadata: { name: `${PREFIX}-svc`, labels: { 'edge-ccm-test': PREFIX } }, spec: { type: 'LoadBalancer', ports: [{ port: 80, protocol: 'TCP' }] } }, { namespace: 'default' });
     const ip = await eventually('the service given an address', async () => {
       await running();
       return (await services.get(`${PREFIX}-svc`, { namespace: 'default' })).status?.loadBalancer?.ingress?.[0]?.ip;
