@@ -242,6 +242,9 @@ describe('probing a newly assigned address', () => {
     await site.lab.ip('foreign', 'addr', 'add', `${foreign.ipv4}/24`, 'dev', 'eth0');
     await site.lab.ip('foreign', 'addr', 'add', `${foreign.ipv6}/64`, 'dev', 'eth0', 'nodad');
     expect(await site.arpAnswers(foreign.ipv4)).toEqual([foreign.mac]);
+    // Its IPv6 address answers Neighbor Solicitations on the switch before the service exists
+    // (the new port forwards, the snooping switch passes its solicited-node group).
+    await eventually(`${foreign.ipv6} answered by the foreign host`, async () => (await site.ndpAnswers(foreign.ipv6)).includes(foreign.mac), 30_000);
 
     await createService('taken', [foreign.ipv4, foreign.ipv6], { dualStack: true });
     const events = new ResourceClient<CoreV1Event>(admin, EVENTS);
