@@ -171,7 +171,7 @@ test('the amd64 image under podman (runc, host network): a node initialised, a s
     'loadBalancer:',
     // Only this test's service may use the pool: the shared control plane holds other files'
     // LoadBalancer services (some in namespaces still terminating), which would take its addresses.
-    `  pools:\n    - { name: podman, addresses: [203.0.113.64/29], serviceSelector: { matchLabels: { edge-ccm-test: ${PREFIX} } } }`,
+    `  pools:\n    - { name: podman, addresses: [203.0.113.64/29], serviceSelector: "edge-ccm-test=${PREFIX}" }`,
     '',
   ].join('\n'), { mode: 0o644 });
   const [port] = await freeLoopbackPorts(1);
