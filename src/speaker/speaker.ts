@@ -1,10 +1,11 @@
+import { ENDPOINT_SLICES } from '../kube/endpoint-slices.ts';
 import type { V1EndpointSlice, V1Node, V1Service } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
 import type { LoadBalancerConfig } from '../../providers/shared/pools/config-model.ts';
 import type { EventRecorder } from '../kube/event-recorder.ts';
 import { Informer, stripManagedFields } from '../kube/informer/index.ts';
 import { nodeAddresses, nodeName } from '../kube/node-helpers.ts';
-import { NODES, SERVICES, type ResourceType } from '../kube/resources.ts';
+import { NODES, SERVICES } from '../kube/resources.ts';
 import type { KubeTransport } from '../kube/transport.ts';
 import type { Logger } from '../log.ts';
 import type { IP } from '../net/ip.ts';
@@ -25,7 +26,6 @@ import { SpeakerMetrics } from './metrics.ts';
  * heard the speakers that are up, and would elect itself for their addresses.
  */
 
-export const ENDPOINT_SLICES: ResourceType = { apiPath: '/apis/discovery.k8s.io/v1', plural: 'endpointslices', namespaced: true };
 
 /** A claim for an address this long after our takeover is a conflict (before: the former owner's last announcements). */
 const CONFLICT_GRACE_MS = 10_000;

@@ -6,7 +6,7 @@ import type { CoreV1Event, V1EndpointSlice, V1Node, V1Service } from '@kubernete
 import { EVENTS, NODES, ResourceClient, SERVICES } from '../../src/kube/resources.ts';
 import type { KubeTransport } from '../../src/kube/transport.ts';
 import { electNode } from '../../src/net/l2/election.ts';
-import { ENDPOINT_SLICES } from '../../src/speaker/speaker.ts';
+import { ENDPOINT_SLICES } from '../../src/kube/endpoint-slices.ts';
 import { LOAD_BALANCER_IPS_ANNOTATION } from '../../providers/shared/pools/requests.ts';
 import { ApiBridge } from '../harness/api-bridge.ts';
 import { settledAuditLog } from '../harness/audit.ts';
