@@ -42,6 +42,13 @@ function elector(api: KubeTransport, identity: string, extra: Partial<LeaderElec
   });
 }
 
+/** One lease API and one manual clock, seen by two candidates a and b (an elector does nothing until asked). */
+function onManualClock() {
+  const api = new FakeLeaseApi();
+  const clock = new ManualClock();
+  return { api, clock, a: elector(api, 'a', { clock }), b: elector(api, 'b', { clock }) };
+}
+
 describe('helpers', () => {
   test('makeIdentity is HOST_UUID and unique per call', () => {
     const a = makeIdentity('node-1');
@@ -64,9 +71,7 @@ describe('helpers', () => {
 
 describe('tryAcquireOrRenew', () => {
   test('creates a missing lease and holds it', async () => {
-    const api = new FakeLeaseApi();
-    const clock = new ManualClock();
-    const a = elector(api, 'a', { clock });
+    const { api, a } = onManualClock();
     expect(a.isLeader()).toBe(false);
     expect(await a.tryAcquireOrRenew()).toBe(true);
     expect(a.isLeader()).toBe(true);
@@ -82,9 +87,7 @@ describe('tryAcquireOrRenew', () => {
   });
 
   test('renewal keeps acquireTime and transitions, and is a single PUT while the lease is valid', async () => {
-    const api = new FakeLeaseApi();
-    const clock = new ManualClock();
-    const a = elector(api, 'a', { clock });
+    const { api, clock, a } = onManualClock();
     await a.tryAcquireOrRenew();
     const acquired = api.spec()!.acquireTime;
     clock.advance(2_000);
@@ -97,10 +100,7 @@ describe('tryAcquireOrRenew', () => {
   });
 
   test('a held lease is taken only after it stayed unchanged for its duration on our clock', async () => {
-    const api = new FakeLeaseApi();
-    const clock = new ManualClock();
-    const a = elector(api, 'a', { clock });
-    const b = elector(api, 'b', { clock });
+    const { api, clock, a, b } = onManualClock();
     await a.tryAcquireOrRenew();
 
     expect(await b.tryAcquireOrRenew()).toBe(false);
@@ -120,10 +120,7 @@ describe('tryAcquireOrRenew', () => {
   });
 
   test('every renewal by the holder restarts the expiry as others see it', async () => {
-    const api = new FakeLeaseApi();
-    const clock = new ManualClock();
-    const a = elector(api, 'a', { clock });
-    const b = elector(api, 'b', { clock });
+    const { api, clock, a, b } = onManualClock();
     await a.tryAcquireOrRenew();
     expect(await b.tryAcquireOrRenew()).toBe(false);
     for (let i = 0; i < 5; i++) {
@@ -135,22 +132,16 @@ describe('tryAcquireOrRenew', () => {
   });
 
   test('an empty holder (a released lease) is taken at once, counting a transition', async () => {
-    const api = new FakeLeaseApi();
-    const clock = new ManualClock();
-    const a = elector(api, 'a', { clock });
+    const { api, clock, a, b } = onManualClock();
     await a.tryAcquireOrRenew();
     api.rivalWrite('kube-system/ccm', { holderIdentity: '', leaseDurationSeconds: 1, leaseTransitions: 4, renewTime: formatMicroTime(clock.wall) });
-    const b = elector(api, 'b', { clock });
     expect(await b.tryAcquireOrRenew()).toBe(true);
     expect(api.spec()).toMatchObject({ holderIdentity: 'b', leaseTransitions: 5 });
   });
 
   test('losing the write race (409) means not acquired', async () => {
-    const api = new FakeLeaseApi();
-    const clock = new ManualClock();
-    const a = elector(api, 'a', { clock });
+    const { api, clock, a, b } = onManualClock();
     await a.tryAcquireOrRenew();
-    const b = elector(api, 'b', { clock });
     await b.tryAcquireOrRenew();
     clock.advance(16_000);
     // c writes between b's read and b's PUT.
@@ -178,9 +169,7 @@ describe('tryAcquireOrRenew', () => {
 
 describe('holdsLeaseNow', () => {
   test('true after an acquire or renewal, false once the renew deadline passed without one (a paused leader waking up), true again after a renewal', async () => {
-    const api = new FakeLeaseApi();
-    const clock = new ManualClock();
-    const a = elector(api, 'a', { clock });
+    const { clock, a } = onManualClock();
     expect(a.holdsLeaseNow()).toBe(false);
     expect(await a.tryAcquireOrRenew()).toBe(true);
     expect(a.holdsLeaseNow()).toBe(true);
@@ -195,10 +184,8 @@ describe('holdsLeaseNow', () => {
   });
 
   test('a standby never holds it', async () => {
-    const api = new FakeLeaseApi();
-    const clock = new ManualClock();
-    expect(await elector(api, 'a', { clock }).tryAcquireOrRenew()).toBe(true);
-    const b = elector(api, 'b', { clock });
+    const { a, b } = onManualClock();
+    expect(await a.tryAcquireOrRenew()).toBe(true);
     expect(await b.tryAcquireOrRenew()).toBe(false);
     expect(b.holdsLeaseNow()).toBe(false);
   });
@@ -206,9 +193,7 @@ describe('holdsLeaseNow', () => {
 
 describe('health check', () => {
   test('unhealthy only when leading without a renewal for lease duration + tolerance', async () => {
-    const api = new FakeLeaseApi();
-    const clock = new ManualClock();
-    const a = elector(api, 'a', { clock });
+    const { clock, a } = onManualClock();
     expect(a.check()).toBeUndefined(); // not leading
     await a.tryAcquireOrRenew();
     clock.advance(15_000 + 20_000);

@@ -155,7 +155,7 @@ describe('syncLoadBalancerIfNeeded (upstream TestSyncLoadBalancerIfNeeded)', () 
   const CLEAR_STATUS = { status: { loadBalancer: { ingress: null } } };
   const ingressFor = (protocol: string) => ({ status: { loadBalancer: { ingress: [{ ip: '192.0.2.10', ports: [{ port: 80, protocol }] }] } } });
 
-  const cases: {
+  interface Case {
     desc: string;
     service: V1Service;
     lbExists?: boolean;
@@ -165,7 +165,19 @@ describe('syncLoadBalancerIfNeeded (upstream TestSyncLoadBalancerIfNeeded)', () 
     delete?: boolean;
     patches: unknown[];
     events: string[];
-  }[] = [
+  }
+  /** A service that wants a load balancer and has none yet: ensured, finalizer then ingress, two events. */
+  const wantsLB = (desc: string, service: V1Service, protocol = 'TCP', classes?: string[]): Case => ({
+    desc,
+    service,
+    classes,
+    op: 'ensure',
+    ensure: true,
+    patches: [ADD_FINALIZER, ingressFor(protocol)],
+    events: ['EnsuringLoadBalancer', 'EnsuredLoadBalancer'],
+  });
+
+  const cases: Case[] = [
     {
       desc: "service doesn't want LB",
       service: newService('no-external-balancer', 'ClusterIP'),
@@ -173,30 +185,9 @@ describe('syncLoadBalancerIfNeeded (upstream TestSyncLoadBalancerIfNeeded)', () 
       patches: [],
       events: ['DeletedLoadBalancer'],
     },
-    {
-      desc: 'udp service that wants LB',
-      service: newService('udp-service', 'LoadBalancer', withProtocol('UDP')),
-      op: 'ensure',
-      ensure: true,
-      patches: [ADD_FINALIZER, ingressFor('UDP')],
-      events: ['EnsuringLoadBalancer', 'EnsuredLoadBalancer'],
-    },
-    {
-      desc: 'tcp service that wants LB',
-      service: newService('basic-service1', 'LoadBalancer'),
-      op: 'ensure',
-      ensure: true,
-      patches: [ADD_FINALIZER, ingressFor('TCP')],
-      events: ['EnsuringLoadBalancer', 'EnsuredLoadBalancer'],
-    },
-    {
-      desc: 'sctp service that wants LB',
-      service: newService('sctp-service', 'LoadBalancer', withProtocol('SCTP')),
-      op: 'ensure',
-      ensure: true,
-      patches: [ADD_FINALIZER, ingressFor('SCTP')],
-      events: ['EnsuringLoadBalancer', 'EnsuredLoadBalancer'],
-    },
+    wantsLB('udp service that wants LB', newService('udp-service', 'LoadBalancer', withProtocol('UDP')), 'UDP'),
+    wantsLB('tcp service that wants LB', newService('basic-service1', 'LoadBalancer')),
+    wantsLB('sctp service that wants LB', newService('sctp-service', 'LoadBalancer', withProtocol('SCTP')), 'SCTP'),
     {
       desc: 'service specifies a foreign loadBalancerClass: no call, no finalizer, no event',
       service: newService('with-external-balancer', 'LoadBalancer', withClass('custom-loadbalancer')),
@@ -204,15 +195,7 @@ describe('syncLoadBalancerIfNeeded (upstream TestSyncLoadBalancerIfNeeded)', () 
       patches: [],
       events: [],
     },
-    {
-      desc: 'service specifies a class the provider owns (beyond upstream)',
-      service: newService('owned-class', 'LoadBalancer', withClass('edge.example/lb')),
-      classes: ['edge.example/lb'],
-      op: 'ensure',
-      ensure: true,
-      patches: [ADD_FINALIZER, ingressFor('TCP')],
-      events: ['EnsuringLoadBalancer', 'EnsuredLoadBalancer'],
-    },
+    wantsLB('service specifies a class the provider owns (beyond upstream)', newService('owned-class', 'LoadBalancer', withClass('edge.example/lb')), 'TCP', ['edge.example/lb']),
     {
       desc: 'service with finalizer that no longer wants LB',
       service: newService('no-external-balancer', 'ClusterIP', withIngress('8.8.8.8'), withFinalizer),
