@@ -186,33 +186,21 @@ describe('the watched config file', () => {
     return { file, rejected };
   }
 
-  test('grown over the limit, it is rejected with an event and counted, not read', async () => {
+  // The watched file replaced (mv) by one it must not read: rejected with an event and counted.
+  const replacements: [name: string, replacement: (dir: string) => string, label: string, message: string][] = [
+    ['grown over the limit, it is rejected with an event and counted, not read', (dir) => sparse(dir, MAX_CONFIG_FILE_BYTES + 1), 'the oversized file rejected', `more than the limit of ${MAX_CONFIG_FILE_BYTES} bytes`],
+    ['replaced by a FIFO, it is rejected without blocking', (dir) => fifo(dir), 'the FIFO rejected', 'is a FIFO, not a regular file'],
+  ];
+  test.each(replacements)('%s', async (_name, replacement, label, message) => {
     const dir = tempDir();
     const path = join(dir, 'config.yaml');
     writeFileSync(path, 'a: 1\n');
     const { file, rejected } = watched(path);
     await file.start();
     try {
-      const big = sparse(dir, MAX_CONFIG_FILE_BYTES + 1);
-      Bun.spawnSync(['mv', big, path]);
-      await eventually('the oversized file rejected', () => rejected.length === 1);
-      expect(rejected[0]).toContain(`more than the limit of ${MAX_CONFIG_FILE_BYTES} bytes`);
-      expect(file.reloads()).toEqual({ success: 0, error: 1 });
-    } finally {
-      file.stop();
-    }
-  });
-
-  test('replaced by a FIFO, it is rejected without blocking', async () => {
-    const dir = tempDir();
-    const path = join(dir, 'config.yaml');
-    writeFileSync(path, 'a: 1\n');
-    const { file, rejected } = watched(path);
-    await file.start();
-    try {
-      Bun.spawnSync(['mv', fifo(dir), path]);
-      await eventually('the FIFO rejected', () => rejected.length === 1);
-      expect(rejected[0]).toContain('is a FIFO, not a regular file');
+      Bun.spawnSync(['mv', replacement(dir), path]);
+      await eventually(label, () => rejected.length === 1);
+      expect(rejected[0]).toContain(message);
       expect(file.reloads()).toEqual({ success: 0, error: 1 });
     } finally {
       file.stop();

@@ -11,7 +11,10 @@ import { WatchedConfig } from './watch.ts';
  * that took over 3 minutes after it started judged nodes against the inventory of its start and
  * deleted a node whose machine had been put back in the file meanwhile.
  */
-test('starting to watch applies an edit made since the text in force was read', async () => {
+test.each([
+  { name: 'starting to watch applies an edit made since the text in force was read', edit: '2', applied: [2] },
+  { name: 'starting to watch an unchanged file applies nothing', edit: undefined, applied: [] },
+])('$name', async ({ edit, applied: expected }) => {
   const dir = mkdtempSync(join(tmpdir(), 'edge-ccm-watch-start-'));
   try {
     const path = join(dir, 'config.yaml');
@@ -26,31 +29,13 @@ test('starting to watch applies an edit made since the text in force was read', 
       logger: silentLogger,
       pollMs: 60_000, // no poll in this test: only start() may notice
     });
-    writeFileSync(path, '2'); // edited while the process was a standby
+    if (edit !== undefined) writeFileSync(path, edit); // edited while the process was a standby
     await file.start();
     try {
-      expect(applied).toEqual([2]);
+      expect(applied).toEqual(expected);
     } finally {
       file.stop();
     }
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
-
-test('starting to watch an unchanged file applies nothing', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'edge-ccm-watch-start-'));
-  try {
-    const path = join(dir, 'config.yaml');
-    writeFileSync(path, '1');
-    const applied: number[] = [];
-    const file = new WatchedConfig<number>({
-      owner: 'test provider', path, initialText: '1',
-      load: (text) => ({ ok: true, config: Number(text) }), apply: (n) => applied.push(n), logger: silentLogger, pollMs: 60_000,
-    });
-    await file.start();
-    file.stop();
-    expect(applied).toEqual([]);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

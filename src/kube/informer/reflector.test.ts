@@ -3,7 +3,7 @@ import type { V1ConfigMap } from '@kubernetes/client-node';
 import { KubeApiError } from '../errors.ts';
 import { Backoff } from '../../util/backoff.ts';
 import { Informer } from './informer.ts';
-import { Reflector } from './reflector.ts';
+import { Reflector, type ReflectorOptions } from './reflector.ts';
 import { Store, type StoreChange } from './store.ts';
 import { CONFIGMAPS, type ListResult } from '../resources.ts';
 import type { KubeRequest, KubeTransport, QueryValue, WatchEvent } from '../transport.ts';
@@ -63,6 +63,19 @@ const list = (rv: string, items: V1ConfigMap[], cont?: string): ListResult<V1Con
 const gone = () => new KubeApiError(410, 'Expired', 'too old resource version', 'GET', '/api/v1/configmaps');
 const goneEvent = (): WatchEvent => ({ type: 'ERROR', object: { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version: 5 (20)' } });
 
+/** A ConfigMap reflector in namespace ns over the transport, with a backoff whose delays are exact (no jitter). */
+function configMapReflector(transport: KubeTransport, extra: Partial<ReflectorOptions<V1ConfigMap>>): Reflector<V1ConfigMap> {
+  return new Reflector<V1ConfigMap>({
+    transport,
+    type: CONFIGMAPS,
+    namespace: 'ns',
+    store: new Store<V1ConfigMap>(),
+    onChange: () => {},
+    backoff: new Backoff({ random: () => 0, now: () => 0 }),
+    ...extra,
+  });
+}
+
 /** Runs a reflector through the script with a backoff whose delays are exact and not waited. */
 async function runReflector(lists: ListStep[], watches: WatchStep[]) {
   const abort = new AbortController();
@@ -70,15 +83,7 @@ async function runReflector(lists: ListStep[], watches: WatchStep[]) {
   const store = new Store<V1ConfigMap>();
   const changes: StoreChange<V1ConfigMap>[] = [];
   const delays: number[] = [];
-  const reflector = new Reflector<V1ConfigMap>({
-    transport,
-    type: CONFIGMAPS,
-    namespace: 'ns',
-    store,
-    onChange: (c) => changes.push(c),
-    backoff: new Backoff({ random: () => 0, now: () => 0 }),
-    sleep: async (ms) => void delays.push(ms),
-  });
+  const reflector = configMapReflector(transport, { store, onChange: (c) => changes.push(c), sleep: async (ms) => void delays.push(ms) });
   await reflector.run(abort.signal);
   return { transport, store, changes, delays, reflector };
 }
@@ -201,13 +206,7 @@ test('woken by the API server answering again, it retries at once and its backof
   const refused = () => ({ refuse: new TypeError('connection refused') });
   const transport = new ScriptedTransport([list('10', [])], [refused(), refused(), refused(), refused(), refused()], () => abort.abort());
   const waits: string[] = [];
-  const reflector = new Reflector<V1ConfigMap>({
-    transport,
-    type: CONFIGMAPS,
-    namespace: 'ns',
-    store: new Store<V1ConfigMap>(),
-    onChange: () => {},
-    backoff: new Backoff({ random: () => 0, now: () => 0 }),
+  const reflector = configMapReflector(transport, {
     // The third wait is cut short: the API server is back.
     retryWait: { wait: async (ms) => (waits.push(String(ms)), waits.length === 3 ? 'back' : 'elapsed') },
   });
@@ -221,13 +220,7 @@ test('only a failure without an answer waits through retryWait; an answered one 
   const forbidden = new KubeApiError(403, 'Forbidden', 'cannot watch', 'GET', '/api/v1/configmaps');
   const transport = new ScriptedTransport([list('10', [])], [{ refuse: forbidden }, { refuse: new TypeError('connection refused') }], () => abort.abort());
   const waits: string[] = [];
-  const reflector = new Reflector<V1ConfigMap>({
-    transport,
-    type: CONFIGMAPS,
-    namespace: 'ns',
-    store: new Store<V1ConfigMap>(),
-    onChange: () => {},
-    backoff: new Backoff({ random: () => 0, now: () => 0 }),
+  const reflector = configMapReflector(transport, {
     sleep: async (ms) => void waits.push(`sleep ${ms}`),
     retryWait: { wait: async (ms) => (waits.push(`retryWait ${ms}`), 'elapsed') },
   });
