@@ -28,6 +28,9 @@ const POOLS = dedent(`
           addresses: [203.0.113.32/28]
     `);
 
+/** An error as [path, line, message], for long expected lists. */
+const located = (e: ConfigError) => [e.path, e.line, e.message];
+
 function errorsOf(yaml: string): ConfigError[] {
   const r = loadStaticConfig(yaml, secrets);
   if (r.ok) throw new Error('expected the config to be rejected');
@@ -110,20 +113,20 @@ describe('bgp section', () => {
       pools:
         - name: other
         - name: nosuch
-    `))).toEqual([
-      { path: 'bgp.localASN', line: 9, message: 'must be an AS number (1..4294967295)' },
-      { path: 'bgp.routerID', line: 10, message: '"0.0.0.0" is not a non-zero dotted IPv4 address (the BGP identifier)' },
-      { path: 'bgp.gracefulRestart.restartTimeSeconds', line: 11, message: 'must be a restart time (1..4095)' },
-      { path: 'bgp.peers[0].passwordFile', line: 15, message: 'cannot read /creds/missing: ENOENT: no such file /creds/missing' },
-      { path: 'bgp.peers[1].address', line: 16, message: 'peer 198.51.100.1 is already bgp.peers[0]' },
-      { path: 'bgp.peers[1].sourceAddress', line: 18, message: "2001:db8::2 is not of the family of the peer's address 198.51.100.1" },
-      { path: 'bgp.peers[2].address', line: 19, message: '"not-an-ip" is not an IP address' },
-      { path: 'bgp.peers[2].password', line: 21, message: 'unknown key "password"' },
-      { path: 'bgp.peers[3].holdTimeSeconds', line: 24, message: 'must be 0 (no keepalives) or 3..65535 seconds (RFC 4271 4.2)' },
-      { path: 'bgp.peers[3].communities', line: 25, message: 'unknown key "communities"' },
-      { path: 'bgp.podCIDRs.communities[0]', line: 26, message: '"70000:1" is not a community (ASN:VALUE, both 0..65535, or no-export, no-advertise, no-export-subconfed)' },
-      { path: 'bgp.pools[0].name', line: 28, message: 'pool "other" is not announced over BGP (its announce is none; set announce: bgp)' },
-      { path: 'bgp.pools[1].name', line: 29, message: 'unknown pool "nosuch" (not in loadBalancer.pools)' },
+    `)).map(located)).toEqual([
+      ['bgp.localASN', 9, 'must be an AS number (1..4294967295)'],
+      ['bgp.routerID', 10, '"0.0.0.0" is not a non-zero dotted IPv4 address (the BGP identifier)'],
+      ['bgp.gracefulRestart.restartTimeSeconds', 11, 'must be a restart time (1..4095)'],
+      ['bgp.peers[0].passwordFile', 15, 'cannot read /creds/missing: ENOENT: no such file /creds/missing'],
+      ['bgp.peers[1].address', 16, 'peer 198.51.100.1 is already bgp.peers[0]'],
+      ['bgp.peers[1].sourceAddress', 18, "2001:db8::2 is not of the family of the peer's address 198.51.100.1"],
+      ['bgp.peers[2].address', 19, '"not-an-ip" is not an IP address'],
+      ['bgp.peers[2].password', 21, 'unknown key "password"'],
+      ['bgp.peers[3].holdTimeSeconds', 24, 'must be 0 (no keepalives) or 3..65535 seconds (RFC 4271 4.2)'],
+      ['bgp.peers[3].communities', 25, 'unknown key "communities"'],
+      ['bgp.podCIDRs.communities[0]', 26, '"70000:1" is not a community (ASN:VALUE, both 0..65535, or no-export, no-advertise, no-export-subconfed)'],
+      ['bgp.pools[0].name', 28, 'pool "other" is not announced over BGP (its announce is none; set announce: bgp)'],
+      ['bgp.pools[1].name', 29, 'unknown pool "nosuch" (not in loadBalancer.pools)'],
     ]);
   });
 
