@@ -11,10 +11,11 @@ import { WatchedConfig } from './watch.ts';
  * that took over 3 minutes after it started judged nodes against the inventory of its start and
  * deleted a node whose machine had been put back in the file meanwhile.
  */
-test.each([
+const cases: { name: string; edit?: string; applied: number[] }[] = [
   { name: 'starting to watch applies an edit made since the text in force was read', edit: '2', applied: [2] },
-  { name: 'starting to watch an unchanged file applies nothing', edit: undefined, applied: [] },
-])('$name', async ({ edit, applied: expected }) => {
+  { name: 'starting to watch an unchanged file applies nothing', applied: [] },
+];
+test.each(cases)('$name', async ({ edit, applied: expected }) => {
   const dir = mkdtempSync(join(tmpdir(), 'edge-ccm-watch-start-'));
   try {
     const path = join(dir, 'config.yaml');
