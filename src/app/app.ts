@@ -26,6 +26,7 @@ import { ControllerManagerMetrics, createRegistry, restClientObserver } from './
 import { ConfigurationError, loadSettings, type LeaderElectionSettings, type Settings } from './settings.ts';
 import { ServiceAccountCredentials } from './service-account-credentials.ts';
 import { reloadOnHangup } from './reload-signal.ts';
+import { aborted } from '../util/abort.ts';
 import { errorMessage } from '../util/errors.ts';
 
 /**
@@ -424,11 +425,6 @@ interface Term {
   fence: RequestFence;
   running?: Promise<void>;
   checks: string[];
-}
-
-/** Resolves once the signal has aborted. */
-function aborted(signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
 }
 
 /** Waits for in-flight work, but no longer than the shutdown grace period; false when it did not end in time. */

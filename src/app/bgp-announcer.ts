@@ -9,6 +9,7 @@ import type { Logger } from '../log.ts';
 import { BgpSpeaker, type SpeakerConfig, type SpeakerStats, type StateChange } from '../net/bgp/speaker.ts';
 import type { ServerEnv } from '../server/auth-middleware.ts';
 import type { HealthChecks } from '../server/health.ts';
+import { aborted } from '../util/abort.ts';
 import { errorMessage } from '../util/errors.ts';
 import { registerBgpMetrics } from './bgp-metrics.ts';
 
@@ -140,9 +141,11 @@ class BgpTerm {
         this.holding = "waiting for the route controller's first round";
         await this.routesSynced(signal);
       }
+      // Ended while waiting (the informers answer "synced" even then): no session for a term that is over.
+      if (signal.aborted) return;
       this.holding = undefined;
       this.apply();
-      await new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
+      await aborted(signal);
     } finally {
       for (const u of unsubscribe) u();
       if (guard) clearInterval(guard);
@@ -193,24 +196,25 @@ class BgpTerm {
     });
   }
 
+  /** Until the route controller's first round is done, the term ends, or ROUTES_WAIT_MAX_MS passed. */
   private async routesSynced(signal: AbortSignal): Promise<void> {
-    const deadline = Date.now() + ROUTES_WAIT_MAX_MS;
-    await new Promise<void>((resolve) => {
-      const done = () => {
-        clearTimeout(timeout);
-        off();
-        signal.removeEventListener('abort', done);
-        resolve();
-      };
-      const off = this.deps.source.onRoutesChange(() => {
-        if (this.deps.source.routesSynced) done();
+    let off = () => {};
+    let timeout: ReturnType<typeof setTimeout> | undefined;
+    const synced = new Promise<void>((resolve) => {
+      off = this.deps.source.onRoutesChange(() => {
+        if (this.deps.source.routesSynced) resolve();
       });
-      const timeout = setTimeout(() => {
+      timeout = setTimeout(() => {
         this.log.warn("the route controller's first round did not finish in time; opening BGP sessions with the routes created so far", { waitedMs: ROUTES_WAIT_MAX_MS });
-        done();
-      }, Math.max(0, deadline - Date.now()));
-      signal.addEventListener('abort', done, { once: true });
+        resolve();
+      }, ROUTES_WAIT_MAX_MS);
     });
+    try {
+      await Promise.race([synced, aborted(signal)]);
+    } finally {
+      clearTimeout(timeout);
+      off();
+    }
   }
 
   private schedule(): void {
