@@ -1,14 +1,12 @@
-import { afterEach, describe, expect, test } from 'bun:test';
+import { describe, expect, test } from 'bun:test';
 import { selectAddresses, vmNodeAddresses } from './addresses.ts';
 import type { AddressPolicy } from './config-model.ts';
 import { instanceTypeOf } from './instance-type.ts';
 import { parseProviderID, providerIDOf } from './matching.ts';
 import { parseAgentInterfaces, parseVmConfig } from './vm-details.ts';
-import type { ProxmoxProvider } from './provider.ts';
 import { parseAddressRange, type AddressRange } from '../shared/pools/ranges.ts';
 import { formatIP } from '../../src/net/ip.ts';
-import { ProxmoxResponder } from '../../test/fakes/proxmox-responder.ts';
-import { Clock, TOKEN_ID, TOKEN_SECRET, node, providerFor, sampleVms, tokenConfig } from '../../test/fakes/proxmox-fixtures.ts';
+import { Clock, closedAfterEach, node, providerFor, sampleResponder, tokenConfig } from '../../test/fakes/proxmox-fixtures.ts';
 
 const ranges = (...texts: string[]) => texts.map((t) => parseAddressRange(t) as AddressRange);
 const policy = (p: Partial<AddressPolicy> = {}): AddressPolicy => ({ include: [], exclude: [], families: [4, 6], guestAgent: true, hostname: true, ...p });
@@ -65,18 +63,12 @@ describe('instance types, VM configs, providerIDs', () => {
 });
 
 describe('instances against a Proxmox VE API', () => {
-  let responder: ProxmoxResponder | undefined;
-  let provider: ProxmoxProvider | undefined;
-  afterEach(async () => {
-    await provider?.close();
-    responder?.stop();
-    responder = provider = undefined;
-  });
+  const t = closedAfterEach();
 
   function start(extra: { cluster?: string[]; top?: string[] } = {}) {
-    responder = ProxmoxResponder.start({ tokens: { [TOKEN_ID]: TOKEN_SECRET }, vms: sampleVms() });
-    provider = providerFor(tokenConfig(responder.url, extra), new Clock());
-    return { responder, instances: provider.instances };
+    const responder = (t.responder = sampleResponder());
+    t.provider = providerFor(tokenConfig(responder.url, extra), new Clock());
+    return { responder, instances: t.provider.instances };
   }
 
   test('metadata of a VM found by name: providerID, type from size, zone = host, region = cluster, static addresses', async () => {
@@ -134,9 +126,9 @@ describe('instances against a Proxmox VE API', () => {
     expect(await instances.instanceShutdown(node('nobody'))).toBeUndefined();
     // A host that went offline: its VMs are listed with status unknown.
     responder.updateVm(101, { status: 'unknown' });
-    provider = providerFor(tokenConfig(responder.url), new Clock());
-    expect(await provider.instances.instanceShutdown(node('k8s-worker-1'))).toBeUndefined();
-    expect(await provider.instances.instanceExists(node('k8s-worker-1'))).toBe('exists');
+    t.provider = providerFor(tokenConfig(responder.url), new Clock());
+    expect(await t.provider.instances.instanceShutdown(node('k8s-worker-1'))).toBeUndefined();
+    expect(await t.provider.instances.instanceExists(node('k8s-worker-1'))).toBe('exists');
   });
 
   test('unknown, never not-found: another provider\'s node, an unconfigured region, duplicate names, nothing to match by', async () => {
@@ -145,51 +137,51 @@ describe('instances against a Proxmox VE API', () => {
     expect(await instances.instanceMetadata(node('k8s-worker-1', { providerID: 'static://k8s-worker-1' })).catch((e: Error) => e.message)).toContain('another provider');
     expect(await instances.instanceExists(node('x', { providerID: 'proxmox://ams1/101' }))).toBe('unknown');
     responder.setVm({ vmid: 201, name: 'K8S-WORKER-1', node: 'pve2' });
-    provider = providerFor(tokenConfig(responder.url), new Clock());
-    expect(await provider.instances.instanceExists(node('k8s-worker-1'))).toBe('unknown');
+    t.provider = providerFor(tokenConfig(responder.url), new Clock());
+    expect(await t.provider.instances.instanceExists(node('k8s-worker-1'))).toBe('unknown');
     const byUuidOnly = providerFor(tokenConfig(responder.url, { top: ['matchBy: [systemUUID]'] }), new Clock());
     expect(await byUuidOnly.instances.instanceExists(node('k8s-worker-1'))).toBe('unknown');
   });
 
   test('a destroyed VM\'s cached config is forgotten at the next VM list, so a new VM reusing its VMID is read afresh', async () => {
-    responder = ProxmoxResponder.start({ tokens: { [TOKEN_ID]: TOKEN_SECRET }, vms: sampleVms() });
+    t.responder = sampleResponder();
     const clock = new Clock();
-    provider = providerFor(tokenConfig(responder.url, { top: ['matchBy: [systemUUID]'] }), clock);
+    t.provider = providerFor(tokenConfig(t.responder.url, { top: ['matchBy: [systemUUID]'] }), clock);
     const oldUuid = '3f2504e0-4f89-11d3-9a0c-0305e82c3301';
     const newUuid = '0b1c2d3e-4f50-4617-8293-a4b5c6d7e8f9';
-    expect((await provider.instances.instanceMetadata(node('old', { systemUUID: oldUuid })))?.providerID).toBe('proxmox://fra1/101');
+    expect((await t.provider.instances.instanceMetadata(node('old', { systemUUID: oldUuid })))?.providerID).toBe('proxmox://fra1/101');
     // VM 101 is destroyed: the next list (cache expired) no longer has it.
-    responder.removeVm(101);
+    t.responder.removeVm(101);
     clock.advance(10_000); // past the 5s VM-list cache, well within the 60s config cache
-    expect(await provider.instances.instanceExists(node('old', { systemUUID: oldUuid }))).toBe('not-found');
+    expect(await t.provider.instances.instanceExists(node('old', { systemUUID: oldUuid }))).toBe('not-found');
     // Proxmox hands the free VMID out again, on the same host, well within the config cache time.
-    responder.setVm({ vmid: 101, name: 'k8s-worker-new', node: 'pve1', uuid: newUuid.toUpperCase(), ipconfig: ['ip=10.0.1.21/24'] });
+    t.responder.setVm({ vmid: 101, name: 'k8s-worker-new', node: 'pve1', uuid: newUuid.toUpperCase(), ipconfig: ['ip=10.0.1.21/24'] });
     clock.advance(10_000); // past the 5s VM-list cache, well within the 60s config cache
-    expect((await provider.instances.instanceMetadata(node('new', { systemUUID: newUuid })))?.providerID).toBe('proxmox://fra1/101');
+    expect((await t.provider.instances.instanceMetadata(node('new', { systemUUID: newUuid })))?.providerID).toBe('proxmox://fra1/101');
   });
 
   test('zones from HA groups; the host when a VM has none', async () => {
-    responder = ProxmoxResponder.start({ tokens: { [TOKEN_ID]: TOKEN_SECRET }, vms: [{ vmid: 1, name: 'a', node: 'pve1', haGroup: 'rack-a', ipconfig: ['ip=10.0.0.1/24'] }, { vmid: 2, name: 'b', node: 'pve2', ipconfig: ['ip=10.0.0.2/24'] }] });
-    provider = providerFor(tokenConfig(responder.url, { cluster: ['zoneFrom: haGroup'] }), new Clock());
-    expect((await provider.instances.instanceMetadata(node('a')))?.zone).toBe('rack-a');
-    expect((await provider.instances.instanceMetadata(node('b')))?.zone).toBe('pve2');
+    t.responder = sampleResponder({ vms: [{ vmid: 1, name: 'a', node: 'pve1', haGroup: 'rack-a', ipconfig: ['ip=10.0.0.1/24'] }, { vmid: 2, name: 'b', node: 'pve2', ipconfig: ['ip=10.0.0.2/24'] }] });
+    t.provider = providerFor(tokenConfig(t.responder.url, { cluster: ['zoneFrom: haGroup'] }), new Clock());
+    expect((await t.provider.instances.instanceMetadata(node('a')))?.zone).toBe('rack-a');
+    expect((await t.provider.instances.instanceMetadata(node('b')))?.zone).toBe('pve2');
   });
 
   test('two clusters: a name is searched in both; one unreachable cluster makes a missing name unknown', async () => {
-    responder = ProxmoxResponder.start({ tokens: { [TOKEN_ID]: TOKEN_SECRET }, vms: sampleVms() });
-    const other = ProxmoxResponder.start({ tokens: { [TOKEN_ID]: TOKEN_SECRET }, vms: [{ vmid: 101, name: 'ams-worker', node: 'ams-pve1', ipconfig: ['ip=10.9.0.1/24'] }] });
+    t.responder = sampleResponder();
+    const other = sampleResponder({ vms: [{ vmid: 101, name: 'ams-worker', node: 'ams-pve1', ipconfig: ['ip=10.9.0.1/24'] }] });
     try {
-      const yaml = tokenConfig(responder.url) + tokenConfig(other.url, { region: 'ams1' }).replace('clusters:\n', '');
-      provider = providerFor(yaml, new Clock());
-      expect((await provider.instances.instanceMetadata(node('ams-worker')))?.providerID).toBe('proxmox://ams1/101');
-      expect(await provider.instances.instanceExists(node('gone'))).toBe('not-found');
+      const yaml = tokenConfig(t.responder.url) + tokenConfig(other.url, { region: 'ams1' }).replace('clusters:\n', '');
+      t.provider = providerFor(yaml, new Clock());
+      expect((await t.provider.instances.instanceMetadata(node('ams-worker')))?.providerID).toBe('proxmox://ams1/101');
+      expect(await t.provider.instances.instanceExists(node('gone'))).toBe('not-found');
       other.failStatus = 500;
-      provider = providerFor(yaml, new Clock());
-      expect(await provider.instances.instanceExists(node('gone'))).toBe('unknown');
+      t.provider = providerFor(yaml, new Clock());
+      expect(await t.provider.instances.instanceExists(node('gone'))).toBe('unknown');
       // The VM is in the cluster that answers: found.
-      expect(await provider.instances.instanceExists(node('k8s-worker-1'))).toBe('exists');
+      expect(await t.provider.instances.instanceExists(node('k8s-worker-1'))).toBe('exists');
       // A providerID names its cluster: the other one's trouble does not matter.
-      expect(await provider.instances.instanceExists(node('x', { providerID: 'proxmox://fra1/999' }))).toBe('not-found');
+      expect(await t.provider.instances.instanceExists(node('x', { providerID: 'proxmox://fra1/999' }))).toBe('not-found');
     } finally {
       other.stop();
     }

@@ -5,7 +5,8 @@ import { ProxmoxProvider } from '../../providers/proxmox/provider.ts';
 import type { SecretSource } from '../../providers/shared/config-file/secrets.ts';
 import { formatConfigErrors } from '../../providers/shared/config-file/yaml-load.ts';
 import { createLogger, type Logger } from '../../src/log.ts';
-import type { FakeVm } from './proxmox-responder.ts';
+import { afterEach } from 'bun:test';
+import { ProxmoxResponder, type FakeVm, type ProxmoxResponderOptions } from './proxmox-responder.ts';
 
 /** Shared by the proxmox unit tests: secrets, configs, nodes, a clock the tests move. */
 
@@ -85,4 +86,23 @@ export function sampleVms(): FakeVm[] {
     { vmid: 104, name: 'k8s-gpu-1', node: 'pve2', cores: 16, memoryMiB: 65536, tags: ['k8s', 'instance-type.gpu-large'], ipconfig: ['ip=dhcp'], agent: true, agentRunning: false },
     { vmid: 900, name: 'ubuntu-template', node: 'pve1', template: true },
   ];
+}
+
+/** A Proxmox VE API that knows the token and the sample VMs (`opts` may replace either, or add more). */
+export function sampleResponder(opts: ProxmoxResponderOptions = {}): ProxmoxResponder {
+  return ProxmoxResponder.start({ tokens: { [TOKEN_ID]: TOKEN_SECRET }, vms: sampleVms(), ...opts });
+}
+
+/**
+ * The responder and provider a test starts, closed after each test of the file or describe
+ * block that calls this (it registers the afterEach).
+ */
+export function closedAfterEach(): { responder?: ProxmoxResponder; provider?: ProxmoxProvider } {
+  const t: { responder?: ProxmoxResponder; provider?: ProxmoxProvider } = {};
+  afterEach(async () => {
+    await t.provider?.close();
+    t.responder?.stop();
+    t.responder = t.provider = undefined;
+  });
+  return t;
 }
