@@ -123,6 +123,7 @@ export class ProxmoxProvider implements CloudProvider {
     // One poller per leadership term: the last one ended with its term's signal.
     if (this.relabelNodes) this.poller = this.pollPlacements(AbortSignal.any([ctx.signal, this.stop.signal]));
     this.loadBalancer.reportEventsTo(ctx.recorder);
+    this.bgp.beginTerm(ctx.signal);
     await rebuildFromServices(this.loadBalancer, ctx, this.options.rebuildRetry ?? DEFAULT_REBUILD_RETRY, this.logger);
   }
 

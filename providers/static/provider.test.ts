@@ -188,6 +188,28 @@ describe('static provider', () => {
     expect(await registry.metrics()).toContain('edge_ccm_lb_pool_addresses_used{pool="v4"} 3');
   });
 
+  test("the pod CIDR routes and the route controller's first round are a term's: a new term waits for its own round before announcing", async () => {
+    const p = make(`${CONFIG('z1')}
+bgp:
+  localASN: 64512
+  routerID: 198.51.100.2
+  peers: [{ address: 198.51.100.1, asn: 65000 }]
+  podCIDRs: { announce: true }
+`);
+    const first = new AbortController();
+    await p.initialize({ transport: fakeTransport([]), logger: silentLogger, signal: first.signal });
+    const routes = p.routes!;
+    await routes.createRoute('c', 'node-a', { name: '', targetNode: 'node-a', destinationCIDR: '203.0.113.0/29', blackhole: false, targetNodeAddresses: [{ type: 'InternalIP', address: '198.51.100.11' }] });
+    routes.synced?.();
+    expect(p.bgp.routesSynced).toBe(true);
+    first.abort(new Error('the leader lease was lost'));
+
+    await p.initialize({ transport: fakeTransport([]), logger: silentLogger, signal: new AbortController().signal });
+    // The next term's route controller starts from nothing, and the announcer waits for it.
+    expect(p.bgp.routesSynced).toBe(false);
+    expect(await routes.listRoutes('c')).toEqual([]);
+  });
+
   test('initialize gives up only when its signal aborts', async () => {
     const p = make(CONFIG('z1'));
     const stop = new AbortController();

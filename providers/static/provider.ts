@@ -90,6 +90,7 @@ export class StaticProvider implements CloudProvider {
     if (ctx.registry) this.metricsOnce(ctx.registry);
     await this.file.start();
     this.loadBalancer.reportEventsTo(ctx.recorder);
+    this.bgp.beginTerm(ctx.signal);
     await rebuildFromServices(this.loadBalancer, ctx, this.options.rebuildRetry ?? DEFAULT_REBUILD_RETRY, this.logger);
   }
 

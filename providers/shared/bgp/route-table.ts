@@ -57,6 +57,17 @@ export class BgpRouteTable implements Routes {
     return this.rounds > 0;
   }
 
+  /**
+   * Forgets every route and round: the table is one term's (the route controller of the next
+   * term fills it again, and the announcer waits for its first round before opening sessions).
+   */
+  forget(): void {
+    this.rounds = 0;
+    if (this.routes.size === 0) return;
+    this.routes.clear();
+    this.changed();
+  }
+
   /** The routes and their next hops, in no particular order. */
   announced(): AnnouncedRoute[] {
     return [...this.routes.values()];

@@ -24,6 +24,16 @@ export class ProviderBgp implements BgpSource {
     return this.config().bgp?.podCIDRs.announce ? this.routeTable : undefined;
   }
 
+  /**
+   * At the start of a leadership term (the provider's initialize): the pod CIDR routes of an
+   * earlier term are forgotten now and when this one ends, so a new term announces only once its
+   * own route controller finished a round (routesSynced), not a table left by the last.
+   */
+  beginTerm(signal: AbortSignal): void {
+    this.routeTable.forget();
+    signal.addEventListener('abort', () => this.routeTable.forget(), { once: true });
+  }
+
   speakerConfig(): SpeakerConfig | undefined {
     return this.config().bgp?.speaker;
   }
