@@ -141,6 +141,22 @@ describe('cloud node controller against a real API server', () => {
     expect(await registry.getSingleMetricAsString('node_controller_cloud_provider_taint_removal_delay_seconds')).toContain('_count 1');
   }, 120_000);
 
+  test('a node the provider had no metadata for is tried again with backoff, and initialised once the provider knows it (no change notice, no Node update)', async () => {
+    const name = `${PREFIX}late`;
+    // As a Proxmox VM list still empty, or cached from before the VM appeared, when the kubelet registers.
+    cloud.setNode(name, { metadata: null });
+    await nodes.create(kubeletNode(name));
+    await eventually('the provider asked once', () => cloud.count('instanceMetadata', name) >= 1);
+    expect(isTainted(await nodes.get(name))).toBe(true);
+    cloud.setNode(name, { metadata: fakeMetadata(name, { nodeAddresses: [{ type: 'InternalIP', address: '10.2.0.1' }] }) });
+    const node = await eventually('the node initialised by a retry', async () => {
+      const n = await nodes.get(name);
+      return isTainted(n) ? undefined : n;
+    });
+    expect(node.spec?.providerID).toBe(`fake://${name}`);
+    expect(cloud.count('instanceMetadata', name)).toBeGreaterThanOrEqual(2);
+  }, 120_000);
+
   test('a provided node IP the provider does not know keeps the taint and raises a Warning', async () => {
     const name = `${PREFIX}badip`;
     cloud.setNode(name, { metadata: fakeMetadata(name, { nodeAddresses: [{ type: 'InternalIP', address: '10.0.0.1' }] }) });

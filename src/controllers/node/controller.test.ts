@@ -122,7 +122,7 @@ describe('syncNode', () => {
     expect(s.writer.writes).toEqual([]);
   });
 
-  test('nil metadata: no write, the taint stays, no error (so no retry)', async () => {
+  test('nil metadata: no write, the taint stays, no error (tried again later with backoff: test/integration/node-controller.test.ts)', async () => {
     const s = setup([makeNode({ providedNodeIP: '10.0.0.1', providerID: 'node0.aws.12345' })]);
     await s.controller.syncNode('node0');
     expect(s.cloud.count('instanceMetadata')).toBe(1);

@@ -45,6 +45,8 @@ export const EVENT_PROVIDED_NODE_IP_INVALID = 'ProvidedNodeIPInvalid';
 const UPDATE_NODE_SPEC_RETRY: RetryOptions = { attempts: 20, delayMs: 50, jitter: 1 };
 /** Label re-sync: attempts before a node is left to the next pass. */
 const RELABEL_RETRY: RetryOptions = { ...DEFAULT_RETRY, attempts: 3 };
+/** A node the provider has no metadata for is tried again after this, doubling up to the status update period. */
+export const NIL_METADATA_RETRY_INITIAL_MS = 1000;
 
 /** What the cloud node controller uses of the app's context: the provider's instances and change notice, the node informer, its writes, events and metrics. */
 export type NodeControllerContext = Pick<ControllerContext, 'transport' | 'recorder' | 'logger' | 'registry' | 'nodeInformer' | 'isManagedNode' | 'workQueueMetrics'> & { cloud: Pick<CloudProvider, 'instances' | 'onChange'> };
@@ -55,8 +57,9 @@ export type NodeControllerContext = Pick<ControllerContext, 'transport' | 'recor
  * nodes in line with their beta labels, and refreshes their addresses periodically.
  *
  * Beyond upstream: when the provider reports a change (onChange), the periodic pass runs soon
- * (debounced) instead of at its next period, and nodes still tainted are tried again; with
- * relabelNodes the pass also re-syncs cloud labels.
+ * (debounced) instead of at its next period, and nodes still tainted are tried again; a node the
+ * provider had no metadata for is tried again with backoff (1 s doubling up to the status update
+ * period); with relabelNodes the pass also re-syncs cloud labels.
  */
 export class CloudNodeController implements Controller {
   readonly name = 'cloud-node-controller';
@@ -67,6 +70,8 @@ export class CloudNodeController implements Controller {
   private readonly resync: ResyncTrigger;
   private readonly metrics: NodeControllerMetrics;
   private readonly log: Logger;
+  /** Nodes the provider had no metadata for: how many times in a row (their retry backoff). */
+  private readonly nilMetadata = new Map<string, number>();
 
   constructor(
     private readonly ctx: NodeControllerContext,
@@ -141,6 +146,7 @@ export class CloudNodeController implements Controller {
    */
   async syncNode(name: string, signal?: AbortSignal): Promise<void> {
     const node = this.ctx.nodeInformer.store.get(name);
+    if (!node || !this.ctx.isManagedNode(node) || !isUninitialized(node)) this.nilMetadata.delete(name);
     if (!node || !this.ctx.isManagedNode(node)) return;
     if (!isUninitialized(node)) return this.reconcileLabels(node, signal);
     return this.initializeNode(node, signal);
@@ -166,10 +172,17 @@ export class CloudNodeController implements Controller {
       throw new Error(`failed to get instance metadata for node ${name}: ${errorMessage(e)}`);
     });
     if (metadata === null) {
-      // The provider has nothing for this node (yet): leave it tainted, without retrying.
-      log.info('skip sync node because cloud provided nil metadata');
+      // The provider has nothing for this node (yet): leave it tainted. Beyond upstream (which
+      // waits for the Node to change): tried again with backoff, since "nothing" may be a
+      // provider answer that lags (a VM list cached from before the VM, or distrusted as empty).
+      const misses = this.nilMetadata.get(name) ?? 0;
+      this.nilMetadata.set(name, misses + 1);
+      const retryMs = Math.min(NIL_METADATA_RETRY_INITIAL_MS * 2 ** Math.min(misses, 30), Math.max(NIL_METADATA_RETRY_INITIAL_MS, this.opts.nodeStatusUpdateFrequencyMs));
+      log.info('skip sync node because cloud provided nil metadata; trying again later', { retryMs });
+      this.queue.addAfter(name, retryMs);
       return;
     }
+    this.nilMetadata.delete(name);
 
     // Upstream order: first the node write (providerID, labels, taint removal), then the
     // addresses on the status, once the node is no longer tainted.
