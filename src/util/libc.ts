@@ -26,6 +26,16 @@ export const MSG_DONTWAIT = 0x40;
 export const MSG_NOSIGNAL = 0x4000;
 export const EAGAIN = 11;
 export const EINPROGRESS = 115;
+// Socket options and poll events, as <sys/socket.h>, <netinet/in.h>, <netinet/tcp.h>, <poll.h>
+// number them (a struct's layout stays beside the code that builds it).
+export const SO_ERROR = 4;
+export const SO_ATTACH_FILTER = 26;
+export const IP_TTL = 2;
+export const IPV6_UNICAST_HOPS = 16;
+export const IPV6_ADD_MEMBERSHIP = 20;
+export const IPV6_DROP_MEMBERSHIP = 21;
+export const TCP_MD5SIG = 14;
+export const POLLOUT = 4;
 
 function openLibc() {
   return dlopen('libc.so.6', {
@@ -64,4 +74,14 @@ export function errno(): number {
 /** libc's text of an errno value with the number: "No such device (errno 19)". */
 export function errnoText(code: number): string {
   return `${String(libc().strerror(code))} (errno ${code})`;
+}
+
+/** A failed libc call: what was attempted, with libc's text and number of its errno. */
+export class SocketError extends Error {
+  readonly errno: number;
+  constructor(what: string, code: number = errno()) {
+    super(`${what}: ${errnoText(code)}`);
+    this.name = 'SocketError';
+    this.errno = code;
+  }
 }

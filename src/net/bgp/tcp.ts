@@ -2,7 +2,8 @@ import type { Socket, SocketHandler } from 'bun';
 import { ptr } from 'bun:ffi';
 import type { IP } from '../ip.ts';
 import {
-  AF_INET, AF_INET6, EINPROGRESS, errno, errnoText, IPPROTO_IP, IPPROTO_IPV6, IPPROTO_TCP, libc, SOCK_CLOEXEC, SOCK_NONBLOCK, SOCK_STREAM, SOL_SOCKET,
+  AF_INET, AF_INET6, EINPROGRESS, errno, IP_TTL, IPPROTO_IP, IPPROTO_IPV6, IPPROTO_TCP, IPV6_UNICAST_HOPS, libc, POLLOUT, SO_ERROR, SOCK_CLOEXEC, SOCK_NONBLOCK,
+  SOCK_STREAM, SocketError, SOL_SOCKET, TCP_MD5SIG,
 } from '../../util/libc.ts';
 
 /**
@@ -16,24 +17,9 @@ import {
  * - the listener is Bun's; keys for each peer are set on its descriptor (accepted connections
  *   inherit them), and the TTL on each accepted socket.
  */
-const SO_ERROR = 4;
-const IP_TTL = 2;
-const IPV6_UNICAST_HOPS = 16;
-const TCP_MD5SIG = 14;
 const TCP_MD5SIG_MAXKEYLEN = 80;
 /** sizeof(struct tcp_md5sig): sockaddr_storage (128), flags, prefixlen, keylen (u16), ifindex (i32), key[80]. */
 const TCP_MD5SIG_SIZE = 216;
-const POLLOUT = 4;
-
-export class SocketError extends Error {
-  constructor(
-    what: string,
-    readonly errno: number,
-  ) {
-    super(`${what}: ${errnoText(errno)}`);
-    this.name = 'SocketError';
-  }
-}
 
 /** A struct sockaddr_in or sockaddr_in6 for `ip`; `v6Socket` maps an IPv4 address for a dual-stack socket. */
 function sockaddr(ip: IP, port: number, v6Socket = ip.family === 6): Uint8Array {
@@ -51,7 +37,7 @@ function sockaddr(ip: IP, port: number, v6Socket = ip.family === 6): Uint8Array 
 }
 
 function check(result: number, what: string): void {
-  if (result < 0) throw new SocketError(what, errno());
+  if (result < 0) throw new SocketError(what);
 }
 
 /**

@@ -1,6 +1,7 @@
 import { ptr } from 'bun:ffi';
 import {
-  AF_INET6, AF_PACKET, EAGAIN, errno, errnoText, IPPROTO_IPV6, libc, SOCK_CLOEXEC, SOCK_DGRAM, SOCK_NONBLOCK, SOCK_RAW, SOL_SOCKET,
+  AF_INET6, AF_PACKET, EAGAIN, errno, IPPROTO_IPV6, IPV6_ADD_MEMBERSHIP, IPV6_DROP_MEMBERSHIP, libc, SO_ATTACH_FILTER, SOCK_CLOEXEC, SOCK_DGRAM, SOCK_NONBLOCK,
+  SOCK_RAW, SocketError, SOL_SOCKET,
 } from '../../util/libc.ts';
 
 /**
@@ -12,9 +13,6 @@ import {
  * The sockets are non-blocking and never wait: the caller polls them (see responder.ts). The
  * binding is loaded on first use, so nothing here touches libc in processes that never announce.
  */
-const SO_ATTACH_FILTER = 26;
-const IPV6_ADD_MEMBERSHIP = 20;
-const IPV6_DROP_MEMBERSHIP = 21;
 const ARPHRD_ETHER = 1;
 /** sizeof(struct sockaddr_ll). */
 const SOCKADDR_LL_SIZE = 20;
@@ -28,15 +26,11 @@ export const PACKET_MULTICAST = 2;
 export const PACKET_OTHERHOST = 3;
 export const PACKET_OUTGOING = 4;
 
-function failure(what: string, code = errno()): Error {
-  return new Error(`${what}: ${errnoText(code)}`);
-}
-
 /** The kernel's index of an interface in this network namespace; throws naming it when there is none. */
 export function interfaceIndex(name: string): number {
   const cName = new TextEncoder().encode(`${name}\0`);
   const index = libc().if_nametoindex(ptr(cName));
-  if (index === 0) throw failure(`interface ${JSON.stringify(name)}`);
+  if (index === 0) throw new SocketError(`interface ${JSON.stringify(name)}`);
   return index;
 }
 
@@ -74,7 +68,7 @@ export class PacketSocket {
     const index = interfaceIndex(interfaceName);
     const c = libc();
     const fd = c.socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) throw failure(`socket(AF_PACKET) for ${interfaceName}`);
+    if (fd < 0) throw new SocketError(`socket(AF_PACKET) for ${interfaceName}`);
     const socket = new PacketSocket(interfaceName, index, fd);
     try {
       if (filter) socket.attachFilter(filter);
@@ -83,7 +77,7 @@ export class PacketSocket {
       view.setUint16(0, AF_PACKET, true);
       view.setUint16(2, etherType); // network order
       view.setInt32(4, index, true);
-      if (c.bind(fd, ptr(address), SOCKADDR_LL_SIZE) !== 0) throw failure(`bind(AF_PACKET) to ${interfaceName}`);
+      if (c.bind(fd, ptr(address), SOCKADDR_LL_SIZE) !== 0) throw new SocketError(`bind(AF_PACKET) to ${interfaceName}`);
       const hardware = socket.hardwareType();
       if (hardware !== ARPHRD_ETHER) throw new Error(`interface ${interfaceName} is not Ethernet (ARP hardware type ${hardware})`);
     } catch (e) {
@@ -105,7 +99,7 @@ export class PacketSocket {
   private localAddress(): Uint8Array {
     const address = new Uint8Array(SOCKADDR_LL_SIZE);
     const length = new Uint32Array([SOCKADDR_LL_SIZE]);
-    if (libc().getsockname(this.fd, ptr(address), ptr(length)) !== 0) throw failure(`getsockname on ${this.interfaceName}`);
+    if (libc().getsockname(this.fd, ptr(address), ptr(length)) !== 0) throw new SocketError(`getsockname on ${this.interfaceName}`);
     return address;
   }
 
@@ -124,7 +118,7 @@ export class PacketSocket {
     fview.setUint16(0, program.length, true);
     fview.setBigUint64(8, BigInt(ptr(instructions)), true);
     if (libc().setsockopt(this.fd, SOL_SOCKET, SO_ATTACH_FILTER, ptr(fprog), fprog.length) !== 0) {
-      throw failure(`attaching the frame filter on ${this.interfaceName}`);
+      throw new SocketError(`attaching the frame filter on ${this.interfaceName}`);
     }
   }
 
@@ -138,7 +132,7 @@ export class PacketSocket {
     if (n < 0) {
       const code = errno();
       if (code === EAGAIN) return undefined;
-      throw failure(`receiving on ${this.interfaceName}`, code);
+      throw new SocketError(`receiving on ${this.interfaceName}`, code);
     }
     return { length: Math.min(n, buffer.length), packetType: this.peer[10]! };
   }
@@ -146,7 +140,7 @@ export class PacketSocket {
   /** Sends one whole frame (Ethernet header included) out of the bound interface. */
   send(frame: Uint8Array): void {
     const n = Number(libc().sendto(this.fd, ptr(frame), frame.length, 0, null, 0));
-    if (n !== frame.length) throw failure(`sending a ${frame.length}-byte frame on ${this.interfaceName}`);
+    if (n !== frame.length) throw new SocketError(`sending a ${frame.length}-byte frame on ${this.interfaceName}`);
   }
 
   close(): void {
@@ -175,7 +169,7 @@ export class MulticastMembership {
   static open(interfaceName: string): MulticastMembership {
     const index = interfaceIndex(interfaceName);
     const fd = libc().socket(AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) throw failure(`socket(AF_INET6) for ${interfaceName}'s multicast groups`);
+    if (fd < 0) throw new SocketError(`socket(AF_INET6) for ${interfaceName}'s multicast groups`);
     return new MulticastMembership(interfaceName, index, fd);
   }
 
@@ -193,7 +187,7 @@ export class MulticastMembership {
     request.set(group, 0);
     new DataView(request.buffer).setUint32(16, this.interfaceIndex, true);
     if (libc().setsockopt(this.fd, IPPROTO_IPV6, option, ptr(request), request.length) !== 0) {
-      throw failure(`${verb} a multicast group on ${this.interfaceName}`);
+      throw new SocketError(`${verb} a multicast group on ${this.interfaceName}`);
     }
   }
 
