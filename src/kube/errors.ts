@@ -1,3 +1,12 @@
+/** A meta/v1 Status object: the body of a failed request, or the object of a watch's ERROR event. */
+export interface KubeStatus {
+  kind?: string;
+  code?: number;
+  reason?: string;
+  message?: string;
+  details?: unknown;
+}
+
 /** A Kubernetes API answer other than 2xx, with the Status object's reason when it had one. */
 export class KubeApiError extends Error {
   constructor(

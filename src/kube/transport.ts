@@ -1,5 +1,5 @@
 import type { KubeConfig } from '@kubernetes/client-node';
-import { KubeApiError } from './errors.ts';
+import { KubeApiError, type KubeStatus } from './errors.ts';
 import type { RequestFence } from './request-fence.ts';
 import { TokenBucket } from '../util/token-bucket.ts';
 import { sleep } from '../util/time.ts';
@@ -283,7 +283,7 @@ function apiError(status: number, text: string, req: KubeRequest): KubeApiError 
   let message = text.slice(0, 500);
   let details: unknown;
   try {
-    const parsed = JSON.parse(text) as { kind?: string; reason?: string; message?: string; details?: unknown };
+    const parsed = JSON.parse(text) as KubeStatus;
     if (parsed.kind === 'Status') {
       reason = parsed.reason || reason;
       message = parsed.message ?? message;

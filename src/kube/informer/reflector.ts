@@ -1,4 +1,4 @@
-import { KubeApiError, isGone, isUnanswered } from '../errors.ts';
+import { KubeApiError, isGone, isUnanswered, type KubeStatus } from '../errors.ts';
 import { ResourceClient, type ResourceType } from '../resources.ts';
 import type { KubeTransport, QueryValue, WatchEvent } from '../transport.ts';
 import { silentLogger, type Logger } from '../../log.ts';
@@ -47,14 +47,6 @@ export interface ReflectorOptions<T extends KubeObject> {
   retryWait?: RetryWait;
   /** The watch's timeoutSeconds; client-go picks 5 to 10 minutes at random so watches do not all end together. */
   watchTimeoutSeconds?: () => number;
-}
-
-interface Status {
-  kind?: string;
-  code?: number;
-  reason?: string;
-  message?: string;
-  details?: unknown;
 }
 
 const DEFAULT_PAGE_SIZE = 500;
@@ -175,7 +167,7 @@ export class Reflector<T extends KubeObject> {
     const started = performance.now();
     this.eventsInWatch = 0;
     try {
-      for await (const event of this.opts.transport.watch<T | Status>(path, query, AbortSignal.any([signal, closer.signal]))) {
+      for await (const event of this.opts.transport.watch<T | KubeStatus>(path, query, AbortSignal.any([signal, closer.signal]))) {
         this.apply(event, path);
         this.eventsInWatch++; // counted once applied: an ERROR event is no sign of a working watch
       }
@@ -187,9 +179,9 @@ export class Reflector<T extends KubeObject> {
     }
   }
 
-  private apply(event: WatchEvent<T | Status>, path: string): void {
+  private apply(event: WatchEvent<T | KubeStatus>, path: string): void {
     if (event.type === 'ERROR') {
-      const status = event.object as Status;
+      const status = event.object as KubeStatus;
       throw new KubeApiError(status.code ?? 500, status.reason || 'Unknown', status.message ?? 'watch error', 'GET', path, status.details);
     }
     const raw = event.object as T;
