@@ -4,7 +4,7 @@ import { silentLogger, type Logger } from '../../src/log.ts';
 import { selectAddresses, vmNodeAddresses } from './addresses.ts';
 import type { ProxmoxConfig } from './config-model.ts';
 import { instanceTypeOf } from './instance-type.ts';
-import { SnapshotPass, matchNode, providerIDOf, type ClusterView, type VmMatch } from './matching.ts';
+import { SnapshotPass, matchNode, providerIDOf, type ProxmoxClusterView, type VmMatch } from './matching.ts';
 import type { Vm } from './snapshot.ts';
 
 /**
@@ -14,7 +14,7 @@ import type { Vm } from './snapshot.ts';
  */
 export class ProxmoxInstances implements Instances {
   constructor(
-    private readonly views: readonly ClusterView[],
+    private readonly views: readonly ProxmoxClusterView[],
     private readonly config: ProxmoxConfig,
     private readonly logger: Logger = silentLogger,
   ) {}
@@ -66,7 +66,7 @@ export class ProxmoxInstances implements Instances {
   }
 
   /** Static (cloud-init) addresses from the VM config; the guest agent's when there are none. */
-  private async addresses(view: ClusterView, vm: Vm, signal?: AbortSignal) {
+  private async addresses(view: ProxmoxClusterView, vm: Vm, signal?: AbortSignal) {
     const policy = this.config.addresses;
     const config = await view.details.config(vm);
     const ips = selectAddresses(config.staticAddresses, policy);
@@ -81,6 +81,6 @@ export class ProxmoxInstances implements Instances {
 }
 
 /** Zone: the VM's host, or its HA group (its host when it has none) with zoneFrom haGroup. */
-export function zoneOf(view: ClusterView, vm: Vm): string {
+export function zoneOf(view: ProxmoxClusterView, vm: Vm): string {
   return view.cluster.zoneFrom === 'haGroup' ? (vm.haGroup ?? vm.host) : vm.host;
 }

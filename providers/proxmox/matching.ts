@@ -16,7 +16,7 @@ import type { VmDetails } from './vm-details.ts';
  */
 
 /** One configured cluster and what reads it. */
-export interface ClusterView {
+export interface ProxmoxClusterView {
   cluster: ProxmoxCluster;
   api: ProxmoxApi;
   snapshots: SnapshotCache;
@@ -24,7 +24,7 @@ export interface ClusterView {
 }
 
 export type VmMatch =
-  | { kind: 'found'; view: ClusterView; vm: Vm }
+  | { kind: 'found'; view: ProxmoxClusterView; vm: Vm }
   | { kind: 'absent' }
   | { kind: 'unknown'; reason: string };
 
@@ -42,10 +42,10 @@ type SnapshotResult = { ok: true; snapshot: VmSnapshot } | { ok: false; error: s
 
 /** Snapshots read once per matching pass (the cache shares them across passes too). */
 export class SnapshotPass {
-  private readonly results = new Map<ClusterView, Promise<SnapshotResult>>();
+  private readonly results = new Map<ProxmoxClusterView, Promise<SnapshotResult>>();
   constructor(private readonly signal?: AbortSignal) {}
 
-  get(view: ClusterView): Promise<SnapshotResult> {
+  get(view: ProxmoxClusterView): Promise<SnapshotResult> {
     let r = this.results.get(view);
     if (!r) {
       r = view.snapshots.get(this.signal).then(
@@ -58,7 +58,7 @@ export class SnapshotPass {
   }
 }
 
-export async function matchNode(node: V1Node, views: readonly ClusterView[], matchBy: readonly ProxmoxMatchCriterion[], pass: SnapshotPass): Promise<VmMatch> {
+export async function matchNode(node: V1Node, views: readonly ProxmoxClusterView[], matchBy: readonly ProxmoxMatchCriterion[], pass: SnapshotPass): Promise<VmMatch> {
   const providerID = node.spec?.providerID;
   if (providerID && !providerID.startsWith(PROXMOX_PROVIDER_ID_PREFIX)) return { kind: 'unknown', reason: `providerID ${providerID} belongs to another provider` };
   let searched = false;
@@ -76,7 +76,7 @@ export async function matchNode(node: V1Node, views: readonly ClusterView[], mat
   return searched ? { kind: 'absent' } : { kind: 'unknown', reason: 'the node has nothing to match a VM by (no providerID, systemUUID or name for the configured matchBy)' };
 }
 
-async function matchByProviderID(providerID: string, views: readonly ClusterView[], pass: SnapshotPass): Promise<VmMatch> {
+async function matchByProviderID(providerID: string, views: readonly ProxmoxClusterView[], pass: SnapshotPass): Promise<VmMatch> {
   const parsed = parseProviderID(providerID);
   if (!parsed) return { kind: 'unknown', reason: `malformed providerID ${providerID} (expected ${PROXMOX_PROVIDER_ID_PREFIX}REGION/VMID)` };
   const view = views.find((v) => v.cluster.region === parsed.region);
@@ -88,8 +88,8 @@ async function matchByProviderID(providerID: string, views: readonly ClusterView
 }
 
 /** Every cluster searched; one hit is a match, two are ambiguous, a cluster that did not answer leaves it unknown. */
-async function search(views: readonly ClusterView[], pass: SnapshotPass, criterion: 'name' | 'systemUUID', key: string): Promise<VmMatch> {
-  const hits: { view: ClusterView; vm: Vm }[] = [];
+async function search(views: readonly ProxmoxClusterView[], pass: SnapshotPass, criterion: 'name' | 'systemUUID', key: string): Promise<VmMatch> {
+  const hits: { view: ProxmoxClusterView; vm: Vm }[] = [];
   const failures: string[] = [];
   await Promise.all(
     views.map(async (view) => {

@@ -14,7 +14,7 @@ import { ProxmoxApi } from './api.ts';
 import type { ProxmoxCluster, ProxmoxConfig } from './config-model.ts';
 import { loadProxmoxConfig } from './config-load.ts';
 import { ProxmoxInstances } from './instances.ts';
-import type { ClusterView } from './matching.ts';
+import type { ProxmoxClusterView } from './matching.ts';
 import { registerProxmoxMetrics, type ApiMetrics } from './metrics.ts';
 import { SnapshotCache } from './snapshot.ts';
 import { VmDetails } from './vm-details.ts';
@@ -55,7 +55,7 @@ export interface ProxmoxProviderOptions extends ProviderFileOptions {
 /** One configuration in force and what answers from it; replaced whole by a reload. */
 interface Generation {
   config: ProxmoxConfig;
-  views: readonly ClusterView[];
+  views: readonly ProxmoxClusterView[];
   instances: ProxmoxInstances;
 }
 
@@ -174,7 +174,7 @@ export class ProxmoxProvider implements CloudProvider {
     return { config, views, instances: new ProxmoxInstances(views, config, this.logger.with({ component: 'proxmox' })) };
   }
 
-  private view(cluster: ProxmoxCluster): ClusterView {
+  private view(cluster: ProxmoxCluster): ProxmoxClusterView {
     const { logger, backoff, now } = this.options;
     const api = new ProxmoxApi(cluster, {
       logger: logger.with({ component: 'proxmox-api', cluster: cluster.region }),

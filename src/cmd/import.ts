@@ -9,7 +9,7 @@ import { readBoundedFileSync } from '../util/bounded-file.ts';
 import { errorMessage } from '../util/errors.ts';
 import { version } from '../version.ts';
 import { importCilium } from '../migrate/cilium.ts';
-import { checkImported, renderImported, type ImportResult, type KubeObject } from '../migrate/imported.ts';
+import { checkImported, renderImported, type ImportResult, type ManifestObject } from '../migrate/imported.ts';
 import { importKubeVip } from '../migrate/kube-vip.ts';
 import { importMetalLB } from '../migrate/metallb.ts';
 
@@ -59,7 +59,7 @@ function listings(source: Compatibility, namespace: string | undefined): Listing
   }
 }
 
-export function convert(source: Compatibility, objects: readonly KubeObject[]): ImportResult {
+export function convert(source: Compatibility, objects: readonly ManifestObject[]): ImportResult {
   switch (source) {
     case 'metallb': return importMetalLB(objects);
     case 'kube-vip': return importKubeVip(objects);
@@ -68,12 +68,12 @@ export function convert(source: Compatibility, objects: readonly KubeObject[]): 
 }
 
 /** Every object of the listings; a type the API server does not serve (CRD not installed) is none. */
-export async function readFromCluster(transport: KubeTransport, source: Compatibility, namespace?: string): Promise<KubeObject[]> {
-  const out: KubeObject[] = [];
+export async function readFromCluster(transport: KubeTransport, source: Compatibility, namespace?: string): Promise<ManifestObject[]> {
+  const out: ManifestObject[] = [];
   for (const alternatives of listings(source, namespace)) {
     for (const l of alternatives) {
       try {
-        const body = await transport.request<KubeObject & { items?: KubeObject[] }>({ method: 'GET', path: l.path });
+        const body = await transport.request<ManifestObject & { items?: ManifestObject[] }>({ method: 'GET', path: l.path });
         const items = l.one ? [body] : body.items ?? [];
         out.push(...items.map((o) => ({ ...o, kind: o.kind ?? l.kind })));
         break;
@@ -86,12 +86,12 @@ export async function readFromCluster(transport: KubeTransport, source: Compatib
 }
 
 /** The objects of manifest files: YAML documents, `kind: List` items unpacked. */
-export function readManifests(texts: { name: string; text: string }[]): KubeObject[] {
-  const out: KubeObject[] = [];
+export function readManifests(texts: { name: string; text: string }[]): ManifestObject[] {
+  const out: ManifestObject[] = [];
   for (const { name, text } of texts) {
     for (const doc of parseAllDocuments(text)) {
       if (doc.errors.length) throw new Error(`${name}: ${doc.errors[0]!.message}`);
-      const o = doc.toJS() as (KubeObject & { items?: KubeObject[] }) | null;
+      const o = doc.toJS() as (ManifestObject & { items?: ManifestObject[] }) | null;
       if (!o) continue;
       out.push(...(o.kind === 'List' || o.kind?.endsWith('List') ? o.items ?? [] : [o]));
     }
@@ -131,7 +131,7 @@ export async function runImport(argv: string[]): Promise<number> {
     return EXIT_INVALID_INPUT;
   }
 
-  let objects: KubeObject[];
+  let objects: ManifestObject[];
   let from: string;
   if (files.length) {
     try {

@@ -31,7 +31,7 @@ interface Waiter {
   wake: () => void;
 }
 
-export const DEFAULT_PROBE_INTERVAL_MS = 1_000;
+export const DEFAULT_RETURN_PROBE_INTERVAL_MS = 1_000;
 export const DEFAULT_MAX_JITTER_MS = 500;
 
 export class ApiServerReturn implements RetryWait {
@@ -43,7 +43,7 @@ export class ApiServerReturn implements RetryWait {
   private probing = false;
 
   constructor(private readonly opts: ApiServerReturnOptions) {
-    this.probeIntervalMs = opts.probeIntervalMs ?? DEFAULT_PROBE_INTERVAL_MS;
+    this.probeIntervalMs = opts.probeIntervalMs ?? DEFAULT_RETURN_PROBE_INTERVAL_MS;
     this.maxJitterMs = opts.maxJitterMs ?? DEFAULT_MAX_JITTER_MS;
     this.random = opts.random ?? Math.random;
     this.log = opts.logger ?? silentLogger;

@@ -1,4 +1,4 @@
-import { objectName, poolName, selectorText, type ImportResult, type ImportedPool, type KubeObject } from './imported.ts';
+import { objectName, poolName, selectorText, type ImportResult, type ImportedPool, type ManifestObject } from './imported.ts';
 
 /**
  * Cilium LB IPAM's pools (CiliumLoadBalancerIPPool, cilium.io/v2alpha1 or v2) as edge-ccm
@@ -10,7 +10,7 @@ import { objectName, poolName, selectorText, type ImportResult, type ImportedPoo
 const NAMESPACE_KEY = 'io.kubernetes.service.namespace';
 const NAME_KEY = 'io.kubernetes.service.name';
 
-export function importCilium(objects: readonly KubeObject[]): ImportResult {
+export function importCilium(objects: readonly ManifestObject[]): ImportResult {
   const unmapped: string[] = [];
   const pools: ImportedPool[] = [];
   for (const o of objects) {

@@ -31,7 +31,7 @@ export interface ImportResult {
 }
 
 /** A Kubernetes object as read from the API or a manifest file. */
-export interface KubeObject {
+export interface ManifestObject {
   apiVersion?: string;
   kind?: string;
   metadata?: { name?: string; namespace?: string };
@@ -39,7 +39,7 @@ export interface KubeObject {
   data?: Record<string, string>;
 }
 
-export const objectName = (o: KubeObject): string => `${o.kind ?? 'object'} ${o.metadata?.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata?.name ?? '(unnamed)'}`;
+export const objectName = (o: ManifestObject): string => `${o.kind ?? 'object'} ${o.metadata?.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata?.name ?? '(unnamed)'}`;
 
 /** The section as the config file holds it: compatibility on, so the services' annotations keep working. */
 export function importedSection(result: ImportResult): { loadBalancer: Record<string, unknown> } {

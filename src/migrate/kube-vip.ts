@@ -1,4 +1,4 @@
-import { objectName, poolName, type ImportResult, type ImportedPool, type KubeObject } from './imported.ts';
+import { objectName, poolName, type ImportResult, type ImportedPool, type ManifestObject } from './imported.ts';
 
 /**
  * kube-vip-cloud-provider's pools as edge-ccm pools: its ConfigMap (kube-system/kubevip), whose
@@ -11,7 +11,7 @@ import { objectName, poolName, type ImportResult, type ImportedPool, type KubeOb
 
 const GLOBAL = 'global';
 
-export function importKubeVip(objects: readonly KubeObject[]): ImportResult {
+export function importKubeVip(objects: readonly ManifestObject[]): ImportResult {
   const unmapped: string[] = [];
   const byScope = new Map<string, string[]>();
   let skipEnds = false;

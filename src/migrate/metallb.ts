@@ -1,7 +1,7 @@
 import { parse } from 'yaml';
 import { formatIP } from '../net/ip.ts';
 import { networkAndBroadcast, parseAddressRange } from '../../providers/shared/pools/ranges.ts';
-import { objectName, poolName, selectorText, type ImportResult, type ImportedPool, type KubeObject } from './imported.ts';
+import { objectName, poolName, selectorText, type ImportResult, type ImportedPool, type ManifestObject } from './imported.ts';
 
 /**
  * MetalLB's pools as edge-ccm pools: IPAddressPool objects (metallb.io/v1beta1), or the
@@ -35,7 +35,7 @@ interface RawPool {
   serviceSelector?: string;
 }
 
-export function importMetalLB(objects: readonly KubeObject[]): ImportResult {
+export function importMetalLB(objects: readonly ManifestObject[]): ImportResult {
   const unmapped: string[] = [];
   const raw: RawPool[] = [];
   for (const o of objects) {
@@ -63,7 +63,7 @@ export function importMetalLB(objects: readonly KubeObject[]): ImportResult {
   return { source: 'metallb', pools, unmapped };
 }
 
-function fromIPAddressPool(o: KubeObject, where: string, unmapped: string[]): RawPool {
+function fromIPAddressPool(o: ManifestObject, where: string, unmapped: string[]): RawPool {
   const spec = (o.spec ?? {}) as {
     addresses?: string[];
     autoAssign?: boolean;

@@ -14,11 +14,11 @@ export const CONTROLLER_NAMES: readonly ControllerName[] = CONTROLLERS.map((c) =
 /** Upstream's short aliases (names.CCMControllerAliases). */
 export const CONTROLLER_ALIASES: Readonly<Record<string, ControllerName>> = Object.fromEntries(CONTROLLERS.map((c) => [c.alias, c.name]));
 
-export type ControllerSelection =
+export type ResolvedControllers =
   | { ok: true; enabled: ReadonlySet<ControllerName> }
   | { ok: false; errors: string[] };
 
-export function resolveControllers(list: readonly string[]): ControllerSelection {
+export function resolveControllers(list: readonly string[]): ResolvedControllers {
   const errors: string[] = [];
   // Canonical spelling of each entry ("-route" -> "-node-route-controller"), as upstream's ApplyTo.
   const canonical = list.map((entry) => {

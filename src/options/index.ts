@@ -58,7 +58,7 @@ export {
   CONTROLLER_NAMES,
   resolveControllers,
   type ControllerName,
-  type ControllerSelection,
+  type ResolvedControllers,
 } from './controllers.ts';
 export { parseClusterCIDRs, type ClusterCIDRs, type ClusterCIDRsResult } from './cluster-cidr.ts';
 export { FLAGS, FLAG_GROUPS, type FlagDef, type FlagGroup, type FlagValues } from './flags.ts';

@@ -3,7 +3,7 @@
  * spellings, decimal int32, floats, Go durations, string lists read as one CSV record, and
  * repeated values taken whole.
  */
-import { parseGoBool } from '../util/strconv.ts';
+import { INT32_MAX, INT32_MIN, parseGoBool } from '../util/strconv.ts';
 import { parseGoDuration } from '../util/duration.ts';
 
 export type FlagKind = 'string' | 'bool' | 'int' | 'float' | 'duration' | 'list' | 'repeated';
@@ -22,8 +22,6 @@ export interface FlagKindValue {
 
 export type ParsedValue<T> = { ok: true; value: T } | { ok: false; message: string };
 
-const INT32_MIN = -(2 ** 31);
-const INT32_MAX = 2 ** 31 - 1;
 
 export function parseFlagValue<K extends FlagKind>(kind: K, text: string): ParsedValue<FlagKindValue[K]>;
 export function parseFlagValue(kind: FlagKind, text: string): ParsedValue<FlagKindValue[FlagKind]> {

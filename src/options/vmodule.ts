@@ -1,3 +1,4 @@
+import { INT32_MAX } from '../util/strconv.ts';
 /**
  * --vmodule: klog's `pattern=N,...`, each pattern a glob (`*`, `?`). klog matches it against Go
  * file names; edge-ccm matches it against the component a logger is for (its controller,
@@ -10,8 +11,6 @@ export interface VModuleRule {
 }
 
 export type VModuleResult = { ok: true; rules: VModuleRule[] } | { ok: false; error: string };
-
-const INT32_MAX = 2 ** 31 - 1;
 
 export function parseVModule(text: string): VModuleResult {
   const rules: VModuleRule[] = [];

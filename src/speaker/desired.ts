@@ -5,7 +5,7 @@ import { readyEndpointNodes } from '../kube/endpoint-slices.ts';
 import { isNodeReady, nodeName } from '../kube/node-helpers.ts';
 import { formatIP, parseIP, type IP } from '../net/ip.ts';
 import { electNode } from '../net/l2/election.ts';
-import { nodeEligibleForLoadBalancer, wantsLoadBalancer } from '../kube/service-helpers.ts';
+import { nodeEligibleForLoadBalancer, serviceKey, wantsLoadBalancer } from '../kube/service-helpers.ts';
 
 /**
  * What the cluster asks of the L2 speakers, computed by each speaker alone from what they all see
@@ -104,8 +104,4 @@ export function announcementTable(
     for (const name of interfaces) table.set(name, [...(table.get(name) ?? []), election.address]);
   }
   return { table, unplaced };
-}
-
-function serviceKey(service: V1Service): string {
-  return `${service.metadata?.namespace ?? ''}/${service.metadata?.name ?? ''}`;
 }

@@ -18,7 +18,7 @@ import { formatIP, parseIP } from '../net/ip.ts';
  */
 
 const MAGIC = new Uint8Array([0x65, 0x63, 0x6c, 0x01]); // "ecl", version 1
-const MAC_LENGTH = 32;
+const HMAC_LENGTH = 32;
 const MAX_PACKET = 512;
 export const DEFAULT_LIVENESS_PORT = 7947;
 export const DEFAULT_HEARTBEAT_INTERVAL_MS = 1000;
@@ -44,10 +44,10 @@ export function encodeHeartbeat(key: Uint8Array, beat: Heartbeat): Uint8Array {
 /** The heartbeat in `packet`, or the reason it is refused. */
 export function decodeHeartbeat(key: Uint8Array, packet: Uint8Array): Heartbeat | string {
   if (packet.length > MAX_PACKET) return 'too long';
-  if (packet.length < MAGIC.length + MAC_LENGTH + 2) return 'too short';
+  if (packet.length < MAGIC.length + HMAC_LENGTH + 2) return 'too short';
   if (!MAGIC.every((b, i) => packet[i] === b)) return 'bad magic';
-  const body = packet.subarray(0, packet.length - MAC_LENGTH);
-  const mac = packet.subarray(packet.length - MAC_LENGTH);
+  const body = packet.subarray(0, packet.length - HMAC_LENGTH);
+  const mac = packet.subarray(packet.length - HMAC_LENGTH);
   if (!timingSafeEqual(createHmac('sha256', key).update(body).digest(), mac)) return 'bad signature';
   let beat: unknown;
   try {

@@ -1,6 +1,6 @@
 import type { V1Service } from '@kubernetes/client-node';
 import type { BgpClusterView } from '../../../src/cloud/types.ts';
-import { wantsLoadBalancer } from '../../../src/kube/service-helpers.ts';
+import { serviceKey, wantsLoadBalancer } from '../../../src/kube/service-helpers.ts';
 import type { Announcement } from '../../../src/net/bgp/speaker.ts';
 import { formatIP, parseIP, type IP } from '../../../src/net/ip.ts';
 import type { LoadBalancerConfig, PoolConfig } from '../pools/config-model.ts';
@@ -99,9 +99,5 @@ function announcedService(service: V1Service, classes: readonly string[]): boole
 function attributes(a: BgpAttributes | undefined): Pick<Announcement, 'communities' | 'localPref'> {
   if (!a) return {};
   return { ...(a.communities.length ? { communities: [...a.communities] } : {}), ...(a.localPref !== undefined ? { localPref: a.localPref } : {}) };
-}
-
-export function serviceKey(service: V1Service): string {
-  return `${service.metadata?.namespace ?? ''}/${service.metadata?.name ?? ''}`;
 }
 

@@ -33,8 +33,8 @@ function selectorError(s: string): string | undefined {
 }
 
 /** The node address types a node-address pool hands out. */
-export const NODE_ADDRESS_TYPES = ['InternalIP', 'ExternalIP'] as const;
-export type NodeAddressPoolType = (typeof NODE_ADDRESS_TYPES)[number];
+export const POOL_NODE_ADDRESS_TYPES = ['InternalIP', 'ExternalIP'] as const;
+export type NodeAddressPoolType = (typeof POOL_NODE_ADDRESS_TYPES)[number];
 
 /** How a pool's addresses reach the network: answered on the link by the speakers (ARP/NDP), routed by BGP, or by something else. */
 export const ANNOUNCE_MODES = ['l2', 'bgp', 'none'] as const;
@@ -52,7 +52,7 @@ const PoolSchema = v.strictObject({
   /** Required unless nodeAddresses is given (config-resolve.ts checks: exactly one of the two). */
   addresses: v.optional(v.pipe(v.array(addressRange), v.minLength(1, 'must list at least one CIDR, range or address'))),
   /** A node-address pool: services get the addresses of this type of the eligible nodes (node-addresses.ts). */
-  nodeAddresses: v.optional(v.picklist(NODE_ADDRESS_TYPES, `must be one of ${NODE_ADDRESS_TYPES.join(', ')}`)),
+  nodeAddresses: v.optional(v.picklist(POOL_NODE_ADDRESS_TYPES, `must be one of ${POOL_NODE_ADDRESS_TYPES.join(', ')}`)),
   exclude: v.optional(v.array(addressRange)),
   namespaces: v.optional(v.array(v.pipe(nonEmpty, v.maxLength(NAMESPACE_MAX_LENGTH, `must be at most ${NAMESPACE_MAX_LENGTH} characters`)))),
   serviceSelector: v.optional(labelSelector),

@@ -1,7 +1,7 @@
 import { formatIP, type IP, type IPFamily } from '../ip.ts';
 import { AsPathSegment, Origin } from './constants.ts';
 import type { Nlri } from './nlri.ts';
-import { pathIds, pickNextHop, type Route } from './routes.ts';
+import { pathIds, pickNextHop, type BgpRoute } from './routes.ts';
 import { endOfRib, packAnnouncements, packWithdrawals, type PathAttributes, type UpdateContext } from './update.ts';
 
 /** What was negotiated with one peer that decides what it is sent. */
@@ -45,7 +45,7 @@ export class AdjRibOut {
   }
 
   /** UPDATE bodies that bring the peer from what it was sent to `routes`. */
-  sync(routes: readonly Route[]): Uint8Array[] {
+  sync(routes: readonly BgpRoute[]): Uint8Array[] {
     const desired = this.desired(routes);
     const withdrawn: Path[] = [];
     for (const [key, path] of this.sent) if (!desired.has(key)) withdrawn.push(path);
@@ -65,7 +65,7 @@ export class AdjRibOut {
     return [...this.view.families].sort().map((f) => endOfRib(f, this.view.ctx));
   }
 
-  private desired(routes: readonly Route[]): Map<string, Path> {
+  private desired(routes: readonly BgpRoute[]): Map<string, Path> {
     const out = new Map<string, Path>();
     for (const r of routes) {
       const family = r.prefix.family;

@@ -7,7 +7,7 @@ import { Connection, type ConnectionState, type Wire } from './connection.ts';
 import { BgpError, describeNotification } from './errors.ts';
 import { decodeMessage, encodeNotification, type RawMessage } from './message.ts';
 import { type Capabilities, emptyCapabilities, encodeOpenBody, type OpenMessage, openAs, twoOctetAs } from './open.ts';
-import type { Route } from './routes.ts';
+import type { BgpRoute } from './routes.ts';
 import { adoptConnectedFd, connectTcp, fdOf, setTtl } from './tcp.ts';
 import { afiOf, familyOf, type UpdateContext } from './update.ts';
 
@@ -111,7 +111,7 @@ export class Peer {
   private failures = 0;
   private stopped = true;
   private everSynced = false;
-  private routes: readonly Route[] = [];
+  private routes: readonly BgpRoute[] = [];
   private current: PeerState = 'idle';
   private readonly counters = { updatesSent: 0, updatesReceived: 0, notificationsSent: 0, notificationsReceived: 0, flaps: 0 };
   private lastError: string | undefined;
@@ -155,7 +155,7 @@ export class Peer {
     this.updateState();
   }
 
-  setRoutes(routes: readonly Route[]): void {
+  setRoutes(routes: readonly BgpRoute[]): void {
     this.routes = routes;
     const current = this.session;
     if (current) this.sendUpdates(current.conn, current.s.rib.sync(routes));

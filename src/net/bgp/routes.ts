@@ -18,7 +18,7 @@ export interface Announcement {
   localPref?: number;
 }
 
-export interface Route {
+export interface BgpRoute {
   prefix: Prefix;
   key: string;
   /** Sorted, no duplicates. */
@@ -61,9 +61,9 @@ function announcementText(a: Announcement): string {
  * recomputes the whole table) parses only what changed. Parsing is most of the cost: 15,000
  * entries took 400-600 ms each time without it.
  */
-export function parseAnnouncements(list: readonly Announcement[], reuse?: Map<string, Route>): Route[] {
+export function parseAnnouncements(list: readonly Announcement[], reuse?: Map<string, BgpRoute>): BgpRoute[] {
   const problems: string[] = [];
-  const routes: Route[] = [];
+  const routes: BgpRoute[] = [];
   const seen = new Map<string, number>();
   const texts: string[] = [];
   list.forEach((a, i) => {
@@ -137,7 +137,7 @@ function fnv1a(text: string): number {
  * depends only on the prefix and the set of next hops (the same on every speaker and after a
  * restart), and a next hop that leaves moves only the prefixes it carried.
  */
-export function pickNextHop(route: Route): IP {
+export function pickNextHop(route: BgpRoute): IP {
   let best = route.nextHops[0]!;
   let bestScore = -1;
   for (const hop of route.nextHops) {

@@ -17,14 +17,14 @@ import { CeaseSubcode } from './constants.ts';
 import type { Connection } from './connection.ts';
 import { resolveConfig, type ResolvedConfig, type SpeakerConfig } from './config.ts';
 import { Peer, type PeerSettings, type PeerStats, type StateChange } from './peer.ts';
-import { type Announcement, parseAnnouncements, type Route } from './routes.ts';
+import { type Announcement, parseAnnouncements, type BgpRoute } from './routes.ts';
 import { fdOf, setMd5Key } from './tcp.ts';
 
 export type { Announcement } from './routes.ts';
 export type { PeerConfig, SpeakerConfig } from './config.ts';
 export type { PeerState, PeerStats, StateChange } from './peer.ts';
 
-export interface SpeakerOptions {
+export interface BgpSpeakerOptions {
   log?: Logger;
   /** Called on every peer state change (a session up or down: `to`/`from` 'established'). */
   onStateChange?: (change: StateChange) => void;
@@ -53,23 +53,23 @@ export class BgpSpeaker {
   private config: ResolvedConfig;
   private readonly peers = new Map<string, Peer>();
   private listeners: Listener[] = [];
-  private routes: Route[] = [];
+  private routes: BgpRoute[] = [];
   /** The last table's parsed routes by announcement text: see parseAnnouncements. */
-  private readonly parsed = new Map<string, Route>();
+  private readonly parsed = new Map<string, BgpRoute>();
   private table: Announcement[] = [];
   private readonly log: Logger;
   private stopped = false;
 
   private constructor(
     config: ResolvedConfig,
-    private readonly options: SpeakerOptions,
+    private readonly options: BgpSpeakerOptions,
   ) {
     this.config = config;
     this.log = options.log ?? silentLogger;
   }
 
   /** Validates the configuration (throws listing every problem), listens, and starts every peer. */
-  static async start(config: SpeakerConfig, options: SpeakerOptions = {}): Promise<BgpSpeaker> {
+  static async start(config: SpeakerConfig, options: BgpSpeakerOptions = {}): Promise<BgpSpeaker> {
     const speaker = new BgpSpeaker(resolveConfig(config), options);
     if (options.announcements) speaker.setAnnouncements(options.announcements);
     speaker.listen();
