@@ -20,3 +20,8 @@ export async function takeOverLease(api: KubeTransport, namespace: string, name:
     }
   }
 }
+
+/** Who holds the Lease now (empty: nobody), read from the API server. */
+export async function leaseHolder(api: KubeTransport, name: string, namespace = 'kube-system'): Promise<string> {
+  return (await new ResourceClient<Lease>(api, LEASES).get(name, { namespace })).spec?.holderIdentity ?? '';
+}

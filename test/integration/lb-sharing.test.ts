@@ -1,13 +1,14 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { join } from 'node:path';
-import type { CoreV1Event, V1Namespace, V1Service } from '@kubernetes/client-node';
-import { EVENTS, ResourceClient, SERVICES, type ResourceType } from '../../src/kube/resources.ts';
+import type { CoreV1Event, V1Service } from '@kubernetes/client-node';
+import { EVENTS, ResourceClient, SERVICES } from '../../src/kube/resources.ts';
 import type { KubeTransport } from '../../src/kube/transport.ts';
 import { CcmProcess, tempDir } from '../harness/ccm-process.ts';
 import { sharedControlPlane } from '../harness/control-plane.ts';
 import { eventually } from '../harness/eventually.ts';
 import { replaceFile } from '../harness/files.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
+import { createNamespace, deleteNamespace } from '../harness/namespaces.ts';
 
 /**
  * Sharing keys (edge-ccm.io/allow-shared-ip) through edge-ccm with the static provider against
@@ -19,7 +20,6 @@ import { transportFor } from '../harness/kubeconfig.ts';
 const ID = `lbshare-${process.pid}`;
 const TEAM_A = `${ID}-a`;
 const TEAM_B = `${ID}-b`;
-const NAMESPACES: ResourceType = { apiPath: '/api/v1', plural: 'namespaces', namespaced: false };
 const KEY = { 'edge-ccm.io/allow-shared-ip': 'web' };
 
 let admin: KubeTransport;
@@ -30,8 +30,7 @@ beforeAll(async () => {
   const cp = await sharedControlPlane();
   admin = transportFor(cp.adminKubeconfig);
   services = new ResourceClient<V1Service>(admin, SERVICES);
-  const namespaces = new ResourceClient<V1Namespace>(admin, NAMESPACES);
-  for (const name of [TEAM_A, TEAM_B]) await namespaces.create({ metadata: { name } });
+  for (const name of [TEAM_A, TEAM_B]) await createNamespace(admin, name);
   const dir = tempDir('edge-ccm-lb-sharing-');
   const config = join(dir, 'static.yaml');
   // A range, so every address of it is handed out; only this file's namespaces may use it.
@@ -55,11 +54,7 @@ afterAll(async () => {
   for (const s of await ours().catch(() => [])) await services.delete(s.metadata!.name!, { namespace: s.metadata!.namespace }).catch(() => undefined);
   await eventually('our services gone', async () => (await ours()).length === 0, 60_000).catch(() => undefined);
   await CcmProcess.stopAll('SIGTERM');
-  for (const s of await ours().catch(() => [])) {
-    await services.patch(s.metadata!.name!, 'merge', { metadata: { finalizers: null } }, { namespace: s.metadata!.namespace }).catch(() => undefined);
-  }
-  const namespaces = new ResourceClient<V1Namespace>(admin, NAMESPACES);
-  for (const name of [TEAM_A, TEAM_B]) await namespaces.delete(name).catch(() => undefined);
+  for (const name of [TEAM_A, TEAM_B]) await deleteNamespace(admin, name);
 }, 120_000);
 
 function lbService(namespace: string, name: string, port: number, extra: { loadBalancerIP?: string } = {}): V1Service {

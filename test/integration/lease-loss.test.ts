@@ -1,10 +1,9 @@
 import { afterAll, afterEach, beforeAll, expect, test } from 'bun:test';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { V1Namespace, V1Node, V1Service } from '@kubernetes/client-node';
+import type { V1Node, V1Service } from '@kubernetes/client-node';
 import { ADDRESS_ASSIGNED_CONDITION } from '../../src/controllers/service/address-condition.ts';
-import type { Lease } from '../../src/kube/leader-election.ts';
-import { LEASES, NODES, ResourceClient, SERVICES, type ResourceType } from '../../src/kube/resources.ts';
+import { NODES, ResourceClient, SERVICES } from '../../src/kube/resources.ts';
 import type { KubeTransport } from '../../src/kube/transport.ts';
 import { ApiProxy } from '../harness/api-proxy.ts';
 import { settledAuditLog } from '../harness/audit.ts';
@@ -12,7 +11,8 @@ import { CcmProcess, tempDir } from '../harness/ccm-process.ts';
 import { sharedControlPlane, type ControlPlane } from '../harness/control-plane.ts';
 import { eventually } from '../harness/eventually.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
-import { takeOverLease } from '../harness/leases.ts';
+import { leaseHolder, takeOverLease } from '../harness/leases.ts';
+import { createNamespace, deleteNamespace } from '../harness/namespaces.ts';
 import { UNINITIALIZED } from '../harness/nodes.ts';
 
 /**
@@ -27,7 +27,6 @@ const ID = `lease-loss-${process.pid}`;
 /** Each test's services live in a namespace of its own, with a pool of its own. */
 const TAKEOVER_NS = `${ID}-takeover`;
 const OUTAGE_NS = `${ID}-outage`;
-const NAMESPACES: ResourceType = { apiPath: '/api/v1', plural: 'namespaces', namespaced: false };
 const POOL = ['203.0.113.40', '203.0.113.41'];
 
 let cp: ControlPlane;
@@ -41,7 +40,7 @@ beforeAll(async () => {
   admin = transportFor(cp.adminKubeconfig);
   nodes = new ResourceClient<V1Node>(admin, NODES);
   services = new ResourceClient<V1Service>(admin, SERVICES);
-  for (const name of [TAKEOVER_NS, OUTAGE_NS]) await new ResourceClient<V1Namespace>(admin, NAMESPACES).create({ metadata: { name } });
+  for (const name of [TAKEOVER_NS, OUTAGE_NS]) await createNamespace(admin, name);
 }, 240_000);
 
 afterEach(async () => {
@@ -51,12 +50,7 @@ afterEach(async () => {
 });
 
 afterAll(async () => {
-  for (const ns of [TAKEOVER_NS, OUTAGE_NS]) {
-    for (const s of (await services.list({ namespace: ns }).catch(() => ({ items: [] as V1Service[] }))).items) {
-      await services.patch(s.metadata!.name!, 'merge', { metadata: { finalizers: null } }, { namespace: ns }).catch(() => undefined);
-    }
-    await new ResourceClient<V1Namespace>(admin, NAMESPACES).delete(ns).catch(() => undefined);
-  }
+  for (const ns of [TAKEOVER_NS, OUTAGE_NS]) await deleteNamespace(admin, ns);
   for (const n of (await nodes.list().catch(() => ({ items: [] as V1Node[] }))).items) {
     if (n.metadata?.name?.startsWith(ID)) await nodes.delete(n.metadata.name).catch(() => undefined);
   }
@@ -85,10 +79,6 @@ async function ingressOf(ns: string, name: string): Promise<string | undefined> 
 async function initialised(name: string): Promise<boolean> {
   const node = await nodes.get(name);
   return !(node.spec?.taints ?? []).some((t) => t.key === UNINITIALIZED.key);
-}
-
-async function holderOf(lease: string): Promise<string> {
-  return (await new ResourceClient<Lease>(admin, LEASES).get(lease, { namespace: 'kube-system' })).spec?.holderIdentity ?? '';
 }
 
 const count = (text: string, what: string) => text.split(what).length - 1;
@@ -200,7 +190,7 @@ test('a 30 s API-server outage: the same process leads again and converges; a no
     '--secure-port=0', '--controllers=cloud-node,service', `--leader-elect-resource-name=${lease}`,
   ]);
   await ccm.waitForLog('successfully acquired lease', 60_000);
-  const identity = await holderOf(lease);
+  const identity = await leaseHolder(admin, lease);
   await nodes.create({ metadata: { name: before }, spec: { taints: [UNINITIALIZED] } });
   await services.create(lbService(OUTAGE_NS, 'before'));
   await eventually('the first node initialised', () => initialised(before), 60_000);
@@ -226,7 +216,7 @@ test('a 30 s API-server outage: the same process leads again and converges; a no
   console.log(`API server /readyz 200 (as the harness saw it) -> lease re-acquired: ${reacquiredMs} ms; -> a node created then initialised: ${initialisedMs.toFixed(0)} ms (outage ${((readyAt - stoppedAt) / 1000).toFixed(1)} s)`);
 
   expect(ccm.proc.exitCode, ccm.logs()).toBeNull();
-  expect(await holderOf(lease)).toBe(identity); // the same process and identity: no write of the old term was cut off
+  expect(await leaseHolder(admin, lease)).toBe(identity); // the same process and identity: no write of the old term was cut off
   await services.create(lbService(OUTAGE_NS, 'after'));
   const second = await eventually('the service created after the outage addressed', () => ingressOf(OUTAGE_NS, 'after'), 60_000);
   expect(second).not.toBe(first);

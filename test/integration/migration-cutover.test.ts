@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { join } from 'node:path';
-import type { V1Namespace, V1Service } from '@kubernetes/client-node';
-import { ResourceClient, SERVICES, type ResourceType } from '../../src/kube/resources.ts';
+import type { V1Service } from '@kubernetes/client-node';
+import { ResourceClient, SERVICES } from '../../src/kube/resources.ts';
 import type { KubeTransport } from '../../src/kube/transport.ts';
 import { LB_CLEANUP_FINALIZER } from '../../src/kube/service-helpers.ts';
 import { ADDRESS_ASSIGNED_CONDITION, ASSIGNED_POOL_ANNOTATION } from '../../src/controllers/service/address-condition.ts';
@@ -12,6 +12,7 @@ import { sharedControlPlane, type ControlPlane } from '../harness/control-plane.
 import { eventually } from '../harness/eventually.ts';
 import { replaceFile } from '../harness/files.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
+import { createNamespace, deleteNamespace } from '../harness/namespaces.ts';
 
 /**
  * The cutover from MetalLB, kube-vip or Cilium, with the compiled binary against the real API
@@ -24,7 +25,6 @@ import { transportFor } from '../harness/kubeconfig.ts';
  */
 
 const RUN = `cutover-${process.pid}`;
-const NAMESPACES: ResourceType = { apiPath: '/api/v1', plural: 'namespaces', namespaced: false };
 
 interface StandIn {
   name: string;
@@ -112,13 +112,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await CcmProcess.stopAll('SIGTERM');
-  const ns = new ResourceClient<V1Namespace>(admin, NAMESPACES);
-  for (const name of namespaces) {
-    for (const s of (await services.list({ namespace: name }).catch(() => ({ items: [] as V1Service[] }))).items) {
-      await services.patch(s.metadata!.name!, 'merge', { metadata: { finalizers: null } }, { namespace: name }).catch(() => undefined);
-    }
-    await ns.delete(name).catch(() => undefined);
-  }
+  for (const name of namespaces) await deleteNamespace(admin, name);
 }, 120_000);
 
 /** A service as the source left it: created, then its status (and annotations) written. */
@@ -138,7 +132,7 @@ for (const source of SOURCES) describe(`cutover from ${source.name}`, () => {
   let ccm: CcmProcess;
 
   test('every address unchanged; edge-ccm writes only its finalizer and condition; the adopted addresses are held', async () => {
-    await new ResourceClient<V1Namespace>(admin, NAMESPACES).create({ metadata: { name: namespace } });
+    await createNamespace(admin, namespace);
     namespaces.push(namespace);
     for (const s of source.services) await standIn(namespace, s);
     const before = new Map((await services.list({ namespace })).items.map((s) => [s.metadata!.name!, s]));

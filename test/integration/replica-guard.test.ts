@@ -1,13 +1,14 @@
 import { afterAll, afterEach, beforeAll, expect, test } from 'bun:test';
 import { join } from 'node:path';
-import type { CoreV1Event, V1Namespace, V1Service } from '@kubernetes/client-node';
-import { EVENTS, ResourceClient, SERVICES, type ResourceType } from '../../src/kube/resources.ts';
+import type { CoreV1Event, V1Service } from '@kubernetes/client-node';
+import { EVENTS, ResourceClient, SERVICES } from '../../src/kube/resources.ts';
 import type { KubeTransport } from '../../src/kube/transport.ts';
 import { CcmProcess, tempDir } from '../harness/ccm-process.ts';
 import { sharedControlPlane, type ControlPlane } from '../harness/control-plane.ts';
 import { eventually } from '../harness/eventually.ts';
 import { replaceFile } from '../harness/files.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
+import { createNamespace, deleteNamespace } from '../harness/namespaces.ts';
 
 /**
  * Two edge-ccm processes with --leader-elect=false and the static provider's address pools
@@ -19,7 +20,6 @@ import { transportFor } from '../harness/kubeconfig.ts';
 
 const ID = `replicas-${process.pid}`;
 const NS = ID;
-const NAMESPACES: ResourceType = { apiPath: '/api/v1', plural: 'namespaces', namespaced: false };
 
 let cp: ControlPlane;
 let admin: KubeTransport;
@@ -30,7 +30,7 @@ beforeAll(async () => {
   cp = await sharedControlPlane();
   admin = transportFor(cp.adminKubeconfig);
   services = new ResourceClient<V1Service>(admin, SERVICES);
-  await new ResourceClient<V1Namespace>(admin, NAMESPACES).create({ metadata: { name: NS } });
+  await createNamespace(admin, NS);
   config = join(tempDir('edge-ccm-replicas-'), 'static.yaml');
   replaceFile(config, `loadBalancer:
   pools:
@@ -42,12 +42,7 @@ beforeAll(async () => {
 
 afterEach(() => CcmProcess.stopAll());
 
-afterAll(async () => {
-  for (const s of (await services.list({ namespace: NS }).catch(() => ({ items: [] as V1Service[] }))).items) {
-    await services.patch(s.metadata!.name!, 'merge', { metadata: { finalizers: null } }, { namespace: NS }).catch(() => undefined);
-  }
-  await new ResourceClient<V1Namespace>(admin, NAMESPACES).delete(NS).catch(() => undefined);
-});
+afterAll(() => deleteNamespace(admin, NS));
 
 function replica(): CcmProcess {
   return CcmProcess.fake([

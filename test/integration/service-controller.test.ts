@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import type { CoreV1Event, V1Namespace, V1Node, V1Service } from '@kubernetes/client-node';
+import type { CoreV1Event, V1Node, V1Service } from '@kubernetes/client-node';
 import { defaultLoadBalancerName } from '../../src/cloud/types.ts';
 import { ServiceController } from '../../src/controllers/service/index.ts';
 import { isNotFound } from '../../src/kube/errors.ts';
 import { EventBroadcaster } from '../../src/kube/events.ts';
 import { Informer } from '../../src/kube/informer/index.ts';
-import { EVENTS, NODES, PATCH_TYPES, ResourceClient, SERVICES, type ResourceType } from '../../src/kube/resources.ts';
+import { EVENTS, NODES, PATCH_TYPES, ResourceClient, SERVICES } from '../../src/kube/resources.ts';
 import { LB_CLEANUP_FINALIZER, EXCLUDE_FROM_LB_LABEL } from '../../src/kube/service-helpers.ts';
 import type { KubeRequest, KubeTransport, QueryValue, WatchEvent } from '../../src/kube/transport.ts';
 import { createLogger } from '../../src/log.ts';
@@ -13,6 +13,7 @@ import { FakeCloud } from '../fakes/fake-cloud.ts';
 import { type ControlPlane, sharedControlPlane } from '../harness/control-plane.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
 import { eventually } from '../harness/eventually.ts';
+import { createNamespace } from '../harness/namespaces.ts';
 import { controllerContext } from '../fakes/controller-context.ts';
 
 // The service load-balancer controller against a real API server: finalizer, ingress status and
@@ -22,7 +23,6 @@ import { controllerContext } from '../fakes/controller-context.ts';
 
 const PREFIX = `svcit-${process.pid}`;
 const NAMESPACE = PREFIX;
-const NAMESPACES: ResourceType = { apiPath: '/api/v1', plural: 'namespaces', namespaced: false };
 const INGRESS_IP = '192.0.2.77';
 
 /** Passes everything to the real transport and keeps a record of the controller's writes. */
@@ -64,7 +64,7 @@ beforeAll(async () => {
   recording = new WriteRecordingTransport(transport);
   services = new ResourceClient<V1Service>(transport, SERVICES);
   nodes = new ResourceClient<V1Node>(transport, NODES);
-  await new ResourceClient<V1Namespace>(transport, NAMESPACES).create({ metadata: { name: NAMESPACE } });
+  await createNamespace(transport, NAMESPACE);
   for (const name of nodeNames) await nodes.create({ metadata: { name }, spec: { providerID: `fake://${name}` } });
 
   const logger = createLogger({ verbosity: 0, write: () => {} });

@@ -1,15 +1,16 @@
 import { afterAll, afterEach, beforeAll, expect, test } from 'bun:test';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { V1Namespace, V1Service } from '@kubernetes/client-node';
-import type { Lease } from '../../src/kube/leader-election.ts';
-import { LEASES, ResourceClient, SERVICES, type ResourceType } from '../../src/kube/resources.ts';
+import type { V1Service } from '@kubernetes/client-node';
+import { ResourceClient, SERVICES } from '../../src/kube/resources.ts';
 import type { KubeTransport } from '../../src/kube/transport.ts';
 import { ApiProxy } from '../harness/api-proxy.ts';
 import { CcmProcess, tempDir } from '../harness/ccm-process.ts';
 import { sharedControlPlane, type ControlPlane } from '../harness/control-plane.ts';
 import { eventually } from '../harness/eventually.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
+import { leaseHolder } from '../harness/leases.ts';
+import { createNamespace, deleteNamespace } from '../harness/namespaces.ts';
 
 /**
  * Stopping a leader while the API server is slow (a proxy in front of the real one holds chosen
@@ -19,7 +20,6 @@ import { transportFor } from '../harness/kubeconfig.ts';
 
 const ID = `fence-${process.pid}`;
 const NS = ID;
-const NAMESPACES: ResourceType = { apiPath: '/api/v1', plural: 'namespaces', namespaced: false };
 
 let cp: ControlPlane;
 let admin: KubeTransport;
@@ -30,7 +30,7 @@ beforeAll(async () => {
   cp = await sharedControlPlane();
   admin = transportFor(cp.adminKubeconfig);
   services = new ResourceClient<V1Service>(admin, SERVICES);
-  await new ResourceClient<V1Namespace>(admin, NAMESPACES).create({ metadata: { name: NS } });
+  await createNamespace(admin, NS);
 }, 240_000);
 
 afterEach(async () => {
@@ -39,18 +39,7 @@ afterEach(async () => {
   proxy = undefined;
 });
 
-afterAll(async () => {
-  for (const s of (await services.list({ namespace: NS }).catch(() => ({ items: [] as V1Service[] }))).items) {
-    await services.patch(s.metadata!.name!, 'merge', { metadata: { finalizers: null } }, { namespace: NS }).catch(() => undefined);
-  }
-  await new ResourceClient<V1Namespace>(admin, NAMESPACES).delete(NS).catch(() => undefined);
-});
-
-/** The lease's holder, read directly from the API server. */
-async function holderOf(lease: string): Promise<string> {
-  const got = await new ResourceClient<Lease>(admin, LEASES).get(lease, { namespace: 'kube-system' });
-  return got.spec?.holderIdentity ?? '';
-}
+afterAll(() => deleteNamespace(admin, NS));
 
 test('a status write cut off by SIGTERM on a slow API: the lease is not released before it lands, it expires instead', async () => {
   proxy = ApiProxy.start(cp.adminKubeconfig);
@@ -63,7 +52,7 @@ test('a status write cut off by SIGTERM on a slow API: the lease is not released
     '--shutdown-grace-period=1s',
   ]);
   await ccm.waitForLog('Starting service controller');
-  const leader = await holderOf(ID);
+  const leader = await leaseHolder(admin, ID);
   expect(leader).not.toBe('');
 
   // The API server is slow to commit this service's status writes: one it has received lands,
@@ -76,7 +65,7 @@ test('a status write cut off by SIGTERM on a slow API: the lease is not released
   expect(await ccm.stop('SIGTERM'), ccm.logs()).toBe(0);
   // Gone, and its write not landed yet: the lease must still be the old leader's, or a new
   // leader could write in between and be overwritten by the old term's write.
-  expect(await holderOf(ID), ccm.logs()).toBe(leader);
+  expect(await leaseHolder(admin, ID), ccm.logs()).toBe(leader);
   expect(ccm.logs()).toContain('not releasing the lease');
 
   held.release();
