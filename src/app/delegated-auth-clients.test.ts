@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { delegatedAuthClients } from './delegated-auth-clients.ts';
+import { loadKubeConfig } from './kubeconfig.ts';
 import { writeKubeconfig } from '../../test/harness/kubeconfig.ts';
 
 /**
@@ -17,7 +18,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const ours = new KubeConfig();
 ours.loadFromClusterAndUser({ name: 'ours', server: 'https://127.0.0.1:6443', skipTLSVerify: false }, { name: 'ccm', token: 'x' });
 const controllerBudget = { qps: 20, burst: 30, userAgent: 'edge-ccm/test' };
-const noFlags = { authenticationKubeconfig: '', authorizationKubeconfig: '' };
+const noFlags = {};
 const UPSTREAM = { qps: 200, burst: 400 };
 
 describe('delegatedAuthClients', () => {
@@ -35,7 +36,7 @@ describe('delegatedAuthClients', () => {
 
   test('through --authentication-kubeconfig: limited all the same (it was unlimited)', async () => {
     const path = await writeKubeconfig(join(dir, 'auth.yaml'), 'https://127.0.0.1:7443', 'ca', 'reviewer', { token: 't' });
-    const clients = delegatedAuthClients({ authenticationKubeconfig: path, authorizationKubeconfig: '' }, ours, controllerBudget);
+    const clients = delegatedAuthClients({ authentication: loadKubeConfig({ kubeconfig: path, flag: '--authentication-kubeconfig' }) }, ours, controllerBudget);
     expect(clients.tokenReviews.server).toBe('https://127.0.0.1:7443');
     expect(clients.tokenReviews.rateLimit).toEqual(UPSTREAM);
     expect(clients.accessReviews.rateLimit).toEqual(UPSTREAM);

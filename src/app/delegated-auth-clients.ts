@@ -1,6 +1,5 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { BunKubeTransport, type TransportOptions } from '../kube/transport.ts';
-import { loadKubeConfig } from './kubeconfig.ts';
 
 /** The clients behind the serving side's TokenReviews and SubjectAccessReviews. */
 export interface DelegatedAuthClients {
@@ -19,21 +18,22 @@ export const DELEGATED_AUTH_RATE_LIMIT = { qps: 200, burst: 400 } as const;
 
 /**
  * TokenReviews go to the API server of --authentication-kubeconfig, SubjectAccessReviews to that
- * of --authorization-kubeconfig; either flag empty means ours (--kubeconfig or in-cluster).
+ * of --authorization-kubeconfig (both loaded once, by the settings); either absent means ours
+ * (--kubeconfig or in-cluster).
  */
 export function delegatedAuthClients(
-  flags: { authenticationKubeconfig: string; authorizationKubeconfig: string },
+  configs: { authentication?: KubeConfig; authorization?: KubeConfig },
   ours: KubeConfig,
   base: TransportOptions,
 ): DelegatedAuthClients {
-  const client = (kubeconfigPath: string, component: string, flag: string) =>
-    new BunKubeTransport(kubeconfigPath ? loadKubeConfig({ kubeconfig: kubeconfigPath, flag }) : ours, {
+  const client = (config: KubeConfig | undefined, component: string) =>
+    new BunKubeTransport(config ?? ours, {
       ...base,
       ...DELEGATED_AUTH_RATE_LIMIT,
       userAgent: `${base.userAgent}/${component}`,
     });
   return {
-    tokenReviews: client(flags.authenticationKubeconfig, 'delegated-authentication', '--authentication-kubeconfig'),
-    accessReviews: client(flags.authorizationKubeconfig, 'delegated-authorization', '--authorization-kubeconfig'),
+    tokenReviews: client(configs.authentication, 'delegated-authentication'),
+    accessReviews: client(configs.authorization, 'delegated-authorization'),
   };
 }

@@ -1,8 +1,13 @@
-import { describe, expect, test } from 'bun:test';
+import { afterAll, describe, expect, test } from 'bun:test';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ProviderRegistry } from '../cloud/registry.ts';
 import { ConfigurationError, resolveSettings } from './settings.ts';
 import { runControllerManager } from './app.ts';
 import { parseArgs } from '../options/index.ts';
+import { delegatedAuthClients } from './delegated-auth-clients.ts';
+import { writeKubeconfig } from '../../test/harness/kubeconfig.ts';
 
 /** Flags become settings once, and every problem with them is reported in the same run. */
 
@@ -27,5 +32,18 @@ describe('settings from flags', () => {
     expect(settings.controllers.lifecycle.deletionPolicy).toBe('delete');
     expect(settings.controllers.lifecycle.breaker.maxCount).toBeUndefined();
     expect(settings.controllers.clusterCIDRs).toEqual([]);
+  });
+
+  test('the delegated-auth kubeconfigs are read once, with the flags: the clients use what was read then', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'edge-ccm-settings-'));
+    afterAll(() => rmSync(dir, { recursive: true, force: true }));
+    const authn = await writeKubeconfig(join(dir, 'authn.yaml'), 'https://127.0.0.1:7443', 'ca', 'reviewer', { token: 't' });
+    const authz = await writeKubeconfig(join(dir, 'authz.yaml'), 'https://127.0.0.1:8443', 'ca', 'reviewer', { token: 't' });
+    const settings = resolveSettings(options('--cloud-provider', 'static', '--master', 'https://127.0.0.1:6443', '--authentication-kubeconfig', authn, '--authorization-kubeconfig', authz));
+    rmSync(authn);
+    rmSync(authz);
+    const clients = delegatedAuthClients(settings.delegatedAuth, settings.kubeConfig, { userAgent: 'edge-ccm/test' });
+    expect(clients.tokenReviews.server).toBe('https://127.0.0.1:7443');
+    expect(clients.accessReviews.server).toBe('https://127.0.0.1:8443');
   });
 });

@@ -43,8 +43,8 @@ export interface Settings {
   kubeConfig: KubeConfig;
   /** --kube-api-qps / --kube-api-burst: each component's own client budget. */
   clientBudget: { qps: number; burst: number };
-  /** --authentication-kubeconfig / --authorization-kubeconfig (empty: ours), checked loadable. */
-  delegatedAuth: { authenticationKubeconfig: string; authorizationKubeconfig: string };
+  /** --authentication-kubeconfig / --authorization-kubeconfig, loaded; absent: ours. */
+  delegatedAuth: { authentication?: KubeConfig; authorization?: KubeConfig };
   /** How long TokenReviews and SubjectAccessReviews are cached. */
   reviewCache: Pick<DelegatingAuthOptions, 'tokenSuccessTtlMs' | 'allowTtlMs' | 'denyTtlMs'>;
   server: Pick<ServerOptions, 'bindAddress' | 'securePort' | 'tlsCertFile' | 'tlsKeyFile' | 'alwaysAllowPaths' | 'certDir' | 'sniCertKeys' | 'cipherSuites' | 'minVersion' | 'permitPortSharing' | 'clientCertificates'>;
@@ -80,10 +80,13 @@ export function resolveSettings(options: Options): Settings {
     labelSelector: given(options.managedNodeSelector),
   }), '--managed-node-selector: ');
   const kubeConfig = collect(problems, () => kubeConfigFromFlags(options));
-  // The delegated-auth kubeconfigs are loaded again by their clients: here, only found unloadable.
-  for (const [flag, path] of [['--authentication-kubeconfig', options.authenticationKubeconfig], ['--authorization-kubeconfig', options.authorizationKubeconfig]] as const) {
-    if (path && !missingKubeconfigFiles({ [flag]: path }).length) collect(problems, () => loadKubeConfig({ kubeconfig: path, flag }));
-  }
+  // Loaded here, once (a missing one is already reported by kubeConfigFromFlags).
+  const delegatedConfig = (flag: string, path: string) =>
+    path && !missingKubeconfigFiles({ [flag]: path }).length ? collect(problems, () => loadKubeConfig({ kubeconfig: path, flag })) : undefined;
+  const delegatedAuth = {
+    authentication: delegatedConfig('--authentication-kubeconfig', options.authenticationKubeconfig),
+    authorization: delegatedConfig('--authorization-kubeconfig', options.authorizationKubeconfig),
+  };
   const lifecycle = collect(problems, () => resolveLifecycleOptions({
     monitorPeriodMs: options.nodeMonitorPeriodMs,
     deletionPolicy: options.nodeDeletionPolicy,
@@ -105,7 +108,7 @@ export function resolveSettings(options: Options): Settings {
     log: { format: options.loggingFormat, verbosity: options.verbosity },
     kubeConfig,
     clientBudget: { qps: options.kubeApiQps, burst: options.kubeApiBurst },
-    delegatedAuth: { authenticationKubeconfig: options.authenticationKubeconfig, authorizationKubeconfig: options.authorizationKubeconfig },
+    delegatedAuth,
     reviewCache: reviewCacheTtls(options),
     server: {
       bindAddress: options.bindAddress,
