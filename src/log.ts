@@ -4,7 +4,7 @@
  * when level <= the configured verbosity. No global logger: the app builds one and hands
  * children (`with`) to the pieces it wires.
  */
-import { verbosityFor, type VModuleRule } from './options/vmodule.ts';
+import { verbosityFor, type VModuleRule } from './util/vmodule.ts';
 
 export type LogFormat = 'text' | 'json';
 export type LogFields = Record<string, unknown>;

@@ -1,7 +1,7 @@
 import { createLogger, type Logger } from '../log.ts';
 import { inertFlagsWarning, type Options } from '../options/index.ts';
 import { resolveFeatureGates } from '../options/feature-gates.ts';
-import { parseVModule } from '../options/vmodule.ts';
+import { parseVModule } from '../util/vmodule.ts';
 
 /**
  * The process logger from the logging flags: --logging-format, --v, --vmodule, and the split

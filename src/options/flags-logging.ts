@@ -5,7 +5,7 @@
 import * as v from 'valibot';
 import { formatGoDuration } from '../util/duration.ts';
 import { flag } from './flag-def.ts';
-import { parseVModule } from './vmodule.ts';
+import { parseVModule } from '../util/vmodule.ts';
 
 /** resource.Quantity as these flags take it: bytes with an optional SI or binary suffix. */
 const QUANTITY = /^[+]?(\d+(\.\d+)?|\.\d+)([kKMGTPE]i?|[eE][+-]?\d+|m)?$/;

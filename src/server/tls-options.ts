@@ -5,7 +5,7 @@
  * TLS 1.2 only: TLS 1.3 always offers its own three AEAD suites, which cannot be chosen.
  */
 import { constants } from 'node:crypto';
-import { UPSTREAM_TLS_CIPHER_SUITES, UPSTREAM_TLS_VERSIONS } from '../options/upstream-flags.ts';
+import { UPSTREAM_TLS_CIPHER_SUITES, UPSTREAM_TLS_VERSIONS } from './upstream-tls-names.ts';
 
 /** Go name -> OpenSSL name, for every suite BoringSSL can negotiate in TLS 1.2. */
 const OPENSSL_NAMES: Readonly<Record<string, string>> = {

@@ -1,4 +1,4 @@
-import { INT32_MAX } from '../util/strconv.ts';
+import { INT32_MAX } from './strconv.ts';
 /**
  * --vmodule: klog's `pattern=N,...`, each pattern a glob (`*`, `?`). klog matches it against Go
  * file names; edge-ccm matches it against the component a logger is for (its controller,
