@@ -53,6 +53,26 @@ function host(role: string, n: number): Host {
   return { role, lanMac: `02:00:5e:01:00:${hex}`, sideMac: `02:00:5e:02:00:${hex}`, lanIPv4: `198.51.100.${n}`, lanIPv6: `2001:db8:1::${hex}` };
 }
 
+/** A request to a dead node fails after this long: the resolution of a measured failover gap. */
+export const REQUEST_TIMEOUT_SECONDS = 0.3;
+
+/** One request of a failover measurement: when it started and ended, which node answered (undefined: none). */
+export interface Attempt {
+  start: number;
+  end: number;
+  node: string | undefined;
+}
+
+/**
+ * The failover gap in ms: from the first failed request (at or after `since`, when one failed
+ * then) to the first one `newOwner` answered; 0 when none failed.
+ */
+export function failoverGap(attempts: readonly Attempt[], newOwner: string, since = -Infinity): number {
+  const firstFailed = attempts.find((a) => a.start >= since - 1 && a.node === undefined) ?? attempts.find((a) => a.node === undefined);
+  const firstGood = attempts.find((a) => a.node === newOwner)!;
+  return firstFailed ? Math.round(firstGood.end - firstFailed.start) : 0;
+}
+
 export class L2Lab {
   readonly nodes: Record<NodeName, Host> = { n1: host('n1', 11), n2: host('n2', 12), n3: host('n3', 13) };
   readonly client = host('client', 99);
@@ -130,6 +150,21 @@ export class L2Lab {
     const host = address.includes(':') ? `[${address}]` : address;
     const result = await this.lab.exec('client', ['curl', '-g', '-s', '--max-time', String(timeoutSeconds), `http://${host}:${SERVICE_PORT}/`]);
     return result.code === 0 ? result.stdout.trim() : undefined;
+  }
+
+  /**
+   * Requests `address` from the client back to back, each failing after REQUEST_TIMEOUT_SECONDS,
+   * until `newOwner` answers (at most `limit` tries); each try lands in `attempts` as it ends, so
+   * a test can watch them while this runs.
+   */
+  async requestUntil(address: string, newOwner: string, attempts: Attempt[], limit: number): Promise<void> {
+    for (let i = 0; i < limit; i++) {
+      const start = performance.now();
+      const node = await this.fetchFromClient(address, REQUEST_TIMEOUT_SECONDS);
+      attempts.push({ start, end: performance.now(), node });
+      if (node === newOwner) return;
+    }
+    throw new Error(`${address} never reached ${newOwner} in ${limit} requests: ${JSON.stringify(attempts.map((a) => a.node ?? 'failed'))}`);
   }
 
   /** The MAC the client's neighbour table holds for `address`, if any. */

@@ -6,7 +6,7 @@ import { ARP_REQUEST, serializeArp } from '../../src/net/l2/arp.ts';
 import { BROADCAST_MAC, ETHERTYPE_ARP, ZERO_MAC, buildEthernet, parseMac } from '../../src/net/l2/ethernet.ts';
 import { icmpv6Checksum, neighborSolicitationFrame } from '../../src/net/l2/ndp.ts';
 import { eventually } from '../harness/eventually.ts';
-import { L2Lab, NODES, SERVICE_IPV4, SERVICE_IPV6, SIDE_IPV4, SIDE_IPV6, UNASSIGNED_IPV4, UNASSIGNED_IPV6, type NodeName } from '../harness/l2-lab.ts';
+import { L2Lab, failoverGap, NODES, SERVICE_IPV4, SERVICE_IPV6, SIDE_IPV4, SIDE_IPV6, UNASSIGNED_IPV4, UNASSIGNED_IPV6, type Attempt, type NodeName } from '../harness/l2-lab.ts';
 import { ResponderChild } from '../harness/l2-responder.ts';
 import { mustRun } from '../harness/netns.ts';
 
@@ -225,33 +225,6 @@ describe('malformed frames', () => {
   }, TEST_TIMEOUT_MS);
 });
 
-/** A request to a dead node fails after this long: the resolution of the measured gap. */
-const REQUEST_TIMEOUT_SECONDS = 0.3;
-
-interface Attempt {
-  start: number;
-  end: number;
-  node: string | undefined;
-}
-
-/** Requests `address` from the client back to back until `newOwner` answers (at most `limit` tries). */
-async function requestUntil(address: string, newOwner: NodeName, attempts: Attempt[], limit = 200): Promise<void> {
-  for (let i = 0; i < limit; i++) {
-    const start = performance.now();
-    const node = await site.fetchFromClient(address, REQUEST_TIMEOUT_SECONDS);
-    attempts.push({ start, end: performance.now(), node });
-    if (node === newOwner) return;
-  }
-  throw new Error(`${address} never reached ${newOwner} in ${limit} requests: ${JSON.stringify(attempts.map((a) => a.node ?? 'failed'))}`);
-}
-
-/** First failed request to first good one, in ms; 0 when no request failed. */
-function gapOf(attempts: Attempt[], newOwner: string): number {
-  const firstFailed = attempts.find((a) => a.node === undefined);
-  const firstGood = attempts.find((a) => a.node === newOwner)!;
-  return firstFailed ? Math.round(firstGood.end - firstFailed.start) : 0;
-}
-
 describe('failover', () => {
   for (const address of [SERVICE_IPV4, SERVICE_IPV6]) {
     test(`the node announcing ${address} fails: another node takes over with gratuitous frames and the client reaches it again`, async () => {
@@ -261,7 +234,7 @@ describe('failover', () => {
       const next = electNode(address, [...alive].filter((n) => n !== failed)) as NodeName;
       expect(next).toBeDefined();
       const attempts: Attempt[] = [];
-      const loop = requestUntil(address, next, attempts);
+      const loop = site.requestUntil(address, next, attempts, 200);
       await eventually(`two answers from ${failed} before it fails`, () => attempts.filter((a) => a.node === failed).length >= 2);
 
       // The node dies: its responder SIGKILLed, its link gone from the switch. The test, standing
@@ -274,7 +247,7 @@ describe('failover', () => {
       await announceElected();
       await loop;
 
-      const gap = gapOf(attempts, next);
+      const gap = failoverGap(attempts, next);
       const afterTakeover = Math.round(attempts.find((a) => a.node === next)!.end - takeoverAt);
       console.log(
         `l2 failover ${address}: ${failed} -> ${next}, gap ${gap} ms from first failed to first good request, ` +

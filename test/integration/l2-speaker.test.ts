@@ -15,7 +15,7 @@ import { startControlPlane, type ControlPlane } from '../harness/control-plane.t
 import { eventually } from '../harness/eventually.ts';
 import { helmTemplate } from '../harness/helm.ts';
 import { transportFor, writeKubeconfig } from '../harness/kubeconfig.ts';
-import { L2Lab, NODES as ROLES, SERVICE_IPV4, SERVICE_IPV6, SERVICE_PORT, SIDE_IPV4, type NodeName } from '../harness/l2-lab.ts';
+import { L2Lab, failoverGap, NODES as ROLES, REQUEST_TIMEOUT_SECONDS, SERVICE_IPV4, SERVICE_IPV6, SERVICE_PORT, SIDE_IPV4, type Attempt, type NodeName } from '../harness/l2-lab.ts';
 import { applyManifests } from '../harness/manifests.ts';
 import { setReady, UNINITIALIZED } from '../harness/nodes.ts';
 import type { LoggedProcess } from '../harness/processes.ts';
@@ -301,15 +301,6 @@ describe('externalTrafficPolicy: Local', () => {
   }, TEST_TIMEOUT_MS);
 });
 
-/** A request to a dead node fails after this long: the resolution of the measured gap. */
-const REQUEST_TIMEOUT_SECONDS = 0.3;
-
-interface Attempt {
-  start: number;
-  end: number;
-  node: string | undefined;
-}
-
 describe('failover', () => {
   /**
    * Kills the speaker announcing `address` (and takes its node off the switch) while the client
@@ -322,16 +313,8 @@ describe('failover', () => {
     await announcedOnlyBy(address, failed);
     const attempts: Attempt[] = [];
     let failedAt = 0;
-    const loop = (async () => {
-      // Bounded: 100 s of requests at most, then the test fails with what it saw.
-      for (let i = 0; i < 300; i++) {
-        const start = performance.now();
-        const node = await site.fetchFromClient(address, REQUEST_TIMEOUT_SECONDS);
-        attempts.push({ start, end: performance.now(), node });
-        if (node === next) return;
-      }
-      throw new Error(`${address} never reached ${next}: ${JSON.stringify(attempts.map((a) => a.node ?? 'failed'))}`);
-    })();
+    // Bounded: 100 s of requests at most, then the test fails with what it saw.
+    const loop = site.requestUntil(address, next, attempts, 300);
     await eventually(`two answers from ${failed} before it fails`, () => attempts.filter((a) => a.node === failed).length >= 2);
 
     await speakers.get(failed)!.kill();
@@ -340,9 +323,8 @@ describe('failover', () => {
     up.delete(failed);
     await loop;
 
-    const firstFailed = attempts.find((a) => a.start >= failedAt - 1 && a.node === undefined) ?? attempts.find((a) => a.node === undefined);
     const firstGood = attempts.find((a) => a.node === next)!;
-    const gap = firstFailed ? Math.round(firstGood.end - firstFailed.start) : 0;
+    const gap = failoverGap(attempts, next, failedAt);
     console.log(
       `l2 speaker failover ${address}: ${failed} -> ${next}; ${Math.round(firstGood.end - failedAt)} ms from the SIGKILL to the first good request, ` +
         `gap ${gap} ms from first failed to first good (liveness timeout 3 s, heartbeat 1 s); ${attempts.length} requests, ${attempts.filter((a) => !a.node).length} failed`,
