@@ -177,6 +177,17 @@ describe('syncLoadBalancerIfNeeded (upstream TestSyncLoadBalancerIfNeeded)', () 
     events: ['EnsuringLoadBalancer', 'EnsuredLoadBalancer'],
   });
 
+  /** A service whose load balancer exists and must go: deleted, finalizer removed and status cleared, two events. */
+  const deletesLB = (desc: string, service: V1Service): Case => ({
+    desc,
+    service,
+    lbExists: true,
+    op: 'delete',
+    delete: true,
+    patches: [REMOVE_FINALIZER, CLEAR_STATUS],
+    events: ['DeletingLoadBalancer', 'DeletedLoadBalancer'],
+  });
+
   const cases: Case[] = [
     {
       desc: "service doesn't want LB",
@@ -196,24 +207,8 @@ describe('syncLoadBalancerIfNeeded (upstream TestSyncLoadBalancerIfNeeded)', () 
       events: [],
     },
     wantsLB('service specifies a class the provider owns (beyond upstream)', newService('owned-class', 'LoadBalancer', withClass('edge.example/lb')), 'TCP', ['edge.example/lb']),
-    {
-      desc: 'service with finalizer that no longer wants LB',
-      service: newService('no-external-balancer', 'ClusterIP', withIngress('8.8.8.8'), withFinalizer),
-      lbExists: true,
-      op: 'delete',
-      delete: true,
-      patches: [REMOVE_FINALIZER, CLEAR_STATUS],
-      events: ['DeletingLoadBalancer', 'DeletedLoadBalancer'],
-    },
-    {
-      desc: 'service that needs cleanup',
-      service: newService('basic-service1', 'LoadBalancer', withIngress('8.8.8.8'), withFinalizer, deleting),
-      lbExists: true,
-      op: 'delete',
-      delete: true,
-      patches: [REMOVE_FINALIZER, CLEAR_STATUS],
-      events: ['DeletingLoadBalancer', 'DeletedLoadBalancer'],
-    },
+    deletesLB('service with finalizer that no longer wants LB', newService('no-external-balancer', 'ClusterIP', withIngress('8.8.8.8'), withFinalizer)),
+    deletesLB('service that needs cleanup', newService('basic-service1', 'LoadBalancer', withIngress('8.8.8.8'), withFinalizer, deleting)),
     {
       desc: 'service that needs cleanup but whose load balancer is already gone',
       service: newService('basic-service1', 'LoadBalancer', withIngress('8.8.8.8'), withFinalizer, deleting),

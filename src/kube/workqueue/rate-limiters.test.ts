@@ -1,12 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { TokenBucket } from '../../util/token-bucket.ts';
-import {
-  BucketRateLimiter,
-  ItemExponentialFailureRateLimiter,
-  MaxOfRateLimiter,
-  defaultControllerRateLimiter,
-  type RateLimiter,
-} from './rate-limiters.ts';
+import { BucketRateLimiter, ItemExponentialFailureRateLimiter, MaxOfRateLimiter, defaultControllerRateLimiter, type RateLimiter } from './rate-limiters.ts';
 
 const delays = <K>(limiter: RateLimiter<K>, item: K, count: number) => Array.from({ length: count }, () => limiter.when(item));
 
