@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { ApiServerReturn } from './api-server-return.ts';
+import { eventually } from '../../test/harness/eventually.ts';
 
 /** A probe whose answers the test scripts: false (no answer) until `up` is set. */
 function scripted() {
@@ -16,7 +17,7 @@ describe('ApiServerReturn', () => {
     const { state, probe } = scripted();
     const back = new ApiServerReturn({ probe, probeIntervalMs: 10, maxJitterMs: 20 });
     const waiting = back.wait(60_000, new AbortController().signal);
-    while (state.probes < 3) await Bun.sleep(5);
+    await eventually('three probes', () => state.probes >= 3, 10_000, 5);
     state.up = true;
     expect(await waiting).toBe('back');
   });
@@ -37,7 +38,7 @@ describe('ApiServerReturn', () => {
     const signal = new AbortController().signal;
     const woken: string[] = [];
     const waits = ['a', 'b', 'c'].map((name) => back.wait(60_000, signal).then((o) => void woken.push(`${name} ${o}`)));
-    while (state.probes < 2) await Bun.sleep(2);
+    await eventually('two probes', () => state.probes >= 2, 10_000, 2);
     state.up = true;
     await Promise.all(waits);
     expect(woken).toEqual(['c back', 'b back', 'a back']);
@@ -48,7 +49,7 @@ describe('ApiServerReturn', () => {
     const back = new ApiServerReturn({ probe, probeIntervalMs: 5 });
     const stop = new AbortController();
     const waiting = back.wait(60_000, stop.signal);
-    while (state.probes < 2) await Bun.sleep(2);
+    await eventually('two probes', () => state.probes >= 2, 10_000, 2);
     stop.abort(new Error('stopped'));
     await expect(waiting).rejects.toThrow('stopped');
     await Bun.sleep(20);
