@@ -1,6 +1,8 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { CloudProvider } from '../cloud/types.ts';
 import type { ProviderRegistry } from '../cloud/registry.ts';
+import { NODE_ROUTE_CONTROLLER } from '../controllers/route/controller.ts';
+import { SERVICE_LB_CONTROLLER } from '../controllers/service/index.ts';
 import type { Controller } from '../controllers/types.ts';
 import type { EventRecorder } from '../kube/event-recorder.ts';
 import { EventBroadcaster } from '../kube/events.ts';
@@ -184,7 +186,7 @@ export async function runControllerManager(options: Options, providers: Provider
           services: informers.services,
           endpoints: informers.endpoints,
           isManagedNode,
-          waitForRoutes: controllers.some((c) => c.name === 'node-route-controller'),
+          waitForRoutes: controllers.some((c) => c.name === NODE_ROUTE_CONTROLLER),
           blocked: ensureBlocked,
           takeoverMs: leaderElection.enabled ? leaderElection.leaseDurationMs + leaderElection.retryPeriodMs : undefined,
           logger,
@@ -352,7 +354,7 @@ function replicaGuard(
   deps: { logger: Logger; events: EventRecorder; releaseOnStop: () => boolean; stop: AbortSignal },
 ): ReplicaGuard | undefined {
   const exclusive = cloud.loadBalancer?.exclusive;
-  if (!exclusive || !settings.controllers.enabled.has('service-lb-controller')) return undefined;
+  if (!exclusive || !settings.controllers.enabled.has(SERVICE_LB_CONTROLLER)) return undefined;
   return new ReplicaGuard({
     ...leaseTerms(settings.leaderElection),
     transport,

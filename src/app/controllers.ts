@@ -2,9 +2,9 @@ import type { V1Node, V1Service } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
 import type { CloudProvider } from '../cloud/types.ts';
 import { CloudNodeController } from '../controllers/node/index.ts';
-import { CloudNodeLifecycleController, type LifecycleOptions } from '../controllers/nodelifecycle/index.ts';
-import { RouteController } from '../controllers/route/controller.ts';
-import { ServiceController } from '../controllers/service/index.ts';
+import { CLOUD_NODE_LIFECYCLE_CONTROLLER, CloudNodeLifecycleController, type LifecycleOptions } from '../controllers/nodelifecycle/index.ts';
+import { NODE_ROUTE_CONTROLLER, RouteController } from '../controllers/route/controller.ts';
+import { SERVICE_LB_CONTROLLER, ServiceController } from '../controllers/service/index.ts';
 import type { Controller, ControllerContext } from '../controllers/types.ts';
 import { EndpointNodes } from '../kube/endpoint-slices.ts';
 import type { EventRecorder } from '../kube/event-recorder.ts';
@@ -56,7 +56,7 @@ export const CONTROLLERS = [
     }),
   },
   {
-    name: 'cloud-node-lifecycle-controller',
+    name: CLOUD_NODE_LIFECYCLE_CONTROLLER,
     alias: 'cloud-node-lifecycle',
     eventSource: 'cloud-node-lifecycle-controller',
     serviceAccount: 'node-controller',
@@ -68,7 +68,7 @@ export const CONTROLLERS = [
     }),
   },
   {
-    name: 'service-lb-controller',
+    name: SERVICE_LB_CONTROLLER,
     alias: 'service',
     eventSource: 'service-controller',
     serviceAccount: 'service-controller',
@@ -76,7 +76,7 @@ export const CONTROLLERS = [
     start: (ctx, s) => new ServiceController(ctx, { workers: s.concurrentServiceSyncs, kubeVipAnnotation: s.kubeVipAnnotation, ensureBlocked: s.ensureBlocked }),
   },
   {
-    name: 'node-route-controller',
+    name: NODE_ROUTE_CONTROLLER,
     alias: 'route',
     eventSource: 'route_controller',
     serviceAccount: 'route-controller',

@@ -3,6 +3,7 @@ import { readCloudConfigFile } from '../cloud/config-file.ts';
 import type { ProviderRegistry } from '../cloud/registry.ts';
 import type { CloudProvider } from '../cloud/types.ts';
 import { resolveLifecycleOptions } from '../controllers/nodelifecycle/index.ts';
+import { NODE_ROUTE_CONTROLLER } from '../controllers/route/controller.ts';
 import type { Logger } from '../log.ts';
 import { parsePrefix, type Prefix } from '../net/ip.ts';
 import { gateEnabled } from '../options/feature-gates.ts';
@@ -174,7 +175,7 @@ async function createProvider(options: Options, providers: ProviderRegistry, log
 /** Routes run (the controller table decides, once): then the pod CIDRs are required. */
 function requireClusterCIDRs(options: Options, cloud: CloudProvider): void {
   const selection = { enabled: options.enabledControllers, configureCloudRoutes: options.configureCloudRoutes };
-  const routesRun = runnableControllers(cloud, selection).run.some((c) => c.name === 'node-route-controller');
+  const routesRun = runnableControllers(cloud, selection).run.some((c) => c.name === NODE_ROUTE_CONTROLLER);
   if (routesRun && !options.clusterCIDR.trim()) {
     throw new ConfigurationError('--cluster-cidr: required when routes are configured (give the pod CIDRs, or pass --configure-cloud-routes=false)');
   }

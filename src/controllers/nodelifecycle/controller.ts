@@ -51,6 +51,9 @@ export interface MonitorReport {
 /** What the lifecycle controller uses of the app's context: the provider's instances, the node informer, its writes, events and metrics. */
 export type LifecycleControllerContext = Pick<ControllerContext, 'transport' | 'recorder' | 'logger' | 'registry' | 'nodeInformer' | 'isManagedNode'> & { cloud: Pick<CloudProvider, 'instances'> };
 
+/** Its name in --controllers, logs, health checks and metrics (the controller table's row reads it). */
+export const CLOUD_NODE_LIFECYCLE_CONTROLLER = 'cloud-node-lifecycle-controller';
+
 /**
  * cloud-node-lifecycle-controller: every monitor period, look at every managed node; a Ready node
  * loses the shutdown taint, a NotReady one is checked against the provider: shut down -> tainted,
@@ -58,7 +61,7 @@ export type LifecycleControllerContext = Pick<ControllerContext, 'transport' | '
  * deletion policy, the protection annotation and the circuit breaker before anything is deleted.
  */
 export class CloudNodeLifecycleController implements Controller {
-  readonly name = 'cloud-node-lifecycle-controller';
+  readonly name = CLOUD_NODE_LIFECYCLE_CONTROLLER;
   readonly options: LifecycleOptions;
   private readonly instances: Instances;
   private readonly metrics: NodeLifecycleMetrics;

@@ -1,5 +1,5 @@
 /** The cloud node lifecycle controller's public face. */
-export { CloudNodeLifecycleController, type LifecycleControllerDeps, type MonitorReport, WRITE_CONCURRENCY } from './controller.ts';
+export { CLOUD_NODE_LIFECYCLE_CONTROLLER, CloudNodeLifecycleController, type LifecycleControllerDeps, type MonitorReport, WRITE_CONCURRENCY } from './controller.ts';
 export { type Decision, type HoldReason, type LifecycleAction, type NotFoundStreak, decide } from './decide.ts';
 export { type BreakerInput, type BreakerVerdict, DeletionWindow, allowedGone, evaluateBreaker } from './breaker.ts';
 export { EXISTENCE_CHECK_CONCURRENCY, type ExistenceOptions, ProviderTimeoutError, askExistence, askShutdown, withTimeout } from './existence.ts';

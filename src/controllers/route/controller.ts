@@ -38,13 +38,16 @@ const NO_PERIOD_MS = 2 ** 31 - 1;
 /** What the route controller uses of the app's context: the provider's routes, the node informer, its writes, events and metrics. */
 export type RouteControllerContext = Pick<ControllerContext, 'transport' | 'recorder' | 'logger' | 'registry' | 'clusterName' | 'nodeInformer' | 'isManagedNode'> & { cloud: Pick<CloudProvider, 'routes'> };
 
+/** Its name in --controllers, logs, health checks and metrics (the controller table's row reads it). */
+export const NODE_ROUTE_CONTROLLER = 'node-route-controller';
+
 /**
  * node-route-controller: one route per node pod CIDR in the provider's route table, and the
  * node's NetworkUnavailable condition saying whether its routes exist. The whole cluster is
  * reconciled at once, every period, and also soon after a node's CIDRs or addresses change.
  */
 export class RouteController implements Controller {
-  readonly name = 'node-route-controller';
+  readonly name = NODE_ROUTE_CONTROLLER;
   private readonly nodes: ResourceClient<V1Node>;
   private readonly syncTotal: Counter;
   private readonly routes: Routes;

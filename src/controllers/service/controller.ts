@@ -43,8 +43,11 @@ export const NODE_SYNC_KEY = 'node-sync';
 /** What the service controller uses of the app's context: the provider's load balancer and change notice, both informers, its writes, events and metrics. */
 export type ServiceControllerContext = Pick<ControllerContext, 'transport' | 'recorder' | 'logger' | 'registry' | 'clusterName' | 'nodeInformer' | 'serviceInformer' | 'endpointNodes' | 'isManagedNode' | 'workQueueMetrics'> & { cloud: Pick<CloudProvider, 'loadBalancer' | 'onChange'> };
 
+/** Its name in --controllers, logs, health checks and metrics (the controller table's row reads it). */
+export const SERVICE_LB_CONTROLLER = 'service-lb-controller';
+
 export class ServiceController implements Controller {
-  readonly name = 'service-lb-controller';
+  readonly name = SERVICE_LB_CONTROLLER;
   readonly serviceQueue: WorkQueue<string>;
   /** Node names; one key or many, a pass syncs every load balancer, so bursts of node events coalesce. */
   readonly nodeQueue: WorkQueue<string>;

@@ -1,4 +1,4 @@
-export { NODE_SYNC_KEY, ServiceController, MAX_RETRY_DELAY_MS, MIN_RETRY_DELAY_MS, type ServiceControllerOptions } from './controller.ts';
+export { NODE_SYNC_KEY, SERVICE_LB_CONTROLLER, ServiceController, MAX_RETRY_DELAY_MS, MIN_RETRY_DELAY_MS, type ServiceControllerOptions } from './controller.ts';
 export { LoadBalancerSync, retryAfterSeconds, type LoadBalancerOperation, type LoadBalancerSyncDeps } from './load-balancer-sync.ts';
 export { ServiceControllerMetrics } from './metrics.ts';
 export { addFinalizerPatch, loadBalancerStatusPatch, removeFinalizerPatch, type StrategicPatch } from './patches.ts';
