@@ -5,7 +5,7 @@ import { NetnsLab, requireTools } from './netns.ts';
  * A bare-metal cluster's network in namespaces, for edge-ccm's BGP announcements end to end:
  *
  *                        lan (bridge br0): 198.51.100.0/24, 2001:db8::/64
- *     [rtr] .1 ::1 ---+--- [ccm1] .2 ::2   [ccm2] .3 ::3    (edge-ccm replicas)
+ *     [rtr] .1 ::1 ---+--- [ccm1] .2 ::2   [ccm2] .3 ::3   ([ccm3] .4 ::4)   (edge-ccm replicas)
  *       | rtr1        +--- [n1] .11 ::11   [n2] .12 ::12   [n3] .13 ::13   (nodes)
  *       | 203.0.113.128/30, 2001:db8:ff::/64
  *     [cli] .130 ::2 (a client behind the router)
@@ -16,6 +16,20 @@ import { NetnsLab, requireTools } from './netns.ts';
  * only; nothing leaves the lab's namespaces (deleted with it).
  */
 
+export interface ReplicaHost {
+  role: string;
+  v4: string;
+  v6: string;
+}
+
+/** Every replica slot a lab may have; the router peers with those the lab is built with. */
+export const REPLICA_SLOTS: readonly ReplicaHost[] = [
+  { role: 'ccm1', v4: '198.51.100.2', v6: '2001:db8::2' },
+  { role: 'ccm2', v4: '198.51.100.3', v6: '2001:db8::3' },
+  { role: 'ccm3', v4: '198.51.100.4', v6: '2001:db8::4' },
+];
+
+/** The two replicas of a lab built with the default. */
 export const REPLICAS = [
   { role: 'ccm1', v4: '198.51.100.2', v6: '2001:db8::2' },
   { role: 'ccm2', v4: '198.51.100.3', v6: '2001:db8::3' },
@@ -29,7 +43,8 @@ export const CLUSTER_NODES = [
 
 export const CLIENT = { v4: '203.0.113.130', gw4: '203.0.113.129', v6: '2001:db8:ff::2', gw6: '2001:db8:ff::1' } as const;
 
-export async function createClusterLab(label: string, kind: RouterKind, router: RouterOptions = {}): Promise<{ lab: NetnsLab; router: BgpRouter }> {
+/** `replicas`: the replica hosts on the LAN (default REPLICAS); the router peers with each. */
+export async function createClusterLab(label: string, kind: RouterKind, router: RouterOptions = {}, replicas: readonly ReplicaHost[] = REPLICAS): Promise<{ lab: NetnsLab; router: BgpRouter }> {
   requireTools({ ...ROUTER_TOOLS[kind], '/usr/bin/curl': 'curl' });
   const lab = NetnsLab.create(label);
   try {
@@ -51,14 +66,14 @@ export async function createClusterLab(label: string, kind: RouterKind, router: 
     await lab.ip('cli', 'addr', 'add', `${CLIENT.v6}/64`, 'dev', 'eth0', 'nodad');
     await lab.ip('cli', 'route', 'add', 'default', 'via', CLIENT.gw4);
     await lab.ip('cli', '-6', 'route', 'add', 'default', 'via', CLIENT.gw6);
-    for (const r of REPLICAS) await onLan(r.role, r.v4, r.v6);
+    for (const r of replicas) await onLan(r.role, r.v4, r.v6);
     for (const n of CLUSTER_NODES) {
       await onLan(n.name, n.v4, n.v6);
       await lab.sysctl(n.name, { 'net.ipv4.conf.all.rp_filter': 0 });
       await lab.ip(n.name, 'route', 'add', 'default', 'via', ROUTER4);
       await lab.ip(n.name, '-6', 'route', 'add', 'default', 'via', ROUTER6);
     }
-    const started = await startRouter(lab, kind, { gracefulRestart: true, speakers: REPLICAS.map((r) => ({ v4: r.v4, v6: r.v6 })), ...router });
+    const started = await startRouter(lab, kind, { gracefulRestart: true, speakers: replicas.map((r) => ({ v4: r.v4, v6: r.v6 })), ...router });
     return { lab, router: started };
   } catch (e) {
     await lab.destroy();

@@ -292,7 +292,15 @@ class Frr implements BgpRouter {
 
 // ---- GoBGP ----
 
-class GoBgp implements BgpRouter {
+/** One path in GoBGP's RIB: which neighbour sent it, and whether graceful restart keeps it as stale. */
+export interface RibPath {
+  prefix: string;
+  nextHop: string;
+  neighbor: string;
+  stale: boolean;
+}
+
+export class GoBgp implements BgpRouter {
   readonly kind = 'gobgp';
   private constructor(
     private readonly lab: NetnsLab,
@@ -344,6 +352,34 @@ class GoBgp implements BgpRouter {
       table.set(prefix, paths.map((p) => p.attrs.find((a) => a.type === 3 || a.type === 14)?.nexthop ?? '?'));
     }
     return sortTable(table);
+  }
+
+  /** Every path of the family's RIB with its source; throws when gobgpd does not answer (down). */
+  async ribPaths(family: 4 | 6): Promise<RibPath[]> {
+    const r = await this.gobgp(['global', 'rib', '-a', `ipv${family}`, '-j']);
+    if (r.code !== 0) throw new Error(`gobgp: ${r.stderr || r.stdout}`);
+    const rib = JSON.parse(r.stdout || '{}') as Record<string, { attrs: { type: number; nexthop?: string }[]; 'neighbor-ip'?: string; stale?: boolean }[]>;
+    return Object.entries(rib).flatMap(([prefix, paths]) => paths.map((p) => ({
+      prefix,
+      nextHop: p.attrs.find((a) => a.type === 3 || a.type === 14)?.nexthop ?? '?',
+      neighbor: p['neighbor-ip'] ?? '?',
+      stale: p.stale === true,
+    })));
+  }
+
+  /** `gobgp neighbor ADDRESS reset|disable|enable`: a session reset (NOTIFICATION Cease), or the neighbour shut down and back. */
+  async neighbor(address: string, action: 'reset' | 'disable' | 'enable'): Promise<void> {
+    const r = await this.gobgp(['neighbor', address, action]);
+    if (r.code !== 0) throw new Error(`gobgp neighbor ${address} ${action}: ${r.stderr || r.stdout}`);
+  }
+
+  /** The daemon's pid (for a SIGKILL that is a crash). */
+  get pid(): number {
+    return this.proc.pid;
+  }
+
+  get running(): boolean {
+    return this.proc.running;
   }
 
   async sessionUp(address: string): Promise<boolean> {

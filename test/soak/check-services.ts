@@ -1,5 +1,6 @@
 import type { V1Service } from '@kubernetes/client-node';
-import { CROSS_POOL, POOL_PREFIX } from './world.ts';
+import type { NetworkConditionKind } from './check-network.ts';
+import { CROSS_POOL, L2_POOL, POOL_PREFIX } from './world.ts';
 
 /**
  * The service invariants, as conditions read from one snapshot of the API server (services and
@@ -16,15 +17,16 @@ export const SHARE_ANNOTATION = 'edge-ccm.io/allow-shared-ip';
 
 export interface Condition {
   key: string;
-  kind: 'address-conflict' | 'no-address-no-warning' | 'finalizer-left';
+  kind: 'address-conflict' | 'no-address-no-warning' | 'finalizer-left' | NetworkConditionKind;
   detail: string;
 }
 
 const keyOf = (s: V1Service) => `${s.metadata?.namespace}/${s.metadata?.name}`;
 const ours = (s: V1Service) => s.spec?.type === 'LoadBalancer' && !s.spec.loadBalancerClass;
 
+/** The addresses of the soak's pools in a service's status (the 203.0.113.0/24 pools and the L2 pool). */
 export function ingressIPs(s: V1Service): string[] {
-  return (s.status?.loadBalancer?.ingress ?? []).map((i) => i.ip ?? '').filter((ip) => ip.startsWith(POOL_PREFIX));
+  return (s.status?.loadBalancer?.ingress ?? []).map((i) => i.ip ?? '').filter((ip) => ip.startsWith(POOL_PREFIX) || L2_POOL.addresses.includes(ip));
 }
 
 function inCrossPool(ip: string): boolean {
@@ -106,6 +108,11 @@ export class Persistence {
       }
     }
     return out;
+  }
+
+  /** How long each condition present has lasted, at `now`. */
+  ages(now: number): { kind: Condition['kind']; ageMs: number }[] {
+    return [...this.since.values()].map((e) => ({ kind: e.condition.kind, ageMs: now - e.first }));
   }
 
   /** Conditions present now, however young (for the strict check at the end of the quiet phase). */

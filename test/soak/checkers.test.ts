@@ -1,11 +1,12 @@
 import { describe, expect, test } from 'bun:test';
-import type { V1Service } from '@kubernetes/client-node';
+import type { V1Node, V1Service } from '@kubernetes/client-node';
 import { auditTime } from './audit-tail.ts';
+import { bgpConditions, l2Conditions, type RibPathView } from './check-network.ts';
 import { Persistence, serviceConditions } from './check-services.ts';
 import { insertSorted, judgeWrite, type LeaseWrite } from './check-terms.ts';
 import { parseSoakArgs } from './options.ts';
 import { Random } from './random.ts';
-import { World } from './world.ts';
+import { GROUP_LABEL, World } from './world.ts';
 
 /** The soak's checkers must be able to fail: each rule is shown catching what it is for. */
 
@@ -105,6 +106,58 @@ describe('service invariants', () => {
     // Gone, then back: its clock starts again.
     expect(p.observe([], 6000)).toEqual([]);
     expect(p.observe([{ ...c, key: 'k2' }], 6000)).toEqual([]);
+  });
+});
+
+describe('network invariants', () => {
+  const lb = (name: string, ips: string[], extra: Partial<V1Service['metadata']> = {}): V1Service => ({
+    metadata: { name, namespace: 'soak-a', uid: name, ...extra },
+    spec: { type: 'LoadBalancer', ports: [{ port: 80, protocol: 'TCP' }] },
+    status: { loadBalancer: { ingress: ips.map((ip) => ({ ip })) } },
+  });
+  const node = (name: string, address?: string, podCIDR?: string): V1Node => ({
+    metadata: { name, labels: { [GROUP_LABEL]: 'static' } },
+    spec: podCIDR ? { podCIDRs: [podCIDR] } : {},
+    status: address ? { addresses: [{ type: 'InternalIP', address }] } : {},
+  });
+  const path = (prefix: string, neighbor = '198.51.100.2', stale = false): RibPathView => ({ prefix, neighbor, stale });
+  const base = { nodes: [node('s-01', '198.51.100.21', '203.0.113.162/31'), node('s-02', undefined, '203.0.113.164/31')], leader: '198.51.100.2', extraPool: false, excluded: [], judgeMissing: true };
+  const kinds = (r: { conditions: { kind: string; key: string }[] }) => r.conditions.map((c) => c.key).sort();
+
+  test('the RIB holding exactly the services\' addresses and the pod CIDRs of nodes with an address, from the leader, is clean', () => {
+    const r = bgpConditions({ ...base, services: [lb('a', ['203.0.113.5']), lb('l2', ['198.51.100.240'])], paths: [path('203.0.113.5/32'), path('203.0.113.162/31')] });
+    expect(r.conditions).toEqual([]);
+    expect(r.checks).toBe(4);
+  });
+
+  test('a missing address, a stray one, and a path of another replica are each a condition', () => {
+    const r = bgpConditions({
+      ...base,
+      services: [lb('a', ['203.0.113.5']), lb('b', ['203.0.113.6'])],
+      paths: [path('203.0.113.5/32'), path('203.0.113.162/31'), path('203.0.113.9/32'), path('203.0.113.5/32', '198.51.100.3', true)],
+    });
+    expect(kinds(r)).toEqual(['bgp-missing:203.0.113.6/32', 'bgp-not-leader:198.51.100.3', 'bgp-unexpected:203.0.113.9/32:198.51.100.2']);
+  });
+
+  test('a deleted service\'s address must be gone; an address of the extra pool taken out of the file may linger; missing is not judged while told not to', () => {
+    const deleting = lb('a', ['203.0.113.5'], { deletionTimestamp: new Date() });
+    expect(kinds(bgpConditions({ ...base, services: [deleting], paths: [path('203.0.113.5/32'), path('203.0.113.162/31')] }))).toEqual(['bgp-unexpected:203.0.113.5/32:198.51.100.2']);
+    expect(bgpConditions({ ...base, services: [lb('x', ['203.0.113.70'])], paths: [path('203.0.113.70/32'), path('203.0.113.162/31')] }).conditions).toEqual([]);
+    expect(bgpConditions({ ...base, services: [lb('x', ['203.0.113.70'])], paths: [path('203.0.113.162/31')] }).conditions).toEqual([]);
+    expect(bgpConditions({ ...base, services: [lb('a', ['203.0.113.5'])], paths: [], judgeMissing: false }).conditions).toEqual([]);
+    // No leader: every expected prefix is missing, and a path of any replica is another's.
+    expect(kinds(bgpConditions({ ...base, leader: undefined, services: [], paths: [path('203.0.113.162/31')] }))).toEqual(['bgp-missing:203.0.113.162/31', 'bgp-not-leader:198.51.100.2']);
+  });
+
+  test('L2: a held address answered once is clean; silent, twice, or answered though unheld are conditions', () => {
+    const services = [lb('a', ['198.51.100.240', '2001:db8:1::240']), lb('b', ['198.51.100.241']), lb('c', ['198.51.100.242'])];
+    const answers = new Map<string, string[]>([
+      ['198.51.100.240', ['02:00:5e:01:00:0b']], ['2001:db8:1::240', ['02:00:5e:01:00:0c']],
+      ['198.51.100.241', []], ['198.51.100.242', ['02:00:5e:01:00:0b', '02:00:5e:01:00:0c']], ['198.51.100.243', ['02:00:5e:01:00:0c']],
+    ]);
+    const r = l2Conditions({ services, answers, speakerOf: (m) => m, judgeSilent: true });
+    expect(kinds(r)).toEqual(['l2-double:198.51.100.242', 'l2-silent:198.51.100.241', 'l2-stray:198.51.100.243']);
+    expect(kinds(l2Conditions({ services, answers, speakerOf: (m) => m, judgeSilent: false }))).toEqual(['l2-double:198.51.100.242', 'l2-stray:198.51.100.243']);
   });
 });
 

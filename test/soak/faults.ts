@@ -19,8 +19,14 @@ export const FAULT_KINDS = [
   'proxmox-down', 'proxmox-hang', 'proxmox-slow', 'proxmox-500', 'proxmox-empty', 'proxmox-partial',
   'static-config-half', 'static-config-invalid', 'static-config-empty',
   'proxmox-config-half', 'proxmox-config-invalid', 'proxmox-config-empty',
+  'bgp-session-reset', 'bgp-router-restart',
+  'speaker-sigkill', 'speaker-sigstop',
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
+export const NETWORK_FAULT_KINDS: readonly FaultKind[] = ['bgp-session-reset', 'bgp-router-restart', 'speaker-sigkill', 'speaker-sigstop'];
+
+/** What a fault's recovery is measured on: a group's canary, or the network invariants holding again. */
+export type RecoveryProbe = Group | 'bgp' | 'l2';
 
 /** What the faults act on, provided by the soak. */
 export interface FaultTargets {
@@ -35,12 +41,24 @@ export interface FaultTargets {
   config(group: Group): { path: string; text(): string };
   /** A config fault is holding the file: the soak must not write it meanwhile. */
   setConfigHeld(group: Group, held: boolean): void;
+  /** The BGP router (GoBGP, peered with the static group's replicas). */
+  router: {
+    /** The address of the replica holding the static lease, if known. */
+    leaderAddress(): string | undefined;
+    /** Shuts its session with `address` down (NOTIFICATION Cease), or resets it (down and up at once). */
+    session(address: string, action: 'reset' | 'disable' | 'enable'): Promise<void>;
+    /** SIGKILL of gobgpd (sessions cut without NOTIFICATION, RIB lost). */
+    kill(): Promise<void>;
+    start(): Promise<void>;
+  };
+  /** The L2 speakers (`edge-ccm speaker`), restarted 1-3 s after they exit. */
+  speaker(rnd: Random): { name: string; signal(sig: NodeJS.Signals): boolean } | undefined;
 }
 
 export interface InjectedFault {
   kind: FaultKind;
-  /** Which group's service the recovery canary must see working again. */
-  groups: Group[];
+  /** What must work again: a group's canary served, or the network invariants holding. */
+  groups: RecoveryProbe[];
   detail: string;
   /** Resolves when the fault has been undone (at once for a kill). */
   ended: Promise<void>;
@@ -54,20 +72,22 @@ export function resourceOf(kind: FaultKind, group: Group): string {
   if (kind.startsWith('redfish-')) return 'redfish';
   if (kind.startsWith('static-config')) return 'static-config';
   if (kind.startsWith('proxmox-config')) return 'proxmox-config';
+  if (kind.startsWith('bgp-')) return 'router';
+  if (kind.startsWith('speaker-')) return 'speakers';
   return 'proxmox-api';
 }
 
 /** The group a fault kind acts on (leader faults: either, drawn). */
 export function groupOf(kind: FaultKind, rnd: Random): Group {
   if (kind.startsWith('leader-')) return rnd.pick(['static', 'proxmox'] as const);
-  if (kind.startsWith('redfish-') || kind.startsWith('static-')) return 'static';
+  if (kind.startsWith('redfish-') || kind.startsWith('static-') || kind.startsWith('bgp-') || kind.startsWith('speaker-')) return 'static';
   return 'proxmox';
 }
 
 /** Injects one fault; undefined when it cannot be done now (no leader to hit). */
 export function inject(kind: FaultKind, group: Group, t: FaultTargets, rnd: Random, leaseDurationMs: number): InjectedFault | undefined {
   const both: Group[] = ['static', 'proxmox'];
-  const lasting = (groups: Group[], detail: string, undo: () => Promise<void>): InjectedFault => ({ kind, groups, detail, ended: undo() });
+  const lasting = (groups: RecoveryProbe[], detail: string, undo: () => Promise<void>): InjectedFault => ({ kind, groups, detail, ended: undo() });
   switch (kind) {
     case 'leader-sigkill':
     case 'leader-sigterm': {
@@ -140,6 +160,42 @@ export function inject(kind: FaultKind, group: Group, t: FaultTargets, rnd: Rand
         t.proxmox.setDelay(0);
         t.proxmox.setFailStatus(undefined);
         t.proxmox.setVisible(undefined);
+      });
+    }
+    case 'bgp-session-reset': {
+      const leader = t.router.leaderAddress();
+      if (!leader) return undefined;
+      // Half the time a reset (down and up at once), else the neighbour shut down for a while.
+      if (rnd.chance(0.5)) {
+        return lasting(['bgp'], `router resets its session with ${leader}`, () => t.router.session(leader, 'reset'));
+      }
+      const ms = rnd.int(2_000, 10_000);
+      return lasting(['bgp'], `router shuts its session with ${leader} down for ${ms} ms`, async () => {
+        await t.router.session(leader, 'disable');
+        await sleep(ms);
+        await t.router.session(leader, 'enable');
+      });
+    }
+    case 'bgp-router-restart': {
+      const down = rnd.int(0, 5_000);
+      return lasting(['bgp'], `gobgpd SIGKILL, started again after ${down} ms`, async () => {
+        await t.router.kill();
+        await sleep(down);
+        await t.router.start();
+      });
+    }
+    case 'speaker-sigkill': {
+      const speaker = t.speaker(rnd);
+      if (!speaker || !speaker.signal('SIGKILL')) return undefined;
+      return { kind, groups: ['l2'], detail: `SIGKILL ${speaker.name}`, ended: Promise.resolve() };
+    }
+    case 'speaker-sigstop': {
+      const speaker = t.speaker(rnd);
+      if (!speaker || !speaker.signal('SIGSTOP')) return undefined;
+      const ms = rnd.int(2_000, 10_000);
+      return lasting(['l2'], `SIGSTOP ${speaker.name} for ${ms} ms`, async () => {
+        await sleep(ms);
+        speaker.signal('SIGCONT');
       });
     }
     case 'static-config-half':

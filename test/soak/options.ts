@@ -20,16 +20,18 @@ export interface Profile {
   maxConcurrentFaults: number;
   /** Time with no faults and no workload at the end, after which every invariant must hold outright. */
   quietMs: number;
+  /** The first deck deals the network faults first, so a short run has each of them. */
+  networkFaultsFirst: boolean;
 }
 
 export const PROFILES: Record<Profile['name'], Profile> = {
   ci: {
     name: 'ci', staticReplicas: 2, proxmoxReplicas: 2, staticMachines: 8, proxmoxVms: 6, maxServices: 16,
-    workloadMeanMs: 1500, faultMeanMs: 14_000, maxConcurrentFaults: 2, quietMs: 40_000,
+    workloadMeanMs: 1500, faultMeanMs: 14_000, maxConcurrentFaults: 2, quietMs: 40_000, networkFaultsFirst: true,
   },
   full: {
     name: 'full', staticReplicas: 3, proxmoxReplicas: 2, staticMachines: 12, proxmoxVms: 10, maxServices: 28,
-    workloadMeanMs: 1200, faultMeanMs: 20_000, maxConcurrentFaults: 2, quietMs: 60_000,
+    workloadMeanMs: 1200, faultMeanMs: 20_000, maxConcurrentFaults: 2, quietMs: 60_000, networkFaultsFirst: false,
   },
 };
 
@@ -42,6 +44,10 @@ export const TIMING = {
   graceMs: 20_000,
   notFoundThreshold: 3,
   breakerWindowMs: 60_000,
+  routeReconciliationMs: 3_000,
+  /** The static group's bgp section: the router's hold time, and the graceful restart time it is told. */
+  bgpHoldTimeSeconds: 9,
+  bgpRestartTimeSeconds: 10,
 };
 
 /**
@@ -56,12 +62,23 @@ export const TIMING = {
  *   deleted service is a violation when it lasts this long (controllers need a sync, and after
  *   an outage a leader change and the service controller's retry backoff, 5 s doubling).
  * - recoveryLimitMs: a canary not served this long after a fault ended is a violation.
+ * - bgpSettleMs: the router's RIB differs from what the cluster says (a prefix missing, one
+ *   that should not be there, a path from a replica that does not hold the lease) for this long:
+ *   a leader change (lease 6 s + retry 1 s, the new term's informers and route controller's first
+ *   round, connect retry <= 2 s) and, for the old leader's paths, the router's hold time (9 s,
+ *   a paused leader) plus the graceful restart time it keeps them as stale (10 s).
+ * - l2SettleMs: an address held by a service answered by no speaker, by two, or one no service
+ *   holds answered, for this long: the liveness timeout (3 s) and its check (every 0.75 s), a
+ *   restarted speaker's warm-up (3 s), a new address's probes (3 x 1 s + 1 s), each probe round
+ *   1 s, on two shared cores.
  */
 export const TOLERANCE = {
   termToleranceMs: 1_000,
   presenceToleranceMs: 10_000,
   settleMs: 90_000,
   recoveryLimitMs: 180_000,
+  bgpSettleMs: 30_000,
+  l2SettleMs: 15_000,
   rssLimitBytes: 400 * 1024 * 1024,
   socketLimit: 128,
 };

@@ -1,12 +1,13 @@
 import { join } from 'node:path';
 import { LoggedProcess } from '../harness/processes.ts';
 import { TIMING } from './options.ts';
-import { GROUP_LABEL, type Group } from './world.ts';
+import { CLUSTER_CIDR, GROUP_LABEL, type Group } from './world.ts';
 
 /**
- * One edge-ccm replica slot, as a Deployment's pod: the compiled binary, restarted after it
- * exits (a second or two later, as a kubelet would), whoever ended it. Each slot has its own
- * client certificate user (`soak-GROUP-N`), so the audit log tells the replicas apart.
+ * Supervised processes, as a Deployment's or a DaemonSet's pods: started again a second or two
+ * after they exit (as a kubelet would), whoever ended them. An edge-ccm replica slot (the
+ * compiled binary) has its own client certificate user (`soak-GROUP-N`), so the audit log tells
+ * the replicas apart; the static group's run in the BGP lab's namespaces (test/soak/network.ts).
  */
 
 export interface ExitRecord {
@@ -26,6 +27,10 @@ export interface ReplicaConfig {
   kubeconfig: string;
   cloudConfig: string;
   dir: string;
+  /** Runs it inside a network namespace: `ip netns exec NS` (which execs: the pid is edge-ccm's). */
+  wrap?: string[];
+  /** Its address on the BGP lab's LAN (the router's neighbour), when it runs there. */
+  address?: string;
 }
 
 export const userOf = (group: Group, index: number) => `soak-${group}-${index}`;
@@ -50,14 +55,14 @@ export function replicaArgs(c: ReplicaConfig): string[] {
     `--managed-node-provider-id-prefixes=${c.group}://`,
     '--node-status-update-frequency=30s',
     '--shutdown-grace-period=10s',
-    // Services are the static group's: both providers would serve class-less services.
-    ...(c.group === 'proxmox' ? ['--controllers=cloud-node,cloud-node-lifecycle'] : []),
+    // Services are the static group's: both providers would serve class-less services. Its
+    // file has a bgp section: the route controller announces the nodes' pod CIDRs.
+    ...(c.group === 'proxmox' ? ['--controllers=cloud-node,cloud-node-lifecycle'] : [`--cluster-cidr=${CLUSTER_CIDR}`, `--route-reconciliation-period=${ms(TIMING.routeReconciliationMs)}`]),
   ];
 }
 
-export class ReplicaSlot {
-  readonly name: string;
-  readonly user: string;
+/** A supervised process: `cmd` run again after each exit, until stop(). */
+export class ProcessSlot {
   proc?: LoggedProcess;
   paused = false;
   starts = 0;
@@ -66,17 +71,12 @@ export class ReplicaSlot {
   private restartTimer?: ReturnType<typeof setTimeout>;
 
   constructor(
-    readonly config: ReplicaConfig,
+    readonly name: string,
+    private readonly cmd: string[],
+    private readonly dir: string,
     private readonly onExit: (e: ExitRecord) => void,
     private readonly restartDelayMs: () => number,
-  ) {
-    this.user = userOf(config.group, config.index);
-    this.name = this.user;
-  }
-
-  get group(): Group {
-    return this.config.group;
-  }
+  ) {}
 
   get pid(): number | undefined {
     return this.proc?.running ? this.proc.pid : undefined;
@@ -86,7 +86,7 @@ export class ReplicaSlot {
     this.starts++;
     this.signalled = undefined;
     this.paused = false;
-    const proc = LoggedProcess.spawn(this.name, [this.config.binary, ...replicaArgs(this.config)], this.config.dir);
+    const proc = LoggedProcess.spawn(this.name, this.cmd, this.dir);
     this.proc = proc;
     void proc.exited.then((code) => {
       this.paused = false;
@@ -110,15 +110,33 @@ export class ReplicaSlot {
   }
 
   logPath(): string {
-    return join(this.config.dir, `${this.name}.log`);
+    return join(this.dir, `${this.name}.log`);
   }
 
-  /** Ends the slot for good: no restart; SIGCONT first so a paused replica can die. */
+  /** Ends the slot for good: no restart; SIGCONT first so a paused process can die. */
   async stop(): Promise<void> {
     this.supervising = false;
     clearTimeout(this.restartTimer);
     this.signalled = 'SIGKILL';
     if (this.proc?.running && this.paused) this.signal('SIGCONT');
     await this.proc?.kill();
+  }
+}
+
+export class ReplicaSlot extends ProcessSlot {
+  readonly user: string;
+
+  constructor(
+    readonly config: ReplicaConfig,
+    onExit: (e: ExitRecord) => void,
+    restartDelayMs: () => number,
+  ) {
+    const user = userOf(config.group, config.index);
+    super(user, [...(config.wrap ?? []), config.binary, ...replicaArgs(config)], config.dir, onExit, restartDelayMs);
+    this.user = user;
+  }
+
+  get group(): Group {
+    return this.config.group;
   }
 }

@@ -16,6 +16,12 @@ export interface ReplicaFigures {
   fdsMax: number;
 }
 
+/** The network checks' own figures: how long a condition lasted at most (per kind), the speakers' starts. */
+export interface NetworkFigures {
+  longestConditionMs: Record<string, number>;
+  speakers: { slot: string; starts: number }[];
+}
+
 export interface SoakReport {
   seed: number;
   profile: string;
@@ -35,7 +41,9 @@ export interface SoakReport {
   nearMisses: string[];
   recovery: Record<string, { n: number; medianMs: number; maxMs: number }>;
   replicas: ReplicaFigures[];
-  exits: { signalled: number; lostLease: number; unexpected: number };
+  /** Exits by the soak's signals, and unexpected ones; terms a replica ended in-process after losing its lease (it campaigns again, no exit). */
+  exits: { signalled: number; termsLost: number; unexpected: number };
+  network: NetworkFigures;
   auditEvents: number;
 }
 
@@ -54,7 +62,8 @@ export function formatReport(r: SoakReport): string {
     `faults injected: ${r.faultsTotal} (${Object.entries(r.faults).map(([k, v]) => `${k} ${v}`).join(', ')}); skipped: ${r.faultsSkipped}`,
     `objects churned: ${r.churnTotal} (${Object.entries(r.churn).map(([k, v]) => `${k} ${v}`).join(', ')}); operations refused during faults: ${r.failedOperations}`,
     `invariant checks: ${r.checksTotal} (${Object.entries(r.checks).map(([k, v]) => `${k} ${v}`).join(', ')}); audit events read: ${r.auditEvents}`,
-    `replica exits: ${r.exits.signalled} by the soak's signals, ${r.exits.lostLease} after losing the lease, ${r.exits.unexpected} unexpected`,
+    `replica exits: ${r.exits.signalled} by the soak's signals, ${r.exits.unexpected} unexpected; terms ended in-process after a lost lease: ${r.exits.termsLost}`,
+    `network: longest condition per kind: ${Object.entries(r.network.longestConditionMs).map(([k, v]) => `${k} ${sec(v)}`).join(', ') || 'none'}; speakers: ${r.network.speakers.map((x) => `${x.slot} starts ${x.starts}`).join(', ')}`,
     'recovery (fault end to canary served): ' + Object.entries(r.recovery).map(([k, v]) => `${k} n=${v.n} median ${sec(v.medianMs)} max ${sec(v.maxMs)}`).join('; '),
     'replicas: ' + r.replicas.map((x) => `${x.slot} starts ${x.starts} RSS ${x.rssStartMiB}->${x.rssEndMiB} MiB (max ${x.rssMaxMiB}), sockets max ${x.socketsMax}, fds max ${x.fdsMax}`).join('; '),
     `near misses (writes within the term tolerance): ${r.nearMisses.length}`,
@@ -82,7 +91,8 @@ export function formatMarkdown(r: SoakReport): string {
     ...r.replicas.map((x) => `| ${x.slot} | ${x.starts} | ${x.rssStartMiB} MiB | ${x.rssEndMiB} MiB | ${x.rssMaxMiB} MiB | ${x.socketsMax} |`),
     '',
     `Checks: ${Object.entries(r.checks).map(([k, v]) => `${k} ${v}`).join(', ')}. Churn: ${Object.entries(r.churn).map(([k, v]) => `${k} ${v}`).join(', ')}. ` +
-      `Replica exits: ${r.exits.signalled} signalled, ${r.exits.lostLease} after losing the lease, ${r.exits.unexpected} unexpected. Writes within the term tolerance: ${r.nearMisses.length}.`,
+      `Replica exits: ${r.exits.signalled} signalled, ${r.exits.unexpected} unexpected; terms ended in-process after a lost lease: ${r.exits.termsLost}. ` +
+      `Longest network condition: ${Object.entries(r.network.longestConditionMs).map(([k, v]) => `${k} ${sec(v)}`).join(', ') || 'none'}. Writes within the term tolerance: ${r.nearMisses.length}.`,
   ];
   return rows.join('\n');
 }

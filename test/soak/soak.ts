@@ -13,14 +13,16 @@ import { ProxmoxResponder } from '../fakes/proxmox-responder.ts';
 import { RedfishResponder } from '../fakes/redfish-responder.ts';
 import { AuditTail, auditTime, isWriteVerb, type AuditEvent } from './audit-tail.ts';
 import { CANARY_NAMESPACE, Canaries } from './canary.ts';
+import { bgpConditions, l2Conditions } from './check-network.ts';
 import { insertSorted, judgeWrite, type LeaseWrite, type ReplicaWrite } from './check-terms.ts';
-import { Persistence, serviceConditions } from './check-services.ts';
-import { FAULT_KINDS, groupOf, inject, resourceOf, type FaultKind, type FaultTargets } from './faults.ts';
+import { type Condition, Persistence, serviceConditions } from './check-services.ts';
+import { FAULT_KINDS, groupOf, inject, NETWORK_FAULT_KINDS, resourceOf, type FaultKind, type FaultTargets, type RecoveryProbe } from './faults.ts';
 import { NetSwitch } from './net-switch.ts';
+import { bgpSection, SoakNetwork } from './network.ts';
 import { TIMING, TOLERANCE, type SoakOptions } from './options.ts';
 import { Random } from './random.ts';
 import { type ExitRecord, leaseName, ReplicaSlot } from './replicas.ts';
-import { median, type ReplicaFigures, type SoakReport, type Violation } from './report.ts';
+import { median, type NetworkFigures, type ReplicaFigures, type SoakReport, type Violation } from './report.ts';
 import { GROUPS, present, type Group, World } from './world.ts';
 import { NAMESPACES, Workload } from './workload.ts';
 
@@ -28,6 +30,9 @@ const ROOT = resolve(import.meta.dir, '../..');
 export const BINARY = join(ROOT, 'dist/edge-ccm');
 const PROXMOX_TOKEN = { id: 'ccm@pve!soak', secret: '5f0c3a52-soak-4c1e-9d7e-2b1f00000000' };
 const REDFISH = { username: 'admin', password: 'soak-bmc-password' };
+
+/** The line a replica logs when its lease was lost and it ends the term in-process (and campaigns again). */
+const TERM_LOST_LINE = 'leader lease lost: ending this term';
 
 /** Our two Leases at level Request (their holder is in the request body); everything else at Metadata. */
 const AUDIT_POLICY = `apiVersion: audit.k8s.io/v1
@@ -74,7 +79,8 @@ export async function runSoak(opts: SoakOptions, log: (line: string) => void = c
   const faultCounts: Record<string, number> = {};
   let faultsSkipped = 0;
   const recoveries = new Map<string, number[]>();
-  const exits = { signalled: 0, lostLease: 0, unexpected: 0 };
+  const exits = { signalled: 0, termsLost: 0, unexpected: 0 };
+  const longest = new Map<string, number>();
   const samples = new Map<string, Sample[]>();
   let running = true;
 
@@ -83,7 +89,8 @@ export async function runSoak(opts: SoakOptions, log: (line: string) => void = c
     const policyFile = join(dir, 'audit-policy.yaml');
     writeFileSync(policyFile, AUDIT_POLICY);
     log('starting etcd and kube-apiserver');
-    const cp: ControlPlane = await startControlPlane({ extraApiServerFlags: [`--audit-policy-file=${policyFile}`] });
+    // Dual stack, so the L2 pool's services get an IPv6 address too (answered by NDP).
+    const cp: ControlPlane = await startControlPlane({ extraApiServerFlags: [`--audit-policy-file=${policyFile}`, '--service-cluster-ip-range=10.0.0.0/16,2001:db8:ffff::/112'] });
     cleanups.push(async () => {
       if (opts.keep) copyFileSync(cp.auditLogPath, join(dir, 'audit.log'));
       await cp.stop();
@@ -121,7 +128,7 @@ export async function runSoak(opts: SoakOptions, log: (line: string) => void = c
     const configPath: Record<Group, string> = { static: join(dir, 'config', 'static.yaml'), proxmox: join(dir, 'config', 'proxmox.yaml') };
     mkdirSync(join(dir, 'config'));
     const configText: Record<Group, () => string> = {
-      static: () => world.staticConfig({ redfishUrl: redfishLink.url, redfishPasswordFile }),
+      static: () => world.staticConfig({ redfishUrl: redfishLink.url, redfishPasswordFile, bgp: bgpSection() }),
       proxmox: () => world.proxmoxConfig({ url: proxmoxLink.url, tokenSecretFile }),
     };
     const configHeld: Record<Group, boolean> = { static: false, proxmox: false };
@@ -144,26 +151,33 @@ export async function runSoak(opts: SoakOptions, log: (line: string) => void = c
     };
     syncProxmox();
 
-    // ---- replicas ----
-    const slots: ReplicaSlot[] = [];
+    // ---- replicas and speakers ----
+    // Replicas campaign again in-process after losing the lease (no exit): an exit not signalled is unexpected.
     const onExit = (e: ExitRecord) => {
       if (!running) return;
       if (e.signalled) {
         exits.signalled++;
         if (e.signalled === 'SIGTERM' && e.code !== 0) violation('unclean-sigterm', `${e.slot} (pid ${e.pid}) exited ${e.code} after SIGTERM:\n${e.logTail}`, e.at);
-      } else if (e.code === 1 && e.logTail.includes('leader election lost')) {
-        exits.lostLease++;
       } else {
         exits.unexpected++;
         violation('replica-exit', `${e.slot} (pid ${e.pid}) exited ${e.code} without a signal:\n${e.logTail}`, e.at);
       }
     };
+    const restartDelay = () => rnd.int(1_000, 3_000);
+    log('building the BGP and L2 labs (network namespaces)');
+    const net = await SoakNetwork.build({
+      cp, binary, dir, staticReplicas: profile.staticReplicas, loopback: [redfishLink.url], staticConfig: configPath.static,
+      onSpeakerExit: onExit, restartDelayMs: restartDelay,
+    });
+    cleanups.push(() => net.stop());
+    const slots: ReplicaSlot[] = [];
     for (const group of GROUPS) {
       const n = group === 'static' ? profile.staticReplicas : profile.proxmoxReplicas;
       for (let i = 0; i < n; i++) {
         const user = `soak-${group}-${i}`;
         const kubeconfig = await cp.clientCertKubeconfig(user, ['system:masters']);
-        slots.push(new ReplicaSlot({ binary, group, index: i, kubeconfig, cloudConfig: configPath[group], dir }, onExit, () => rnd.int(1_000, 3_000)));
+        const inLab = group === 'static' ? { wrap: net.wrapFor(i), address: net.replicas[i]!.v4 } : {};
+        slots.push(new ReplicaSlot({ binary, group, index: i, kubeconfig, cloudConfig: configPath[group], dir, ...inLab }, onExit, restartDelay));
       }
     }
     cleanups.push(async () => {
@@ -171,7 +185,8 @@ export async function runSoak(opts: SoakOptions, log: (line: string) => void = c
     });
     const slotByUser = new Map(slots.map((s) => [s.user, s]));
     for (const s of slots) s.start();
-    log(`replicas: ${slots.map((s) => `${s.name} pid ${s.pid}`).join(', ')}; run dir ${dir}`);
+    net.startSpeakers();
+    log(`replicas: ${slots.map((s) => `${s.name} pid ${s.pid}`).join(', ')}; speakers: ${net.speakers.map((s) => `${s.name} pid ${s.pid}`).join(', ')}; run dir ${dir}`);
 
     // ---- audit log: lease history and replica writes ----
     const audit = new AuditTail(cp.auditLogPath);
@@ -228,6 +243,12 @@ export async function runSoak(opts: SoakOptions, log: (line: string) => void = c
         const problem = world.deletionProblem(d.name, d.t, TOLERANCE.presenceToleranceMs);
         if (problem) violation('node-deleted-machine-exists', `${d.user} deleted node ${d.name} at ${new Date(d.t).toISOString()}: ${problem}`, d.t);
       }
+    };
+    /** The replica holding the group's lease by the lease history (paused or not). */
+    const leaseHolder = (group: Group): ReplicaSlot | undefined => {
+      const last = leaseWrites[group].at(-1);
+      if (!last || !last.holder || Date.now() - last.t > last.durationMs) return undefined;
+      return slotByUser.get(last.user);
     };
     const leaderOf = (group: Group): ReplicaSlot | undefined => {
       const last = leaseWrites[group].at(-1);
@@ -323,6 +344,57 @@ export async function runSoak(opts: SoakOptions, log: (line: string) => void = c
     }, () => finished);
     every(5_000, sampleResources, () => finished);
 
+    // The network invariants, every second (against the last view of the cluster, at most 3 s old).
+    const bgpPersistence = new Persistence(TOLERANCE.bgpSettleMs);
+    const l2Persistence = new Persistence(TOLERANCE.l2SettleMs);
+    /** Faults in force that make a part of the expected network state undefined (see check-network.ts). */
+    const netFaults = { router: false, staticConfig: false };
+    /** The last round of each network check: when it looked, and whether everything held. */
+    const lastRound: Record<'bgp' | 'l2', { at: number; clean: boolean }> = { bgp: { at: 0, clean: false }, l2: { at: 0, clean: false } };
+    /** How long each network condition kind lasted at most (a figure: what the tolerance must cover). */
+    const track = (p: Persistence, conditions: Condition[], now: number) => {
+      for (const v of p.observe(conditions, now)) violation(v.kind, `${v.detail} (for ${Math.round(v.lastedMs / 1000)} s)`);
+      for (const c of p.ages(now)) longest.set(c.kind, Math.max(longest.get(c.kind) ?? 0, c.ageMs));
+    };
+    const checkBgp = async () => {
+      const at = Date.now();
+      const paths = await net.rib();
+      if (!paths) {
+        // gobgpd down (a fault) or not answering: nothing to judge this round.
+        if (!netFaults.router) log('note: the BGP router did not answer');
+        bgpPersistence.observe([], at);
+        return;
+      }
+      const { conditions, checks: n } = bgpConditions({
+        services: view.services, nodes: view.nodes, paths, leader: leaseHolder('static')?.config.address,
+        extraPool: world.extraPool, excluded: world.excluded, judgeMissing: !netFaults.router && !netFaults.staticConfig,
+      });
+      count('bgp-rib', n);
+      track(bgpPersistence, conditions, at);
+      lastRound.bgp = { at, clean: conditions.length === 0 };
+    };
+    const checkL2 = async () => {
+      const at = Date.now();
+      const answers = await net.probeL2();
+      const { conditions, checks: n } = l2Conditions({ services: view.services, answers, speakerOf: (m) => net.speakerOf(m), judgeSilent: !netFaults.staticConfig });
+      count('l2-answers', n);
+      track(l2Persistence, conditions, at);
+      lastRound.l2 = { at, clean: conditions.length === 0 };
+    };
+    every(1_000, async () => {
+      if (!view.services.length && !view.nodes.length) return; // no view yet
+      await Promise.all([checkBgp(), checkL2()]);
+    }, () => finished);
+    /** Ms from `since` until a round of the network check that started after it found everything holding. */
+    const networkRecovered = async (which: 'bgp' | 'l2', since: number): Promise<number | undefined> => {
+      while (Date.now() - since <= TOLERANCE.recoveryLimitMs) {
+        const r = lastRound[which];
+        if (r.at >= since && r.clean) return r.at - since;
+        await Bun.sleep(200);
+      }
+      return undefined;
+    };
+
     // Workload until the quiet phase.
     loops.push((async () => {
       while (Date.now() < quietAt) {
@@ -356,7 +428,31 @@ export async function runSoak(opts: SoakOptions, log: (line: string) => void = c
         },
       },
       config: (g) => ({ path: configPath[g], text: configText[g] }),
-      setConfigHeld: (g, held) => (configHeld[g] = held),
+      setConfigHeld: (g, held) => {
+        configHeld[g] = held;
+        if (g === 'static') netFaults.staticConfig = held;
+      },
+      router: {
+        leaderAddress: () => leaseHolder('static')?.config.address,
+        session: async (address, action) => {
+          netFaults.router = action !== 'enable';
+          await net.session(address, action);
+          if (action === 'reset') netFaults.router = false;
+        },
+        kill: async () => {
+          netFaults.router = true;
+          await net.killRouter();
+        },
+        start: async () => {
+          await net.startRouter();
+          netFaults.router = false;
+        },
+      },
+      speaker: (r) => {
+        const running = net.speakers.filter((x) => x.pid && !x.paused);
+        // Only while both run: the other must take over.
+        return running.length === net.speakers.length ? r.pick(running) : undefined;
+      },
     };
     let deck: FaultKind[] = [];
     const faultLog: string[] = [];
@@ -364,7 +460,11 @@ export async function runSoak(opts: SoakOptions, log: (line: string) => void = c
       const gap = () => profile.faultMeanMs * (0.5 + rnd.next());
       await Bun.sleep(gap());
       while (Date.now() < quietAt) {
-        if (!deck.length) deck = rnd.shuffle(kinds);
+        if (!deck.length) {
+          deck = rnd.shuffle(kinds);
+          // A short run (CI) deals the network faults first, so each of them comes at least once.
+          if (profile.networkFaultsFirst && faultLog.length === 0) deck = [...deck.filter((k) => NETWORK_FAULT_KINDS.includes(k)), ...deck.filter((k) => !NETWORK_FAULT_KINDS.includes(k))];
+        }
         const kind = deck[0]!;
         const group = groupOf(kind, rnd);
         const resource = resourceOf(kind, group);
@@ -378,21 +478,22 @@ export async function runSoak(opts: SoakOptions, log: (line: string) => void = c
         if (!fault) {
           faultsSkipped++;
           deck.push(kind); // comes round again later
-          log(`fault ${kind} (${group}) skipped: no leader to hit right now`);
+          log(`fault ${kind} (${group}) skipped: nothing to hit right now (no leader, or a speaker already down)`);
         } else {
           faultCounts[kind] = (faultCounts[kind] ?? 0) + 1;
           busy.add(resource);
           const line = `${new Date(injectedAt).toISOString()} fault ${kind}: ${fault.detail}`;
           faultLog.push(line);
           log(line);
-          // Recovery: a leader fault takes the group's service away at once (the standby must take
-          // over), so its canary starts now; any other fault's once it has been undone.
-          const probe = (since: number) => probes.push(...fault.groups.map(async (g) => {
-            const ms = await canaries.probe(g, since);
-            if (ms === undefined) violation('no-recovery', `${g} did not serve a canary within ${TOLERANCE.recoveryLimitMs / 1000} s after ${kind} (${fault.detail})`);
+          // Recovery: a leader or speaker fault takes the service away at once (a standby must take
+          // over), so its probe starts now; any other fault's once it has been undone. A network
+          // fault has recovered when a check round after that found every network invariant holding.
+          const probe = (since: number) => probes.push(...fault.groups.map(async (g: RecoveryProbe) => {
+            const ms = g === 'bgp' || g === 'l2' ? await networkRecovered(g, since) : await canaries.probe(g, since);
+            if (ms === undefined) violation('no-recovery', `${g} did not ${g === 'bgp' || g === 'l2' ? 'hold its invariants' : 'serve a canary'} within ${TOLERANCE.recoveryLimitMs / 1000} s after ${kind} (${fault.detail})`);
             else recoveries.set(kind, [...(recoveries.get(kind) ?? []), ms]);
           }));
-          const atOnce = kind.startsWith('leader-');
+          const atOnce = kind.startsWith('leader-') || kind.startsWith('speaker-');
           if (atOnce) probe(injectedAt);
           active.push(fault.ended.then(async () => {
             if (!atOnce) probe(Date.now());
@@ -433,6 +534,18 @@ export async function runSoak(opts: SoakOptions, log: (line: string) => void = c
       }
       if (!settled) await Bun.sleep(3_000);
     }
+    // The network too: a BGP and an L2 round after the quiet phase must find everything holding.
+    const quietOver = Date.now();
+    const networkSettled = async () => {
+      while (Date.now() - quietOver < 30_000) {
+        if ((['bgp', 'l2'] as const).every((w) => lastRound[w].at >= quietOver && lastRound[w].clean)) return true;
+        await Bun.sleep(500);
+      }
+      return false;
+    };
+    if (!(await networkSettled())) {
+      for (const c of [...bgpPersistence.current(), ...l2Persistence.current()]) violation(c.kind, `${c.detail} (still so after the quiet phase)`);
+    }
     for (const m of world.machines.values()) {
       // A gone machine's node is normally deleted once the grace period passed; one still there
       // is no safety violation (held back e.g. by the breaker or as the last of its group): noted.
@@ -463,6 +576,12 @@ export async function runSoak(opts: SoakOptions, log: (line: string) => void = c
       };
     });
     writeFileSync(join(dir, 'faults.log'), `${faultLog.join('\n')}\n`);
+    // A replica that lost its lease ends the term and campaigns again in the same process: counted from the logs.
+    for (const s of slots) exits.termsLost += countLines(s.logPath(), TERM_LOST_LINE);
+    const network: NetworkFigures = {
+      longestConditionMs: Object.fromEntries([...longest].sort()),
+      speakers: net.speakers.map((x) => ({ slot: x.name, starts: x.starts })),
+    };
     return {
       seed: opts.seed,
       profile: profile.name,
@@ -482,6 +601,7 @@ export async function runSoak(opts: SoakOptions, log: (line: string) => void = c
       recovery,
       replicas,
       exits,
+      network,
       auditEvents,
     };
   } finally {
@@ -495,6 +615,15 @@ export async function runSoak(opts: SoakOptions, log: (line: string) => void = c
     }
     if (opts.keep) log(`run directory kept: ${dir}`);
     else removeOwnedDir(dir);
+  }
+}
+
+/** How many lines of a file contain `text` (0 when there is no file). */
+function countLines(path: string, text: string): number {
+  try {
+    return readFileSync(path, 'utf8').split('\n').filter((l) => l.includes(text)).length;
+  } catch {
+    return 0;
   }
 }
 

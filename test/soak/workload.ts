@@ -4,13 +4,14 @@ import { NODES, ResourceClient, SERVICES } from '../../src/kube/resources.ts';
 import type { KubeTransport } from '../../src/kube/transport.ts';
 import { UNINITIALIZED } from '../harness/nodes.ts';
 import type { Random } from './random.ts';
-import { CROSS_POOL, GROUP_LABEL, POOL_PREFIX, SHARE_ANNOTATION_KEY, present, type Group, type World } from './world.ts';
+import { CROSS_POOL, GROUP_LABEL, L2_POOL, POOL_ANNOTATION_KEY, POOL_PREFIX, SHARE_ANNOTATION_KEY, present, type Group, type World } from './world.ts';
 
 /**
  * The changing cluster the faults hit: kubelets registering nodes, nodes going NotReady and
  * back, machines leaving and coming back to the inventory, services created, edited and
  * deleted (plain, with a requested address, with sharing keys, through the cross-namespace
- * pool), pools edited. Each operation is drawn from the seeded source; one that the API
+ * pool, dual-stack through the L2 pool), pools edited. Pinned machines (the L2 speakers' nodes)
+ * are left alone. Each operation is drawn from the seeded source; one that the API
  * refuses or cannot answer (during a fault) is counted and dropped, as a user would retry later.
  */
 
@@ -79,9 +80,12 @@ export class Workload {
 
   private async run(op: Operation, view: { nodes: V1Node[]; services: V1Service[] }): Promise<boolean> {
     const nodeNames = new Set(view.nodes.map((n) => n.metadata!.name!));
-    const machines = [...this.world.machines.values()].filter((m) => !m.canary);
+    const machines = [...this.world.machines.values()].filter((m) => !m.canary && !m.pinned);
     const ready = (n: V1Node) => n.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
-    const soakNodes = view.nodes.filter((n) => n.metadata?.labels?.[GROUP_LABEL] && this.world.machines.get(n.metadata.name!)?.canary === false);
+    const soakNodes = view.nodes.filter((n) => {
+      const m = n.metadata?.labels?.[GROUP_LABEL] ? this.world.machines.get(n.metadata.name!) : undefined;
+      return m && !m.canary && !m.pinned;
+    });
     switch (op) {
       case 'node-join': {
         const m = this.pickOf(machines.filter((x) => present(x) && !nodeNames.has(x.id)));
@@ -159,9 +163,13 @@ export class Workload {
     return items.length ? this.rnd.pick(items) : undefined;
   }
 
-  /** As a kubelet with --cloud-provider=external: tainted, then Ready. */
+  /** As a kubelet with --cloud-provider=external: tainted, then Ready (with its pod CIDR, as the IPAM gave it). */
   async registerNode(name: string, group: Group): Promise<void> {
-    await this.nodes.create({ metadata: { name, labels: { [GROUP_LABEL]: group, 'kubernetes.io/hostname': name } }, spec: { taints: [UNINITIALIZED] } });
+    const m = this.world.machines.get(name);
+    await this.nodes.create({
+      metadata: { name, labels: { [GROUP_LABEL]: group, 'kubernetes.io/hostname': name, ...m?.labels } },
+      spec: { taints: [UNINITIALIZED], ...(m?.podCIDR ? { podCIDR: m.podCIDR, podCIDRs: [m.podCIDR] } : {}) },
+    });
     await this.setReady(name, true);
   }
 
@@ -182,10 +190,14 @@ export class Workload {
     const name = `svc-${++this.serial}`;
     const annotations: Record<string, string> = {};
     const spec: V1Service['spec'] = { type: 'LoadBalancer', ports: this.ports(), selector: { app: name } };
-    const kind = this.rnd.weighted({ plain: 4, requested: 1.5, shared: 3, cross: 1 });
+    const kind = this.rnd.weighted({ plain: 4, requested: 1.5, shared: 3, cross: 1, l2: 1.5 });
     if (kind === 'requested') spec.loadBalancerIP = `${POOL_PREFIX}${this.rnd.int(1, 40)}`;
     if (kind === 'shared' || kind === 'cross') annotations[SHARE_ANNOTATION_KEY] = this.rnd.pick(SHARING_KEYS);
-    if (kind === 'cross') annotations['edge-ccm.io/address-pool'] = CROSS_POOL.name;
+    if (kind === 'cross') annotations[POOL_ANNOTATION_KEY] = CROSS_POOL.name;
+    if (kind === 'l2') {
+      annotations[POOL_ANNOTATION_KEY] = L2_POOL.name;
+      spec.ipFamilyPolicy = 'PreferDualStack';
+    }
     return { metadata: { name, annotations }, spec };
   }
 

@@ -15,7 +15,12 @@ export interface Machine {
   group: Group;
   /** Canaries are never removed: the recovery probes register nodes for them. */
   canary: boolean;
+  /** The workload leaves it alone (Ready, in the inventory): an L2 speaker's node. */
+  pinned?: boolean;
   address: string;
+  /** The pod CIDR its kubelet registers with (static machines: routes announced over BGP). */
+  podCIDR?: string;
+  labels?: Record<string, string>;
   vmid?: number;
   redfish?: boolean;
   /** Presence changes, oldest first; the first entry is the machine's creation. */
@@ -33,6 +38,37 @@ export const EXTRA_POOL = { name: 'extra', cidr: '203.0.113.64/27' };
 export const CROSS_POOL = { name: 'cross', cidr: '203.0.113.128/28' };
 export const POOL_PREFIX = '203.0.113.';
 export const SHARE_ANNOTATION_KEY = 'edge-ccm.io/allow-shared-ip';
+export const POOL_ANNOTATION_KEY = 'edge-ccm.io/address-pool';
+/** The pools whose addresses the leader announces over BGP (main, extra, cross). */
+export const BGP_POOLS = [MAIN_POOL, EXTRA_POOL, CROSS_POOL];
+/** The static nodes' pod CIDRs (/31 each, announced over BGP by the route controller's routes). */
+export const CLUSTER_CIDR = '203.0.113.160/27';
+/**
+ * Answered by ARP/NDP (`edge-ccm speaker`) on the L2 lab's LAN (test/harness/l2-lab.ts:
+ * 198.51.100.0/24, 2001:db8:1::/64), only on the nodes labelled L2_LABEL (the speakers' nodes);
+ * handed out only to services that ask for the pool.
+ */
+export const L2_POOL = {
+  name: 'l2',
+  addresses: ['198.51.100.240', '198.51.100.241', '198.51.100.242', '198.51.100.243', '2001:db8:1::240', '2001:db8:1::241', '2001:db8:1::242', '2001:db8:1::243'],
+};
+export const L2_LABEL = 'soak.edge-ccm.io/l2-speaker';
+/** The speakers' nodes: their InternalIP is their host's LAN address in the L2 lab (n1, n2). */
+export const L2_NODES = [{ id: 'l2-n1', role: 'n1', address: '198.51.100.11' }, { id: 'l2-n2', role: 'n2', address: '198.51.100.12' }] as const;
+
+/** Whether an address lies in a CIDR (IPv4 text only; anything else is not). */
+export function inCidr(ip: string, cidr: string): boolean {
+  const [base, bits] = cidr.split('/') as [string, string];
+  const toInt = (a: string) => {
+    const parts = a.split('.').map(Number);
+    return parts.length === 4 && parts.every((n) => Number.isInteger(n) && n >= 0 && n < 256) ? ((parts[0]! << 24) >>> 0) + (parts[1]! << 16) + (parts[2]! << 8) + parts[3]! : undefined;
+  };
+  const x = toInt(ip);
+  const b = toInt(base);
+  if (x === undefined || b === undefined) return false;
+  const size = 2 ** (32 - Number(bits));
+  return x >= b && x < b + size;
+}
 
 export class World {
   readonly machines = new Map<string, Machine>();
@@ -41,7 +77,11 @@ export class World {
   excluded: string[] = [];
 
   constructor(staticMachines: number, proxmoxVms: number, now: number) {
-    for (let i = 1; i <= staticMachines; i++) this.add({ id: `s-${pad(i)}`, group: 'static', canary: false, address: `198.51.100.${i}`, redfish: i % 2 === 0 }, now);
+    // 198.51.100.21-: clear of the BGP lab's router (.1) and replicas (.2-.4), and of the L2 speakers' nodes (.11, .12).
+    for (let i = 1; i <= staticMachines; i++) this.add({ id: `s-${pad(i)}`, group: 'static', canary: false, address: `198.51.100.${20 + i}`, redfish: i % 2 === 0, podCIDR: `203.0.113.${160 + 2 * i}/31` }, now);
+    for (const [i, n] of L2_NODES.entries()) {
+      this.add({ id: n.id, group: 'static', canary: false, pinned: true, address: n.address, podCIDR: `203.0.113.${188 + 2 * i}/31`, labels: { [L2_LABEL]: 'true' } }, now);
+    }
     for (let i = 1; i <= proxmoxVms; i++) this.add({ id: `p-${pad(i)}`, group: 'proxmox', canary: false, address: `198.51.100.${100 + i}`, vmid: 100 + i }, now);
     for (let i = 1; i <= 3; i++) this.add({ id: `p-canary-${i}`, group: 'proxmox', canary: true, address: `198.51.100.${200 + i}`, vmid: 900 + i }, now);
   }
@@ -89,7 +129,7 @@ export class World {
   }
 
   /** The static provider's file: authoritative (a machine not listed is gone), nodes matched by name. */
-  staticConfig(files: { redfishUrl: string; redfishPasswordFile: string }): string {
+  staticConfig(files: { redfishUrl: string; redfishPasswordFile: string; bgp: Record<string, unknown> }): string {
     const machines = this.of('static').filter(present).map((m) => ({
       id: m.id,
       addresses: [{ type: 'InternalIP', address: m.address }],
@@ -101,13 +141,15 @@ export class World {
       } : {}),
     }));
     const pools: Record<string, unknown>[] = [
-      { name: MAIN_POOL.name, addresses: [MAIN_POOL.cidr], ...(this.excluded.length ? { exclude: [...this.excluded] } : {}) },
-      { name: CROSS_POOL.name, addresses: [CROSS_POOL.cidr], autoAssign: false, shareAcrossNamespaces: true },
+      { name: MAIN_POOL.name, addresses: [MAIN_POOL.cidr], announce: 'bgp', ...(this.excluded.length ? { exclude: [...this.excluded] } : {}) },
+      { name: CROSS_POOL.name, addresses: [CROSS_POOL.cidr], autoAssign: false, shareAcrossNamespaces: true, announce: 'bgp' },
+      { name: L2_POOL.name, addresses: [`${L2_POOL.addresses[0]}-${L2_POOL.addresses[3]}`, `${L2_POOL.addresses[4]}-${L2_POOL.addresses[7]}`], autoAssign: false, announce: 'l2', nodeSelector: `${L2_LABEL}=true` },
     ];
-    if (this.extraPool) pools.push({ name: EXTRA_POOL.name, addresses: [EXTRA_POOL.cidr], priority: -1 });
-    // Machines last, so a file cut short loses machines (the half-written fault) before pools.
+    if (this.extraPool) pools.push({ name: EXTRA_POOL.name, addresses: [EXTRA_POOL.cidr], priority: -1, announce: 'bgp' });
+    // Machines last, so a file cut short loses machines (the half-written fault) before pools and BGP.
     return stringify({
       loadBalancer: { pools },
+      bgp: files.bgp,
       inventory: {
         authoritative: true,
         matchBy: ['nodeName'],

@@ -1,0 +1,136 @@
+import type { V1Node, V1Service } from '@kubernetes/client-node';
+import type { Condition } from './check-services.ts';
+import { BGP_POOLS, EXTRA_POOL, GROUP_LABEL, inCidr, L2_POOL, MAIN_POOL } from './world.ts';
+
+/**
+ * The network invariants, as conditions read from one look at the router's RIB or the wire,
+ * judged against the cluster as the API server has it (the Persistence tracker of
+ * check-services.ts turns one that lasts into a violation). Written from docs/networking/bgp.md
+ * and l2.md, not imported from edge-ccm's announcement code: this is the oracle.
+ *
+ * BGP: every address a LoadBalancer service of ours holds in an `announce: bgp` pool, and the
+ * pod CIDR of every static node that has an InternalIP, is in the router's RIB from the lease
+ * holder; nothing else is there, and no other replica has a path in it.
+ * L2: every address a service holds in the L2 pool is answered by exactly one speaker; an
+ * address nobody holds, by none.
+ */
+
+export type NetworkConditionKind = 'bgp-missing' | 'bgp-unexpected' | 'bgp-not-leader' | 'l2-silent' | 'l2-double' | 'l2-stray';
+
+export interface RibPathView {
+  prefix: string;
+  /** The neighbour (replica address) that sent it. */
+  neighbor: string;
+  /** Kept by graceful restart after its session ended. */
+  stale: boolean;
+}
+
+/** A LoadBalancer service of ours (no class) that is not being deleted: its addresses are announced. */
+function announced(s: V1Service): boolean {
+  return s.spec?.type === 'LoadBalancer' && !s.spec.loadBalancerClass && !s.metadata?.deletionTimestamp;
+}
+
+const ips = (s: V1Service) => (s.status?.loadBalancer?.ingress ?? []).map((i) => i.ip ?? '').filter(Boolean);
+
+function internalIPv4(n: V1Node): string | undefined {
+  return n.status?.addresses?.find((a) => a.type === 'InternalIP' && !a.address.includes(':'))?.address;
+}
+
+export interface BgpInput {
+  services: readonly V1Service[];
+  nodes: readonly V1Node[];
+  paths: readonly RibPathView[];
+  /** The address of the replica holding the static group's lease now; undefined: nobody does. */
+  leader?: string;
+  /** The pools as the file in force has them: the extra pool on or off, the main pool's excluded addresses. */
+  extraPool: boolean;
+  excluded: readonly string[];
+  /**
+   * Whether a missing prefix counts: not while the router's session with the leader is being
+   * reset (a fault), nor while a fault holds the static file (an empty file has no bgp section).
+   */
+  judgeMissing: boolean;
+}
+
+export function bgpConditions(input: BgpInput): { conditions: Condition[]; checks: number } {
+  const conditions: Condition[] = [];
+  let checks = 0;
+  const statics = input.nodes.filter((n) => n.metadata?.labels?.[GROUP_LABEL] === 'static');
+  // Next hops exist (an initialised static node): else an address is not announced at all.
+  const hasNextHop = statics.some((n) => !n.metadata?.deletionTimestamp && internalIPv4(n));
+  const expected = new Map<string, string>();
+  const allowed = new Set<string>();
+  for (const s of input.services) {
+    const who = `service ${s.metadata?.namespace}/${s.metadata?.name}`;
+    for (const ip of ips(s)) {
+      if (!BGP_POOLS.some((p) => inCidr(ip, p.cidr))) continue;
+      // An address of a pool taken out of the file, or excluded meanwhile: whether it is still
+      // announced depends on the service's next sync; judged only not to be a stray.
+      if (announced(s)) allowed.add(`${ip}/32`);
+      const inForce = inCidr(ip, EXTRA_POOL.cidr) ? input.extraPool : !(inCidr(ip, MAIN_POOL.cidr) && input.excluded.includes(ip));
+      if (announced(s) && inForce && hasNextHop) expected.set(`${ip}/32`, `${ip} of ${who}`);
+    }
+  }
+  for (const n of statics) {
+    const cidrs = n.spec?.podCIDRs?.length ? n.spec.podCIDRs : n.spec?.podCIDR ? [n.spec.podCIDR] : [];
+    for (const cidr of cidrs) {
+      allowed.add(cidr);
+      if (!n.metadata?.deletionTimestamp && internalIPv4(n)) expected.set(cidr, `pod CIDR ${cidr} of node ${n.metadata?.name}`);
+    }
+  }
+  const fromLeader = new Set(input.paths.filter((p) => !p.stale && p.neighbor === input.leader).map((p) => p.prefix));
+  if (input.judgeMissing) {
+    for (const [prefix, what] of expected) {
+      checks++;
+      if (!fromLeader.has(prefix)) {
+        conditions.push({ key: `bgp-missing:${prefix}`, kind: 'bgp-missing', detail: `${what} is not in the router's RIB from the leader (${input.leader ?? 'none'})` });
+      }
+    }
+  }
+  const others = new Map<string, number>();
+  for (const p of input.paths) {
+    checks++;
+    if (!allowed.has(p.prefix)) {
+      conditions.push({ key: `bgp-unexpected:${p.prefix}:${p.neighbor}`, kind: 'bgp-unexpected', detail: `${p.prefix} from ${p.neighbor}${p.stale ? ' (stale)' : ''} is in the router's RIB, but no service holds it and it is no node's pod CIDR` });
+    }
+    if (p.neighbor !== input.leader) others.set(p.neighbor, (others.get(p.neighbor) ?? 0) + 1);
+  }
+  for (const [neighbor, n] of others) {
+    conditions.push({ key: `bgp-not-leader:${neighbor}`, kind: 'bgp-not-leader', detail: `${n} paths from ${neighbor}, which does not hold the lease (leader: ${input.leader ?? 'none'})` });
+  }
+  return { conditions, checks };
+}
+
+export interface L2Input {
+  services: readonly V1Service[];
+  /** Every L2 pool address probed, with the MACs that answered it. */
+  answers: ReadonlyMap<string, readonly string[]>;
+  /** MAC -> speaker node, for the details. */
+  speakerOf: (mac: string) => string;
+  /** Whether a silent address counts: not while a fault holds the static file (an empty file has no pools). */
+  judgeSilent: boolean;
+}
+
+export function l2Conditions(input: L2Input): { conditions: Condition[]; checks: number } {
+  const conditions: Condition[] = [];
+  const held = new Map<string, string>();
+  for (const s of input.services) {
+    if (!announced(s)) continue;
+    for (const ip of ips(s)) if (L2_POOL.addresses.includes(ip)) held.set(ip, `${s.metadata?.namespace}/${s.metadata?.name}`);
+  }
+  let checks = 0;
+  for (const [address, macs] of input.answers) {
+    checks++;
+    const distinct = [...new Set(macs)];
+    const who = distinct.map((m) => `${input.speakerOf(m)} (${m})`).join(', ');
+    const holder = held.get(address);
+    if (!holder) {
+      if (distinct.length) conditions.push({ key: `l2-stray:${address}`, kind: 'l2-stray', detail: `${address}, held by no service, answered by ${who}` });
+    } else if (distinct.length > 1) {
+      conditions.push({ key: `l2-double:${address}`, kind: 'l2-double', detail: `${address} of service ${holder} answered by ${who}` });
+    } else if (distinct.length === 0 && input.judgeSilent) {
+      conditions.push({ key: `l2-silent:${address}`, kind: 'l2-silent', detail: `${address} of service ${holder} answered by no speaker` });
+    }
+  }
+  return { conditions, checks };
+}

@@ -1,0 +1,149 @@
+import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ApiBridge } from '../harness/api-bridge.ts';
+import { createClusterLab, REPLICA_SLOTS, type ReplicaHost } from '../harness/bgp-cluster-lab.ts';
+import { GoBgp, ROUTER4, ROUTER_ASN, SPEAKER_ASN, startRouter, type RibPath, type RouterOptions } from '../harness/bgp-lab.ts';
+import type { ControlPlane } from '../harness/control-plane.ts';
+import { L2Lab } from '../harness/l2-lab.ts';
+import type { NetnsLab } from '../harness/netns.ts';
+import { TIMING } from './options.ts';
+import { type ExitRecord, ProcessSlot } from './replicas.ts';
+import { L2_NODES, L2_POOL } from './world.ts';
+
+/**
+ * The soak's network, built from the harness's labs (documentation ranges and loopback only;
+ * every namespace deleted with its lab, also when the soak is killed: the labs' dirs are owned):
+ *
+ * - the BGP cluster lab (test/harness/bgp-cluster-lab.ts): GoBGP as the router and one
+ *   namespace per static replica (ccm1..ccm3, 198.51.100.2-.4), where the static group's
+ *   replicas run (`ip netns exec`) and peer with the router over IPv4; the API server and the
+ *   Redfish switch reach them through a bridge on each namespace's loopback;
+ * - the L2 lab (test/harness/l2-lab.ts): a switch with nodes n1 and n2, each running
+ *   `edge-ccm speaker` for the static nodes l2-n1 and l2-n2, and a client whose arping and
+ *   ndisc6 probe the L2 pool's addresses with real frames.
+ */
+
+export interface NetworkOptions {
+  cp: ControlPlane;
+  binary: string;
+  dir: string;
+  staticReplicas: number;
+  /** More services on the machine's loopback the static replicas must reach (the Redfish switch). */
+  loopback: string[];
+  /** The static provider's file (the speakers read its loadBalancer section). */
+  staticConfig: string;
+  onSpeakerExit(e: ExitRecord): void;
+  restartDelayMs(): number;
+}
+
+/** The static group's bgp section: every replica peers with the router over IPv4; only the leader speaks. */
+export function bgpSection(): Record<string, unknown> {
+  return {
+    localASN: SPEAKER_ASN,
+    routerID: REPLICA_SLOTS[0]!.v4,
+    gracefulRestart: { restartTimeSeconds: TIMING.bgpRestartTimeSeconds },
+    peers: [{ address: ROUTER4, asn: ROUTER_ASN, holdTimeSeconds: TIMING.bgpHoldTimeSeconds, families: [4], connectRetry: { minSeconds: 0.2, maxSeconds: 2 } }],
+  };
+}
+
+export class SoakNetwork {
+  readonly speakers: ProcessSlot[] = [];
+  private readonly routerOptions: RouterOptions;
+  private readonly cleanups: (() => Promise<void>)[] = [];
+
+  private constructor(
+    readonly bgpLab: NetnsLab,
+    public router: GoBgp | undefined,
+    readonly replicas: readonly ReplicaHost[],
+    readonly l2: L2Lab,
+  ) {
+    this.routerOptions = { gracefulRestart: true, speakers: replicas.map((r) => ({ v4: r.v4, v6: r.v6 })) };
+  }
+
+  static async build(o: NetworkOptions): Promise<SoakNetwork> {
+    const replicas = REPLICA_SLOTS.slice(0, o.staticReplicas);
+    if (replicas.length < o.staticReplicas) throw new Error(`the BGP lab has ${REPLICA_SLOTS.length} replica slots, the profile asks for ${o.staticReplicas}`);
+    const { lab, router } = await createClusterLab('soak-bgp', 'gobgp', { gracefulRestart: true }, replicas);
+    let l2: L2Lab | undefined;
+    try {
+      if (!(router instanceof GoBgp)) throw new Error('the soak drives GoBGP');
+      l2 = await L2Lab.build();
+      const net = new SoakNetwork(lab, router, replicas, l2);
+      net.cleanups.push(() => lab.destroy(), () => l2!.destroy(), async () => net.router?.stop());
+      const bgpBridge = await ApiBridge.start(lab, o.cp.server, o.loopback);
+      net.cleanups.push(() => bgpBridge.stop());
+      for (const r of replicas) await bgpBridge.into(lab, r.role);
+      const l2Bridge = await ApiBridge.start(l2.lab, o.cp.server);
+      net.cleanups.push(() => l2Bridge.stop());
+      const keyFile = join(o.dir, 'liveness.key');
+      writeFileSync(keyFile, randomBytes(32).toString('hex'), { mode: 0o600 });
+      for (const node of L2_NODES) {
+        await l2Bridge.into(l2.lab, node.role);
+        const kubeconfig = await o.cp.clientCertKubeconfig(`soak-speaker-${node.role}`, ['system:masters']);
+        net.speakers.push(new ProcessSlot(`soak-speaker-${node.role}`, [
+          'ip', 'netns', 'exec', l2.lab.ns(node.role), o.binary, 'speaker',
+          `--node-name=${node.id}`, `--cloud-config=${o.staticConfig}`, `--kubeconfig=${kubeconfig}`, `--liveness-key-file=${keyFile}`,
+        ], o.dir, o.onSpeakerExit, o.restartDelayMs));
+      }
+      // Speakers before the labs go (they are the labs' namespaces' processes).
+      net.cleanups.push(async () => {
+        await Promise.all(net.speakers.map((s) => s.stop()));
+      });
+      return net;
+    } catch (e) {
+      await l2?.destroy();
+      await router.stop().catch(() => undefined);
+      await lab.destroy();
+      throw e;
+    }
+  }
+
+  /** `ip netns exec NS` for static replica `index`. */
+  wrapFor(index: number): string[] {
+    return ['ip', 'netns', 'exec', this.bgpLab.ns(this.replicas[index]!.role)];
+  }
+
+  startSpeakers(): void {
+    for (const s of this.speakers) s.start();
+  }
+
+  /** The router's IPv4 RIB; undefined while gobgpd is down or does not answer. */
+  async rib(): Promise<RibPath[] | undefined> {
+    if (!this.router?.running) return undefined;
+    return this.router.ribPaths(4).catch(() => undefined);
+  }
+
+  async session(address: string, action: 'reset' | 'disable' | 'enable'): Promise<void> {
+    if (!this.router) throw new Error('the router is down');
+    await this.router.neighbor(address, action);
+  }
+
+  async killRouter(): Promise<void> {
+    const router = this.router;
+    this.router = undefined;
+    await router?.stop();
+  }
+
+  async startRouter(): Promise<void> {
+    const router = await startRouter(this.bgpLab, 'gobgp', this.routerOptions);
+    if (!(router instanceof GoBgp)) throw new Error('the soak drives GoBGP');
+    this.router = router;
+  }
+
+  /** Which MACs answer each of the L2 pool's addresses now: an ARP request or a Neighbor Solicitation each, from the client, in parallel. */
+  async probeL2(): Promise<Map<string, string[]>> {
+    const answers = await Promise.all(L2_POOL.addresses.map(async (a) => [a, a.includes(':') ? await this.l2.ndpAnswers(a) : await this.l2.arpAnswers(a)] as const));
+    return new Map(answers);
+  }
+
+  /** The speaker node a MAC belongs to (its LAN interface). */
+  speakerOf(mac: string): string {
+    const node = L2_NODES.find((n) => this.l2.nodes[n.role].lanMac === mac.toLowerCase());
+    return node ? node.id : `an unknown station`;
+  }
+
+  async stop(): Promise<void> {
+    for (const c of this.cleanups.reverse()) await c().catch(() => undefined);
+  }
+}
