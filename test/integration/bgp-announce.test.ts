@@ -10,7 +10,7 @@ import { CLIENT, CLUSTER_NODES, createClusterLab, REPLICAS } from '../harness/bg
 import { kernelRoutes, ROUTER4, ROUTER6, type BgpRouter, type RouterKind } from '../harness/bgp-lab.ts';
 import { CcmProcess } from '../harness/ccm-process.ts';
 import { startControlPlane, type ControlPlane } from '../harness/control-plane.ts';
-import { eventually } from '../harness/eventually.ts';
+import { eventually, eventuallyEqual } from '../harness/eventually.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
 import type { NetnsLab, PipedProcess } from '../harness/netns.ts';
 import { UNINITIALIZED } from '../harness/nodes.ts';
@@ -175,16 +175,8 @@ async function kernelTable(lab: NetnsLab): Promise<Table> {
   return ordered([...(await kernelRoutes(lab, 'rtr', 4)), ...(await kernelRoutes(lab, 'rtr', 6))].filter(([p]) => !p.startsWith('203.0.113.128/')));
 }
 
-async function until(what: string, probe: () => Promise<Table>, expected: Table, ccm?: CcmProcess): Promise<void> {
-  let last: Table | undefined;
-  const want = JSON.stringify(ordered(Object.entries(expected)));
-  await eventually(what, async () => {
-    last = await probe();
-    return JSON.stringify(last) === want;
-  }).catch((e) => {
-    throw new Error(`${what}: expected ${want}, last saw ${JSON.stringify(last)} (${e instanceof Error ? e.message : e})\n${ccm?.logs().slice(-3000) ?? ''}`);
-  });
-}
+/** eventuallyEqual()'s failure shows this edge-ccm's recent output. */
+const logOf = (ccm: CcmProcess) => ({ explain: () => ccm.logs().slice(-3000) });
 
 const v4 = (i: number) => CLUSTER_NODES[i]!.v4;
 const v6 = (i: number) => CLUSTER_NODES[i]!.v6;
@@ -214,30 +206,30 @@ for (const kind of KINDS) {
       const ccm = await c.startReplica('ccm1');
       await ccm.waitForLog('successfully acquired lease', 60_000);
       await createNodes(c);
-      await until('pod CIDRs of the three nodes', () => bgpTable(c.router), podRoutes([0, 1, 2]), ccm);
+      await eventuallyEqual('pod CIDRs of the three nodes', () => bgpTable(c.router), podRoutes([0, 1, 2]), logOf(ccm));
       // The route controller sets NetworkUnavailable as upstream once the route is announced.
       await eventually('NetworkUnavailable False (RouteCreated)', async () => (await nodes().get(c.node(0))).status?.conditions?.some((x) => x.type === 'NetworkUnavailable' && x.status === 'False' && x.reason === 'RouteCreated'));
 
       const web = await createService(c, 'web');
       const all = [v4(0), v4(1), v4(2)];
-      await until('the address with every node as next hop (ADD-PATH)', () => bgpTable(c.router), { ...podRoutes([0, 1, 2]), [`${web}/32`]: all }, ccm);
+      await eventuallyEqual('the address with every node as next hop (ADD-PATH)', () => bgpTable(c.router), { ...podRoutes([0, 1, 2]), [`${web}/32`]: all }, logOf(ccm));
       if (kind !== 'gobgp') {
         // One kernel route with three next hops, and a client behind the router reaches a node through it.
-        await until('the ECMP kernel route', () => kernelTable(c.lab), { ...podRoutes([0, 1, 2]), [`${web}/32`]: all }, ccm);
+        await eventuallyEqual('the ECMP kernel route', () => kernelTable(c.lab), { ...podRoutes([0, 1, 2]), [`${web}/32`]: all }, logOf(ccm));
         await listenOnNodes(c, web);
         expect(['n1', 'n2', 'n3']).toContain(await curlFromClient(c.lab, web));
       }
 
       const local = await createService(c, 'local', true);
       await setEndpoints(c, 'local', [1]);
-      await until('eTP Local: only the endpoint node', () => bgpTable(c.router), { ...podRoutes([0, 1, 2]), [`${web}/32`]: all, [`${local}/32`]: [v4(1)] }, ccm);
+      await eventuallyEqual('eTP Local: only the endpoint node', () => bgpTable(c.router), { ...podRoutes([0, 1, 2]), [`${web}/32`]: all, [`${local}/32`]: [v4(1)] }, logOf(ccm));
       await setEndpoints(c, 'local', [1, 2]);
-      await until('eTP Local: a second endpoint node', () => bgpTable(c.router), { ...podRoutes([0, 1, 2]), [`${web}/32`]: all, [`${local}/32`]: [v4(1), v4(2)] }, ccm);
+      await eventuallyEqual('eTP Local: a second endpoint node', () => bgpTable(c.router), { ...podRoutes([0, 1, 2]), [`${web}/32`]: all, [`${local}/32`]: [v4(1), v4(2)] }, logOf(ccm));
 
       await services().delete(`${c.prefix}-web`, { namespace: 'default' });
-      await until('the deleted service withdrawn', () => bgpTable(c.router), { ...podRoutes([0, 1, 2]), [`${local}/32`]: [v4(1), v4(2)] }, ccm);
+      await eventuallyEqual('the deleted service withdrawn', () => bgpTable(c.router), { ...podRoutes([0, 1, 2]), [`${local}/32`]: [v4(1), v4(2)] }, logOf(ccm));
       await nodes().delete(c.node(2));
-      await until('the deleted node\'s pod CIDRs and next hop withdrawn', () => bgpTable(c.router), { ...podRoutes([0, 1]), [`${local}/32`]: [v4(1)] }, ccm);
+      await eventuallyEqual('the deleted node\'s pod CIDRs and next hop withdrawn', () => bgpTable(c.router), { ...podRoutes([0, 1]), [`${local}/32`]: [v4(1)] }, logOf(ccm));
 
       if (kind === 'gobgp') {
         // A reload without a restart: the IPv6 peer removed (its routes withdrawn), then back.
@@ -245,9 +237,9 @@ for (const kind of KINDS) {
         const text = await Bun.file(path).text();
         const v6Peer = text.split('\n').find((l) => l.includes(`"${ROUTER6}"`))!;
         writeFileSync(path, text.replace(`${v6Peer}\n`, ''));
-        await until('the removed peer\'s routes withdrawn', () => bgpTable(c.router), { '203.0.113.64/29': [v4(0)], '203.0.113.72/29': [v4(1)], [`${local}/32`]: [v4(1)] }, ccm);
+        await eventuallyEqual('the removed peer\'s routes withdrawn', () => bgpTable(c.router), { '203.0.113.64/29': [v4(0)], '203.0.113.72/29': [v4(1)], [`${local}/32`]: [v4(1)] }, logOf(ccm));
         writeFileSync(path, text);
-        await until('the peer back', () => bgpTable(c.router), { ...podRoutes([0, 1]), [`${local}/32`]: [v4(1)] }, ccm);
+        await eventuallyEqual('the peer back', () => bgpTable(c.router), { ...podRoutes([0, 1]), [`${local}/32`]: [v4(1)] }, logOf(ccm));
       }
 
       // The operator's view: GET /debug/bgp (authorized), the per-peer metrics, the readyz check.
@@ -294,7 +286,7 @@ for (const kind of ['bird', 'frr'] as RouterKind[]) {
       const web = await createService(c, 'web');
       const all = [v4(0), v4(1), v4(2)];
       const full = { ...podRoutes([0, 1, 2]), [`${web}/32`]: all };
-      await until('the leader\'s table in the kernel', () => kernelTable(c.lab), full, first);
+      await eventuallyEqual('the leader\'s table in the kernel', () => kernelTable(c.lab), full, logOf(first));
       // The standby holds no session.
       expect(await c.router.sessionUp(REPLICAS[0].v4)).toBe(true);
       expect(await c.router.sessionUp(REPLICAS[1].v4)).toBe(false);
@@ -325,7 +317,7 @@ for (const kind of ['bird', 'frr'] as RouterKind[]) {
       // replicas' paths are in the router's table (the first's kept as stale, graceful restart).
       await second.waitForLog('successfully acquired lease', 60_000);
       await eventually('the router\'s session with the new leader', () => c.router.sessionUp(REPLICAS[1].v4));
-      await until('the new leader\'s paths beside the stale ones', () => bgpTable(c.router), doubled(full), second);
+      await eventuallyEqual('the new leader\'s paths beside the stale ones', () => bgpTable(c.router), doubled(full), logOf(second));
       sampling = false;
       await sampler;
       expect(gaps).toEqual([]);
@@ -335,8 +327,8 @@ for (const kind of ['bird', 'frr'] as RouterKind[]) {
       // FRR 8.4 clears only one stale ADD-PATH path per prefix when the restart time is over
       // (FRRouting/frr#17372): the others stay in its BGP table, marked stale and never used.
       // So with FRR the forwarding table is what proves it; BIRD's BGP table is clean too.
-      if (kind === 'bird') await until('the stale routes cleared', () => bgpTable(c.router), after, second);
-      await until('the kernel follows', () => kernelTable(c.lab), after, second);
+      if (kind === 'bird') await eventuallyEqual('the stale routes cleared', () => bgpTable(c.router), after, logOf(second));
+      await eventuallyEqual('the kernel follows', () => kernelTable(c.lab), after, logOf(second));
 
       client.stdin.write('stop\n');
       client.stdin.end();

@@ -14,7 +14,7 @@ import {
   startRouter,
 } from '../harness/bgp-lab.ts';
 import { SpeakerProcess } from '../harness/bgp-speaker-process.ts';
-import { eventually } from '../harness/eventually.ts';
+import { eventually, eventuallyEqual } from '../harness/eventually.ts';
 import type { NetnsLab } from '../harness/netns.ts';
 
 /**
@@ -43,34 +43,15 @@ async function setUp(kind: RouterKind, label: string, o: { gracefulRestart?: boo
   return { lab, router, startSpeaker };
 }
 
-/** The router's table reduced to the prefixes under test. */
-async function table(router: BgpRouter, family: 4 | 6): Promise<Record<string, string[]>> {
-  const all = await router.paths(family);
-  return ordered([...all].filter(([p]) => p.startsWith(family === 4 ? '203.0.113.' : '2001:db8:1')));
+/** Routes reduced to the prefixes under test (eventuallyEqual compares them in any order). */
+function underTest(all: Iterable<[string, string[]]>, family: 4 | 6): Record<string, string[]> {
+  return Object.fromEntries([...all].filter(([p]) => p.startsWith(family === 4 ? '203.0.113.' : '2001:db8:1')));
 }
 
-/** Prefixes in a fixed order, so two tables compare by content. */
-function ordered(entries: [string, string[]][]): Record<string, string[]> {
-  return Object.fromEntries(entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
-}
-
-async function kernel(lab: NetnsLab, family: 4 | 6): Promise<Record<string, string[]>> {
-  const all = await kernelRoutes(lab, 'rtr', family);
-  return ordered([...all].filter(([p]) => p.startsWith(family === 4 ? '203.0.113.' : '2001:db8:1')));
-}
-
-async function until(what: string, probe: () => Promise<unknown>, expected: Record<string, string[]>): Promise<void> {
-  let last: unknown;
-  await eventually(
-    what,
-    async () => {
-      last = await probe();
-      return JSON.stringify(last) === JSON.stringify(ordered(Object.entries(expected as Record<string, string[]>)));
-    },
-  ).catch((e) => {
-    throw new Error(`${what}: expected ${JSON.stringify(expected)}, last saw ${JSON.stringify(last)} (${e instanceof Error ? e.message : e})`);
-  });
-}
+/** The router's BGP table. */
+const table = async (router: BgpRouter, family: 4 | 6) => underTest(await router.paths(family), family);
+/** The router's kernel routes. */
+const kernel = async (lab: NetnsLab, family: 4 | 6) => underTest(await kernelRoutes(lab, 'rtr', family), family);
 
 const KINDS: RouterKind[] = ['gobgp', 'bird', 'frr'];
 
@@ -89,12 +70,12 @@ for (const kind of KINDS) {
         { prefix: '2001:db8:101::/64', nextHops: [NODES6[1]!] },
         { prefix: '2001:db8:1ff::200/128', nextHops: NODES6 },
       ]);
-      await until(`${kind} IPv4 table`, () => table(router, 4), { '203.0.113.0/26': [NODES4[0]!], '203.0.113.200/32': NODES4, '203.0.113.64/26': [NODES4[1]!] });
-      await until(`${kind} IPv6 table`, () => table(router, 6), { '2001:db8:100::/64': [NODES6[0]!], '2001:db8:101::/64': [NODES6[1]!], '2001:db8:1ff::200/128': NODES6 });
+      await eventuallyEqual(`${kind} IPv4 table`, () => table(router, 4), { '203.0.113.0/26': [NODES4[0]!], '203.0.113.200/32': NODES4, '203.0.113.64/26': [NODES4[1]!] });
+      await eventuallyEqual(`${kind} IPv6 table`, () => table(router, 6), { '2001:db8:100::/64': [NODES6[0]!], '2001:db8:101::/64': [NODES6[1]!], '2001:db8:1ff::200/128': NODES6 });
       if (kind !== 'gobgp') {
         // One kernel route per prefix, the ADD-PATH paths merged into ECMP next hops.
-        await until(`${kind} kernel IPv4 routes`, () => kernel(lab, 4), { '203.0.113.0/26': [NODES4[0]!], '203.0.113.200/32': NODES4, '203.0.113.64/26': [NODES4[1]!] });
-        await until(`${kind} kernel IPv6 routes`, () => kernel(lab, 6), { '2001:db8:100::/64': [NODES6[0]!], '2001:db8:101::/64': [NODES6[1]!], '2001:db8:1ff::200/128': NODES6 });
+        await eventuallyEqual(`${kind} kernel IPv4 routes`, () => kernel(lab, 4), { '203.0.113.0/26': [NODES4[0]!], '203.0.113.200/32': NODES4, '203.0.113.64/26': [NODES4[1]!] });
+        await eventuallyEqual(`${kind} kernel IPv6 routes`, () => kernel(lab, 6), { '2001:db8:100::/64': [NODES6[0]!], '2001:db8:101::/64': [NODES6[1]!], '2001:db8:1ff::200/128': NODES6 });
       }
       const stats = await speaker.stats();
       expect(stats.peers.map((p) => [p.address, p.negotiated?.addPath])).toEqual([
@@ -108,12 +89,12 @@ for (const kind of KINDS) {
         { prefix: '2001:db8:100::/64', nextHops: [NODES6[0]!] },
         { prefix: '2001:db8:1ff::200/128', nextHops: [NODES6[1]!, NODES6[2]!] },
       ]);
-      await until(`${kind} IPv4 table after withdrawals`, () => table(router, 4), { '203.0.113.0/26': [NODES4[0]!], '203.0.113.200/32': [NODES4[0]!, NODES4[2]!] });
-      await until(`${kind} IPv6 table after withdrawals`, () => table(router, 6), { '2001:db8:100::/64': [NODES6[0]!], '2001:db8:1ff::200/128': [NODES6[1]!, NODES6[2]!] });
-      if (kind !== 'gobgp') await until(`${kind} kernel IPv4 routes after withdrawals`, () => kernel(lab, 4), { '203.0.113.0/26': [NODES4[0]!], '203.0.113.200/32': [NODES4[0]!, NODES4[2]!] });
+      await eventuallyEqual(`${kind} IPv4 table after withdrawals`, () => table(router, 4), { '203.0.113.0/26': [NODES4[0]!], '203.0.113.200/32': [NODES4[0]!, NODES4[2]!] });
+      await eventuallyEqual(`${kind} IPv6 table after withdrawals`, () => table(router, 6), { '2001:db8:100::/64': [NODES6[0]!], '2001:db8:1ff::200/128': [NODES6[1]!, NODES6[2]!] });
+      if (kind !== 'gobgp') await eventuallyEqual(`${kind} kernel IPv4 routes after withdrawals`, () => kernel(lab, 4), { '203.0.113.0/26': [NODES4[0]!], '203.0.113.200/32': [NODES4[0]!, NODES4[2]!] });
       await speaker.announce([]);
-      await until(`${kind} IPv4 table empty`, () => table(router, 4), {});
-      await until(`${kind} IPv6 table empty`, () => table(router, 6), {});
+      await eventuallyEqual(`${kind} IPv4 table empty`, () => table(router, 4), {});
+      await eventuallyEqual(`${kind} IPv6 table empty`, () => table(router, 6), {});
       const after = await speaker.stats();
       expect(after.peers.map(({ address, state, flaps, lastError }) => ({ address, state, flaps, lastError }))).toEqual([
         { address: ROUTER4, state: 'established', flaps: 0, lastError: undefined },
@@ -135,8 +116,8 @@ for (const kind of KINDS) {
       await first.announce(before);
       const full4 = { '203.0.113.10/32': NODES4, '203.0.113.11/32': [NODES4[0]!] };
       const full6 = { '2001:db8:1ff::10/128': [NODES6[0]!], '2001:db8:1ff::11/128': [NODES6[1]!] };
-      await until(`${kind} IPv4 table`, () => table(router, 4), full4);
-      await until(`${kind} IPv6 table`, () => table(router, 6), full6);
+      await eventuallyEqual(`${kind} IPv4 table`, () => table(router, 4), full4);
+      await eventuallyEqual(`${kind} IPv6 table`, () => table(router, 6), full6);
       expect((await first.stats()).peers.every((p) => p.negotiated?.gracefulRestart)).toBe(true);
       await first.kill();
       await eventually(`${kind} to see the sessions down`, async () => !(await router.sessionUp(SPEAKER4)) && !(await router.sessionUp(SPEAKER6)));
@@ -149,9 +130,9 @@ for (const kind of KINDS) {
       await second.announce([before[0]!, before[2]!]);
       await second.established(ROUTER4);
       await second.established(ROUTER6);
-      await until(`${kind} IPv4 table after the restart`, () => table(router, 4), { '203.0.113.10/32': NODES4 });
-      await until(`${kind} IPv6 table after the restart`, () => table(router, 6), { '2001:db8:1ff::10/128': [NODES6[0]!] });
-      if (kind !== 'gobgp') await until(`${kind} kernel IPv4 routes after the restart`, () => kernel(lab, 4), { '203.0.113.10/32': NODES4 });
+      await eventuallyEqual(`${kind} IPv4 table after the restart`, () => table(router, 4), { '203.0.113.10/32': NODES4 });
+      await eventuallyEqual(`${kind} IPv6 table after the restart`, () => table(router, 6), { '2001:db8:1ff::10/128': [NODES6[0]!] });
+      if (kind !== 'gobgp') await eventuallyEqual(`${kind} kernel IPv4 routes after the restart`, () => kernel(lab, 4), { '203.0.113.10/32': NODES4 });
     }, 120_000);
   });
 }

@@ -32,11 +32,8 @@ let dir: string;
 let kubeconfig: string;
 let ccm: CcmProcess | undefined;
 
-/** eventually(), with edge-ccm's recent output in the failure. */
-const until = <T>(what: string, probe: () => Promise<T | undefined | false>) =>
-  eventually(what, probe).catch((e: Error) => {
-    throw new Error(`${e.message}\n${ccm?.logs().slice(-3000)}`);
-  });
+/** eventually()'s failure shows edge-ccm's recent output. */
+const withCcmLog = { explain: () => ccm?.logs().slice(-3000) ?? '' };
 
 beforeAll(async () => {
   cp = await startControlPlane();
@@ -87,7 +84,7 @@ async function barrier(name: string, flagOn: boolean): Promise<void> {
   await createLoadBalancer(name);
   if (flagOn) await ccm!.waitForLog(`Patching kube-vip annotation for service" controller=service-lb-controller service=${NS}/${name}`);
   // Without the flag, the status is the sync's last write.
-  else await until(`${name} synced`, async () => hasIngress(await get(name)));
+  else await eventually(`${name} synced`, async () => hasIngress(await get(name)), withCcmLog);
 }
 
 const logCount = (what: string, name: string) => ccm!.logs().split('\n').filter((l) => l.includes(`"${what}"`) && l.includes(`service=${NS}/${name}`)).length;
@@ -101,7 +98,7 @@ test('rbac.yaml alone may not patch services; with rbac-kube-vip.yaml edge-ccm m
   expect((refused as KubeApiError).status).toBe(403);
 
   await applyManifests(admin, readFileSync(join(DEPLOY, 'rbac-kube-vip.yaml'), 'utf8'));
-  await until('patch allowed', () => dryRunPatch().then(() => true, () => false));
+  await eventually('patch allowed', () => dryRunPatch().then(() => true, () => false), withCcmLog);
   await services.delete('probe', { namespace: NS });
 }, 60_000);
 
@@ -125,7 +122,7 @@ test("rbac-kube-vip.yaml's admission policy: edge-ccm may change the kube-vip an
   const asCcm = new ResourceClient<V1Service>(transportFor(kubeconfig), SERVICES);
   const externalIPs = { spec: { externalIPs: ['203.0.113.66'] } };
   // The API server loads a new policy shortly after it is stored: wait until it refuses (a dry run changes nothing).
-  await until('policy in force', async () => (await patchOutcome(asCcm, 'guarded', externalIPs, { dryRun: true })).startsWith('422 ') || undefined);
+  await eventually('policy in force', async () => (await patchOutcome(asCcm, 'guarded', externalIPs, { dryRun: true })).startsWith('422 ') || undefined, withCcmLog);
 
   const refusals: [string, unknown, string?][] = [
     ["may not change a Service's spec", externalIPs],
@@ -176,10 +173,10 @@ test('with --kube-vip-annotation: the address is written once, and removed when 
   // A kube-vip annotation set by hand on another controller's service is never touched.
   await createLoadBalancer('foreign', { [KUBE_VIP_ANNOTATION]: '198.51.100.1' }, 'other.example/lb');
 
-  const web = await until('kube-vip annotation on web', async () => {
+  const web = await eventually('kube-vip annotation on web', async () => {
     const s = await get('web');
     return s.metadata?.annotations?.[KUBE_VIP_ANNOTATION] === INGRESS_IP ? s : undefined;
-  });
+  }, withCcmLog);
   expect(web.metadata?.annotations).toEqual({ team: 'a', [KUBE_VIP_ANNOTATION]: INGRESS_IP, [KUBE_VIP_OWNED_ANNOTATION]: 'true' });
   expect(hasIngress(web)).toBe(true);
   // Written under its own field manager, the one the shipped admission policy accepts.
@@ -192,10 +189,10 @@ test('with --kube-vip-annotation: the address is written once, and removed when 
   expect((await get('foreign')).metadata?.annotations).toEqual({ [KUBE_VIP_ANNOTATION]: '198.51.100.1' });
 
   await services.patch('web', 'merge', { spec: { type: 'ClusterIP' } }, { namespace: NS });
-  const cleaned = await until('web cleaned up', async () => {
+  const cleaned = await eventually('web cleaned up', async () => {
     const s = await get('web');
     return !s.metadata?.finalizers?.length && !s.status?.loadBalancer?.ingress?.length && !s.metadata?.annotations?.[KUBE_VIP_ANNOTATION] ? s : undefined;
-  });
+  }, withCcmLog);
   expect(cleaned.metadata?.annotations).toEqual({ team: 'a' });
   expect(logCount('Patching kube-vip annotation for service', 'web')).toBe(2);
   await stopCcm();

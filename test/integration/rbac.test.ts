@@ -72,11 +72,8 @@ let cp: ControlPlane;
 let admin: BunKubeTransport;
 let ccm: CcmProcess | undefined;
 
-/** eventually(), with edge-ccm's recent output in the failure. */
-const until = <T>(what: string, probe: () => Promise<T | undefined>) =>
-  eventually(what, probe).catch((e: Error) => {
-    throw new Error(`${e.message}\n${ccm?.logs().slice(-3000)}`);
-  });
+/** eventually()'s failure shows edge-ccm's recent output. */
+const withCcmLog = { explain: () => ccm?.logs().slice(-3000) ?? '' };
 
 beforeAll(async () => {
   cp = await startControlPlane();
@@ -122,7 +119,7 @@ async function runScenario(source: RbacSource, prefix: string, extraFlags: strin
   ]);
   await ccm.waitForLog('successfully acquired lease');
   const addressPool = (name: string) => admin.request<{ status?: { conditions?: unknown[] } }>({ method: 'GET', path: `/apis/edge-ccm.io/v1alpha1/addresspools/${name}` });
-  await until('AddressPool objects published', async () => ((await addressPool(poolB).catch(() => undefined))?.status?.conditions?.length ? true : undefined));
+  await eventually('AddressPool objects published', async () => ((await addressPool(poolB).catch(() => undefined))?.status?.conditions?.length ? true : undefined), withCcmLog);
 
   const nodes = new ResourceClient<V1Node>(admin, NODES);
   const services = new ResourceClient<V1Service>(admin, SERVICES);
@@ -131,28 +128,28 @@ async function runScenario(source: RbacSource, prefix: string, extraFlags: strin
     await nodes.create({ metadata: { name }, spec: { podCIDRs: [`10.244.${i + 1}.0/24`], taints: [UNINITIALIZED] } });
     await nodes.patch(name, 'merge', { status: { addresses: [{ type: 'InternalIP', address: `10.1.0.${i + 1}` }] } }, { subresource: 'status' });
   }
-  await until('node initialised', async () => {
+  await eventually('node initialised', async () => {
     const n = await nodes.get(a);
     return n.spec?.providerID && !n.spec.taints?.some((t) => t.key === UNINITIALIZED.key) && n.status?.addresses?.some((x) => x.type === 'ExternalIP') ? n : undefined;
-  });
-  await until('route condition', async () => {
+  }, withCcmLog);
+  await eventually('route condition', async () => {
     const n = await nodes.get(a);
     return n.status?.conditions?.some((c) => c.type === 'NetworkUnavailable' && c.reason === 'RouteCreated') ? n : undefined;
-  });
+  }, withCcmLog);
 
   await services.create({ metadata: { name: svc, namespace: 'default' }, spec: { type: 'LoadBalancer', ports: [{ port: 80, protocol: 'TCP' }] } });
-  await until('ingress', async () => {
+  await eventually('ingress', async () => {
     const s = await services.get(svc, { namespace: 'default' });
     return s.status?.loadBalancer?.ingress?.length ? s : undefined;
-  });
+  }, withCcmLog);
   await services.delete(svc, { namespace: 'default' });
-  await until('service gone (finalizer removed)', async () => services.get(svc, { namespace: 'default' }).then(() => undefined, () => true));
+  await eventually('service gone (finalizer removed)', async () => services.get(svc, { namespace: 'default' }).then(() => undefined, () => true), withCcmLog);
 
   // The machine behind node b disappears and its node goes NotReady: the lifecycle controller deletes it.
   replaceFile(fakeConfig, JSON.stringify({ autoMetadata: auto, bgp, pools: [poolA], existence: { [b]: 'not-found' } }));
   await nodes.patch(b, 'strategic', { status: { conditions: [{ type: 'Ready', status: 'False', reason: 'KubeletDown', lastHeartbeatTime: new Date(), lastTransitionTime: new Date() }] } }, { subresource: 'status' });
-  await until(`node ${b} deleted`, async () => nodes.get(b).then(() => undefined, () => true));
-  await until(`AddressPool ${poolB} deleted with its pool`, async () => addressPool(poolB).then(() => undefined, () => true));
+  await eventually(`node ${b} deleted`, async () => nodes.get(b).then(() => undefined, () => true), withCcmLog);
+  await eventually(`AddressPool ${poolB} deleted with its pool`, async () => addressPool(poolB).then(() => undefined, () => true), withCcmLog);
 
   // Delegated auth: a token that is not system:masters goes through TokenReview and SubjectAccessReview.
   const viewer = readFileSync(cp.tokenKubeconfig('viewer'), 'utf8').match(/token: (\S+)/)?.[1];
@@ -166,10 +163,10 @@ async function runScenario(source: RbacSource, prefix: string, extraFlags: strin
   await nodes.delete(a);
 
   // The audit log is written asynchronously: wait for the release to appear in it.
-  return until('audit entries', async () => {
+  return eventually('audit entries', async () => {
     const entries = await readAudit();
     return entries.filter(isLeaseUpdate).length > updatesBefore ? entries.slice(earlier) : undefined;
-  });
+  }, withCcmLog);
 }
 
 async function readAudit(): Promise<AuditEntry[]> {
