@@ -308,7 +308,7 @@ for (const kind of ['bird', 'frr'] as RouterKind[]) {
         while (sampling) {
           const now = await kernelTable(c.lab);
           for (const prefix of Object.keys(full)) if (!now[prefix]) gaps.push(`${prefix} missing at ${new Date().toISOString()}`);
-          await Bun.sleep(20);
+          await Bun.sleep(20); // the sampling period (a fixed pace on purpose: it looks for a gap, waits for nothing)
         }
       })();
       first.proc.kill('SIGKILL');

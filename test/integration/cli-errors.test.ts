@@ -5,6 +5,7 @@ import { CcmProcess, tempDir } from '../harness/ccm-process.ts';
 
 /** Contract section 1 and 5: bad provider input stops the process at once with exit code 2. */
 async function run(p: CcmProcess): Promise<{ code: number; output: string }> {
+  // A bound, not a wait: a process that does not stop is killed and fails with its output.
   const timer = setTimeout(() => void p.stop('SIGKILL'), 30_000);
   const code = await p.exited();
   clearTimeout(timer);

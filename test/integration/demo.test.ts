@@ -13,6 +13,7 @@ const root = join(import.meta.dir, '../..');
 
 async function runDemo(args: string[]): Promise<{ code: number; output: string }> {
   const proc = Bun.spawn([process.execPath, join(root, 'scripts/demo.ts'), ...args], { cwd: root, stdout: 'pipe', stderr: 'pipe' });
+  // A bound, not a wait: a hung demo is killed and fails with its output.
   const timer = setTimeout(() => proc.kill('SIGKILL'), 150_000);
   const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   clearTimeout(timer);

@@ -239,6 +239,7 @@ async function stopContainer(container: Container, signal: NodeJS.Signals): Prom
     } catch {
       // already gone
     }
+    // A bound, not a wait: the exit ends it; a container still running after a minute is killed.
     const exit = await Promise.race([container.process.exited(), Bun.sleep(60_000).then(() => undefined)]);
     return exit ?? (await container.process.stop('SIGKILL'));
   } finally {

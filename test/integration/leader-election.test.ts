@@ -75,7 +75,7 @@ describe('leader election against a real API server', () => {
     const b = candidate(name);
     await eventually('a leader', () => a.leading() || b.leading());
     const [leader, standby] = a.leading() ? [a, b] : [b, a];
-    // Several lease durations: the standby must never lead meanwhile.
+    // Several lease durations (time passes on purpose): the standby must never lead meanwhile.
     for (let i = 0; i < 24; i++) {
       expect(leader.leading()).toBe(true);
       expect(standby.leading()).toBe(false);

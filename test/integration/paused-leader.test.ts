@@ -36,7 +36,8 @@ test('a leader woken after its lease expired writes nothing until it has renewed
   const nodes = new ResourceClient<V1Node>(transportFor(cp.adminKubeconfig), NODES);
   const name = `paused-${process.pid}`;
   leader.proc.kill('SIGSTOP');
-  // Paused past the lease (3 s) with work waiting for it: a node to initialise.
+  // Paused past the lease (3 s) with work waiting for it: a node to initialise. The pause is the
+  // fault itself, a fixed time on purpose (longer than the lease from any renewal before SIGSTOP).
   await nodes.create({ metadata: { name }, spec: { taints: [UNINITIALIZED] } });
   await Bun.sleep(4_500);
   const wokenAt = Date.now();
