@@ -3,18 +3,20 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { tempDir } from '../harness/ccm-process.ts';
 import { removeOwnedDir } from '../harness/processes.ts';
+import { NETWORK_FAULT_KINDS } from '../soak/faults.ts';
 import type { SoakReport } from '../soak/report.ts';
 import { randomSeed } from '../soak/random.ts';
 
 /**
- * The fault soak's CI profile (docs/reliability.md) on every change: 4 minutes of workload and
- * faults plus about a minute of set-up, 2+2 replicas of the compiled binary. The seed is random
+ * The fault soak's CI profile (docs/reliability.md) on every change: 5 minutes of workload and
+ * faults (the network faults dealt first) plus about a minute of set-up, 2+2 replicas of the
+ * compiled binary, a GoBGP router and two L2 speakers in network namespaces (root). The seed is random
  * and printed (EDGE_CCM_SOAK_SEED=N replays one); any invariant violated fails the test with
  * the soak's report. The soak runs as its own process (its pid in an owned dir, so it is ended
  * however this test ends), its output kept in a file and shown on failure.
  */
 const ROOT = resolve(import.meta.dir, '../..');
-const MINUTES = 4;
+const MINUTES = 5;
 
 test('the CI soak profile reports no invariant violation', async () => {
   const binary = join(ROOT, 'dist/edge-ccm');
@@ -49,5 +51,9 @@ async function runCiSoak(dir: string, seed: number): Promise<void> {
   expect(report.faultsTotal).toBeGreaterThan(5);
   expect(report.checks['write-in-term'] ?? 0).toBeGreaterThan(0);
   expect(report.checks['service-state'] ?? 0).toBeGreaterThan(0);
+  expect(report.checks['bgp-rib'] ?? 0).toBeGreaterThan(0);
+  expect(report.checks['l2-answers'] ?? 0).toBeGreaterThan(0);
   expect(report.churnTotal).toBeGreaterThan(20);
+  // The network faults come first in the CI profile's deck: each of them was injected.
+  for (const kind of NETWORK_FAULT_KINDS) expect(report.faults[kind] ?? 0, `fault ${kind} injected`).toBeGreaterThan(0);
 }

@@ -75,9 +75,9 @@ export class Canaries {
         }
       });
       if (!ok) return undefined;
-      // As a kubelet, the canary posts its status every 10 s: upstream's node controller does not
-      // retry a node the provider had no metadata for (nil: a VM list still empty just after the
-      // fault) until the Node object changes, and a kubelet's status posts are such changes.
+      // As a kubelet, the canary posts its status every 10 s (each post is a Node change, which
+      // upstream's node controller needs to try a node again that it had no metadata for; edge-ccm
+      // also retries such a node with backoff by itself).
       let beat = 0;
       const served = await this.retry(since, async () => {
         if (Date.now() - beat >= KUBELET_STATUS_PERIOD_MS) {

@@ -58,9 +58,19 @@ export class Workload {
     return Object.values(this.done).reduce((a, b) => a + b, 0);
   }
 
-  /** Every machine present gets its node, Ready, before the faults start. */
+  /**
+   * Every machine present gets its node, Ready, before the faults start; two dual-stack services
+   * of the L2 pool (not `svc-`: the workload leaves them alone) give the speakers addresses to
+   * answer all the time, so every speaker fault hits some.
+   */
   async seed(): Promise<void> {
     for (const m of this.world.machines.values()) if (!m.canary) await this.registerNode(m.id, m.group);
+    for (let i = 1; i <= 2; i++) {
+      const service = this.newService('l2');
+      service.metadata!.name = `l2-fixed-${i}`;
+      service.spec!.selector = { app: service.metadata!.name };
+      await this.services.create(service, { namespace: NAMESPACES[i - 1]! });
+    }
   }
 
   async step(view: { nodes: V1Node[]; services: V1Service[] }): Promise<void> {
@@ -186,11 +196,11 @@ export class Workload {
     return this.rnd.shuffle(PORT_CHOICES).slice(0, n).map((p) => ({ ...p }));
   }
 
-  private newService(): V1Service {
+  private newService(only?: 'l2'): V1Service {
     const name = `svc-${++this.serial}`;
     const annotations: Record<string, string> = {};
     const spec: V1Service['spec'] = { type: 'LoadBalancer', ports: this.ports(), selector: { app: name } };
-    const kind = this.rnd.weighted({ plain: 4, requested: 1.5, shared: 3, cross: 1, l2: 1.5 });
+    const kind = only ?? this.rnd.weighted({ plain: 4, requested: 1.5, shared: 3, cross: 1, l2: 1.5 });
     if (kind === 'requested') spec.loadBalancerIP = `${POOL_PREFIX}${this.rnd.int(1, 40)}`;
     if (kind === 'shared' || kind === 'cross') annotations[SHARE_ANNOTATION_KEY] = this.rnd.pick(SHARING_KEYS);
     if (kind === 'cross') annotations[POOL_ANNOTATION_KEY] = CROSS_POOL.name;
