@@ -252,7 +252,7 @@ describe('probing a newly assigned address', () => {
       const warning = await eventually(`an L2AddressInUse event for ${address} on service taken`, async () => {
         const list = await events.list({ namespace: NS, query: { fieldSelector: 'involvedObject.name=taken' } });
         return list.items.find((e) => e.reason === 'L2AddressInUse' && e.message?.includes(` ${address} `));
-      }, 60_000);
+      }, { timeoutMs: 60_000, explain: () => `speaker ${owner(address)}'s log:\n${speakers.get(owner(address))?.logTail(3000)}` });
       expect(warning.type).toBe('Warning');
       expect(warning.message).toBe(`station ${foreign.mac} answered node ${k8sName(owner(address))}'s probe for ${address} on eth0: a host outside the cluster uses the address; not announced while it stays assigned (exclude it from the pool to move the service)`);
       expect(await metricsOf(owner(address))).toMatch(new RegExp(`edge_ccm_l2_conflicts_total\\{address="${address.replaceAll('.', '\\.')}"[^}]*\\} 1`));
