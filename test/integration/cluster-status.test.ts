@@ -100,9 +100,8 @@ ${extra}`;
     await ccm.waitForLog('load-balancer addresses rebuilt from service status', 60_000);
   }, 120_000);
 
-  const logs = (e: Error) => {
-    throw new Error(`${e.message}\n${ccm.logs().slice(-3000)}`);
-  };
+  /** eventually()'s failure shows edge-ccm's recent output. */
+  const logs = { explain: () => ccm.logs().slice(-3000) };
 
   test('kubectl get shows the usage; a full pool is Exhausted; the services holding addresses are listed', async () => {
     const services = new ResourceClient<V1Service>(admin, SERVICES);
@@ -111,13 +110,13 @@ ${extra}`;
     const one = await eventually('one address used', async () => {
       const row = await kubectlGet('addresspools', pool).catch(() => undefined);
       return row?.['IPv4 Used'] === 1 ? row : undefined;
-    }, 60_000).catch(logs);
+    }, { timeoutMs: 60_000, ...logs });
     expect(one).toMatchObject({ 'IPv4 Used': 1, 'IPv4 Free': '1', Services: 1, Exhausted: 'False', Invalid: 'False' });
     await services.create(svc(`${ID}-b`));
     const full = await eventually('the pool exhausted', async () => {
       const o = await get<{ status?: { services?: unknown[]; conditions?: Cond[] } }>('addresspools', pool);
       return cond(o, 'Exhausted')?.status === 'True' ? o : undefined;
-    }, 60_000).catch(logs);
+    }, { timeoutMs: 60_000, ...logs });
     expect(cond(full, 'Exhausted')!.message).toBe('IPv4: all 2 addresses are in use: new services get no address from this pool; add addresses to it in the cloud config');
     expect(full.status!.services).toEqual([
       { service: `default/${ID}-a`, addresses: ['203.0.113.216'] },
@@ -130,18 +129,18 @@ ${extra}`;
     const invalid = await eventually('Invalid on the pool', async () => {
       const o = await get<{ status?: { conditions?: Cond[] } }>('addresspools', pool);
       return cond(o, 'Invalid')?.status === 'True' ? o : undefined;
-    }, 60_000).catch(logs);
+    }, { timeoutMs: 60_000, ...logs });
     expect(cond(invalid, 'Invalid')!.message).toContain('the last edit of the cloud config was rejected; this pool as last loaded stays in force');
     expect(cond(invalid, 'Invalid')!.message).toContain('bogus');
     expect(await kubectlGet('edgeccmstatuses', lease)).toMatchObject({ 'Config Accepted': 'False', Breaker: 'Closed' });
     replaceFile(config, text());
-    await eventually('Invalid cleared', async () => cond(await get('addresspools', pool), 'Invalid')?.status === 'False' || undefined, 60_000).catch(logs);
+    await eventually('Invalid cleared', async () => cond(await get('addresspools', pool), 'Invalid')?.status === 'False' || undefined, { timeoutMs: 60_000, ...logs });
     expect(await kubectlGet('edgeccmstatuses', lease)).toMatchObject({ 'Config Accepted': 'True' });
   }, 120_000);
 
   test('a pool removed from the config: its object goes', async () => {
     replaceFile(config, 'loadBalancer:\n  pools: []\n');
-    await eventually('the AddressPool deleted', async () => get('addresspools', pool).then(() => undefined, () => true), 60_000).catch(logs);
+    await eventually('the AddressPool deleted', async () => get('addresspools', pool).then(() => undefined, () => true), { timeoutMs: 60_000, ...logs });
   }, 120_000);
 });
 
@@ -167,14 +166,12 @@ describe('the deletion breaker (fake provider)', () => {
       '--node-monitor-period=300ms', '--node-deletion-grace-period=0s', '--node-deletion-not-found-threshold=1', ...common(lease),
     ]);
     await ccm.waitForLog('successfully acquired lease', 60_000);
-    const logs = (e: Error) => {
-      throw new Error(`${e.message}\n${ccm.logs().slice(-3000)}`);
-    };
+    const logs = { explain: () => ccm.logs().slice(-3000) };
 
     const status = await eventually('the breaker open on the EdgeCCMStatus object', async () => {
       const o = await get<{ status?: { breaker?: { state: string; held: string[] }; conditions?: Cond[] } }>('edgeccmstatuses', lease).catch(() => undefined);
       return o?.status?.breaker?.state === 'Open' && o.status.breaker.held.length === 2 ? o : undefined;
-    }, 60_000).catch(logs);
+    }, { timeoutMs: 60_000, ...logs });
     expect(status.status!.breaker!.held.sort()).toEqual([gone1, gone2].sort());
     expect(cond(status, 'DeletionBreakerOpen')!.message).toContain(`kubectl annotate edgeccmstatus ${lease} ${ACKNOWLEDGE_NODE_DELETIONS_ANNOTATION}=true`);
     expect(await kubectlGet('edgeccmstatuses', lease)).toMatchObject({ Breaker: 'Open', Held: 2 });
@@ -184,7 +181,7 @@ describe('the deletion breaker (fake provider)', () => {
       const held = await eventually(`${name} says it is held`, async () => {
         const n = await nodes.get(name);
         return n.status?.conditions?.find((c) => c.type === DELETION_HELD_CONDITION);
-      }, 30_000).catch(logs);
+      }, { timeoutMs: 30_000, ...logs });
       expect(held).toMatchObject({ status: 'True', reason: 'Breaker' });
       expect(held.message).toContain('the deletion breaker is open: 2 of 5 managed nodes judged gone');
       expect(held.message).toContain(`kubectl annotate node ${name} node.edge-ccm.io/acknowledge-deletion=true`);
@@ -197,11 +194,11 @@ describe('the deletion breaker (fake provider)', () => {
       method: 'PATCH', path: `${API}/edgeccmstatuses/${lease}`, contentType: 'application/merge-patch+json',
       body: { metadata: { annotations: { [ACKNOWLEDGE_NODE_DELETIONS_ANNOTATION]: 'true' } } },
     });
-    for (const name of [gone1, gone2]) await eventually(`${name} deleted`, async () => nodes.get(name).then(() => undefined, () => true), 60_000).catch(logs);
+    for (const name of [gone1, gone2]) await eventually(`${name} deleted`, async () => nodes.get(name).then(() => undefined, () => true), { timeoutMs: 60_000, ...logs });
     await eventually('the acknowledgment removed once used', async () => {
       const o = await get<{ metadata: { annotations?: Record<string, string> } }>('edgeccmstatuses', lease);
       return o.metadata.annotations?.[ACKNOWLEDGE_NODE_DELETIONS_ANNOTATION] === undefined || undefined;
-    }, 60_000).catch(logs);
+    }, { timeoutMs: 60_000, ...logs });
     for (const name of names.slice(2)) expect(await nodes.get(name).then(() => true)).toBe(true);
   }, 180_000);
 });

@@ -68,9 +68,7 @@ async function ingressOf(namespace: string, name: string): Promise<string> {
   return eventually(`the ingress of ${namespace}/${name}`, async () => {
     const s = await services.get(name, { namespace });
     return s.status?.loadBalancer?.ingress?.[0]?.ip;
-  }, 60_000).catch((e) => {
-    throw new Error(`${(e as Error).message}\n${ccm.logs().slice(-3000)}`);
-  });
+  }, { timeoutMs: 60_000, explain: () => ccm.logs().slice(-3000) });
 }
 
 async function eventsOf(namespace: string, name: string, reason: string): Promise<CoreV1Event[]> {

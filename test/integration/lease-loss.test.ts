@@ -208,7 +208,7 @@ test('a 30 s API-server outage: the same process leads again and converges; a no
   const readyAt = performance.now();
   const readyWall = Date.now();
   await nodes.create({ metadata: { name: after }, spec: { taints: [UNINITIALIZED] } });
-  await eventually('the node created after the outage initialised', () => initialised(after), 120_000, 20).catch((e) => { console.log(ccm.logs().slice(-15000)); throw e; });
+  await eventually('the node created after the outage initialised', () => initialised(after), { timeoutMs: 120_000, intervalMs: 20, explain: () => ccm.logs().slice(-15000) });
   const initialisedMs = performance.now() - readyAt;
   // The harness polls /readyz every 0.5 s, edge-ccm's probe every 1 s: either may see it first.
   const acquiredLines = ccm.logs().split('\n').filter((l) => l.includes('successfully acquired lease'));

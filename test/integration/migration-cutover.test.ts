@@ -153,9 +153,7 @@ for (const source of SOURCES) describe(`cutover from ${source.name}`, () => {
       const done = items.filter((s) => s.metadata?.finalizers?.includes(LB_CLEANUP_FINALIZER) &&
         s.status?.conditions?.some((c) => c.type === ADDRESS_ASSIGNED_CONDITION && c.status === 'True'));
       return done.length === source.services.length ? items : undefined;
-    }, 90_000).catch((e: Error) => {
-      throw new Error(`${e.message}\n${ccm.logs().slice(-4000)}`);
-    });
+    }, { timeoutMs: 90_000, explain: () => ccm.logs().slice(-4000) });
 
     for (const s of adopted) {
       const was = before.get(s.metadata!.name!)!;

@@ -62,12 +62,12 @@ test('a second replica without leader election refuses to allocate, with events,
   const first = replica();
   await first.waitForLog('load-balancer addresses rebuilt from service status');
   const second = replica();
+  /** eventually()'s failure shows the second replica's recent output. */
+  const secondLog = { explain: () => second.logs().slice(-3000) };
   const refusal = await eventually('an AnotherReplicaActive event on the Lease', async () => {
     const found = await events('kube-system', `involvedObject.kind=Lease,involvedObject.name=${ID},reason=AnotherReplicaActive`);
     return found.length ? found[0] : undefined;
-  }, 60_000).catch((e) => {
-    throw new Error(`${(e as Error).message}\n${second.logs().slice(-3000)}`);
-  });
+  }, { timeoutMs: 60_000, ...secondLog });
   expect(refusal.type).toBe('Warning');
   expect(refusal.message).toContain('--leader-elect=false');
 
@@ -93,15 +93,11 @@ test('a second replica without leader election refuses to allocate, with events,
   const rebuilds = () => second.logs().split('load-balancer addresses rebuilt from service status').length - 1;
   const rebuiltBefore = rebuilds();
   expect(await first.stop('SIGTERM')).toBe(0);
-  await eventually('the second replica holding the Lease, its addresses re-read', () => rebuilds() > rebuiltBefore, 60_000).catch((e) => {
-    throw new Error(`${(e as Error).message}\n${second.logs().slice(-3000)}`);
-  });
+  await eventually('the second replica holding the Lease, its addresses re-read', () => rebuilds() > rebuiltBefore, { timeoutMs: 60_000, ...secondLog });
   const taken = ingress(await services.get('s1', { namespace: NS }))!;
   await services.create({ metadata: { name: 's5', namespace: NS }, spec: { type: 'LoadBalancer', loadBalancerIP: taken, ports: [{ port: 80, protocol: 'TCP' }] } });
   await services.create({ metadata: { name: 's6', namespace: NS }, spec: { type: 'LoadBalancer', ports: [{ port: 80, protocol: 'TCP' }] } });
-  const sixth = await eventually('s6 with an address', async () => ingress(await services.get('s6', { namespace: NS })), 60_000).catch((e) => {
-    throw new Error(`${(e as Error).message}\n${second.logs().slice(-3000)}`);
-  });
+  const sixth = await eventually('s6 with an address', async () => ingress(await services.get('s6', { namespace: NS })), { timeoutMs: 60_000, ...secondLog });
   expect(addresses).not.toContain(sixth);
   const s5 = await eventually('s5 refused', async () => {
     const found = await events(NS, 'involvedObject.kind=Service,involvedObject.name=s5,reason=SyncLoadBalancerFailed');

@@ -102,6 +102,8 @@ let admin: KubeTransport;
 let nodes: ResourceClient<V1Node>;
 let services: ResourceClient<V1Service>;
 let ccm: CcmProcess | undefined;
+/** eventually()'s failure shows edge-ccm's recent output. */
+const ccmLog = { explain: () => ccm?.logs().slice(-4000) ?? '' };
 let inventoryPath: string;
 
 function writeInventory(text: string): void {
@@ -169,9 +171,7 @@ async function initialised(name: string, timeoutMs = 60_000): Promise<V1Node> {
   return eventually(`node ${name} initialised`, async () => {
     const n = await nodes.get(name);
     return isInitialised(n) ? n : undefined;
-  }, timeoutMs).catch((e) => {
-    throw new Error(`${(e as Error).message}\n${ccm?.logs().slice(-4000)}`);
-  });
+  }, { timeoutMs, ...ccmLog });
 }
 
 async function eventsAbout(kind: string, name: string): Promise<CoreV1Event[]> {
@@ -199,9 +199,7 @@ async function createServicesAndWait(prefix: string, count: number): Promise<{ a
     const ours = (await listOurServices()).filter((s) => s.metadata!.name!.startsWith(`${prefix}-`));
     const withIngress = ours.filter((s) => ingressIPs(s).length > 0);
     return withIngress.length === count ? new Map(withIngress.map((s) => [s.metadata!.name!, ingressIPs(s)[0]!])) : undefined;
-  }, 300_000, 250).catch((e) => {
-    throw new Error(`${(e as Error).message}\n${ccm?.logs().slice(-4000)}`);
-  });
+  }, { timeoutMs: 300_000, intervalMs: 250, ...ccmLog });
   return { addresses, ms: performance.now() - started };
 }
 
@@ -265,9 +263,7 @@ describe('the compiled binary with the static provider', () => {
       const n = await nodes.get(nodeName(1));
       const l = n.metadata?.labels ?? {};
       return l['topology.kubernetes.io/zone'] === 'zone-b' && l['example.com/extra'] === 'two' && !('example.com/power-feed' in l) ? n : undefined;
-    }, 60_000).catch((e) => {
-      throw new Error(`${(e as Error).message}\n${ccm?.logs().slice(-4000)}`);
-    });
+    }, { timeoutMs: 60_000, ...ccmLog });
     console.log(`static-binary: inventory edit to node labels changed: ${(performance.now() - edited).toFixed(0)} ms`);
     expect(n1.metadata?.labels).toMatchObject({ 'failure-domain.beta.kubernetes.io/zone': 'zone-b', 'edge-ccm.io/site': 'site-a', 'example.com/owner': 'ops' });
     expect(n1.metadata?.annotations?.[CLOUD_LABELS_ANNOTATION]).toBe('edge-ccm.io/rack,edge-ccm.io/site,example.com/extra');
