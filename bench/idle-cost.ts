@@ -1,0 +1,95 @@
+/**
+ * Idle CPU of edge-ccm builds side by side on one control plane: N initialised NotReady nodes
+ * (no Ready condition, as bench/workloads.ts prepares them), each variant started in turn
+ * (alternating order every repetition), left to settle, then its CPU-s (utime + stime from
+ * /proc) counted over a window, with the load average. For A/B of idle-cost changes (build each
+ * variant as scripts/bench builds edge-ccm-fake); not part of scripts/bench's figures.
+ *
+ * Usage: bun bench/idle-cost.ts --variant=LABEL:PATH[:FLAG,FLAG...] [--variant=...]
+ *          [--nodes=5000] [--services=0] [--settle-seconds=30] [--window-seconds=60] [--repeat=2]
+ *          [--cpu-prof-dir=DIR]   (PATH ending in .ts runs from source under this Bun; with
+ *                                  --cpu-prof-dir it writes a Markdown CPU profile there)
+ */
+import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startControlPlane } from '../test/harness/control-plane.ts';
+import { transportFor } from '../test/harness/kubeconfig.ts';
+import { freeLoopbackPorts } from '../test/harness/ports.ts';
+import { LoadSampler, controlPlaneCpu } from './machine.ts';
+import { ProcSampler, cpuSeconds } from './proc-sampler.ts';
+import { writeEdgeFakeConfig } from './sides.ts';
+import { prepareSteadyState } from './workloads.ts';
+
+const argv = process.argv.slice(2);
+const opt = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+const num = (name: string, dflt: number) => Number(opt(name) ?? dflt);
+const variants = argv.filter((a) => a.startsWith('--variant=')).map((a) => {
+  const [label, path, flags] = a.slice('--variant='.length).split(':');
+  if (!label || !path) throw new Error(`--variant: ${JSON.stringify(a)} is not LABEL:PATH[:FLAG,FLAG]`);
+  return { label, path, flags: flags ? flags.split(',') : [] };
+});
+if (variants.length === 0) throw new Error('give at least one --variant=LABEL:PATH');
+const nodes = num('nodes', 5000);
+const services = num('services', 0);
+const settleMs = num('settle-seconds', 30) * 1000;
+const windowMs = num('window-seconds', 60) * 1000;
+const repeat = num('repeat', 2);
+const profDir = opt('cpu-prof-dir');
+
+const log = (msg: string) => console.error(`[idle ${new Date().toISOString().slice(11, 19)}] ${msg}`);
+const dir = mkdtempSync(join(tmpdir(), 'edge-ccm-idle-'));
+const cp = await startControlPlane({ extraApiServerFlags: ['--service-cluster-ip-range=10.0.0.0/16'] });
+const rows: string[] = [];
+try {
+  log(`preparing ${nodes} nodes, ${services} services`);
+  await prepareSteadyState(transportFor(cp.adminKubeconfig), nodes, services);
+  const kubeconfig = await cp.clientCertKubeconfig('bench-idle', ['system:masters']);
+  const fakeConfig = writeEdgeFakeConfig(dir);
+  for (let rep = 0; rep < repeat; rep++) {
+    for (const v of rep % 2 === 0 ? variants : [...variants].reverse()) {
+      const [port] = (await freeLoopbackPorts(1)) as [number];
+      const runDir = join(dir, `${v.label}-${rep + 1}`);
+      mkdirSync(runDir);
+      const prof = v.path.endsWith('.ts') ? (profDir ? ['--cpu-prof-md', `--cpu-prof-dir=${join(profDir, `${v.label}-${rep + 1}`)}`] : []) : [];
+      const cmd = [
+        ...(v.path.endsWith('.ts') ? [process.execPath, ...prof] : []), v.path,
+        '--cloud-provider=fake', `--cloud-config=${fakeConfig}`, `--kubeconfig=${kubeconfig}`,
+        `--authentication-kubeconfig=${kubeconfig}`, `--authorization-kubeconfig=${kubeconfig}`,
+        '--bind-address=127.0.0.1', `--secure-port=${port}`, '--configure-cloud-routes=false',
+        `--leader-elect-resource-name=bench-idle-${v.label}-${rep}`, ...v.flags,
+      ];
+      const proc = Bun.spawn({ cmd, stdout: Bun.file(join(runDir, 'out.log')), stderr: Bun.file(join(runDir, 'err.log')) });
+      const sampler = new ProcSampler(proc.pid);
+      try {
+        await Bun.sleep(settleMs);
+        if (proc.exitCode !== null) throw new Error(`${v.label} exited (${proc.exitCode}): ${readFileSync(join(runDir, 'err.log'), 'utf8').slice(-2000)}`);
+        const cpu0 = cpuSeconds(proc.pid);
+        const cp0 = controlPlaneCpu(cp.dir);
+        const load = new LoadSampler();
+        const from = Date.now();
+        await Bun.sleep(windowMs);
+        const to = Date.now();
+        const cpu = cpuSeconds(proc.pid) - cpu0;
+        const cp1 = controlPlaneCpu(cp.dir);
+        const l = load.stop();
+        const row = `| ${v.label} | ${rep + 1} | ${cpu.toFixed(2)} | ${(sampler.meanKiB(from, to) / 1024).toFixed(1)} | ${(sampler.peakKiB() / 1024).toFixed(1)} | ${(cp1.apiserver - cp0.apiserver).toFixed(2)} | ${l.mean.toFixed(1)}/${l.max.toFixed(1)} |`;
+        log(row);
+        rows.push(row);
+      } finally {
+        sampler.stop();
+        proc.kill('SIGTERM');
+        const timer = setTimeout(() => proc.kill('SIGKILL'), 30_000);
+        await proc.exited;
+        clearTimeout(timer);
+      }
+    }
+  }
+} finally {
+  await cp.stop();
+}
+console.log(`${nodes} nodes, ${services} services; settle ${settleMs / 1000} s, window ${windowMs / 1000} s\n`);
+console.log('| variant | rep | CPU-s in window | steady RSS MiB | peak RSS MiB | apiserver CPU-s | load avg mean/max |');
+console.log('|---|---|---|---|---|---|---|');
+for (const r of rows) console.log(r);
+console.log(`\nlogs in ${dir}`);
