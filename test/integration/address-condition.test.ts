@@ -65,9 +65,8 @@ function statusWrites(name: string): AuditEntry[] {
     e.verb === 'patch' && e.objectRef?.resource === 'services' && e.objectRef.subresource === 'status' && e.objectRef.name === name && e.objectRef.namespace === NS);
 }
 
-const logs = (e: Error) => {
-  throw new Error(`${e.message}\n${ccm.logs().slice(-3000)}`);
-};
+/** eventually()'s failure shows edge-ccm's recent output. */
+const logs = { explain: () => ccm.logs().slice(-3000) };
 
 test('assigned: condition True and the pool annotation, on the same patch as the ingress; no write when a sync changes nothing', async () => {
   const name = `${ID}-a`;
@@ -75,7 +74,7 @@ test('assigned: condition True and the pool annotation, on the same patch as the
   const s = await eventually('condition Assigned', async () => {
     const got = await services.get(name, { namespace: NS });
     return condition(got)?.status === 'True' ? got : undefined;
-  }, 60_000).catch(logs);
+  }, { timeoutMs: 60_000, ...logs });
   expect(condition(s)).toMatchObject({ reason: 'Assigned', message: `Assigned 203.0.113.201 from pool ${ID}-one` });
   expect(s.metadata!.annotations![ASSIGNED_POOL_ANNOTATION]).toBe(`${ID}-one`);
   expect(s.status!.loadBalancer!.ingress).toEqual([{ ip: '203.0.113.201', ipMode: 'VIP' }]);
@@ -96,7 +95,7 @@ test('assigned: condition True and the pool annotation, on the same patch as the
   const ensures = () => ccm.logs().split('\n').filter((l) => l.includes('Ensuring load balancer for service') && l.includes(`${NS}/${name}`)).length;
   const before = ensures();
   await services.patch(name, 'merge', { metadata: { annotations: { 'example.com/touched': '1' } } }, { namespace: NS });
-  await eventually('another ensure of the service', async () => ensures() > before || undefined, 30_000).catch(logs);
+  await eventually('another ensure of the service', async () => ensures() > before || undefined, { timeoutMs: 30_000, ...logs });
   expect(statusWrites(name)).toHaveLength(2);
 }, 120_000);
 
@@ -106,7 +105,7 @@ test('pending: `kubectl describe` explains it in one line (condition False, reas
   const s = await eventually('condition PoolExhausted', async () => {
     const got = await services.get(name, { namespace: NS });
     return condition(got)?.status === 'False' ? got : undefined;
-  }, 60_000).catch(logs);
+  }, { timeoutMs: 60_000, ...logs });
   expect(condition(s)).toMatchObject({
     reason: 'PoolExhausted',
     message: `Pool ${ID}-one exhausted: add addresses to it in the cloud config, or delete a LoadBalancer service that holds one`,
@@ -118,6 +117,6 @@ test('pending: `kubectl describe` explains it in one line (condition False, reas
   const after = await eventually('condition Assigned after the address was freed', async () => {
     const got = await services.get(name, { namespace: NS });
     return condition(got)?.status === 'True' ? got : undefined;
-  }, 120_000).catch(logs);
+  }, { timeoutMs: 120_000, ...logs });
   expect(after.metadata!.annotations![ASSIGNED_POOL_ANNOTATION]).toBe(`${ID}-one`);
 }, 180_000);
