@@ -1,7 +1,7 @@
 import type { V1Node, V1Service } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
 import type { CloudProvider } from '../cloud/types.ts';
-import { CloudNodeController } from '../controllers/node/index.ts';
+import { CLOUD_NODE_CONTROLLER, CloudNodeController } from '../controllers/node/index.ts';
 import { CLOUD_NODE_LIFECYCLE_CONTROLLER, CloudNodeLifecycleController, type LifecycleOptions } from '../controllers/nodelifecycle/index.ts';
 import { NODE_ROUTE_CONTROLLER, RouteController } from '../controllers/route/controller.ts';
 import { SERVICE_LB_CONTROLLER, ServiceController } from '../controllers/service/index.ts';
@@ -43,7 +43,7 @@ export interface ControllerSpec {
 
 export const CONTROLLERS = [
   {
-    name: 'cloud-node-controller',
+    name: CLOUD_NODE_CONTROLLER,
     alias: 'cloud-node',
     eventSource: 'cloud-node-controller',
     serviceAccount: 'node-controller',

@@ -15,6 +15,7 @@ import { ApiCloudNodeWriter, type NodeLabelWriter, type CloudNodeWriter } from '
 import { ResyncTrigger } from '../../util/resync-trigger.ts';
 import { forEachLimited } from '../../util/parallel.ts';
 import { errorMessage } from '../../util/errors.ts';
+import { Backoff } from '../../util/backoff.ts';
 
 export interface CloudNodeControllerOptions {
   /** --concurrent-node-syncs: workers initialising nodes. */
@@ -38,6 +39,8 @@ export interface CloudNodeControllerDeps {
   labelWriter?: NodeLabelWriter;
 }
 
+/** The controller's name: its row in the controller table, its logs and its metrics. */
+export const CLOUD_NODE_CONTROLLER = 'cloud-node-controller';
 export const EVENT_SYNCED = 'Synced';
 export const EVENT_PROVIDED_NODE_IP_INVALID = 'ProvidedNodeIPInvalid';
 
@@ -62,7 +65,7 @@ export type NodeControllerContext = Pick<ControllerContext, 'transport' | 'recor
  * period); with relabelNodes the pass also re-syncs cloud labels.
  */
 export class CloudNodeController implements Controller {
-  readonly name = 'cloud-node-controller';
+  readonly name = CLOUD_NODE_CONTROLLER;
   readonly queue: WorkQueue<string>;
   private readonly instances: Instances;
   private readonly writer: CloudNodeWriter;
@@ -71,7 +74,8 @@ export class CloudNodeController implements Controller {
   private readonly metrics: NodeControllerMetrics;
   private readonly log: Logger;
   /** Nodes the provider had no metadata for: how many times in a row (their retry backoff). */
-  private readonly nilMetadata = new Map<string, number>();
+  /** Per node the provider had no metadata for: when to ask again (1 s doubling to the status update period). */
+  private readonly nilMetadata = new Map<string, Backoff>();
 
   constructor(
     private readonly ctx: NodeControllerContext,
@@ -175,9 +179,9 @@ export class CloudNodeController implements Controller {
       // The provider has nothing for this node (yet): leave it tainted. Beyond upstream (which
       // waits for the Node to change): tried again with backoff, since "nothing" may be a
       // provider answer that lags (a VM list cached from before the VM, or distrusted as empty).
-      const misses = this.nilMetadata.get(name) ?? 0;
-      this.nilMetadata.set(name, misses + 1);
-      const retryMs = Math.min(NIL_METADATA_RETRY_INITIAL_MS * 2 ** Math.min(misses, 30), Math.max(NIL_METADATA_RETRY_INITIAL_MS, this.opts.nodeStatusUpdateFrequencyMs));
+      let backoff = this.nilMetadata.get(name);
+      if (!backoff) this.nilMetadata.set(name, (backoff = Backoff.doubling({ initialMs: NIL_METADATA_RETRY_INITIAL_MS, maxMs: Math.max(NIL_METADATA_RETRY_INITIAL_MS, this.opts.nodeStatusUpdateFrequencyMs) })));
+      const retryMs = backoff.next();
       log.info('skip sync node because cloud provided nil metadata; trying again later', { retryMs });
       this.queue.addAfter(name, retryMs);
       return;

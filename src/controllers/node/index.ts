@@ -1,4 +1,4 @@
-export { CloudNodeController, EVENT_PROVIDED_NODE_IP_INVALID, EVENT_SYNCED, type CloudNodeControllerDeps, type CloudNodeControllerOptions } from './controller.ts';
+export { CLOUD_NODE_CONTROLLER, CloudNodeController, EVENT_PROVIDED_NODE_IP_INVALID, EVENT_SYNCED, type CloudNodeControllerDeps, type CloudNodeControllerOptions } from './controller.ts';
 export {
   ProvidedNodeIPError,
   addressesMatchingNodeIPs,
