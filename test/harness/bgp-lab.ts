@@ -373,6 +373,13 @@ export class GoBgp implements BgpRouter {
     if (r.code !== 0) throw new Error(`gobgp neighbor ${address} ${action}: ${r.stderr || r.stdout}`);
   }
 
+  /** The neighbour's FSM state as GoBGP numbers it (1 idle ... 6 established); undefined when gobgpd does not answer. */
+  async sessionState(address: string): Promise<number | undefined> {
+    const r = await this.gobgp(['neighbor', address, '-j']);
+    if (r.code !== 0) return undefined;
+    return JSON.parse(r.stdout)?.state?.session_state;
+  }
+
   /** The daemon's pid (for a SIGKILL that is a crash). */
   get pid(): number {
     return this.proc.pid;

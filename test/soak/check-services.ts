@@ -92,12 +92,17 @@ export class Persistence {
   private readonly since = new Map<string, { first: number; condition: Condition }>();
   private readonly reported = new Set<string>();
 
-  constructor(private readonly settleMs: number) {}
+  /** `onEnd`: told of each condition that is gone, with how long it lasted. */
+  constructor(private readonly settleMs: number, private readonly onEnd?: (c: Condition, lastedMs: number) => void) {}
 
   /** The conditions seen now; returns those that just became violations. */
   observe(conditions: readonly Condition[], now: number): (Condition & { lastedMs: number })[] {
     const seen = new Set(conditions.map((c) => c.key));
-    for (const k of this.since.keys()) if (!seen.has(k)) this.since.delete(k);
+    for (const [k, e] of this.since) {
+      if (seen.has(k)) continue;
+      this.since.delete(k);
+      this.onEnd?.(e.condition, now - e.first);
+    }
     const out: (Condition & { lastedMs: number })[] = [];
     for (const c of conditions) {
       const entry = this.since.get(c.key) ?? { first: now, condition: c };

@@ -37,6 +37,11 @@ export interface NetworkOptions {
   restartDelayMs(): number;
 }
 
+/** The router as the lab's tests run it: graceful restart helper on. */
+const ROUTER_OPTIONS: RouterOptions = { gracefulRestart: true };
+/** GoBGP's FSM state of a neighbour it refuses sessions from (after a reset or an enable, for up to 30 s). */
+const GOBGP_IDLE = 1;
+
 /** The static group's bgp section: every replica peers with the router over IPv4; only the leader speaks. */
 export function bgpSection(): Record<string, unknown> {
   return {
@@ -58,13 +63,13 @@ export class SoakNetwork {
     readonly replicas: readonly ReplicaHost[],
     readonly l2: L2Lab,
   ) {
-    this.routerOptions = { gracefulRestart: true, speakers: replicas.map((r) => ({ v4: r.v4, v6: r.v6 })) };
+    this.routerOptions = { ...ROUTER_OPTIONS, speakers: replicas.map((r) => ({ v4: r.v4, v6: r.v6 })) };
   }
 
   static async build(o: NetworkOptions): Promise<SoakNetwork> {
     const replicas = REPLICA_SLOTS.slice(0, o.staticReplicas);
     if (replicas.length < o.staticReplicas) throw new Error(`the BGP lab has ${REPLICA_SLOTS.length} replica slots, the profile asks for ${o.staticReplicas}`);
-    const { lab, router } = await createClusterLab('soak-bgp', 'gobgp', { gracefulRestart: true }, replicas);
+    const { lab, router } = await createClusterLab('soak-bgp', 'gobgp', ROUTER_OPTIONS, replicas);
     let l2: L2Lab | undefined;
     try {
       if (!(router instanceof GoBgp)) throw new Error('the soak drives GoBGP');
@@ -114,9 +119,20 @@ export class SoakNetwork {
     return this.router.ribPaths(4).catch(() => undefined);
   }
 
+  /**
+   * A reset or enable returns once the router takes the neighbour's sessions again: GoBGP keeps
+   * it idle for a while first (30 s after a reset, about 5 s after an enable), its own
+   * hold-down, which is no part of edge-ccm's recovery.
+   */
   async session(address: string, action: 'reset' | 'disable' | 'enable'): Promise<void> {
     if (!this.router) throw new Error('the router is down');
     await this.router.neighbor(address, action);
+    if (action === 'disable') return;
+    const deadline = Date.now() + 60_000;
+    while ((await this.router.sessionState(address)) === GOBGP_IDLE) {
+      if (Date.now() > deadline) throw new Error(`GoBGP kept its session with ${address} idle for 60 s after ${action}`);
+      await Bun.sleep(200);
+    }
   }
 
   async killRouter(): Promise<void> {

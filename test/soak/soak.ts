@@ -345,8 +345,12 @@ export async function runSoak(opts: SoakOptions, log: (line: string) => void = c
     every(5_000, sampleResources, () => finished);
 
     // The network invariants, every second (against the last view of the cluster, at most 3 s old).
-    const bgpPersistence = new Persistence(TOLERANCE.bgpSettleMs);
-    const l2Persistence = new Persistence(TOLERANCE.l2SettleMs);
+    // A network condition that lasted over a third of its tolerance is logged when it ends (what the tolerance is spent on).
+    const noteLong = (settleMs: number) => (c: Condition, lastedMs: number) => {
+      if (lastedMs >= settleMs / 3) log(`note: ${c.kind} for ${(lastedMs / 1000).toFixed(1)} s, until now: ${c.detail}`);
+    };
+    const bgpPersistence = new Persistence(TOLERANCE.bgpSettleMs, noteLong(TOLERANCE.bgpSettleMs));
+    const l2Persistence = new Persistence(TOLERANCE.l2SettleMs, noteLong(TOLERANCE.l2SettleMs));
     /** Faults in force that make a part of the expected network state undefined (see check-network.ts). */
     const netFaults = { router: false, staticConfig: false };
     /** The last round of each network check: when it looked, and whether everything held. */
@@ -435,9 +439,10 @@ export async function runSoak(opts: SoakOptions, log: (line: string) => void = c
       router: {
         leaderAddress: () => leaseHolder('static')?.config.address,
         session: async (address, action) => {
-          netFaults.router = action !== 'enable';
+          netFaults.router = true;
+          // A reset or enable: judged again once the router takes the session (see SoakNetwork.session).
           await net.session(address, action);
-          if (action === 'reset') netFaults.router = false;
+          if (action !== 'disable') netFaults.router = false;
         },
         kill: async () => {
           netFaults.router = true;
