@@ -115,11 +115,6 @@ export class Persistence {
     return out;
   }
 
-  /** How long each condition present has lasted, at `now`. */
-  ages(now: number): { kind: Condition['kind']; ageMs: number }[] {
-    return [...this.since.values()].map((e) => ({ kind: e.condition.kind, ageMs: now - e.first }));
-  }
-
   /** Conditions present now, however young (for the strict check at the end of the quiet phase). */
   current(): Condition[] {
     return [...this.since.values()].map((e) => e.condition);

@@ -96,8 +96,9 @@ describe('service invariants', () => {
     expect(kinds([svc('a', 'x', '203.0.113.5', { finalizer: true })])).toEqual([]);
   });
 
-  test('a condition becomes a violation only when it lasts the settle time, and once', () => {
-    const p = new Persistence(1000);
+  test('a condition becomes a violation only when it lasts the settle time, and once; its end is told with how long it lasted', () => {
+    const ended: [string, number][] = [];
+    const p = new Persistence(1000, (c, ms) => ended.push([c.key, ms]));
     const c = { key: 'k', kind: 'address-conflict' as const, detail: 'd' };
     expect(p.observe([c], 0)).toEqual([]);
     expect(p.observe([c], 999)).toEqual([]);
@@ -106,6 +107,7 @@ describe('service invariants', () => {
     // Gone, then back: its clock starts again.
     expect(p.observe([], 6000)).toEqual([]);
     expect(p.observe([{ ...c, key: 'k2' }], 6000)).toEqual([]);
+    expect(ended).toEqual([['k', 6000]]);
   });
 });
 

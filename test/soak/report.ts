@@ -16,7 +16,7 @@ export interface ReplicaFigures {
   fdsMax: number;
 }
 
-/** The network checks' own figures: how long a condition lasted at most (per kind), the speakers' starts. */
+/** The network checks' own figures: how long a condition lasted at most (per kind, from the first round that saw it to the first that did not), the speakers' starts. */
 export interface NetworkFigures {
   longestConditionMs: Record<string, number>;
   speakers: { slot: string; starts: number }[];
