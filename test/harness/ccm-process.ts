@@ -1,11 +1,23 @@
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
-import { ownDir } from './processes.ts';
+import { ownDir, ownPid } from './processes.ts';
 
 const ROOT = resolve(import.meta.dir, '../..');
 const BUN = process.execPath;
+const BINARY = join(ROOT, 'dist/edge-ccm');
+
+/** The compiled binary's command line, as users run it; fails with the fix when it was not built. */
+export function ccmBinaryCommand(args: string[], binary = BINARY): string[] {
+  if (!existsSync(binary)) throw new Error(`${binary} is missing: run \`bun run build\` first (the README's test command, bash scripts/test.sh, builds it)`);
+  return [binary, ...args];
+}
+
+/** The CLI from source with the fake provider (`--cloud-provider fake`) besides the real ones. */
+export function fakeCcmCommand(args: string[]): string[] {
+  return [BUN, join(ROOT, 'test/fakes/fake-ccm-main.ts'), ...args];
+}
 
 /**
  * An edge-ccm process for process-level tests: the compiled binary (dist/edge-ccm) or the CLI
@@ -21,8 +33,7 @@ export class CcmProcess {
     this.proc = Bun.spawn(cmd, { stdout: 'pipe', stderr: 'pipe', env: { ...process.env, ...env }, cwd: ROOT });
     // The harness's watchdog kills it if the test process dies without stopping it (bun test
     // runs no 'exit' handlers).
-    const pidFile = join(pidDir(), `edge-ccm-${this.proc.pid}.pid`);
-    writeFileSync(pidFile, String(this.proc.pid));
+    const forget = ownPid(this.proc.pid);
     live.add(this);
     const collect = async (stream: ReadableStream<Uint8Array>) => {
       const decoder = new TextDecoder();
@@ -31,28 +42,26 @@ export class CcmProcess {
     this.done = Promise.all([collect(this.proc.stdout as ReadableStream<Uint8Array>), collect(this.proc.stderr as ReadableStream<Uint8Array>)]).then(() => this.proc.exited);
     void this.done.finally(() => {
       live.delete(this);
-      rmSync(pidFile, { force: true });
+      forget();
     });
   }
 
   /** The CLI from source with the fake provider (`--cloud-provider fake`) besides the real ones. */
   static fake(args: string[], env: Record<string, string | undefined> = {}): CcmProcess {
-    return new CcmProcess([BUN, join(ROOT, 'test/fakes/fake-ccm-main.ts'), ...args], env);
+    return new CcmProcess(fakeCcmCommand(args), env);
   }
 
   /** The compiled binary, as users run it (built by the test command before the tests). */
-  static binary(args: string[], env: Record<string, string | undefined> = {}, binary = join(ROOT, 'dist/edge-ccm')): CcmProcess {
-    if (!existsSync(binary)) throw new Error(`${binary} is missing: run \`bun run build\` first (the README's test command, bash scripts/test.sh, builds it)`);
-    return new CcmProcess([binary, ...args], env);
+  static binary(args: string[], env: Record<string, string | undefined> = {}, binary = BINARY): CcmProcess {
+    return new CcmProcess(ccmBinaryCommand(args, binary), env);
   }
 
   /**
    * The compiled binary inside a network namespace (`ip netns exec NS dist/edge-ccm ...`, which
    * execs it: the pid is edge-ccm's own, so a SIGKILL is a real crash).
    */
-  static binaryInNamespace(namespace: string, args: string[], env: Record<string, string | undefined> = {}, binary = join(ROOT, 'dist/edge-ccm')): CcmProcess {
-    if (!existsSync(binary)) throw new Error(`${binary} is missing: run \`bun run build\` first (the README's test command, bash scripts/test.sh, builds it)`);
-    return new CcmProcess(['ip', 'netns', 'exec', namespace, binary, ...args], env);
+  static binaryInNamespace(namespace: string, args: string[], env: Record<string, string | undefined> = {}, binary = BINARY): CcmProcess {
+    return new CcmProcess(['ip', 'netns', 'exec', namespace, ...ccmBinaryCommand(args, binary)], env);
   }
 
   get pid(): number {
@@ -102,12 +111,6 @@ const live = new Set<CcmProcess>();
 process.on('exit', () => {
   for (const p of live) if (p.proc.exitCode === null) p.proc.kill('SIGKILL');
 });
-
-let pids: string | undefined;
-function pidDir(): string {
-  pids ??= tempDir('edge-ccm-processes-');
-  return pids;
-}
 
 /** A temp dir removed (with processes recorded in it) when the run ends, however it ends. */
 export function tempDir(prefix: string): string {

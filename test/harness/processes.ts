@@ -1,4 +1,5 @@
-import { closeSync, existsSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Subprocess } from 'bun';
 
@@ -71,6 +72,27 @@ export function removeOwnedDir(dir: string): void {
   rmSync(dir, { recursive: true, force: true });
   watchdogs.get(dir)?.kill('SIGKILL');
   watchdogs.delete(dir);
+}
+
+let pidsDir: string | undefined;
+
+/**
+ * Records the pid of a child spawned elsewhere, so it is killed however this process ends (the
+ * handlers above, and an owned dir's watchdog when `bun test` dies). Call the returned forget()
+ * once it has exited: its pid may be reused.
+ */
+export function ownPid(pid: number): () => void {
+  if (pidsDir === undefined) {
+    pidsDir = mkdtempSync(join(tmpdir(), 'edge-ccm-processes-'));
+    ownDir(pidsDir);
+  }
+  const pidFile = join(pidsDir, `${pid}.pid`);
+  writeFileSync(pidFile, String(pid));
+  livePids.add(pid);
+  return () => {
+    livePids.delete(pid);
+    rmSync(pidFile, { force: true });
+  };
 }
 
 /** A child process whose stdout and stderr go to DIR/NAME.log, its pid in DIR/NAME.pid while it runs. */

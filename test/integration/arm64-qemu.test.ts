@@ -9,6 +9,7 @@ import { type ControlPlane, sharedControlPlane } from '../harness/control-plane.
 import { eventually } from '../harness/eventually.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
 import { UNINITIALIZED } from '../harness/nodes.ts';
+import { runToEnd } from '../harness/run-to-end.ts';
 
 /**
  * dist/edge-ccm-linux-arm64, cross-compiled on this amd64 machine, run for real under
@@ -39,39 +40,31 @@ afterAll(async () => {
 });
 
 /** The arm64 binary under qemu, to its end. */
-async function run(args: string[]): Promise<{ code: number; output: string }> {
-  const p = CcmProcess.binary([BINARY, ...args], {}, qemu);
-  const timer = setTimeout(() => void p.stop('SIGKILL'), WAIT_MS);
-  try {
-    return { code: await p.exited(), output: p.logs() };
-  } finally {
-    clearTimeout(timer);
-  }
-}
+const run = (args: string[]) => runToEnd([qemu, BINARY, ...args], { timeoutMs: WAIT_MS });
 
 test('the binary is arm64 (not silently the host\'s) and prints its version under qemu', async () => {
   const elf = Buffer.from(await Bun.file(BINARY).slice(0, 20).arrayBuffer());
   expect(elf.readUInt16LE(18)).toBe(183); // e_machine EM_AARCH64
-  const { code, output } = await run(['--version']);
-  expect({ code, output: output.trim() }).toMatchObject({ code: 0, output: expect.stringMatching(new RegExp(`^edge-ccm ${pkg.version.replaceAll('.', '\\.')} \\(commit [0-9a-f]{7,40}(-dirty)?, bun `)) });
+  const { exitCode, output } = await run(['--version']);
+  expect({ exitCode, output: output.trim() }).toMatchObject({ exitCode: 0, output: expect.stringMatching(new RegExp(`^edge-ccm ${pkg.version.replaceAll('.', '\\.')} \\(commit [0-9a-f]{7,40}(-dirty)?, bun `)) });
 }, WAIT_MS);
 
 test('validate: a good inventory passes, a bad one exits 2 with the line', async () => {
   const dir = tempDir('edge-ccm-arm64-');
   const good = join(dir, 'good.yaml');
   writeFileSync(good, 'inventory:\n  machines:\n    - { id: arm-a, addresses: [{ type: InternalIP, address: 10.4.0.1 }] }\n');
-  expect(await run(['validate', '--cloud-provider', 'static', '--cloud-config', good])).toEqual({ code: 0, output: `${good}: valid static configuration\n` });
+  expect(await run(['validate', '--cloud-provider', 'static', '--cloud-config', good])).toMatchObject({ exitCode: 0, output: `${good}: valid static configuration\n` });
   const bad = join(dir, 'bad.yaml');
   writeFileSync(bad, 'inventory:\n  machines:\n    - { id: arm-a, addresses: [{ type: InternalIP, address: not-an-ip }] }\n');
   const rejected = await run(['validate', '--cloud-provider', 'static', '--cloud-config', bad]);
-  expect(rejected.code).toBe(2);
+  expect(rejected.exitCode).toBe(2);
   expect(rejected.output).toContain(`${bad}:3:`);
 }, WAIT_MS * 2);
 
 test('selftest passes every client check against the real API server', async () => {
   const kubeconfig = await cp.clientCertKubeconfig('arm64-selftest', ['system:masters']);
-  const { code, output } = await run(['selftest', '--kubeconfig', kubeconfig]);
-  expect({ code, output }).toMatchObject({ code: 0 });
+  const { exitCode, output } = await run(['selftest', '--kubeconfig', kubeconfig]);
+  expect({ exitCode, output }).toMatchObject({ exitCode: 0 });
   expect(output).toContain('selftest passed');
 }, WAIT_MS);
 

@@ -2,8 +2,9 @@ import { describe, expect, test } from 'bun:test';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pkg from '../../package.json' with { type: 'json' };
-import { CcmProcess, tempDir } from '../harness/ccm-process.ts';
+import { ccmBinaryCommand, tempDir } from '../harness/ccm-process.ts';
 import { sharedControlPlane } from '../harness/control-plane.ts';
+import { runToEnd } from '../harness/run-to-end.ts';
 
 /**
  * The command line of the compiled binary (dist/edge-ccm), as users run it: the client checks of
@@ -12,23 +13,14 @@ import { sharedControlPlane } from '../harness/control-plane.ts';
 
 
 /** Runs the binary to its end; fails with the fix when it was not built. */
-async function run(args: string[], timeoutMs = 60_000): Promise<{ code: number; output: string }> {
-  const p = CcmProcess.binary(args);
-  const timer = setTimeout(() => void p.stop('SIGKILL'), timeoutMs);
-  try {
-    const code = await p.exited();
-    return { code, output: p.logs() };
-  } finally {
-    clearTimeout(timer);
-  }
-}
+const run = (args: string[], timeoutMs = 60_000) => runToEnd(ccmBinaryCommand(args), { timeoutMs });
 
 describe('dist/edge-ccm', () => {
   test('selftest passes every client check against the real API server', async () => {
     const cp = await sharedControlPlane();
     const kubeconfig = await cp.clientCertKubeconfig('selftest-admin', ['system:masters']);
-    const { code, output } = await run(['selftest', '--kubeconfig', kubeconfig], 120_000);
-    expect({ code, output }).toMatchObject({ code: 0 });
+    const { exitCode, output } = await run(['selftest', '--kubeconfig', kubeconfig], 120_000);
+    expect({ exitCode, output }).toMatchObject({ exitCode: 0 });
     for (const check of ['list nodes', 'create', 'conflict on stale update', 'merge patch', 'strategic merge patch', 'json patch', 'server-side apply', 'delete', 'watch saw ADDED, MODIFIED and DELETED']) {
       expect(output).toContain(`ok   ${check}`);
     }
@@ -36,21 +28,21 @@ describe('dist/edge-ccm', () => {
   }, 240_000);
 
   test('--version prints the version and the commit it was built from', async () => {
-    const { code, output } = await run(['--version']);
-    expect(code).toBe(0);
+    const { exitCode, output } = await run(['--version']);
+    expect(exitCode).toBe(0);
     expect(output.trim()).toMatch(new RegExp(`^edge-ccm ${pkg.version.replaceAll('.', '\\.')} \\(commit [0-9a-f]{7,40}(-dirty)?, bun \\d+\\.\\d+\\.\\d+\\)$`));
   });
 
   test('--help lists the flags, with --cloud-provider', async () => {
-    const { code, output } = await run(['--help']);
-    expect(code).toBe(0);
+    const { exitCode, output } = await run(['--help']);
+    expect(exitCode).toBe(0);
     expect(output).toMatch(/^\s+--cloud-provider string\s/m);
     expect(output).toContain('--node-label-resync');
   });
 
   test('a bad flag value exits 2 naming the flag', async () => {
-    const { code, output } = await run(['--cloud-provider=static', '--node-monitor-period=5']);
-    expect(code).toBe(2);
+    const { exitCode, output } = await run(['--cloud-provider=static', '--node-monitor-period=5']);
+    expect(exitCode).toBe(2);
     expect(output).toContain('error: --node-monitor-period:');
     expect(output).toContain("Run 'edge-ccm --help' for usage.");
   });
@@ -68,8 +60,8 @@ describe('dist/edge-ccm', () => {
       '      addresses: [10.0.0.4/29]',
       '',
     ].join('\n'));
-    const { code, output } = await run(['validate', '--cloud-provider', 'static', '--cloud-config', path]);
-    expect(code).toBe(2);
+    const { exitCode, output } = await run(['validate', '--cloud-provider', 'static', '--cloud-config', path]);
+    expect(exitCode).toBe(2);
     expect(output).toContain(`${path}:4: inventory.machines[0].zoen: unknown key "zoen"`);
     expect(output).toMatch(new RegExp(`${path.replaceAll('.', '\\.')}:8: loadBalancer\\.pools\\[0\\]\\.addresses\\[0\\]: .*host bits`));
     expect(output).toContain('2 problems found');
@@ -91,8 +83,8 @@ describe('the release binaries', () => {
 
 describe('dist/edge-ccm --help', () => {
   test('lists the subcommands and the linked providers, wrapped at 80 columns when not a terminal', async () => {
-    const { code, output } = await run(['--help']);
-    expect(code).toBe(0);
+    const { exitCode, output } = await run(['--help']);
+    expect(exitCode).toBe(0);
     expect(output).toContain('\n  edge-ccm [validate|selftest|speaker|import] [flags]\n');
     expect(output.replace(/\s+/g, ' ')).toContain('Linked providers: proxmox, static.');
     // Lines past 80 columns hold one word only (a gate or controller name longer than the room left).
@@ -101,8 +93,8 @@ describe('dist/edge-ccm --help', () => {
 
   test('validate --help and selftest --help print their usage and exit 0', async () => {
     for (const command of ['validate', 'selftest']) {
-      const { code, output } = await run([command, '--help']);
-      expect({ command, code }).toEqual({ command, code: 0 });
+      const { exitCode, output } = await run([command, '--help']);
+      expect({ command, exitCode }).toEqual({ command, exitCode: 0 });
       expect(output).toStartWith(`Usage:\n  edge-ccm ${command} `);
     }
   });

@@ -1,45 +1,41 @@
 import { expect, test } from 'bun:test';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CcmProcess, tempDir } from '../harness/ccm-process.ts';
+import { ccmBinaryCommand, fakeCcmCommand, tempDir } from '../harness/ccm-process.ts';
+import { runToEnd } from '../harness/run-to-end.ts';
 
 /** Contract section 1 and 5: bad provider input stops the process at once with exit code 2. */
-async function run(p: CcmProcess): Promise<{ code: number; output: string }> {
-  // A bound, not a wait: a process that does not stop is killed and fails with its output.
-  const timer = setTimeout(() => void p.stop('SIGKILL'), 30_000);
-  const code = await p.exited();
-  clearTimeout(timer);
-  return { code, output: p.logs() };
-}
+// A bound, not a wait: a process that does not stop is killed and fails with its output.
+const run = (cmd: string[], env?: Record<string, string | undefined>) => runToEnd(cmd, { timeoutMs: 30_000, env });
 
 test('an unknown --cloud-provider exits 2 naming the known ones', async () => {
-  const { code, output } = await run(CcmProcess.binary(['--cloud-provider=nimbus', '--kubeconfig=/nonexistent']));
-  expect(code).toBe(2);
+  const { exitCode, output } = await run(ccmBinaryCommand(['--cloud-provider=nimbus', '--kubeconfig=/nonexistent']));
+  expect(exitCode).toBe(2);
   expect(output).toContain('--cloud-provider: unknown cloud provider "nimbus" (known: proxmox, static)');
 });
 
 test('an unreadable --cloud-config exits 2 naming the file', async () => {
-  const { code, output } = await run(CcmProcess.binary(['--cloud-provider=static', '--cloud-config=/nonexistent/inventory.yaml']));
-  expect(code).toBe(2);
+  const { exitCode, output } = await run(ccmBinaryCommand(['--cloud-provider=static', '--cloud-config=/nonexistent/inventory.yaml']));
+  expect(exitCode).toBe(2);
   expect(output).toContain('--cloud-config: cannot read /nonexistent/inventory.yaml');
 });
 
 test('an invalid static inventory exits 2 with every problem and its line', async () => {
   const dir = tempDir('edge-ccm-cli-errors-');
   writeFileSync(join(dir, 'bad.yaml'), 'inventory:\n  authoritative: yes\n');
-  const { code, output } = await run(CcmProcess.binary(['--cloud-provider=static', `--cloud-config=${join(dir, 'bad.yaml')}`]));
-  expect(code).toBe(2);
+  const { exitCode, output } = await run(ccmBinaryCommand(['--cloud-provider=static', `--cloud-config=${join(dir, 'bad.yaml')}`]));
+  expect(exitCode).toBe(2);
   expect(output).toContain(`${join(dir, 'bad.yaml')}:2: inventory.authoritative`);
 });
 
 test('routes configured with a bad or missing --cluster-cidr exit 2', async () => {
   const dir = tempDir('edge-ccm-cli-errors-');
   writeFileSync(join(dir, 'fake.json'), '{}');
-  const bad = await run(CcmProcess.fake(['--cloud-provider=fake', `--cloud-config=${join(dir, 'fake.json')}`, '--cluster-cidr=10.0.0.0/33,fd00::/64']));
-  expect(bad.code).toBe(2);
+  const bad = await run(fakeCcmCommand(['--cloud-provider=fake', `--cloud-config=${join(dir, 'fake.json')}`, '--cluster-cidr=10.0.0.0/33,fd00::/64']));
+  expect(bad.exitCode).toBe(2);
   expect(bad.output).toContain('--cluster-cidr');
-  const none = await run(CcmProcess.fake(['--cloud-provider=fake', `--cloud-config=${join(dir, 'fake.json')}`]));
-  expect(none.code).toBe(2);
+  const none = await run(fakeCcmCommand(['--cloud-provider=fake', `--cloud-config=${join(dir, 'fake.json')}`]));
+  expect(none.exitCode).toBe(2);
   expect(none.output).toContain('--cluster-cidr: required when routes are configured');
 });
 
@@ -47,12 +43,12 @@ test('validate and the daemon exit 2 on the same invalid file, as --help states'
   const dir = tempDir('edge-ccm-cli-errors-');
   const file = join(dir, 'bad.yaml');
   writeFileSync(file, 'inventory:\n  machines:\n    - id: a\n      region: "eu west"\n');
-  const validate = await run(CcmProcess.binary(['validate', '--cloud-provider', 'static', '--cloud-config', file]));
-  const daemon = await run(CcmProcess.binary(['--cloud-provider=static', `--cloud-config=${file}`, '--kubeconfig=/nonexistent']));
-  expect(validate.code).toBe(2);
-  expect(daemon.code).toBe(2);
+  const validate = await run(ccmBinaryCommand(['validate', '--cloud-provider', 'static', '--cloud-config', file]));
+  const daemon = await run(ccmBinaryCommand(['--cloud-provider=static', `--cloud-config=${file}`, '--kubeconfig=/nonexistent']));
+  expect(validate.exitCode).toBe(2);
+  expect(daemon.exitCode).toBe(2);
   for (const { output } of [validate, daemon]) expect(output).toContain(`${file}:4: inventory.machines[0].region:`);
-  const help = await run(CcmProcess.binary(['--help']));
+  const help = await run(ccmBinaryCommand(['--help']));
   expect(help.output).toContain('Exit codes:');
   // --help wraps at 80 columns when not a terminal: an exit code's meaning continues on lines indented to its text.
   const exitCodes = help.output.slice(help.output.indexOf('Exit codes:')).replace(/\n {6}(?=\S)/g, ' ');
@@ -69,46 +65,46 @@ test('a missing kubeconfig exits 2 naming the flag that gave it', async () => {
     'users: [{ name: u, user: { token: t } }]',
     'contexts: [{ name: c, context: { cluster: c, user: u } }]', '',
   ].join('\n'));
-  const main = await run(CcmProcess.binary(['--cloud-provider=static', `--kubeconfig=${join(dir, 'missing')}`]));
-  expect(main.code).toBe(2);
+  const main = await run(ccmBinaryCommand(['--cloud-provider=static', `--kubeconfig=${join(dir, 'missing')}`]));
+  expect(main.exitCode).toBe(2);
   expect(main.output).toContain(`error: --kubeconfig: file ${join(dir, 'missing')} does not exist`);
-  const auth = await run(CcmProcess.binary(['--cloud-provider=static', `--kubeconfig=${kubeconfig}`, `--authentication-kubeconfig=${join(dir, 'missing-authn')}`]));
-  expect(auth.code).toBe(2);
+  const auth = await run(ccmBinaryCommand(['--cloud-provider=static', `--kubeconfig=${kubeconfig}`, `--authentication-kubeconfig=${join(dir, 'missing-authn')}`]));
+  expect(auth.exitCode).toBe(2);
   expect(auth.output).toContain(`error: --authentication-kubeconfig: file ${join(dir, 'missing-authn')} does not exist`);
   // A file that is there but is no kubeconfig: named by its flag too.
   writeFileSync(join(dir, 'broken'), 'not: [a kubeconfig\n');
-  const broken = await run(CcmProcess.binary(['--cloud-provider=static', `--kubeconfig=${join(dir, 'broken')}`]));
-  expect(broken.code).toBe(2);
+  const broken = await run(ccmBinaryCommand(['--cloud-provider=static', `--kubeconfig=${join(dir, 'broken')}`]));
+  expect(broken.exitCode).toBe(2);
   expect(broken.output).toContain(`error: --kubeconfig: cannot load ${join(dir, 'broken')}:`);
-  const brokenAuthz = await run(CcmProcess.binary(['--cloud-provider=static', `--kubeconfig=${kubeconfig}`, `--authorization-kubeconfig=${join(dir, 'broken')}`]));
-  expect(brokenAuthz.code).toBe(2);
+  const brokenAuthz = await run(ccmBinaryCommand(['--cloud-provider=static', `--kubeconfig=${kubeconfig}`, `--authorization-kubeconfig=${join(dir, 'broken')}`]));
+  expect(brokenAuthz.exitCode).toBe(2);
   expect(brokenAuthz.output).toContain(`error: --authorization-kubeconfig: cannot load ${join(dir, 'broken')}:`);
-  const selftest = await run(CcmProcess.binary(['selftest', '--kubeconfig', join(dir, 'missing')]));
-  expect(selftest).toEqual({ code: 2, output: `error: --kubeconfig: file ${join(dir, 'missing')} does not exist\n` });
+  const selftest = await run(ccmBinaryCommand(['selftest', '--kubeconfig', join(dir, 'missing')]));
+  expect(selftest).toMatchObject({ exitCode: 2, output: `error: --kubeconfig: file ${join(dir, 'missing')} does not exist\n` });
 });
 
 test('a bad --authorization-always-allow-paths and a bad --cluster-cidr exit 2 naming the flag, routes or not', async () => {
-  const paths = await run(CcmProcess.binary(['--cloud-provider=static', '--authorization-always-allow-paths=/a*b', '--kubeconfig=/nonexistent']));
-  expect(paths.code).toBe(2);
+  const paths = await run(ccmBinaryCommand(['--cloud-provider=static', '--authorization-always-allow-paths=/a*b', '--kubeconfig=/nonexistent']));
+  expect(paths.exitCode).toBe(2);
   expect(paths.output).toContain('error: --authorization-always-allow-paths: only a trailing * is allowed in always-allow path "/a*b"');
   // The static provider has no routes: the flag is still checked.
-  const cidr = await run(CcmProcess.binary(['--cloud-provider=static', '--cluster-cidr=10.0.0.0/33', '--kubeconfig=/nonexistent']));
-  expect(cidr.code).toBe(2);
+  const cidr = await run(ccmBinaryCommand(['--cloud-provider=static', '--cluster-cidr=10.0.0.0/33', '--kubeconfig=/nonexistent']));
+  expect(cidr.exitCode).toBe(2);
   expect(cidr.output).toContain('error: --cluster-cidr: invalid CIDR "10.0.0.0/33"');
 });
 
 test('no kubeconfig anywhere and not in a cluster: exit 2 with one line saying what was looked for, before serving', async () => {
   const home = tempDir('edge-ccm-no-kubeconfig-');
   const env = { HOME: home, KUBECONFIG: undefined, KUBERNETES_SERVICE_HOST: undefined, KUBERNETES_SERVICE_PORT: undefined };
-  const none = await run(CcmProcess.binary(['--cloud-provider=static', '--secure-port=0'], env));
-  expect(none.code).toBe(2);
+  const none = await run(ccmBinaryCommand(['--cloud-provider=static', '--secure-port=0']), env);
+  expect(none.exitCode).toBe(2);
   const errors = none.output.split('\n').filter((l) => l.startsWith('error:'));
   expect(errors).toEqual([
     `error: no Kubernetes API server to talk to: --kubeconfig and --master not given, KUBECONFIG not set, ${join(home, '.kube/config')} not found, and not in a cluster (KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT not set)`,
   ]);
   expect(none.output).not.toContain('serving');
   // KUBECONFIG naming only files that are not there: named as such.
-  const gone = await run(CcmProcess.binary(['--cloud-provider=static'], { ...env, KUBECONFIG: `${join(home, 'a')}:${join(home, 'b')}` }));
-  expect(gone.code).toBe(2);
+  const gone = await run(ccmBinaryCommand(['--cloud-provider=static']), { ...env, KUBECONFIG: `${join(home, 'a')}:${join(home, 'b')}` });
+  expect(gone.exitCode).toBe(2);
   expect(gone.output).toContain(`error: KUBECONFIG: none of its files exists (${join(home, 'a')}:${join(home, 'b')})`);
 });

@@ -4,12 +4,13 @@ import { join } from 'node:path';
 import type { CoreV1Event } from '@kubernetes/client-node';
 import { EVENTS, ResourceClient } from '../../src/kube/resources.ts';
 import { aliasBomb } from '../harness/alias-bomb.ts';
-import { CcmProcess, tempDir } from '../harness/ccm-process.ts';
+import { CcmProcess, ccmBinaryCommand, tempDir } from '../harness/ccm-process.ts';
 import { sharedControlPlane } from '../harness/control-plane.ts';
 import { eventually } from '../harness/eventually.ts';
 import { giveToForeignGroup, replaceFile } from '../harness/files.ts';
 import { kubeconfigToken, transportFor } from '../harness/kubeconfig.ts';
 import { freeLoopbackPorts } from '../harness/ports.ts';
+import { runToEnd } from '../harness/run-to-end.ts';
 
 /**
  * Issue 11 (items 3, 4 and 5) through the compiled binary: no secret in any line `validate` or
@@ -23,16 +24,8 @@ const FILE_SECRET = 'hunter2-in-a-file';
 
 afterAll(() => CcmProcess.stopAll());
 
-/** Runs the binary to its end (killed after a minute: a hang fails the test with its output). */
-async function run(args: string[]): Promise<{ code: number; output: string }> {
-  const p = CcmProcess.binary(args);
-  const timer = setTimeout(() => void p.stop('SIGKILL'), 60_000);
-  try {
-    return { code: await p.exited(), output: p.logs() };
-  } finally {
-    clearTimeout(timer);
-  }
-}
+/** The binary to its end; still running after a minute, it is killed (a hang, shown with its output). */
+const run = (args: string[]) => runToEnd(ccmBinaryCommand(args), { timeoutMs: 60_000 });
 
 function file(dir: string, name: string, text: string, mode = 0o600): string {
   const path = join(dir, name);
@@ -56,14 +49,14 @@ describe('validate', () => {
     const dir = tempDir('edge-ccm-hardening-');
     const inventory = file(dir, 'inventory.yaml', `inventory:\n  machines:\n${machine('m1', `{ endpoint: "https://198.51.100.10", username: admin, password: ${SECRET} }`)}${machine('m2', `{ endpoint: "https://admin:${SECRET}@198.51.100.11", username: admin, passwordEnv: BMC }`)}`);
     const s = await validate('static', inventory);
-    expect(s.code).not.toBe(0);
+    expect(s.exitCode).not.toBe(0);
     expect(s.output).toContain(`${inventory}:4: inventory.machines[0].redfish.password: wrong type`);
     expect(s.output).toContain(`${inventory}:6: inventory.machines[1].redfish.endpoint: must not contain a user or password`);
     expect(s.output).not.toContain(SECRET);
 
     const proxmox = file(dir, 'proxmox.yaml', ['clusters:', '  - region: fra1', `    url: https://root:${SECRET}@pve1.example.com:8006`, '    tokenId: ccm@pve!edge-ccm', `    tokenSecret: ${SECRET}`, ''].join('\n'));
     const p = await validate('proxmox', proxmox);
-    expect(p.code).not.toBe(0);
+    expect(p.exitCode).not.toBe(0);
     expect(p.output).toContain(`${proxmox}:5: clusters[0].tokenSecret: wrong type`);
     expect(p.output).toContain(`${proxmox}:3: clusters[0].url: must not contain a user or password`);
     expect(p.output).not.toContain(SECRET);
@@ -72,8 +65,8 @@ describe('validate', () => {
   test('a YAML alias bomb is one config error, not a crash', async () => {
     const path = file(tempDir('edge-ccm-hardening-'), 'bomb.yaml', aliasBomb());
     for (const provider of ['static', 'proxmox']) {
-      const { code, output } = await validate(provider, path);
-      expect(code).not.toBe(0);
+      const { exitCode, output } = await validate(provider, path);
+      expect(exitCode).not.toBe(0);
       expect(output).toContain(`${path}:1: : too many YAML aliases`);
       expectNoCrash(output);
     }
@@ -84,8 +77,8 @@ describe('validate', () => {
     const fifo = join(dir, 'fifo');
     expect(Bun.spawnSync(['mkfifo', fifo]).exitCode).toBe(0);
     const path = file(dir, 'inventory.yaml', `inventory:\n  machines:\n${machine('m1', '{ endpoint: "https://198.51.100.10", username: admin, passwordFile: /dev/zero }')}${machine('m2', `{ endpoint: "https://198.51.100.11", username: admin, passwordFile: ${fifo} }`)}`);
-    const { code, output } = await validate('static', path);
-    expect(code).not.toBe(0);
+    const { exitCode, output } = await validate('static', path);
+    expect(exitCode).not.toBe(0);
     expect(output).toContain('cannot read passwordFile /dev/zero: /dev/zero is a character device, not a regular file');
     expect(output).toContain(`cannot read passwordFile ${fifo}: ${fifo} is a FIFO, not a regular file`);
     expectNoCrash(output);
@@ -96,11 +89,11 @@ describe('validate', () => {
     const fifo = join(dir, 'config-fifo');
     expect(Bun.spawnSync(['mkfifo', fifo]).exitCode).toBe(0);
     const fromFifo = await validate('static', fifo);
-    expect(fromFifo.code).toBe(2);
+    expect(fromFifo.exitCode).toBe(2);
     expect(fromFifo.output).toContain(`--cloud-config: cannot read ${fifo}: ${fifo} is a FIFO, not a regular file`);
     const big = file(dir, 'big.yaml', `# ${'x'.repeat(4 * 1024 * 1024)}\n`);
     const fromBig = await validate('static', big);
-    expect(fromBig.code).toBe(2);
+    expect(fromBig.exitCode).toBe(2);
     expect(fromBig.output).toContain(`more than the limit of ${4 * 1024 * 1024} bytes`);
   }, 120_000);
 
@@ -109,8 +102,8 @@ describe('validate', () => {
     const secret = file(dir, 'bmc-password', `${FILE_SECRET}\n`, 0o644);
     giveToForeignGroup(secret); // its group read is an exposure only when edge-ccm is not in it
     const path = file(dir, 'inventory.yaml', `inventory:\n  machines:\n${machine('m1', `{ endpoint: "https://198.51.100.10", username: admin, passwordFile: ${secret} }`)}`);
-    const { code, output } = await validate('static', path);
-    expect(code).toBe(0);
+    const { exitCode, output } = await validate('static', path);
+    expect(exitCode).toBe(0);
     expect(output).toContain(`${path}:4: inventory.machines[0].redfish: warning: passwordFile ${secret} is readable by its group and others (mode 0644)`);
     expect(output).not.toContain(FILE_SECRET);
   }, 120_000);
@@ -121,11 +114,11 @@ describe('the daemon', () => {
     const dir = tempDir('edge-ccm-hardening-');
     const bad = file(dir, 'inventory.yaml', `inventory:\n  machines:\n${machine('m1', `{ endpoint: "https://admin:${SECRET}@198.51.100.10", username: admin, password: ${SECRET} }`)}`);
     const secretRun = await run(['--cloud-provider=static', `--cloud-config=${bad}`, '--kubeconfig=/nonexistent']);
-    expect(secretRun.code).toBe(2);
+    expect(secretRun.exitCode).toBe(2);
     expect(secretRun.output).toContain('inventory.machines[0].redfish.password: wrong type');
     expect(secretRun.output).not.toContain(SECRET);
     const bomb = await run(['--cloud-provider=static', `--cloud-config=${file(dir, 'bomb.yaml', aliasBomb())}`, '--kubeconfig=/nonexistent']);
-    expect(bomb.code).toBe(2);
+    expect(bomb.exitCode).toBe(2);
     expect(bomb.output).toContain('too many YAML aliases');
     expectNoCrash(bomb.output);
   }, 120_000);

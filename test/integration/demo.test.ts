@@ -3,6 +3,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { eventually } from '../harness/eventually.ts';
+import { runToEnd } from '../harness/run-to-end.ts';
 
 /**
  * The README's main job (scripts/demo.sh runs install, build, then this script): it must reach
@@ -11,14 +12,8 @@ import { eventually } from '../harness/eventually.ts';
  */
 const root = join(import.meta.dir, '../..');
 
-async function runDemo(args: string[]): Promise<{ code: number; output: string }> {
-  const proc = Bun.spawn([process.execPath, join(root, 'scripts/demo.ts'), ...args], { cwd: root, stdout: 'pipe', stderr: 'pipe' });
-  // A bound, not a wait: a hung demo is killed and fails with its output.
-  const timer = setTimeout(() => proc.kill('SIGKILL'), 150_000);
-  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-  clearTimeout(timer);
-  return { code, output: out + err };
-}
+// A bound, not a wait: a hung demo is killed and fails with its output.
+const runDemo = (args: string[]) => runToEnd([process.execPath, join(root, 'scripts/demo.ts'), ...args], { cwd: root, timeoutMs: 150_000 });
 
 /** The printed log file of edge-ccm: it exists and holds edge-ccm's own lines. Removed after the check. */
 function checkLogFile(output: string): void {
@@ -29,8 +24,8 @@ function checkLogFile(output: string): void {
 }
 
 test('the demo initialises the nodes from the example inventory and gives the service an external IP', async () => {
-  const { code, output } = await runDemo(['--once']);
-  expect(code, output).toBe(0);
+  const { exitCode, output } = await runDemo(['--once']);
+  expect(exitCode, output).toBe(0);
   for (const node of ['node-a', 'node-b', 'node-c']) expect(output).toMatch(new RegExp(`${node}\\s+static://${node}\\s+type=\\S+\\s+zone=lab-1\\s+region=demo`));
   expect(output).toMatch(/default\/demo-web\s+type=LoadBalancer\s+external IP=192\.0\.2\.\d+/);
   // The URLs are quoted for the shell ("?" is a glob character).
@@ -40,8 +35,8 @@ test('the demo initialises the nodes from the example inventory and gives the se
 }, 180_000);
 
 test('the outage scenario: an empty inventory deletes nothing, a removed machine goes alone, a full pool leaves a service pending with its event', async () => {
-  const { code, output } = await runDemo(['--once', '--scenario', 'outage']);
-  expect(code, output).toBe(0);
+  const { exitCode, output } = await runDemo(['--once', '--scenario', 'outage']);
+  expect(exitCode, output).toBe(0);
   expect(output).toContain('3 of 3 nodes still there (node-a, node-b, node-c)');
   expect(output).toContain('Warning ProviderAnswerDistrusted on node-a: Not judging node node-a gone');
   expect(output).toContain('node-c deleted once the grace period passed: Deleting node node-c because it does not exist in the cloud provider');
