@@ -8,7 +8,7 @@
  */
 import type { V1LoadBalancerStatus, V1Node, V1Service } from '@kubernetes/client-node';
 import { ProviderRegistry } from '../src/cloud/registry.ts';
-import { defaultLoadBalancerName, type CloudProvider, type InstanceMetadata } from '../src/cloud/types.ts';
+import { defaultLoadBalancerName, type CloudProvider, type Existence, type InstanceMetadata } from '../src/cloud/types.ts';
 import { runCli } from '../src/cmd/cli.ts';
 import { registerProviders } from '../src/providers.ts';
 
@@ -46,7 +46,11 @@ function benchFake(): CloudProvider {
     instances: {
       instanceExists: async () => 'exists',
       // The bulk answer both shipped providers (static, proxmox) give: one call per lifecycle pass.
-      instancesExist: async (nodes) => new Map(nodes.map((n) => [n.metadata?.name ?? '', 'exists' as const])),
+      instancesExist: async (nodes) => {
+        const answers = new Map<string, Existence>();
+        for (const n of nodes) answers.set(n.metadata?.name ?? '', 'exists');
+        return answers;
+      },
       instanceShutdown: async () => false,
       instanceMetadata: async (node) => metadata(node),
     },

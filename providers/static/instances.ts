@@ -24,7 +24,10 @@ export class StaticInstances implements Instances {
 
   async instancesExist(nodes: V1Node[]): Promise<Map<string, Existence>> {
     const inventory = this.inventory(); // one configuration for the whole answer
-    return new Map(nodes.map((n) => [n.metadata?.name ?? '', inventory.existence(n)]));
+    // A loop, not new Map(nodes.map(...)): no pair array per node, every period.
+    const answers = new Map<string, Existence>();
+    for (const n of nodes) answers.set(n.metadata?.name ?? '', inventory.existence(n));
+    return answers;
   }
 
   /**

@@ -19,6 +19,8 @@ import {
   allowedGone,
   askExistence,
   decide,
+  forEachShutDown,
+  providerDeadline,
   evaluateBreaker,
   resolveLifecycleOptions,
   withTimeout,
@@ -28,6 +30,7 @@ import { Informer } from '../../kube/informer/index.ts';
 import { NODES } from '../../kube/resources.ts';
 import type { KubeTransport } from '../../kube/transport.ts';
 import { FakeClock } from '../../../test/fakes/fake-clock.ts';
+import type { Deadline } from '../../util/deadline.ts';
 import { createLogger } from '../../log.ts';
 import { FakeCloud } from '../../../test/fakes/fake-cloud.ts';
 import { RecordingEventRecorder } from '../../../test/fakes/event-recorder.ts';
@@ -217,6 +220,44 @@ describe('asking the provider', () => {
 
     const bulk = { ...cloud.instances!, instancesExist: async () => new Map<string, Existence>([['a', 'gone' as Existence]]) };
     expect(Object.fromEntries(await askExistence(bulk, [node('a', 'False'), node('b', 'False')], { timeoutMs: 5000 }))).toEqual({ a: 'unknown', b: 'unknown' });
+  });
+
+  test('shutdown questions: answers given at once are taken in the same turn, pending ones raced and bounded, failures unknown', async () => {
+    const nodes = Array.from({ length: 30 }, (_, i) => node(`n${i}`, 'False'));
+    const shutDown: string[] = [];
+    const errors: string[] = [];
+    const onShutdown = async (n: V1Node) => void shutDown.push(n.metadata!.name!);
+    const opts = (deadline: Deadline) => ({ deadline, timeoutMs: 30, onError: (failed: V1Node[], error: string) => errors.push(`${failed[0]!.metadata!.name}: ${error}`) });
+
+    // From memory (as the static inventory answers): every node asked before the call returns.
+    let asked = 0;
+    const memory = { ...new FakeCloud().instances!, instanceShutdown: async (n: V1Node) => (asked++, n.metadata!.name === 'n3') };
+    const deadline = providerDeadline(5000);
+    const done = forEachShutDown(memory, nodes, 10, opts(deadline), onShutdown);
+    expect(asked).toBe(30);
+    await done;
+    deadline.dispose();
+    expect(shutDown).toEqual(['n3']);
+
+    // Slow, hanging, throwing (synchronously) and rejecting answers: at most 10 in flight, and
+    // whatever did not answer by the deadline is unknown (told to onError), not shut down.
+    const cloud = new FakeCloud({ latencyMs: 5 });
+    cloud.setNode('n1', { shutdown: true }).setNode('n2', { error: new Error('boom') });
+    const mixed = {
+      ...cloud.instances!,
+      instanceShutdown: (n: V1Node, signal?: AbortSignal) => {
+        if (n.metadata!.name === 'n4') throw new Error('thrown, not rejected');
+        if (n.metadata!.name === 'n5') return new Promise<boolean>(() => {});
+        return cloud.instances!.instanceShutdown(n, signal);
+      },
+    };
+    shutDown.length = 0;
+    const slow = providerDeadline(300);
+    await forEachShutDown(mixed, nodes, 10, opts(slow), onShutdown);
+    slow.dispose();
+    expect(shutDown).toEqual(['n1']);
+    expect(cloud.maxInFlight).toBeLessThanOrEqual(10);
+    expect(errors.sort()).toEqual(['n2: boom', 'n4: thrown, not rejected', 'n5: provider did not answer within 300ms']);
   });
 
   test('node-by-node calls are bounded in concurrency', async () => {

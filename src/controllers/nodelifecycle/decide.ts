@@ -29,9 +29,9 @@ export type HoldReason = 'grace' | 'protected' | 'policy';
 
 export type LifecycleAction =
   /** Ready: remove our taints (shutdown, quarantine) that are on the node, if any. */
-  | { kind: 'ready'; removeTaints: string[] }
+  | { kind: 'ready'; removeTaints: readonly string[] }
   /** The machine exists: remove the quarantine taint if present, then ask whether it is shut down. */
-  | { kind: 'exists'; removeTaints: string[] }
+  | { kind: 'exists'; removeTaints: readonly string[] }
   /** The provider could not tell: do nothing. */
   | { kind: 'unknown' }
   /** Gone, but not acted on (yet). */
@@ -47,6 +47,10 @@ export interface Decision {
   streak: NotFoundStreak | undefined;
 }
 
+// The decisions of most nodes in most periods, shared rather than made for every node every period (read only).
+const READY_UNTAINTED: Decision = Object.freeze({ action: Object.freeze({ kind: 'ready', removeTaints: Object.freeze([]) }), streak: undefined });
+const EXISTS_UNTAINTED: Decision = Object.freeze({ action: Object.freeze({ kind: 'exists', removeTaints: Object.freeze([]) }), streak: undefined });
+
 /** A Ready node's answer is ignored (it only served the snapshot view); a NotReady node without one counts as unknown. */
 export function decide(
   node: V1Node,
@@ -59,10 +63,12 @@ export function decide(
   const streak = previous?.uid === uid ? previous : undefined;
 
   if (isNodeReady(node)) {
+    if (!node.spec?.taints?.length) return READY_UNTAINTED;
     return { action: { kind: 'ready', removeTaints: taintsPresent(node, SHUTDOWN_TAINT.key, QUARANTINE_TAINT.key) }, streak: undefined };
   }
   switch (answer) {
     case 'exists':
+      if (!node.spec?.taints?.length) return EXISTS_UNTAINTED;
       return { action: { kind: 'exists', removeTaints: taintsPresent(node, QUARANTINE_TAINT.key) }, streak: undefined };
     case 'unknown':
     case undefined:

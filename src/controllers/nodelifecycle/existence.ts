@@ -4,6 +4,7 @@ import type { Existence, Instances } from '../../cloud/types.ts';
 import { nodeName } from '../../kube/node-helpers.ts';
 import { errorMessage } from '../../util/errors.ts';
 import { Deadline } from '../../util/deadline.ts';
+import { NOT_FULFILLED, fulfilledValue } from '../../util/settled.ts';
 
 /**
  * Asking the provider about machines, so that nothing it does can make the controller act on a
@@ -67,6 +68,9 @@ export async function askExistence(instances: Instances, nodes: readonly V1Node[
       } catch (e) {
         opts.onError?.([...nodes], errorMessage(e));
       }
+      // The usual reply (one valid answer per node asked, nothing else) is taken as it is: copying
+      // 5000 answers every period costs more than checking them. It is only read from here on.
+      if (reply instanceof Map && reply.size === nodes.length && nodes.every((n) => EXISTENCE_VALUES.has(reply.get(nodeName(n))))) return reply;
       for (const node of nodes) answers.set(nodeName(node), validExistence(reply instanceof Map ? reply.get(nodeName(node)) : undefined));
       return answers;
     }
@@ -92,6 +96,41 @@ export async function askExistence(instances: Instances, nodes: readonly V1Node[
   } finally {
     if (!opts.deadline) deadline.dispose();
   }
+}
+
+/**
+ * Asks about each node whether its machine is shut down, at most `concurrency` questions in
+ * flight, and awaits `onShutdown` for each node answered true before that slot asks again (the
+ * taint write). Failures are told to onError and count as "cannot tell". This runs for every
+ * NotReady node every period, so an answer the provider has already given when its call returns
+ * (an inventory in memory) is taken at once: no race against the deadline, no await, no promise
+ * of ours per node; only pending answers are raced and awaited.
+ */
+export async function forEachShutDown(
+  instances: Instances,
+  nodes: readonly V1Node[],
+  concurrency: number,
+  opts: ExistenceOptions & { deadline: Deadline },
+  onShutdown: (node: V1Node) => Promise<void>,
+): Promise<void> {
+  const { deadline } = opts;
+  let next = 0;
+  const worker = async () => {
+    while (next < nodes.length) {
+      const node = nodes[next++] as V1Node;
+      let answer: boolean | undefined;
+      try {
+        if (deadline.passed) throw deadline.signal.reason;
+        const call = instances.instanceShutdown(node, deadline.signal);
+        const given = fulfilledValue(call);
+        answer = given !== NOT_FULFILLED ? given : await deadline.race(call);
+      } catch (e) {
+        opts.onError?.([node], errorMessage(e));
+      }
+      if (answer === true) await onShutdown(node);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, nodes.length)) }, worker));
 }
 
 /** Whether the machine is shut down: true, false, or undefined when the provider could not tell. */

@@ -76,10 +76,19 @@ interface GroupMemory {
 
 const SCHEME = /^([A-Za-z][A-Za-z0-9+.-]*):/;
 
+/** The scheme last found: the nodes of one provider share it, and checking it is cheaper than the pattern (this runs for every node every period). */
+let lastScheme = '';
+
 /** The providerID scheme a node's answer is grouped by; '' when it has none. */
 export function providerIDScheme(node: V1Node): string {
-  return SCHEME.exec(node.spec?.providerID ?? '')?.[1] ?? '';
+  const id = node.spec?.providerID ?? '';
+  // `lastScheme` matched SCHEME, so an id starting with it and a ':' has exactly that scheme.
+  if (lastScheme && id.charCodeAt(lastScheme.length) === COLON && id.startsWith(lastScheme)) return lastScheme;
+  const scheme = SCHEME.exec(id)?.[1] ?? '';
+  if (scheme) lastScheme = scheme;
+  return scheme;
 }
+const COLON = 58;
 
 /** How a group is named in logs and events. */
 export function describeGroup(scheme: string): string {
@@ -110,7 +119,9 @@ export class ProviderSnapshots {
       this.memory.set(scheme, memory);
       // One loop per pass over the group (this runs every period for every node): the answers
       // counted, and the baseline pruned of nodes gone from the group only when it holds any.
-      const found: string[] = [];
+      let found = 0;
+      /** Found and not in the baseline: the only ones a believed answer adds to it. */
+      const newlyFound: string[] = [];
       const notFound: string[] = [];
       const lost: string[] = [];
       let inBaseline = 0;
@@ -118,8 +129,10 @@ export class ProviderSnapshots {
         const held = memory.baseline.has(name);
         if (held) inBaseline++;
         const answer = answers.get(name);
-        if (answer === 'exists') found.push(name);
-        else if (answer === 'not-found') {
+        if (answer === 'exists') {
+          found++;
+          if (!held) newlyFound.push(name);
+        } else if (answer === 'not-found') {
           notFound.push(name);
           if (held) lost.push(name);
         }
@@ -129,7 +142,7 @@ export class ProviderSnapshots {
         for (const name of memory.baseline) if (!present.has(name)) memory.baseline.delete(name);
       }
       const judgement: GroupJudgement = {
-        scheme, state: 'trusted', nodes: names.length, found: found.length, notFound: notFound.length, heldBefore: memory.baseline.size, lost: lost.length,
+        scheme, state: 'trusted', nodes: names.length, found, notFound: notFound.length, heldBefore: memory.baseline.size, lost: lost.length,
       };
       result.groups.set(scheme, judgement);
       const distrust = (which: readonly string[], reason: Distrust) => {
@@ -140,12 +153,12 @@ export class ProviderSnapshots {
         }
       };
 
-      if (found.length === 0 && notFound.length === 0) {
+      if (found === 0 && notFound.length === 0) {
         judgement.state = 'no-read';
         delete memory.shrink;
         continue;
       }
-      if (found.length === 0) {
+      if (found === 0) {
         judgement.state = 'empty';
         delete memory.shrink;
         distrust(notFound, 'empty');
@@ -167,7 +180,7 @@ export class ProviderSnapshots {
       }
       delete memory.shrink;
       for (const name of notFound) memory.baseline.delete(name);
-      for (const name of found) memory.baseline.add(name);
+      for (const name of newlyFound) memory.baseline.add(name);
     }
     return result;
   }
