@@ -344,7 +344,8 @@ export async function runSoak(opts: SoakOptions, log: (line: string) => void = c
     }, () => finished);
     every(5_000, sampleResources, () => finished);
 
-    // The network invariants, every second (against the last view of the cluster, at most 3 s old).
+    // The network invariants: a round a second after the last (about 2 s apart: the L2 probe
+    // waits 1 s for answers), against the last view of the cluster, at most 3 s old.
     // When a network condition ends: how long it lasted (from the first round that saw it to the
     // first that did not, an upper bound: rounds are about 2 s apart) goes into the figures, and
     // one that lasted over a third of its tolerance is logged (what the tolerance is spent on).
