@@ -44,7 +44,7 @@ async function runCiSoak(dir: string, seed: number): Promise<void> {
   const tail = `${log.split('\n').slice(-60).join('\n')}\n${stderr}`;
   expect(existsSync(reportPath), `the soak wrote no report (exit ${code}):\n${tail}`).toBe(true);
   const report = JSON.parse(readFileSync(reportPath, 'utf8')) as SoakReport;
-  console.log(log.split('\n').filter((l) => /^(soak:|faults|objects|invariant|replica|recovery|replicas|violations)/.test(l)).join('\n'));
+  console.log(log.split('\n').filter((l) => /^(soak:|faults|objects|invariant|replica|network|recovery|replicas|violations)/.test(l)).join('\n'));
   expect(report.violations, tail).toEqual([]);
   expect(code, tail).toBe(0);
   // A soak that injected nothing or checked nothing proves nothing.
