@@ -5,9 +5,11 @@
  * the API server. For finding the idle cost; not part of scripts/bench's figures.
  * With --interval-ms, the passes are that far apart (as in the running process, where each pass
  * finds a cold cache and the garbage of the last one), and the CPU counted includes the waits.
+ * Also prints how much a pass allocates (JavaScriptCore's memory growth over one pass after a full GC).
  * Usage: bun bench/lifecycle-pass-cost.ts [--nodes=5000] [--passes=40] [--interval-ms=5000] [--only=lifecycle|status]
  */
 import type { V1Node } from '@kubernetes/client-node';
+import { memoryUsage } from 'bun:jsc';
 import { Registry } from 'prom-client';
 import { CloudNodeLifecycleController } from '../src/controllers/nodelifecycle/index.ts';
 import { CloudNodeController } from '../src/controllers/node/index.ts';
@@ -61,6 +63,17 @@ async function measure(name: string, pass: () => Promise<unknown>): Promise<void
   const cpu = process.cpuUsage(cpu0);
   const ms = (cpu.user + cpu.system) / 1000 / passes;
   console.log(`${name}: ${ms.toFixed(2)} ms CPU per pass over ${count} nodes (${((ms * 1000) / count).toFixed(2)} us per node), wall ${((performance.now() - t0) / passes).toFixed(2)} ms; at one pass per 5 s: ${((ms * 12) / 1000).toFixed(2)} CPU-s per 60 s`);
+  // What a pass allocates (the garbage GC then has to deal with): the memory JavaScriptCore took
+  // over one pass after a full collection (block-grained); the median of 5 (an eden collection
+  // within a pass makes one low).
+  const grown: number[] = [];
+  for (let i = 0; i < 5; i++) {
+    Bun.gc(true);
+    const before = memoryUsage().current;
+    await pass();
+    grown.push(memoryUsage().current - before);
+  }
+  console.log(`${name}: JavaScriptCore's memory grows ${(grown.sort((a, b) => a - b)[2]! / 1024).toFixed(0)} KiB over one pass (median of 5)`);
 }
 
 if (only !== 'status') await measure('lifecycle pass', () => lifecycle.monitorNodes());

@@ -35,7 +35,9 @@ export function nodeEventSubject(node: V1Node): EventSubject {
 // --- taints ---
 
 export function findTaint(node: V1Node, key: string): V1Taint | undefined {
-  return node.spec?.taints?.find((t) => t.key === key);
+  const taints = node.spec?.taints; // a loop for the reason getCondition has one
+  if (taints) for (const t of taints) if (t.key === key) return t;
+  return undefined;
 }
 
 export function hasTaint(node: V1Node, key: string): boolean {
@@ -61,7 +63,11 @@ export function isUninitialized(node: V1Node): boolean {
 // --- conditions ---
 
 export function getCondition(node: V1Node, type: string): V1NodeCondition | undefined {
-  return node.status?.conditions?.find((c) => c.type === type);
+  // A loop, not find() with an arrow: the arrow's capture of `type` costs a scope object per
+  // call, and this runs for every node every lifecycle period.
+  const conditions = node.status?.conditions;
+  if (conditions) for (const c of conditions) if (c.type === type) return c;
+  return undefined;
 }
 
 /** Status of the node's condition of that type; undefined when the node has none. */

@@ -156,6 +156,8 @@ export class CloudNodeLifecycleController implements Controller {
     const answers = snapshot.answers;
 
     const report: Omit<MonitorReport, 'breaker'> = { answers, distrusted: snapshot.distrusted, held: new Map(), quarantined: [], deleted: [] };
+    // The writes are bound methods, not arrows: an arrow in this loop's body would capture its
+    // variables, which then cost a scope object per node and iteration, write or not.
     const writes: (() => Promise<void>)[] = [];
     /** NotReady nodes whose machine exists and that have no taint of ours to lose first: asked whether shut down. */
     const existing: V1Node[] = [];
@@ -170,10 +172,10 @@ export class CloudNodeLifecycleController implements Controller {
       if (action.kind !== 'hold' && this.announced.size) this.announced.delete(name);
       switch (action.kind) {
         case 'ready':
-          if (action.removeTaints.length > 0) writes.push(() => this.removeTaints(node, action.removeTaints, signal));
+          if (action.removeTaints.length > 0) writes.push(this.removeTaints.bind(this, node, action.removeTaints, signal));
           break;
         case 'exists':
-          if (action.removeTaints.length > 0) writes.push(() => this.handleExisting(node, action.removeTaints, deadline, signal));
+          if (action.removeTaints.length > 0) writes.push(this.handleExisting.bind(this, node, action.removeTaints, deadline, signal));
           else existing.push(node);
           break;
         case 'unknown':
@@ -185,7 +187,7 @@ export class CloudNodeLifecycleController implements Controller {
         case 'quarantine':
           this.hold(node, 'policy', report, streak);
           report.quarantined.push(name);
-          if (!action.alreadyTainted) writes.push(() => this.quarantine(node, signal));
+          if (!action.alreadyTainted) writes.push(this.quarantine.bind(this, node, signal));
           break;
         case 'delete':
           candidates.push(node);
