@@ -144,6 +144,8 @@ class FakeEventsApi implements KubeTransport {
   rejectWith?: number;
   /** Never answers (until the request's signal aborts). */
   hang = false;
+  /** Stores the next N POSTs but fails them without an answer (the answer lost on the way back). */
+  loseAnswerNext = 0;
 
   async request<T>(req: KubeRequest): Promise<T> {
     this.requests.push({ method: req.method, path: req.path, contentType: req.contentType, body: req.body });
@@ -163,6 +165,10 @@ class FakeEventsApi implements KubeTransport {
       const key = `${m[1]}/${event.metadata.name}`;
       if (this.stored.has(key)) throw fail(409, 'AlreadyExists');
       this.stored.set(key, event);
+      if (this.loseAnswerNext > 0) {
+        this.loseAnswerNext--;
+        throw new TypeError('socket hang up');
+      }
       return structuredClone(event) as T;
     }
     if (req.method === 'PATCH') {
@@ -277,6 +283,42 @@ describe('EventBroadcaster', () => {
     await b.flush();
     expect(api.requests).toHaveLength(3);
     expect(api.events()).toHaveLength(0);
+  });
+
+  test('writers in several processes (the speakers of two nodes) recording about one object in the same millisecond: each Event is written', async () => {
+    const api = new FakeEventsApi();
+    const time = new ManualTime();
+    // Each its own broadcaster, as each speaker process has; one clock reading for both.
+    const writers = ['node-a', 'node-b'].map((instance) => broadcaster(api, { instance, correlator: { now: time.now } }));
+    writers[0]!.recorder('edge-ccm-speaker').event(service, 'Normal', 'L2Announcing', 'node node-a announces 198.51.100.200 on eth0');
+    writers[1]!.recorder('edge-ccm-speaker').event(service, 'Normal', 'L2Announcing', 'node node-b announces 2001:db8:1::200 on eth0');
+    for (const w of writers) await w.flush();
+    expect(api.events().map((e) => e.message).sort()).toEqual(['node node-a announces 198.51.100.200 on eth0', 'node node-b announces 2001:db8:1::200 on eth0']);
+  });
+
+  test("a create answered AlreadyExists on its first try (another writer's Event has the name) is a logged, counted loss; on a retry it is the earlier try's Event", async () => {
+    const api = new FakeEventsApi();
+    const registry = new Registry();
+    const lines: string[] = [];
+    const b = broadcaster(api, { registry, logger: createLogger({ write: (l) => lines.push(l) }) });
+    const rec = b.recorder('x');
+    // The answer to the first try is lost, but the Event was stored: the retry's 409 means done.
+    api.loseAnswerNext = 1;
+    rec.event(node, 'Normal', 'A', 'a');
+    await b.flush();
+    expect(api.requests.map((r) => r.method)).toEqual(['POST', 'POST']);
+    expect(lines.filter((l) => l.includes('another Event'))).toEqual([]);
+    // Another writer's Event under the name this one gets: the first try's 409 loses it.
+    const taken = structuredClone(api.events()[0]!);
+    const realRequest = api.request.bind(api);
+    api.request = async <T>(req: KubeRequest): Promise<T> => {
+      if (req.method === 'POST') api.stored.set(`default/${(req.body as CoreEvent).metadata.name}`, taken);
+      return realRequest<T>(req);
+    };
+    rec.event(node, 'Normal', 'B', 'b');
+    await b.flush();
+    expect(lines.filter((l) => l.includes('another Event'))).toHaveLength(1);
+    expect(await metricValue(registry, 'edge_ccm_events_dropped_total', { cause: 'name-taken' })).toBe(1);
   });
 
   test('beyond the queue size, similar events are combined into one Event carrying their count, not dropped', async () => {

@@ -1,3 +1,4 @@
+import { randomInt } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Counter, type Registry } from 'prom-client';
 import { perRegistry } from '../util/per-registry.ts';
@@ -108,7 +109,13 @@ export class EventCorrelator {
   private readonly spam: LruCache<SpamRecord>;
   private readonly aggregates: LruCache<AggregateRecord>;
   private readonly observed: LruCache<EventLog>;
-  private sequence = 0;
+  /**
+   * The sub-millisecond digits of the next name, counted from a random start so that writers in other
+   * processes (a speaker per node) naming an Event about the same object in the same millisecond
+   * pick other names. client-go's UnixNano rarely collides; a millisecond clock plus a counter
+   * from 0 in every process did, and the second Event was lost to AlreadyExists.
+   */
+  private sequence = randomInt(1_000_000);
 
   constructor(options: CorrelatorOptions = {}) {
     this.now = options.now ?? Date.now;
@@ -200,7 +207,7 @@ export class EventCorrelator {
     return allowed;
   }
 
-  /** NAME.HEX(unix nanoseconds), as client-go; the low digits count within a millisecond to stay unique. */
+  /** NAME.HEX(unix nanoseconds), as client-go; the low digits count on from a random start to stay unique. */
   private uniqueName(objectName: string, nowMs: number): string {
     const nanos = BigInt(Math.floor(nowMs)) * 1_000_000n + BigInt(this.sequence++ % 1_000_000);
     return `${objectName}.${nanos.toString(16)}`;
@@ -256,7 +263,7 @@ export interface EventBroadcasterOptions {
 interface PendingWrite extends CorrelatedEvent { tries: number }
 
 /** Why an event was not written (edge_ccm_events_dropped_total's cause label). */
-export type DropCause = 'spam-filter' | 'overflow-full' | 'write-failed' | 'rejected' | 'closed' | 'no-name';
+export type DropCause = 'spam-filter' | 'overflow-full' | 'write-failed' | 'rejected' | 'name-taken' | 'closed' | 'no-name';
 
 /** Events recorded while the queue was full, waiting to be written as one. */
 interface OverflowGroup {
@@ -287,7 +294,7 @@ class EventMetrics {
     });
     this.dropped = new Counter({
       name: 'edge_ccm_events_dropped_total',
-      help: 'Events not written, by cause: spam-filter (client-go\'s per-object filter), overflow-full (too many kinds of combined events waiting), write-failed (retries exhausted), rejected (by the API server), closed, no-name.',
+      help: 'Events not written, by cause: spam-filter (client-go\'s per-object filter), overflow-full (too many kinds of combined events waiting), write-failed (retries exhausted), rejected (by the API server), name-taken (another writer\'s Event has its name), closed, no-name.',
       labelNames: ['cause'],
       registers,
     });
@@ -484,8 +491,12 @@ export class EventBroadcaster {
         return false;
       }
       // An answer from the API server: retrying the same request would get the same answer.
-      if (isAlreadyExists(e)) this.log.debug(5, 'event already exists', { event: event.metadata.name });
-      else {
+      if (isAlreadyExists(e) && write.tries > 1) this.log.debug(5, 'event already exists (an earlier try was written)', { event: event.metadata.name });
+      else if (isAlreadyExists(e)) {
+        // Never sent before, so not ours: another writer's Event has the name, and this one is lost.
+        this.log.warn('event not written: another Event has its name', { reason: event.reason, object: event.involvedObject.name, event: event.metadata.name });
+        this.metrics.dropped.inc({ cause: 'name-taken' });
+      } else {
         this.log.error('server rejected event (will not retry)', { reason: event.reason, object: event.involvedObject.name, error: errorMessage(e) });
         this.metrics.dropped.inc({ cause: 'rejected' });
       }

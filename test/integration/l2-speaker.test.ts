@@ -159,6 +159,9 @@ async function createService(name: string, addresses: string[], opts: { dualStac
   }, 60_000);
 }
 
+/** Every speaker's recent log, for a timeout's message (the election may differ from the one the test expects). */
+const speakerLogs = () => [...speakers].map(([role, s]) => `speaker ${role}'s log:\n${s.logTail(3000)}`).join('\n');
+
 /** The node every speaker should elect for `address` among the nodes that are up (and, for eTP=Local, given). */
 const owner = (address: string, among: Iterable<NodeName> = up) => roleOf(electNode(address, [...among].map(k8sName))!);
 const macOf = (role: NodeName, iface: 'eth0' | 'eth1' = 'eth0') => (iface === 'eth0' ? site.nodes[role].lanMac : site.nodes[role].sideMac);
@@ -206,10 +209,11 @@ describe('answering', () => {
   test('the takeover is reported as an event on the service', async () => {
     const events = new ResourceClient<CoreV1Event>(admin, EVENTS);
     const v4 = owner(SERVICE_IPV4);
+    let seen: CoreV1Event[] = [];
     const found = await eventually('an L2Announcing event on service web', async () => {
-      const list = await events.list({ namespace: NS, query: { fieldSelector: 'involvedObject.name=web' } });
-      return list.items.find((e) => e.reason === 'L2Announcing' && e.message?.includes(SERVICE_IPV4));
-    }, 60_000);
+      seen = (await events.list({ namespace: NS, query: { fieldSelector: 'involvedObject.name=web' } })).items;
+      return seen.find((e) => e.reason === 'L2Announcing' && e.message?.includes(SERVICE_IPV4));
+    }, { timeoutMs: 60_000, explain: () => `events on web: ${JSON.stringify(seen.map((e) => `${e.metadata?.name} ${e.reason}: ${e.message}`))}\n${speakerLogs()}` });
     expect(found.message).toBe(`node ${k8sName(v4)} announces ${SERVICE_IPV4} on eth0`);
     expect(found.source?.component).toBe('edge-ccm-speaker');
   }, TEST_TIMEOUT_MS);
@@ -252,7 +256,7 @@ describe('probing a newly assigned address', () => {
       const warning = await eventually(`an L2AddressInUse event for ${address} on service taken`, async () => {
         const list = await events.list({ namespace: NS, query: { fieldSelector: 'involvedObject.name=taken' } });
         return list.items.find((e) => e.reason === 'L2AddressInUse' && e.message?.includes(` ${address} `));
-      }, { timeoutMs: 60_000, explain: () => `speaker ${owner(address)}'s log:\n${speakers.get(owner(address))?.logTail(3000)}` });
+      }, { timeoutMs: 60_000, explain: speakerLogs });
       expect(warning.type).toBe('Warning');
       expect(warning.message).toBe(`station ${foreign.mac} answered node ${k8sName(owner(address))}'s probe for ${address} on eth0: a host outside the cluster uses the address; not announced while it stays assigned (exclude it from the pool to move the service)`);
       expect(await metricsOf(owner(address))).toMatch(new RegExp(`edge_ccm_l2_conflicts_total\\{address="${address.replaceAll('.', '\\.')}"[^}]*\\} 1`));
