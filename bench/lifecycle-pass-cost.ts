@@ -13,6 +13,7 @@ import { memoryUsage } from 'bun:jsc';
 import { Registry } from 'prom-client';
 import { CloudNodeLifecycleController } from '../src/controllers/nodelifecycle/index.ts';
 import { CloudNodeController } from '../src/controllers/node/index.ts';
+import { HeldConditionWriter } from '../src/controllers/nodelifecycle/held-condition.ts';
 import { HandFedInformer, controllerContext } from '../test/fakes/controller-context.ts';
 import type { CloudProvider, Existence } from '../src/cloud/types.ts';
 
@@ -49,7 +50,8 @@ for (let i = 0; i < count; i++) {
   });
 }
 const ctx = controllerContext({ cloud, nodeInformer: informer.asInformer(), registry: new Registry() });
-const lifecycle = new CloudNodeLifecycleController(ctx);
+// As the app makes it: with the DeletionHeld condition writer (which writes nothing here: no node is held).
+const lifecycle = new CloudNodeLifecycleController(ctx, {}, { heldConditions: new HeldConditionWriter(ctx.transport) });
 const nodes = new CloudNodeController(ctx, { workers: 1, nodeStatusUpdateFrequencyMs: 5000 });
 
 async function measure(name: string, pass: () => Promise<unknown>): Promise<void> {

@@ -297,14 +297,20 @@ export class CloudNodeLifecycleController implements Controller {
     const at = new Date(now);
     const writes: (() => Promise<void>)[] = [];
     for (const node of nodes) {
-      if (this.deletedUids.has(node.metadata?.uid ?? '')) continue;
+      if (this.deletedUids.size && this.deletedUids.has(node.metadata?.uid ?? '')) continue;
       const patch = heldConditionPatch(node, this.heldState(node, report, verdict), at);
-      if (!patch) continue;
-      writes.push(() => writer.write(node, patch, signal).catch((e: unknown) => {
-        this.log.error('cannot write the DeletionHeld condition of node', { node: nodeName(node), error: errorMessage(e) });
-      }));
+      // Bound, not an arrow: see monitorPass (this loop too runs for every node every period).
+      if (patch) writes.push(this.writeHeldCondition.bind(this, writer, node, patch, signal));
     }
     await forEachLimited(writes, WRITE_CONCURRENCY, (write) => write());
+  }
+
+  private async writeHeldCondition(writer: HeldConditionWriter, node: V1Node, patch: Record<string, unknown>, signal?: AbortSignal): Promise<void> {
+    try {
+      await writer.write(node, patch, signal);
+    } catch (e) {
+      this.log.error('cannot write the DeletionHeld condition of node', { node: nodeName(node), error: errorMessage(e) });
+    }
   }
 
   /** Why the node is kept although its machine is not found, and what lets it go; undefined when it is not held. */
