@@ -187,7 +187,7 @@ export async function runControllerManager(options: Options, providers: Provider
           endpoints: informers.endpoints,
           isManagedNode,
           waitForRoutes: controllers.some((c) => c.name === NODE_ROUTE_CONTROLLER),
-          blocked: ensureBlocked,
+          blocked: () => ensureBlocked?.() ?? term.fence.refusal(),
           takeoverMs: leaderElection.enabled ? leaderElection.leaseDurationMs + leaderElection.retryPeriodMs : undefined,
           logger,
           warn: (reason, message) => configEvents.event(lease, 'Warning', reason, message),

@@ -52,7 +52,12 @@ export interface BgpTermDeps {
   isManagedNode(node: V1Node): boolean;
   /** The route controller runs: wait for its first round before the first sessions. */
   waitForRoutes: boolean;
-  /** Without leader election, why this process may not act now (another replica holds the Lease); undefined: it may. */
+  /**
+   * Why this process may not act now; undefined: it may. Without leader election: another
+   * replica holds the Lease. With it: the term is over or its lease was not renewed in time
+   * (a leader paused past its lease). Checked by the speaker before every connect, accept and
+   * UPDATE, and every second here (the speaker is stopped while it holds).
+   */
   blocked?: () => string | undefined;
   /** Lease duration plus retry period, when leader election is on: the graceful restart time must exceed it. */
   takeoverMs?: number;
@@ -132,8 +137,16 @@ class BgpTerm {
       this.deps.source.onRoutesChange(schedule),
       this.deps.provider.onChange?.(schedule) ?? (() => {}),
     ];
-    // Without leader election, another replica may take the Lease: checked every second.
-    const guard = this.deps.blocked ? setInterval(schedule, 1000) : undefined;
+    // Another replica may take the Lease (or this term's may lapse): checked every second, a
+    // change of verdict applied (stops or starts the speaker).
+    let wasBlocked = this.deps.blocked?.() !== undefined;
+    const guard = this.deps.blocked
+      ? setInterval(() => {
+          const blocked = this.deps.blocked?.() !== undefined;
+          if (blocked !== wasBlocked || (blocked && this.speaker)) schedule();
+          wasBlocked = blocked;
+        }, 1000)
+      : undefined;
     try {
       const synced = await Promise.all([this.deps.nodes.waitForSync(signal), this.deps.services.waitForSync(signal), slices.informer.waitForSync(signal)]);
       if (!synced.every(Boolean)) return;
@@ -270,7 +283,7 @@ class BgpTerm {
 
   private async startSpeaker(config: SpeakerConfig, table: Parameters<BgpSpeaker['setAnnouncements']>[0]): Promise<void> {
     try {
-      this.speaker = await BgpSpeaker.start(config, { log: this.log, announcements: table, onStateChange: (c) => this.onStateChange(c) });
+      this.speaker = await BgpSpeaker.start(config, { log: this.log, announcements: table, onStateChange: (c) => this.onStateChange(c), refusal: this.deps.blocked });
       this.appliedConfig = JSON.stringify(config);
       this.log.info('BGP speaker started', { peers: config.peers.length, announcements: table.length });
     } catch (e) {

@@ -53,10 +53,19 @@ export class RequestFence {
 
   /** Throws once the fence is closed, or for a write while the write guard refuses: called before a request is sent. */
   admit(method: HttpMethod = 'GET'): void {
-    if (this.closed) throw new FenceClosedError(String((this.stop.signal.reason as Error)?.message ?? this.stop.signal.reason));
+    if (this.closed) throw new FenceClosedError(this.closedReason());
     if (method === 'GET') return;
     const refused = this.writeGuard?.();
     if (refused) throw new FenceClosedError(refused);
+  }
+
+  /** Why the term may not act on the world now (closed, or the write guard refuses); undefined: it may. Also what the BGP speaker asks. */
+  refusal(): string | undefined {
+    return this.closed ? this.closedReason() : this.writeGuard?.();
+  }
+
+  private closedReason(): string {
+    return String((this.stop.signal.reason as Error)?.message ?? this.stop.signal.reason);
   }
 
   /** The term is ending: from now on a write that ends without an answer is counted as cut off. */

@@ -53,7 +53,8 @@ interface Cluster {
   router: BgpRouter;
   /** Node names in the cluster (prefixed per test: nodes are cluster-wide objects). */
   node: (i: number) => string;
-  startReplica(role: string): Promise<CcmProcess>;
+  /** `extraArgs` come last (a flag given twice: the last one counts, as upstream's). */
+  startReplica(role: string, extraArgs?: string[]): Promise<CcmProcess>;
   replicaPort(role: string): number;
   prefix: string;
   leaseName: string;
@@ -77,13 +78,14 @@ async function setUp(kind: RouterKind, prefix: string): Promise<Cluster> {
     prefix,
     leaseName,
     replicaPort: (role) => ports.get(role)!,
-    async startReplica(role) {
+    async startReplica(role, extraArgs = []) {
       await bridge.into(lab, role);
       const ccm = CcmProcess.binaryInNamespace(lab.ns(role), [
         '--cloud-provider=static', `--cloud-config=${configPath}`, `--kubeconfig=${cp.adminKubeconfig}`,
         `--cluster-cidr=${CLUSTER_CIDR}`, '--bind-address=127.0.0.1', `--secure-port=${ports.get(role)}`,
         `--leader-elect-resource-name=${leaseName}`, '--leader-elect-lease-duration=2s', '--leader-elect-renew-deadline=1500ms', '--leader-elect-retry-period=500ms',
         '--route-reconciliation-period=2s',
+        ...extraArgs,
       ]);
       cleanups.push(() => ccm.stop('SIGKILL'));
       return ccm;
@@ -344,3 +346,34 @@ for (const kind of ['bird', 'frr'] as RouterKind[]) {
 function doubled(t: Table): Table {
   return Object.fromEntries(Object.entries(t).map(([p, hops]) => [p, [...hops, ...hops].sort()]));
 }
+
+describe('a leader paused past its lease, gobgp as the router', () => {
+  test('woken after the router dropped its session, it opens none: its term is over (another replica leads)', async () => {
+    const c = await setUp('gobgp', 'pausedgobgp');
+    // A renew deadline long enough for the woken speaker to reconnect before its renewal loop
+    // gives up (it retries until the deadline, counted from the wake): the window to close;
+    // longer than GoBGP's own wait (about 5 s) before it takes a dropped neighbour again.
+    const leases = ['--leader-elect-lease-duration=10s', '--leader-elect-renew-deadline=9s', '--leader-elect-retry-period=500ms'];
+    const first = await c.startReplica('ccm1', leases);
+    await first.waitForLog('successfully acquired lease', 60_000);
+    const second = await c.startReplica('ccm2', leases);
+    await second.waitForLog('attempting to acquire leader lease', 60_000);
+    await createNodes(c);
+    await eventually("the leader's session", () => c.router.sessionUp(REPLICAS[0].v4), 60_000);
+
+    // Paused past its lease (10 s) and past the router's hold time (9 s): the standby leads, the
+    // router drops the paused one's session. Its timers all fire when it wakes: its speaker's
+    // reconnect must not win the race against its renewal loop's verdict.
+    first.proc.kill('SIGSTOP');
+    cleanups.push(async () => first.proc.kill('SIGCONT'));
+    await second.waitForLog('successfully acquired lease', 60_000);
+    await eventually("the router's session with the new leader", () => c.router.sessionUp(REPLICAS[1].v4), 60_000);
+    await eventually("the router dropped the paused leader's session (hold time)", async () => !(await c.router.sessionUp(REPLICAS[0].v4)), 30_000);
+    const asleep = first.logs().length;
+    first.proc.kill('SIGCONT');
+    await first.waitForLog('campaigning again', 30_000);
+    const awake = first.logs().slice(asleep);
+    expect(awake).not.toContain('BGP session established');
+    expect(await c.router.sessionUp(REPLICAS[0].v4)).toBe(false);
+  }, 120_000);
+});

@@ -80,6 +80,8 @@ export interface StateChange {
 export interface PeerHooks {
   log: Logger;
   onStateChange(change: StateChange): void;
+  /** Why this speaker may not connect, accept or send an UPDATE now (BgpSpeakerOptions.refusal). */
+  refusal?(): string | undefined;
 }
 
 /** RFC 4271 10: the hold time before OPEN arrives is "a large value"; 4 minutes suggested. */
@@ -178,7 +180,9 @@ export class Peer {
 
   /** An incoming connection from this peer's address (the speaker's listener matched it). */
   accept(socket: Socket<{ conn?: Connection }>): Connection | undefined {
-    if (this.stopped) {
+    const refused = this.hooks.refusal?.();
+    if (this.stopped || refused) {
+      if (refused) this.lastError = `connection from ${this.name} closed: ${refused}`;
       socket.end();
       return undefined;
     }
@@ -250,6 +254,11 @@ export class Peer {
   private async connect(): Promise<void> {
     // Something is under way or up already: RFC 4271 lets us wait for it.
     if (this.stopped || this.conns.length > 0) return;
+    const refused = this.hooks.refusal?.();
+    if (refused) {
+      this.failed(`connect to ${this.name} not attempted: ${refused}`);
+      return;
+    }
     const abort = new AbortController();
     this.connecting = abort;
     this.updateState();
@@ -446,6 +455,14 @@ export class Peer {
 
   private sendUpdates(conn: Connection, bodies: Uint8Array[]): void {
     if (bodies.length === 0) return;
+    const refused = this.hooks.refusal?.();
+    if (refused) {
+      // The Adj-RIB-Out already counts these as sent: only a new session (whole table) is right
+      // again. Closed without a NOTIFICATION, so routers keep the routes as stale meanwhile.
+      this.lastError = `session closed, UPDATE not sent: ${refused}`;
+      conn.close();
+      return;
+    }
     this.counters.updatesSent += bodies.length;
     conn.sendMany(MessageType.UPDATE, bodies);
   }

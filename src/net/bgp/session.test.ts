@@ -291,3 +291,36 @@ test('ADD-PATH turned off for a peer: one stable next hop per prefix and no path
   expect([...announced(conn).keys()]).toEqual(['203.0.113.10/32']);
   expect(s.stats().peers[0]!.negotiated?.addPath).toEqual([]);
 });
+
+test('refused (a leader past its renew deadline): no connection made or accepted, no UPDATE sent; the session it had is closed without a NOTIFICATION; allowed again, it connects', async () => {
+  let refused: string | undefined = 'the leader lease was not renewed within the renew deadline';
+  const p = peer();
+  const s = await BgpSpeaker.start(
+    { localAsn: LOCAL_ASN, routerId: '198.51.100.1', listen: { port: 0, addresses: ['127.0.0.1'] }, peers: [{ ...peerConfig(p), passive: false }] },
+    { refusal: () => refused },
+  );
+  speakers.push(s);
+  s.setAnnouncements([{ prefix: '198.51.100.128/25', nextHops: ['198.51.100.11'] }]);
+  // Its connect attempts are refused (said in its stats), none reaches the peer.
+  await eventually('a connect attempt refused', () => s.stats().peers[0]!.lastError?.includes('not renewed'));
+  expect(p.connections).toEqual([]);
+  // The peer's own connection is closed unanswered: no OPEN.
+  const inbound = await ScriptedPeer.dial('127.0.0.1', s.listenPorts[0]!);
+  await inbound.waitClosed();
+  expect(inbound.of('open')).toEqual([]);
+
+  refused = undefined;
+  const conn = await p.connection(0);
+  await conn.establish({ asn: 65010 });
+  await established(s, '127.0.0.1');
+  await eventually('the table sent', () => announced(conn).size === 1);
+  const updates = conn.of('update').length;
+
+  // Refused again while established: the next table is not sent; the connection is closed
+  // without a NOTIFICATION (graceful restart: the router keeps the routes as stale).
+  refused = 'the leader lease was not renewed within the renew deadline';
+  s.setAnnouncements([{ prefix: '198.51.100.0/25', nextHops: ['198.51.100.11'] }]);
+  await conn.waitClosed();
+  expect(conn.of('update').length).toBe(updates);
+  expect(conn.of('notification')).toEqual([]);
+});

@@ -33,6 +33,13 @@ export interface BgpSpeakerOptions {
    * sessions get it whole before End-of-RIB (else a router would flush what comes later).
    */
   announcements?: readonly Announcement[];
+  /**
+   * Why the speaker may not speak now (undefined: it may): no connection is made or accepted and
+   * no UPDATE sent while it gives a reason, and an established session is closed without a
+   * NOTIFICATION. The leader's "is the lease still ours by our own clock": a leader paused past
+   * its lease must not reopen its sessions when it wakes, before its renewal loop notices.
+   */
+  refusal?: () => string | undefined;
 }
 
 export interface SpeakerStats {
@@ -152,6 +159,7 @@ export class BgpSpeaker {
   private addPeer(settings: PeerSettings): void {
     const peer = new Peer(settings, this.config.local, {
       log: this.log,
+      refusal: () => this.options.refusal?.(),
       onStateChange: (change) => {
         this.log.debug(1, 'BGP peer state', { peer: change.peer, from: change.from, to: change.to, reason: change.reason });
         try {
