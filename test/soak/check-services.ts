@@ -36,15 +36,29 @@ function inCrossPool(ip: string): boolean {
   return ip.startsWith(POOL_PREFIX) && n >= last && n < last + 2 ** (32 - Number(bits));
 }
 
+/**
+ * The controller refused this service's current spec (edge-ccm.io/AddressAssigned False for
+ * this generation, e.g. a requested address outside its pools): by design it keeps the
+ * addresses and sharing terms of the last spec it applied (docs/providers/static.md), which
+ * this oracle does not know, so the new terms are not judged until the spec is valid.
+ */
+function specRefused(s: V1Service): boolean {
+  const c = s.status?.conditions?.find((x) => x.type === 'edge-ccm.io/AddressAssigned');
+  return c?.status === 'False' && c.observedGeneration !== undefined && c.observedGeneration === s.metadata?.generation;
+}
+
 /** Why two services may not hold one address together; undefined when they may. */
 export function sharingProblem(a: V1Service, b: V1Service, ip: string): string | undefined {
+  const ports = (s: V1Service) => (s.spec?.ports ?? []).map((p) => `${p.protocol ?? 'TCP'}/${p.port}`);
+  const clash = ports(a).find((p) => ports(b).includes(p));
+  // A port both serve on one address clashes in the data plane (kube-proxy), whatever was kept.
+  if (clash && (specRefused(a) || specRefused(b))) return `both use ${clash}`;
+  if (specRefused(a) || specRefused(b)) return undefined;
   const ka = a.metadata?.annotations?.[SHARE_ANNOTATION]?.trim();
   const kb = b.metadata?.annotations?.[SHARE_ANNOTATION]?.trim();
   if (!ka || !kb) return 'not both carry a sharing key';
   if (ka !== kb) return `sharing keys differ (${ka}, ${kb})`;
   if (a.metadata?.namespace !== b.metadata?.namespace && !inCrossPool(ip)) return 'different namespaces in a pool without shareAcrossNamespaces';
-  const ports = (s: V1Service) => (s.spec?.ports ?? []).map((p) => `${p.protocol ?? 'TCP'}/${p.port}`);
-  const clash = ports(a).find((p) => ports(b).includes(p));
   if (clash) return `both use ${clash}`;
   const scope = (s: V1Service) => s.spec?.externalTrafficPolicy === 'Local' ? `Local:${JSON.stringify(Object.entries(s.spec.selector ?? {}).sort())}` : 'Cluster';
   if (scope(a) !== scope(b)) return 'traffic policies or selectors differ';

@@ -58,15 +58,19 @@ describe('writes against lease terms', () => {
 
 describe('service invariants', () => {
   let uid = 0;
-  const svc = (ns: string, name: string, ip: string | undefined, opts: { key?: string; ports?: [string, number][]; type?: string; finalizer?: boolean; deleting?: boolean } = {}): V1Service => ({
+  const svc = (ns: string, name: string, ip: string | undefined, opts: { key?: string; ports?: [string, number][]; type?: string; finalizer?: boolean; deleting?: boolean; refused?: 'current' | 'older' } = {}): V1Service => ({
     metadata: {
-      namespace: ns, name, uid: `u${++uid}`,
+      namespace: ns, name, uid: `u${++uid}`, generation: 3,
       annotations: opts.key ? { 'edge-ccm.io/allow-shared-ip': opts.key } : {},
       finalizers: opts.finalizer ? ['service.kubernetes.io/load-balancer-cleanup'] : [],
       ...(opts.deleting ? { deletionTimestamp: new Date() } : {}),
     },
     spec: { type: opts.type ?? 'LoadBalancer', ports: (opts.ports ?? [['TCP', 80]]).map(([protocol, port]) => ({ protocol, port })) },
-    status: ip ? { loadBalancer: { ingress: [{ ip }] } } : {},
+    status: {
+      ...(ip ? { loadBalancer: { ingress: [{ ip }] } } : {}),
+      // The controller refused the spec of that generation (e.g. a requested address outside its pools).
+      ...(opts.refused ? { conditions: [{ type: 'edge-ccm.io/AddressAssigned', status: 'False', reason: 'RequestedAddressNotInPool', message: 'refused', lastTransitionTime: new Date(), observedGeneration: opts.refused === 'current' ? 3 : 2 }] } : {}),
+    },
   });
   const kinds = (services: V1Service[], warned: string[] = []) => serviceConditions(services, new Set(warned)).conditions.map((c) => c.kind);
 
@@ -82,6 +86,15 @@ describe('service invariants', () => {
   test('one key in two namespaces shares only in the cross-namespace pool', () => {
     expect(kinds([svc('a', 'x', '203.0.113.5', { key: 'k' }), svc('b', 'y', '203.0.113.5', { key: 'k', ports: [['TCP', 443]] })])).toEqual(['address-conflict']);
     expect(kinds([svc('a', 'x', '203.0.113.130', { key: 'k' }), svc('b', 'y', '203.0.113.130', { key: 'k', ports: [['TCP', 443]] })])).toEqual([]);
+  });
+
+  test("a service whose current spec was refused keeps its last applied terms: its new key is not judged yet, a port clash still is", () => {
+    // Shared under one key, then y's key changed in the same edit as a request the controller refused.
+    expect(kinds([svc('a', 'x', '203.0.113.5', { key: 'k2' }), svc('a', 'y', '203.0.113.5', { key: 'k1', ports: [['TCP', 443]], refused: 'current' })])).toEqual([]);
+    // A refusal of an older generation says nothing about the current spec.
+    expect(kinds([svc('a', 'x', '203.0.113.5', { key: 'k2' }), svc('a', 'y', '203.0.113.5', { key: 'k1', ports: [['TCP', 443]], refused: 'older' })])).toEqual(['address-conflict']);
+    // Both serving one port on one address clashes in the data plane, whatever the allocator kept.
+    expect(kinds([svc('a', 'x', '203.0.113.5', { key: 'k2' }), svc('a', 'y', '203.0.113.5', { key: 'k1', refused: 'current' })])).toEqual(['address-conflict']);
   });
 
   test('a service without address needs a Warning event', () => {
