@@ -11,6 +11,7 @@ import { ProviderRegistry } from '../src/cloud/registry.ts';
 import { defaultLoadBalancerName, type CloudProvider, type Existence, type InstanceMetadata } from '../src/cloud/types.ts';
 import { runCli } from '../src/cmd/cli.ts';
 import { registerProviders } from '../src/providers.ts';
+import { FULFILLED_FALSE } from '../src/util/settled.ts';
 
 const INSTANCE_TYPE = 'bench.small';
 const ZONE = 'zone-a';
@@ -51,7 +52,7 @@ function benchFake(): CloudProvider {
         for (const n of nodes) answers.set(n.metadata?.name ?? '', 'exists');
         return answers;
       },
-      instanceShutdown: async () => false,
+      instanceShutdown: () => FULFILLED_FALSE, // shared, as the static provider answers from its inventory
       instanceMetadata: async (node) => metadata(node),
     },
     loadBalancer: {

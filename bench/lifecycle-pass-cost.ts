@@ -1,19 +1,20 @@
 /**
  * CPU of one lifecycle pass and one node status pass over N NotReady, initialised nodes, in
  * process, with the bench fake's answers (existence in one bulk call, shutdown and metadata per
- * node) and no API writes: what edge-ccm spends every 5 s at idle per controller, apart from
+ * node; shutdown as a shared promise, as the static provider answers from its inventory) and no API writes: what edge-ccm spends every 5 s at idle per controller, apart from
  * the API server. For finding the idle cost; not part of scripts/bench's figures.
  * With --interval-ms, the passes are that far apart (as in the running process, where each pass
  * finds a cold cache and the garbage of the last one), and the CPU counted includes the waits.
- * Also prints how much a pass allocates (JavaScriptCore's memory growth over one pass after a full GC).
+ * Also prints what a pass allocates (objects by type).
  * Usage: bun bench/lifecycle-pass-cost.ts [--nodes=5000] [--passes=40] [--interval-ms=5000] [--only=lifecycle|status]
  */
 import type { V1Node } from '@kubernetes/client-node';
-import { memoryUsage } from 'bun:jsc';
+import { heapStats } from 'bun:jsc';
 import { Registry } from 'prom-client';
 import { CloudNodeLifecycleController } from '../src/controllers/nodelifecycle/index.ts';
 import { CloudNodeController } from '../src/controllers/node/index.ts';
 import { HeldConditionWriter } from '../src/controllers/nodelifecycle/held-condition.ts';
+import { FULFILLED_FALSE } from '../src/util/settled.ts';
 import { HandFedInformer, controllerContext } from '../test/fakes/controller-context.ts';
 import type { CloudProvider, Existence } from '../src/cloud/types.ts';
 
@@ -33,7 +34,7 @@ const cloud: CloudProvider = {
       for (const n of nodes) answers.set(n.metadata?.name ?? '', 'exists');
       return answers;
     },
-    instanceShutdown: async () => false,
+    instanceShutdown: () => FULFILLED_FALSE,
     instanceMetadata: async (node) => ({
       providerID: `fake://${node.metadata?.name}`, instanceType: 'bench.small', zone: 'zone-a', region: 'region-a',
       nodeAddresses: [{ type: 'ExternalIP', address: '203.0.113.10' }, { type: 'Hostname', address: node.metadata?.name ?? '' }],
@@ -65,17 +66,14 @@ async function measure(name: string, pass: () => Promise<unknown>): Promise<void
   const cpu = process.cpuUsage(cpu0);
   const ms = (cpu.user + cpu.system) / 1000 / passes;
   console.log(`${name}: ${ms.toFixed(2)} ms CPU per pass over ${count} nodes (${((ms * 1000) / count).toFixed(2)} us per node), wall ${((performance.now() - t0) / passes).toFixed(2)} ms; at one pass per 5 s: ${((ms * 12) / 1000).toFixed(2)} CPU-s per 60 s`);
-  // What a pass allocates (the garbage GC then has to deal with): the memory JavaScriptCore took
-  // over one pass after a full collection (block-grained); the median of 5 (an eden collection
-  // within a pass makes one low).
-  const grown: number[] = [];
-  for (let i = 0; i < 5; i++) {
-    Bun.gc(true);
-    const before = memoryUsage().current;
-    await pass();
-    grown.push(memoryUsage().current - before);
-  }
-  console.log(`${name}: JavaScriptCore's memory grows ${(grown.sort((a, b) => a - b)[2]! / 1024).toFixed(0)} KiB over one pass (median of 5)`);
+  // What a pass allocates (the garbage GC then has to deal with, and at idle the main reason the
+  // process collects at all): the objects on the heap after a pass that were not there after a
+  // full collection before it, by type (fewer than 50 of a type left out).
+  Bun.gc(true);
+  const before = heapStats().objectTypeCounts;
+  await pass();
+  const made = Object.entries(heapStats().objectTypeCounts).map(([type, n]) => [type, n - (before[type] ?? 0)] as const).filter(([, n]) => n >= 50);
+  console.log(`${name}: allocates ${made.map(([type, n]) => `${n} ${type}`).join(', ') || 'fewer than 50 objects of any type'} per pass`);
 }
 
 if (only !== 'status') await measure('lifecycle pass', () => lifecycle.monitorNodes());

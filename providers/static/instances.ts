@@ -3,6 +3,7 @@ import type { Existence, InstanceMetadata, Instances } from '../../src/cloud/typ
 import type { Machine } from './config-model.ts';
 import type { Inventory } from './inventory.ts';
 import { isShutdown, type RedfishClientPool } from './redfish.ts';
+import { FULFILLED_FALSE, FULFILLED_TRUE, FULFILLED_UNDEFINED } from '../../src/util/settled.ts';
 
 /** Labels every machine in a site or rack gets, besides its configured labels. */
 export const SITE_LABEL = 'edge-ccm.io/site';
@@ -34,15 +35,23 @@ export class StaticInstances implements Instances {
    * `power: off` says shut down; otherwise the BMC, when Redfish is configured (no answer:
    * undefined); otherwise running. Unknown or decommissioned machines: undefined.
    */
-  async instanceShutdown(node: V1Node, signal?: AbortSignal): Promise<boolean | undefined> {
-    const machine = this.inventory().match(node);
-    if (!machine || machine.decommissioned) return undefined;
-    if (machine.power === 'off') return true;
-    if (machine.redfish) {
-      const { systemId, ...connection } = machine.redfish;
-      return isShutdown(await this.redfish.client(connection).powerState(systemId, signal));
+  instanceShutdown(node: V1Node, signal?: AbortSignal): Promise<boolean | undefined> {
+    // Asked about every NotReady node every period: the answers from the inventory are shared
+    // promises (no allocation per call); only a BMC question makes one.
+    let machine: Machine | undefined;
+    try {
+      machine = this.inventory().match(node);
+    } catch (e) {
+      return Promise.reject(e); // a rejection, never a throw, as from the async method this was
     }
-    return false;
+    if (!machine || machine.decommissioned) return FULFILLED_UNDEFINED;
+    if (machine.power === 'off') return FULFILLED_TRUE;
+    if (machine.redfish) return this.bmcShutdown(machine.redfish, signal);
+    return FULFILLED_FALSE;
+  }
+
+  private async bmcShutdown({ systemId, ...connection }: NonNullable<Machine['redfish']>, signal?: AbortSignal): Promise<boolean | undefined> {
+    return isShutdown(await this.redfish.client(connection).powerState(systemId, signal));
   }
 
   async instanceMetadata(node: V1Node): Promise<InstanceMetadata | null> {

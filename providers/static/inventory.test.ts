@@ -4,6 +4,7 @@ import { loadStaticConfig } from './config-load.ts';
 import { StaticInstances } from './instances.ts';
 import { Inventory } from './inventory.ts';
 import { RedfishClientPool } from './redfish.ts';
+import { FULFILLED_FALSE, FULFILLED_TRUE, FULFILLED_UNDEFINED } from '../../src/util/settled.ts';
 
 const YAML = `
 inventory:
@@ -120,6 +121,12 @@ describe('static instances', () => {
     expect(await instances.instanceShutdown(node('m-off'))).toBe(true);
     expect(await instances.instanceShutdown(node('m-name'))).toBe(false);
     expect(await instances.instanceShutdown(node('stranger'))).toBeUndefined();
+  });
+
+  test('shutdown answers from the inventory are shared fulfilled promises: nothing allocated per node and period', () => {
+    expect(instances.instanceShutdown(node('m-name'))).toBe(FULFILLED_FALSE);
+    expect(instances.instanceShutdown(node('m-off'))).toBe(FULFILLED_TRUE);
+    expect(instances.instanceShutdown(node('stranger'))).toBe(FULFILLED_UNDEFINED);
   });
 
   test('bulk existence answers every node by name', async () => {

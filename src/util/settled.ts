@@ -17,3 +17,14 @@ export function fulfilledValue<T>(promise: Promise<T>): T | typeof NOT_FULFILLED
 export function isSettled(promise: Promise<unknown>): boolean {
   return Bun.peek.status(promise) !== 'pending';
 }
+
+/**
+ * Promises already fulfilled with these values, to be shared: an answer from memory without a
+ * new promise per call. A provider asked about every node every period (instanceShutdown) that
+ * answers with these allocates nothing, and a process allocating nothing at idle does not
+ * collect garbage at idle (in Bun 1.4.5, with 5000 nodes, half of the lifecycle controller's
+ * idle CPU was the collections its per-node promises caused).
+ */
+export const FULFILLED_TRUE: Promise<true> = Promise.resolve(true);
+export const FULFILLED_FALSE: Promise<false> = Promise.resolve(false);
+export const FULFILLED_UNDEFINED: Promise<undefined> = Promise.resolve(undefined);

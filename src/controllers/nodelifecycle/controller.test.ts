@@ -31,6 +31,7 @@ import { NODES } from '../../kube/resources.ts';
 import type { KubeTransport } from '../../kube/transport.ts';
 import { FakeClock } from '../../../test/fakes/fake-clock.ts';
 import type { Deadline } from '../../util/deadline.ts';
+import { FULFILLED_FALSE, FULFILLED_TRUE, FULFILLED_UNDEFINED } from '../../util/settled.ts';
 import { createLogger } from '../../log.ts';
 import { FakeCloud } from '../../../test/fakes/fake-cloud.ts';
 import { RecordingEventRecorder } from '../../../test/fakes/event-recorder.ts';
@@ -238,6 +239,14 @@ describe('asking the provider', () => {
     await done;
     deadline.dispose();
     expect(shutDown).toEqual(['n3']);
+
+    // Shared fulfilled promises (the static provider's answers from its inventory): each node still gets its own answer.
+    shutDown.length = 0;
+    const shared = { ...memory, instanceShutdown: (n: V1Node) => (['n3', 'n7'].includes(n.metadata!.name!) ? FULFILLED_TRUE : n.metadata!.name === 'n8' ? FULFILLED_UNDEFINED : FULFILLED_FALSE) };
+    const again = providerDeadline(5000);
+    await forEachShutDown(shared, nodes, 10, opts(again), onShutdown);
+    again.dispose();
+    expect(shutDown).toEqual(['n3', 'n7']);
 
     // Slow, hanging, throwing (synchronously) and rejecting answers: at most 10 in flight, and
     // whatever did not answer by the deadline is unknown (told to onError), not shut down.

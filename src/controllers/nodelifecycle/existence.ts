@@ -115,6 +115,8 @@ export async function forEachShutDown(
 ): Promise<void> {
   const { deadline } = opts;
   let next = 0;
+  let known: Promise<boolean | undefined> | undefined;
+  let knownValue: boolean | undefined;
   const worker = async () => {
     while (next < nodes.length) {
       const node = nodes[next++] as V1Node;
@@ -122,7 +124,13 @@ export async function forEachShutDown(
       try {
         if (deadline.passed) throw deadline.signal.reason;
         const call = instances.instanceShutdown(node, deadline.signal);
-        const given = fulfilledValue(call);
+        // A provider answering from memory may hand out one shared promise per answer
+        // (util/settled.ts): its value, once read, is not read again (each read allocates).
+        const given = call === known ? knownValue : fulfilledValue(call);
+        if (given !== NOT_FULFILLED) {
+          known = call;
+          knownValue = given;
+        }
         answer = given !== NOT_FULFILLED ? given : await deadline.race(call);
       } catch (e) {
         opts.onError?.([node], errorMessage(e));
