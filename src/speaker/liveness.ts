@@ -1,6 +1,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import dgram from 'node:dgram';
 import { formatIP, parseIP } from '../net/ip.ts';
+import { errorMessage } from '../util/errors.ts';
 
 /**
  * Which speakers are alive, learnt without the API server: every speaker sends a small UDP
@@ -15,6 +16,11 @@ import { formatIP, parseIP } from '../net/ip.ts';
  * that node's addresses, its sequence number is higher than the last one of the same boot, and its
  * send time is within maxClockSkewMs of ours (a replayed old capture is refused). Everything else
  * is counted by reason and dropped; it never throws.
+ *
+ * Nothing but stop() ends the heartbeats: an error on the socket, a failed send, or an exception
+ * while sending or judging (including from the callbacks) is counted and reported to onError, and
+ * a socket closed under us is bound again. (A speaker that goes silent but keeps answering ARP
+ * is the worst case: every other speaker takes its addresses and both answer.)
  */
 
 const MAGIC = new Uint8Array([0x65, 0x63, 0x6c, 0x01]); // "ecl", version 1
@@ -76,13 +82,18 @@ export interface LivenessOptions {
   onChange?: (alive: ReadonlySet<string>) => void;
   /** A refused heartbeat (rate-limited by the caller if logged). */
   onRefused?: (reason: string, from: string) => void;
+  /** An error on the socket, a failed send, a failure while sending or judging, or a rebind (rate-limited by the caller if logged). */
+  onError?: (what: LivenessErrorKind, error: string) => void;
 }
+
+export type LivenessErrorKind = 'send' | 'socket' | 'internal' | 'reopen';
 
 export interface LivenessStats {
   sent: number;
-  sendErrors: number;
   received: number;
   refused: Record<string, number>;
+  /** By kind: failed sends, socket errors, exceptions while sending or judging, rebinds of a closed socket. */
+  errors: Partial<Record<LivenessErrorKind, number>>;
 }
 
 interface PeerState {
@@ -100,7 +111,9 @@ export class Liveness {
   private current = new Set<string>();
   private sendTimer?: ReturnType<typeof setInterval>;
   private checkTimer?: ReturnType<typeof setInterval>;
-  private readonly counters: LivenessStats = { sent: 0, sendErrors: 0, received: 0, refused: {} };
+  private readonly counters: LivenessStats = { sent: 0, received: 0, refused: {}, errors: {} };
+  private stopped = false;
+  private reopenTimer?: ReturnType<typeof setTimeout>;
   readonly port: number;
   readonly intervalMs: number;
   readonly timeoutMs: number;
@@ -117,21 +130,45 @@ export class Liveness {
 
   /** Binds the port (dual stack where the node has IPv6, else IPv4) and starts sending. */
   async start(): Promise<void> {
+    this.stopped = false;
+    await this.open();
+    this.sendTimer = setInterval(() => this.beat(), this.intervalMs);
+    this.checkTimer = setInterval(() => this.check(), Math.max(50, Math.floor(this.timeoutMs / 4)));
+    this.beat();
+  }
+
+  private async open(): Promise<void> {
     const at = this.options.bindAddress;
     if (at) this.family = at.includes(':') ? 6 : 4;
-    this.socket = at
+    const socket = at
       ? await bind(this.port, this.family, at)
       : await bind(this.port, 6).catch(() => {
           this.family = 4;
           return bind(this.port, 4);
         });
-    this.socket.on('message', (packet, remote) => this.receive(packet, remote.address));
-    this.socket.on('error', () => {
-      this.counters.sendErrors += 1;
+    if (this.stopped) {
+      socket.close();
+      return;
+    }
+    socket.on('message', (packet, remote) => this.receive(packet, remote.address));
+    socket.on('error', (e) => this.error('socket', e));
+    socket.on('close', () => {
+      if (this.socket !== socket) return;
+      this.socket = undefined;
+      if (!this.stopped) this.reopen('the socket closed');
     });
-    this.sendTimer = setInterval(() => this.beat(), this.intervalMs);
-    this.checkTimer = setInterval(() => this.check(), Math.max(50, Math.floor(this.timeoutMs / 4)));
-    this.beat();
+    this.socket = socket;
+  }
+
+  /** Binds again after one interval (and again while that fails): the heartbeats must not end while the speaker runs. */
+  private reopen(why: string): void {
+    if (this.stopped || this.reopenTimer) return;
+    this.error('reopen', `${why}; binding port ${this.port} again`);
+    this.reopenTimer = setTimeout(() => {
+      this.reopenTimer = undefined;
+      if (this.stopped || this.socket) return;
+      this.open().catch((e) => this.reopen(`binding failed: ${errorMessage(e)}`));
+    }, this.intervalMs);
   }
 
   /** Nodes alive now: this one, and every node heard from within the timeout. */
@@ -144,24 +181,36 @@ export class Liveness {
   }
 
   stop(): void {
+    this.stopped = true;
     clearInterval(this.sendTimer);
     clearInterval(this.checkTimer);
-    this.socket?.close();
+    clearTimeout(this.reopenTimer);
+    this.reopenTimer = undefined;
+    const socket = this.socket;
     this.socket = undefined;
+    try {
+      socket?.close();
+    } catch {
+      // Already closed.
+    }
   }
 
   private beat(): void {
     const socket = this.socket;
     if (!socket) return;
-    const packet = encodeHeartbeat(this.options.key, { n: this.options.node, b: this.boot, s: ++this.seq, t: Date.now() });
-    for (const [node, addresses] of this.options.peers()) {
-      if (node === this.options.node) continue;
-      const to = this.destination(addresses);
-      if (!to) continue;
-      this.counters.sent += 1;
-      socket.send(packet, this.port, to, (err) => {
-        if (err) this.counters.sendErrors += 1;
-      });
+    try {
+      const packet = encodeHeartbeat(this.options.key, { n: this.options.node, b: this.boot, s: ++this.seq, t: Date.now() });
+      for (const [node, addresses] of this.options.peers()) {
+        if (node === this.options.node) continue;
+        const to = this.destination(addresses);
+        if (!to) continue;
+        this.counters.sent += 1;
+        socket.send(packet, this.port, to, (err) => {
+          if (err) this.error('send', err);
+        });
+      }
+    } catch (e) {
+      this.error('internal', `sending heartbeats: ${errorMessage(e)}`);
     }
   }
 
@@ -174,6 +223,15 @@ export class Liveness {
   }
 
   private receive(packet: Uint8Array, fromAddress: string): void {
+    // Never throws: Bun turns an exception from a 'message' listener into an 'error' on the socket.
+    try {
+      this.judge(packet, fromAddress);
+    } catch (e) {
+      this.error('internal', `judging a heartbeat from ${fromAddress}: ${errorMessage(e)}`);
+    }
+  }
+
+  private judge(packet: Uint8Array, fromAddress: string): void {
     const from = fromAddress.startsWith('::ffff:') && fromAddress.includes('.') ? fromAddress.slice(7) : fromAddress;
     const beat = decodeHeartbeat(this.options.key, packet);
     if (typeof beat === 'string') return this.refuse(beat, from);
@@ -190,7 +248,20 @@ export class Liveness {
 
   private refuse(reason: string, from: string): void {
     this.counters.refused[reason] = (this.counters.refused[reason] ?? 0) + 1;
-    this.options.onRefused?.(reason, from);
+    try {
+      this.options.onRefused?.(reason, from);
+    } catch (e) {
+      this.error('internal', `onRefused: ${errorMessage(e)}`);
+    }
+  }
+
+  private error(what: LivenessErrorKind, e: unknown): void {
+    this.counters.errors[what] = (this.counters.errors[what] ?? 0) + 1;
+    try {
+      this.options.onError?.(what, errorMessage(e));
+    } catch {
+      // Counted above; a failing reporter must not end the heartbeats.
+    }
   }
 
   private check(): void {
@@ -206,11 +277,16 @@ export class Liveness {
 function bind(port: number, family: 4 | 6, address = family === 6 ? '::' : '0.0.0.0'): Promise<dgram.Socket> {
   return new Promise((resolve, reject) => {
     const socket = family === 6 ? dgram.createSocket({ type: 'udp6', ipv6Only: false }) : dgram.createSocket('udp4');
-    socket.once('error', (e) => {
+    // Only while binding: left attached, the first error of the bound socket (months later) would close it.
+    const failed = (e: Error) => {
       socket.close();
       reject(e);
+    };
+    socket.once('error', failed);
+    socket.bind(port, address, () => {
+      socket.off('error', failed);
+      resolve(socket);
     });
-    socket.bind(port, address, () => resolve(socket));
   });
 }
 

@@ -83,5 +83,15 @@ export class SpeakerMetrics {
         for (const [reason, n] of Object.entries(live.refused)) this.inc({ kind: 'refused', reason }, n);
       },
     });
+    new Counter({
+      name: 'edge_ccm_l2_liveness_errors_total',
+      help: 'Liveness mesh trouble by kind: send (a heartbeat not sent), socket (an error on the socket), internal (an exception while sending or judging), reopen (the socket closed under the speaker and was bound again).',
+      labelNames: ['kind'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const [kind, n] of Object.entries(stats().liveness?.errors ?? {})) this.inc({ kind }, n);
+      },
+    });
   }
 }

@@ -12,6 +12,7 @@ import type { IP } from '../net/ip.ts';
 import { DEFAULT_PROBE_COUNT, DEFAULT_PROBE_INTERVAL_MS, probeAddress } from '../net/l2/probe.ts';
 import { L2Responder, type ResponderEvent } from '../net/l2/responder.ts';
 import { errorMessage } from '../util/errors.ts';
+import { LogLimiter } from '../util/log-limiter.ts';
 import { announcementTable, electAddresses, type AddressElection } from './desired.ts';
 import { subnetInterface } from './interfaces.ts';
 import { Liveness, type LivenessOptions } from './liveness.ts';
@@ -29,12 +30,14 @@ import { SpeakerMetrics } from './metrics.ts';
 
 /** A claim for an address this long after our takeover is a conflict (before: the former owner's last announcements). */
 const CONFLICT_GRACE_MS = 10_000;
+/** Refused heartbeats and liveness errors: one log line per reason (or kind) per this window. */
+const LIVENESS_LOG_WINDOW_MS = 60_000;
 
 export interface SpeakerOptions {
   node: string;
   transport: KubeTransport;
   pools: LoadBalancerConfig;
-  liveness: Omit<LivenessOptions, 'node' | 'peers' | 'onChange'>;
+  liveness: Omit<LivenessOptions, 'node' | 'peers' | 'onChange' | 'onRefused' | 'onError'>;
   logger: Logger;
   registry: Registry;
   events?: EventRecorder;
@@ -71,6 +74,7 @@ export class Speaker {
   private readonly probing = new Map<string, AbortController>();
   /** Addresses a probe found in use: never announced by this node while they stay assigned. */
   private readonly inUse = new Map<string, { mac: string; interface: string }>();
+  private readonly livenessLog = new LogLimiter(LIVENESS_LOG_WINDOW_MS);
 
   constructor(private readonly opts: SpeakerOptions) {
     this.log = opts.logger.with({ component: 'speaker', node: opts.node });
@@ -90,6 +94,14 @@ export class Speaker {
       onChange: (alive) => {
         this.log.info('speakers alive changed', { alive: [...alive].sort().join(',') });
         this.schedule();
+      },
+      onRefused: (reason, from) => {
+        const logged = this.livenessLog.allow(`refused ${reason}`);
+        if (logged) this.log.warn('heartbeat refused', { reason, from, notLoggedSince: logged.suppressed });
+      },
+      onError: (what, error) => {
+        const logged = this.livenessLog.allow(`error ${what}`);
+        if (logged) this.log.warn('liveness error', { what, error, notLoggedSince: logged.suppressed });
       },
     });
     this.responder = new L2Responder({ pollIntervalMs: opts.pollIntervalMs, onEvent: (e) => this.onResponderEvent(e) });
