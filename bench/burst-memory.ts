@@ -19,7 +19,7 @@ import { startControlPlane } from '../test/harness/control-plane.ts';
 import { transportFor } from '../test/harness/kubeconfig.ts';
 import { freeLoopbackPorts } from '../test/harness/ports.ts';
 import { LoadSampler } from './machine.ts';
-import { ProcSampler, cpuSeconds } from './proc-sampler.ts';
+import { ProcSampler, cpuSeconds, stopProcess } from './proc-sampler.ts';
 import { PROFILES, writeEdgeFakeConfig } from './sides.ts';
 import { DoneWatcher, createAll, objectName, uninitialisedNode } from './workloads.ts';
 
@@ -96,10 +96,7 @@ for (let rep = 0; rep < repeat; rep++) {
         rows.push(row);
       } finally {
         sampler.stop();
-        proc.kill('SIGTERM');
-        const timer = setTimeout(() => proc.kill('SIGKILL'), 30_000);
-        await proc.exited;
-        clearTimeout(timer);
+        await stopProcess(proc);
         await watcher.stop();
       }
     } finally {

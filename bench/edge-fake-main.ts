@@ -8,10 +8,10 @@
  */
 import type { V1LoadBalancerStatus, V1Node, V1Service } from '@kubernetes/client-node';
 import { ProviderRegistry } from '../src/cloud/registry.ts';
-import { defaultLoadBalancerName, type CloudProvider, type Existence, type InstanceMetadata } from '../src/cloud/types.ts';
+import { defaultLoadBalancerName, type CloudProvider, type InstanceMetadata } from '../src/cloud/types.ts';
 import { runCli } from '../src/cmd/cli.ts';
 import { registerProviders } from '../src/providers.ts';
-import { FULFILLED_FALSE } from '../src/util/settled.ts';
+import { FAKE_EXISTENCE } from './fake-instances.ts';
 
 const INSTANCE_TYPE = 'bench.small';
 const ZONE = 'zone-a';
@@ -45,14 +45,7 @@ function benchFake(): CloudProvider {
   return {
     providerName: 'fake',
     instances: {
-      instanceExists: async () => 'exists',
-      // The bulk answer both shipped providers (static, proxmox) give: one call per lifecycle pass.
-      instancesExist: async (nodes) => {
-        const answers = new Map<string, Existence>();
-        for (const n of nodes) answers.set(n.metadata?.name ?? '', 'exists');
-        return answers;
-      },
-      instanceShutdown: () => FULFILLED_FALSE, // shared, as the static provider answers from its inventory
+      ...FAKE_EXISTENCE,
       instanceMetadata: async (node) => metadata(node),
     },
     loadBalancer: {

@@ -17,7 +17,7 @@ import { startControlPlane } from '../test/harness/control-plane.ts';
 import { transportFor } from '../test/harness/kubeconfig.ts';
 import { freeLoopbackPorts } from '../test/harness/ports.ts';
 import { LoadSampler, controlPlaneCpu } from './machine.ts';
-import { ProcSampler, cpuSeconds } from './proc-sampler.ts';
+import { ProcSampler, cpuSeconds, stopProcess } from './proc-sampler.ts';
 import { writeEdgeFakeConfig } from './sides.ts';
 import { prepareSteadyState } from './workloads.ts';
 
@@ -104,10 +104,7 @@ try {
         rows.push(row);
       } finally {
         sampler.stop();
-        proc.kill('SIGTERM');
-        const timer = setTimeout(() => proc.kill('SIGKILL'), 30_000);
-        await proc.exited;
-        clearTimeout(timer);
+        await stopProcess(proc);
       }
     }
   }

@@ -14,9 +14,9 @@ import { Registry } from 'prom-client';
 import { CloudNodeLifecycleController } from '../src/controllers/nodelifecycle/index.ts';
 import { CloudNodeController } from '../src/controllers/node/index.ts';
 import { HeldConditionWriter } from '../src/controllers/nodelifecycle/held-condition.ts';
-import { FULFILLED_FALSE } from '../src/util/settled.ts';
+import { FAKE_EXISTENCE } from './fake-instances.ts';
 import { HandFedInformer, controllerContext } from '../test/fakes/controller-context.ts';
-import type { CloudProvider, Existence } from '../src/cloud/types.ts';
+import type { CloudProvider } from '../src/cloud/types.ts';
 
 const argv = process.argv.slice(2);
 const opt = (name: string, dflt: number) => Number(argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? dflt);
@@ -28,13 +28,7 @@ const only = argv.find((a) => a.startsWith('--only='))?.slice('--only='.length);
 const cloud: CloudProvider = {
   providerName: 'fake',
   instances: {
-    instanceExists: async () => 'exists',
-    instancesExist: async (nodes) => {
-      const answers = new Map<string, Existence>();
-      for (const n of nodes) answers.set(n.metadata?.name ?? '', 'exists');
-      return answers;
-    },
-    instanceShutdown: () => FULFILLED_FALSE,
+    ...FAKE_EXISTENCE,
     instanceMetadata: async (node) => ({
       providerID: `fake://${node.metadata?.name}`, instanceType: 'bench.small', zone: 'zone-a', region: 'region-a',
       nodeAddresses: [{ type: 'ExternalIP', address: '203.0.113.10' }, { type: 'Hostname', address: node.metadata?.name ?? '' }],

@@ -58,3 +58,11 @@ export class ProcSampler {
     clearInterval(this.timer);
   }
 }
+
+/** Ends a process the bench started: SIGTERM, then SIGKILL if it has not exited after `graceMs`. */
+export async function stopProcess(proc: { kill(signal?: string | number): void; readonly exited: Promise<number> }, graceMs = 30_000): Promise<void> {
+  proc.kill('SIGTERM');
+  const timer = setTimeout(() => proc.kill('SIGKILL'), graceMs);
+  await proc.exited;
+  clearTimeout(timer);
+}
