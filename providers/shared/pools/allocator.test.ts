@@ -266,6 +266,21 @@ describe('sharing matrix', () => {
     // Another key never joins.
     expect(assign(a, auto('web', 'web', 80))).toEqual(['192.0.2.3']);
   });
+
+  test('a refused change keeps the address, but the ports it serves now are what later sharers are judged against', () => {
+    // Found by the soak (seed 3699472322): an edit that added UDP/53 was refused (its requested
+    // address is in no pool), the service kept its address, and a later UDP/53 sharer joined it:
+    // both served UDP/53 on one address (kube-proxy programs the spec's ports either way).
+    const a = new AddressAllocator(SMALL);
+    const key = { 'edge-ccm.io/allow-shared-ip': 'k' };
+    expect(assign(a, svc('first', { ports: [{ port: 8080 }], annotations: key }))).toEqual(['192.0.2.1']);
+    const refused = svc('first', { ports: [{ port: 8080 }, { port: 53, protocol: 'UDP' }], annotations: { ...key, 'edge-ccm.io/load-balancer-ips': '198.51.100.40' } });
+    expect(() => a.assign(addressRequest(refused))).toThrow('is not in any pool');
+    expect(a.assignmentOf('default/first')!.addresses.map(formatIP)).toEqual(['192.0.2.1']);
+    const later = a.assign(addressRequest(svc('later', { ports: [{ port: 53, protocol: 'UDP' }], annotations: key })));
+    expect(later.addresses.map(formatIP)).toEqual(['192.0.2.2']);
+    expect(later.notShared.map((n) => formatIP(n.address))).toEqual(['192.0.2.1']);
+  });
 });
 
 describe('dual stack', () => {

@@ -94,12 +94,21 @@ export class AddressAllocator {
 
   /**
    * The service's addresses: its current ones while still valid, else the requested ones, else
-   * new ones. Throws AllocationError (and changes nothing) when the request cannot be met.
+   * new ones. Throws AllocationError when the request cannot be met: the service keeps its
+   * addresses and sharing key, but the ports and traffic policy it serves now are recorded,
+   * since the data plane serves the spec's ports whether or not its change was refused (a later
+   * sharer is judged against them).
    */
   assign(req: AddressRequest): Assignment & { notShared: NotShared[] } {
     const current = this.assignments.get(req.key);
     const notShared: NotShared[] = [];
-    const addresses = req.requested ? this.checkRequested(req) : this.pickAddresses(req, current, notShared);
+    let addresses: IP[];
+    try {
+      addresses = req.requested ? this.checkRequested(req) : this.pickAddresses(req, current, notShared);
+    } catch (e) {
+      if (current && e instanceof AllocationError) this.assignments.set(req.key, { ...current, ports: req.ports, trafficScope: req.trafficScope });
+      throw e;
+    }
     const next: Assignment = { key: req.key, namespace: req.namespace, addresses, sharingKey: req.sharingKey, ports: req.ports, trafficScope: req.trafficScope };
     this.store(next);
     return { ...next, notShared };
