@@ -8,7 +8,7 @@ import type { Controller, ControllerContext } from '../types.ts';
 import { type BreakerVerdict, DeletionWindow, evaluateBreaker } from './breaker.ts';
 import { type HoldReason, type NotFoundStreak, decide } from './decide.ts';
 import { forEachLimited } from '../../util/parallel.ts';
-import { askExistence, askShutdown, forEachShutDown, providerDeadline } from './existence.ts';
+import { askExistence, forEachShutDown, providerDeadline } from './existence.ts';
 import type { Deadline } from '../../util/deadline.ts';
 import { ANNOTATION_ACKNOWLEDGE_DELETION, QUARANTINE_TAINT, SHUTDOWN_TAINT, isDeletionAcknowledged } from './keys.ts';
 import { type HeldReason, NodeLifecycleMetrics } from './metrics.ts';
@@ -159,7 +159,7 @@ export class CloudNodeLifecycleController implements Controller {
     // The writes are bound methods, not arrows: an arrow in this loop's body would capture its
     // variables, which then cost a scope object per node and iteration, write or not.
     const writes: (() => Promise<void>)[] = [];
-    /** NotReady nodes whose machine exists and that have no taint of ours to lose first: asked whether shut down. */
+    /** NotReady nodes whose machine exists: asked whether shut down once the writes (taints they lose first) are done. */
     const existing: V1Node[] = [];
     const candidates: V1Node[] = [];
     for (const node of nodes) {
@@ -175,8 +175,8 @@ export class CloudNodeLifecycleController implements Controller {
           if (action.removeTaints.length > 0) writes.push(this.removeTaints.bind(this, node, action.removeTaints, signal));
           break;
         case 'exists':
-          if (action.removeTaints.length > 0) writes.push(this.handleExisting.bind(this, node, action.removeTaints, deadline, signal));
-          else existing.push(node);
+          if (action.removeTaints.length > 0) writes.push(this.removeTaints.bind(this, node, action.removeTaints, signal));
+          existing.push(node);
           break;
         case 'unknown':
           if (!snapshot.distrusted.has(name)) this.log.debug(2, 'cloud provider cannot tell whether node exists; doing nothing', { node: name });
@@ -402,17 +402,6 @@ export class CloudNodeLifecycleController implements Controller {
   }
 
   /** Upstream: a node that exists and is shut down gets the shutdown taint. */
-  private async handleExisting(node: V1Node, removeTaints: readonly string[], deadline: Deadline, signal?: AbortSignal): Promise<void> {
-    if (removeTaints.length > 0) await this.removeTaints(node, removeTaints, signal);
-    const shutdown = await askShutdown(this.instances, node, {
-      deadline,
-      timeoutMs: this.options.providerTimeoutMs,
-      signal,
-      onError: (_, error) => this.log.error('error checking if node is shutdown', { node: nodeName(node), error }),
-    });
-    if (shutdown === true) await this.addShutdownTaint(node, signal);
-  }
-
   private async addShutdownTaint(node: V1Node, signal?: AbortSignal): Promise<void> {
     try {
       await this.writer.addTaint(node, SHUTDOWN_TAINT, signal);

@@ -141,19 +141,6 @@ export async function forEachShutDown(
   await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, nodes.length)) }, worker));
 }
 
-/** Whether the machine is shut down: true, false, or undefined when the provider could not tell. */
-export async function askShutdown(instances: Instances, node: V1Node, opts: ExistenceOptions): Promise<boolean | undefined> {
-  try {
-    const shutdown = opts.deadline
-      ? await opts.deadline.run((signal) => instances.instanceShutdown(node, signal))
-      : await withTimeout((signal) => instances.instanceShutdown(node, signal), opts.timeoutMs, opts.signal);
-    return typeof shutdown === 'boolean' ? shutdown : undefined;
-  } catch (e) {
-    opts.onError?.([node], errorMessage(e));
-    return undefined;
-  }
-}
-
 function validExistence(value: unknown): Existence {
   return EXISTENCE_VALUES.has(value) ? (value as Existence) : 'unknown';
 }

@@ -2,7 +2,7 @@
 export { CLOUD_NODE_LIFECYCLE_CONTROLLER, CloudNodeLifecycleController, type LifecycleControllerDeps, type MonitorReport, WRITE_CONCURRENCY } from './controller.ts';
 export { type Decision, type HoldReason, type LifecycleAction, type NotFoundStreak, decide } from './decide.ts';
 export { type BreakerInput, type BreakerVerdict, DeletionWindow, allowedGone, evaluateBreaker } from './breaker.ts';
-export { EXISTENCE_CHECK_CONCURRENCY, type ExistenceOptions, ProviderTimeoutError, askExistence, askShutdown, forEachShutDown, providerDeadline, withTimeout } from './existence.ts';
+export { EXISTENCE_CHECK_CONCURRENCY, type ExistenceOptions, ProviderTimeoutError, askExistence, forEachShutDown, providerDeadline, withTimeout } from './existence.ts';
 export {
   ANNOTATION_ACKNOWLEDGE_DELETION,
   ANNOTATION_PROTECT_FROM_DELETION,
