@@ -44,6 +44,25 @@ describe('ApiServerReturn', () => {
     expect(woken).toEqual(['c back', 'b back', 'a back']);
   });
 
+  test('a return seen by the first probe after nobody waited still wakes: the last probe before the pause got no answer', async () => {
+    // The soak and CI once saw this: every loop was mid-request when the server came back, so
+    // probing paused; the next wait's first probe answered and, with no memory of the outage,
+    // woke nobody, and the informers slept out their grown backoff.
+    const { state, probe } = scripted();
+    const back = new ApiServerReturn({ probe, probeIntervalMs: 5, maxJitterMs: 0 });
+    const signal = new AbortController().signal;
+    expect(await back.wait(30, signal)).toBe('elapsed');
+    expect(state.probes).toBeGreaterThan(0);
+    await Bun.sleep(30);
+    const paused = state.probes;
+    await Bun.sleep(30);
+    expect(state.probes).toBe(paused); // nobody waits: probing has paused
+    state.up = true; // back while nobody waits
+    expect(await back.wait(60_000, signal)).toBe('back');
+    // Once answered, the outage is over: a later failure (a 403, a 410) keeps its backoff.
+    expect(await back.wait(40, signal)).toBe('elapsed');
+  });
+
   test('an abort rejects with its reason, and probing stops once nobody waits', async () => {
     const { state, probe } = scripted();
     const back = new ApiServerReturn({ probe, probeIntervalMs: 5 });

@@ -7,7 +7,8 @@ import { errorMessage } from '../util/errors.ts';
  * node initialisation lagged 11-22 s behind a 22 s outage).
  *
  * While any loop waits, one probe (GET /readyz) runs at once and then every probeIntervalMs. Only
- * a return wakes the waiters: a probe that answers after one that did not. A loop that failed
+ * a return wakes the waiters: a probe that answers after one that did not (also across a pause in
+ * probing, when nobody waited). A loop that failed
  * while the server answers (403, 410, a proxy closing watches) is never woken and keeps its
  * backoff. Each waiter wakes after its own random delay below maxJitterMs, so the informers and
  * the lease do not all arrive in the same instant; then it resets its backoff.
@@ -41,6 +42,12 @@ export class ApiServerReturn implements RetryWait {
   private readonly random: () => number;
   private readonly log: Logger;
   private probing = false;
+  /**
+   * Whether the last probe got no answer, kept while probing pauses: every loop may be mid-request
+   * when the server comes back, and the next wait's first answer is then still a return. At most
+   * one wake per outage: the first answer clears it.
+   */
+  private unanswered = false;
 
   constructor(private readonly opts: ApiServerReturnOptions) {
     this.probeIntervalMs = opts.probeIntervalMs ?? DEFAULT_RETURN_PROBE_INTERVAL_MS;
@@ -78,15 +85,14 @@ export class ApiServerReturn implements RetryWait {
   /** Probes while anyone waits; wakes them all on a return (an answer after a probe without one). */
   private async probeWhileWaited(): Promise<void> {
     this.probing = true;
-    let unanswered = false;
     try {
       while (this.waiters.size > 0) {
         const answered = await this.probeOnce();
-        if (answered && unanswered) {
+        if (answered && this.unanswered) {
           this.log.info('the API server answers again: retrying at once', { waiting: this.waiters.size });
           for (const w of [...this.waiters]) w.wake();
         }
-        unanswered = !answered;
+        this.unanswered = !answered;
         if (this.waiters.size === 0) break;
         await new Promise((r) => setTimeout(r, this.probeIntervalMs));
       }
