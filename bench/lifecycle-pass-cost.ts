@@ -6,7 +6,9 @@
  * With --interval-ms, the passes are that far apart (as in the running process, where each pass
  * finds a cold cache and the garbage of the last one), and the CPU counted includes the waits.
  * Also prints what a pass allocates (objects by type).
- * Usage: bun bench/lifecycle-pass-cost.ts [--nodes=5000] [--passes=40] [--interval-ms=5000] [--only=lifecycle|status]
+ * --only=visit measures the least any per-period pass over the nodes costs here: one loop over the
+ * store reading each node's name, UID, provider ID and Ready condition, nothing asked or decided.
+ * Usage: bun bench/lifecycle-pass-cost.ts [--nodes=5000] [--passes=40] [--interval-ms=5000] [--only=lifecycle|status|visit]
  */
 import type { V1Node } from '@kubernetes/client-node';
 import { heapStats } from 'bun:jsc';
@@ -70,5 +72,19 @@ async function measure(name: string, pass: () => Promise<unknown>): Promise<void
   console.log(`${name}: allocates ${made.map(([type, n]) => `${n} ${type}`).join(', ') || 'fewer than 50 objects of any type'} per pass`);
 }
 
-if (only !== 'status') await measure('lifecycle pass', () => lifecycle.monitorNodes());
-if (only !== 'lifecycle') await measure('node status pass', () => nodes.updateNodeStatus());
+/** The floor: visiting every node once, reading what any pass must (see the usage above). */
+async function visit(): Promise<number> {
+  let notReady = 0;
+  for (const n of informer.asInformer().store.list()) {
+    if (!n.metadata?.name || !n.metadata.uid || !n.spec?.providerID) continue;
+    const ready = n.status?.conditions?.find((c) => c.type === 'Ready');
+    if (ready?.status !== 'True') notReady++;
+  }
+  return notReady;
+}
+
+if (only === 'visit') await measure('visit every node', visit);
+else {
+  if (only !== 'status') await measure('lifecycle pass', () => lifecycle.monitorNodes());
+  if (only !== 'lifecycle') await measure('node status pass', () => nodes.updateNodeStatus());
+}
