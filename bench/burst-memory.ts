@@ -68,6 +68,7 @@ for (let rep = 0; rep < repeat; rep++) {
       try {
         await Bun.sleep(3000); // started, lease taken
         const startRss = rssMiB(proc.pid);
+        const startSample = sampler.samples.at(-1);
         const cpu0 = cpuSeconds(proc.pid);
         const load = new LoadSampler();
         const started = Date.now();
@@ -77,7 +78,8 @@ for (let rep = 0; rep < repeat; rep++) {
         const seconds = (Date.now() - started) / 1000;
         const cpu = cpuSeconds(proc.pid) - cpu0;
         const peak = sampler.peakKiB() / 1024;
-        const peakAt = sampler.samples.reduce((best, s) => (s.rssKiB > best.rssKiB ? s : best), { at: 0, rssKiB: 0 });
+        const peakAt = sampler.samples.reduce((best, s) => (s.rssKiB > best.rssKiB ? s : best), { at: 0, rssKiB: 0, anonKiB: 0, fileKiB: 0 });
+        const split = (s: { anonKiB: number; fileKiB: number } | undefined) => (s ? `${(s.anonKiB / 1024).toFixed(1)} + ${(s.fileKiB / 1024).toFixed(1)}` : '-');
         await Bun.sleep(afterMs);
         const before = rssMiB(proc.pid);
         const res = await fetch(`https://127.0.0.1:${port}/debug/pprof/heap`, { headers: { authorization: `Bearer ${token}` }, tls: { rejectUnauthorized: false } });
@@ -91,7 +93,7 @@ for (let rep = 0; rep < repeat; rep++) {
           summarise(snapshot, `${v.label} rep ${rep + 1}`);
         }
         const l = load.stop();
-        const row = `| ${v.label} | ${rep + 1} | ${allDone ? '' : 'NOT '}done ${seconds.toFixed(1)} s | ${cpu.toFixed(1)} | ${startRss.toFixed(1)} | ${peak.toFixed(1)} (at +${((peakAt.at - started) / 1000).toFixed(1)} s) | ${before.toFixed(1)} | ${after.toFixed(1)} | ${settled.toFixed(1)} | ${res.status} | ${l.mean.toFixed(1)}/${l.max.toFixed(1)} |`;
+        const row = `| ${v.label} | ${rep + 1} | ${allDone ? '' : 'NOT '}done ${seconds.toFixed(1)} s | ${cpu.toFixed(1)} | ${startRss.toFixed(1)} | ${peak.toFixed(1)} (at +${((peakAt.at - started) / 1000).toFixed(1)} s) | ${split(startSample)} | ${split(peakAt)} | ${before.toFixed(1)} | ${after.toFixed(1)} | ${settled.toFixed(1)} | ${res.status} | ${l.mean.toFixed(1)}/${l.max.toFixed(1)} |`;
         log(row);
         rows.push(row);
       } finally {
@@ -105,8 +107,8 @@ for (let rep = 0; rep < repeat; rep++) {
   }
 }
 console.log(`${count} nodes, profile ${profile.name}; RSS after: ${afterMs / 1000} s after the last node was done\n`);
-console.log('| variant | rep | burst | CPU-s | RSS at start MiB | peak RSS MiB | RSS after MiB | RSS right after a heap snapshot (which collects first) MiB | RSS 10 s later MiB | snapshot | load avg mean/max |');
-console.log('|---|---|---|---|---|---|---|---|---|---|---|');
+console.log('| variant | rep | burst | CPU-s | RSS at start MiB | peak RSS MiB | anonymous + file-backed at start MiB | the same at the sampled peak MiB | RSS after MiB | RSS right after a heap snapshot (which collects first) MiB | RSS 10 s later MiB | snapshot | load avg mean/max |');
+console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
 for (const r of rows) console.log(r);
 console.log(`\nlogs in ${dir}`);
 

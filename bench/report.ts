@@ -19,6 +19,9 @@ export interface RunResult {
   idleRps: number;
   idleRequests: RequestCount;
   peakRssMiB: number;
+  /** The sample with the most anonymous memory, and the file-backed memory then (older results lack it). */
+  peakAnonMiB?: number;
+  fileAtPeakAnonMiB?: number;
   steadyRssMiB: number;
   cpuSeconds: number;
   readyMs: number;
@@ -82,11 +85,11 @@ export function renderMarkdown(results: RunResult[], opts: { steadySeconds: numb
   const out: string[] = [];
   const bursts = results.filter((r) => r.workload !== 'steady');
   if (bursts.length) {
-    out.push('| workload | side | profile | rep | done | total s | p50 s | p99 s | API requests per object (leases aside, to the end of the idle window) | writes/object | CPU s | CPU ms/object | apiserver CPU s | etcd CPU s | Synced events: objects / count (combined) | peak RSS MiB | idle RSS MiB | idle req/s | start→ready s | load avg mean/max |');
-    out.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+    out.push('| workload | side | profile | rep | done | total s | p50 s | p99 s | API requests per object (leases aside, to the end of the idle window) | writes/object | CPU s | CPU ms/object | apiserver CPU s | etcd CPU s | Synced events: objects / count (combined) | peak RSS MiB | peak anonymous + file-backed then MiB | idle RSS MiB | idle req/s | start→ready s | load avg mean/max |');
+    out.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
     for (const r of bursts) {
       const synced = r.syncedEvents ? `${r.syncedEvents.objects} / ${r.syncedEvents.count} (${r.syncedEvents.combined})` : '–';
-      out.push(`| ${r.count} ${r.workload} | ${r.side} | ${r.profile} | ${(r.rep ?? 0) + 1} | ${r.done}/${r.count}${r.allDone ? '' : ' (timeout)'} | ${secs(r.totalMs)} | ${secs(r.p50Ms)} | ${secs(r.p99Ms)} | ${perObject(r)} | ${writesPerObject(r)} | ${f1(r.cpuSeconds)} | ${f2((r.cpuSeconds * 1000) / r.count)} | ${f1(r.apiserverCpuSeconds ?? NaN)} | ${f1(r.etcdCpuSeconds ?? NaN)} | ${synced} | ${f1(r.peakRssMiB)} | ${f1(r.steadyRssMiB)} | ${f2(r.idleRps)} | ${secs(r.readyMs)} | ${f1(r.loadavgMean ?? NaN)}/${f1(r.loadavgMax ?? NaN)} |`);
+      out.push(`| ${r.count} ${r.workload} | ${r.side} | ${r.profile} | ${(r.rep ?? 0) + 1} | ${r.done}/${r.count}${r.allDone ? '' : ' (timeout)'} | ${secs(r.totalMs)} | ${secs(r.p50Ms)} | ${secs(r.p99Ms)} | ${perObject(r)} | ${writesPerObject(r)} | ${f1(r.cpuSeconds)} | ${f2((r.cpuSeconds * 1000) / r.count)} | ${f1(r.apiserverCpuSeconds ?? NaN)} | ${f1(r.etcdCpuSeconds ?? NaN)} | ${synced} | ${f1(r.peakRssMiB)} | ${r.peakAnonMiB === undefined ? '-' : `${f1(r.peakAnonMiB)} + ${f1(r.fileAtPeakAnonMiB ?? NaN)}`} | ${f1(r.steadyRssMiB)} | ${f2(r.idleRps)} | ${secs(r.readyMs)} | ${f1(r.loadavgMean ?? NaN)}/${f1(r.loadavgMax ?? NaN)} |`);
     }
     out.push('');
   }

@@ -143,6 +143,7 @@ async function burstRun(kind: Kind, count: number, side: SideName, profile: Prof
       const cpAfter = controlPlaneCpu(cp.dir);
       const loadavg = load.stop();
       const peakKiB = sampler.peakKiB();
+      const peakAnon = sampler.peakAnon();
       // Idle: nothing left to do; only lease renewal and watches should remain.
       await Bun.sleep(IDLE_WINDOW_MS);
       const idleEnd = Date.now();
@@ -154,7 +155,8 @@ async function burstRun(kind: Kind, count: number, side: SideName, profile: Prof
         workload: kind, count, side, profile: profile.name, done: watcher.doneAt.size, allDone,
         totalMs: finished - started, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99),
         requests, idleRps: idle.total / (IDLE_WINDOW_MS / 1000), idleRequests: idle,
-        peakRssMiB: peakKiB / 1024, steadyRssMiB: sampler.meanKiB(idleEnd - IDLE_WINDOW_MS, idleEnd) / 1024,
+        peakRssMiB: peakKiB / 1024, peakAnonMiB: peakAnon.anonKiB / 1024, fileAtPeakAnonMiB: peakAnon.fileKiB / 1024,
+        steadyRssMiB: sampler.meanKiB(idleEnd - IDLE_WINDOW_MS, idleEnd) / 1024,
         cpuSeconds: cpu, readyMs, rep, syncedEvents,
         apiserverCpuSeconds: cpAfter.apiserver - cpBefore.apiserver, etcdCpuSeconds: cpAfter.etcd - cpBefore.etcd,
         loadavgMean: loadavg.mean, loadavgMax: loadavg.max,
