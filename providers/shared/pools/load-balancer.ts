@@ -208,8 +208,13 @@ export class PoolLoadBalancer implements LoadBalancer {
     if (!this.nodePools.holds(serviceKey(service))) return;
     const nodePool = this.nodePoolOf(service);
     if (!nodePool) return; // the pools changed: the service's next sync moves it
+    // Written unless both what was last handed out and the service's status already say it: the
+    // service given here is the service controller's copy from its last service sync, whose status
+    // may be older than this provider's last write (a change back to it would then be skipped).
+    const before = this.nodePools.statusOf(serviceKey(service));
     const status = this.nodePools.assign(nodePool.req, nodePool.pool, nodes, false);
-    if (loadBalancerStatusEqual(service.status?.loadBalancer, status) || !this.source) return;
+    const unchanged = loadBalancerStatusEqual(before, status) && loadBalancerStatusEqual(service.status?.loadBalancer, status);
+    if (unchanged || !this.source) return;
     const services = new ResourceClient<V1Service>(this.source.transport, SERVICES);
     // The ingress list is atomic: the whole new list replaces the old (as the service controller's own status patch).
     await services.patch(service.metadata!.name!, 'strategic', { status: { loadBalancer: { ingress: status.ingress?.length ? status.ingress : null } } }, { namespace: service.metadata?.namespace, subresource: 'status', signal });

@@ -6,6 +6,7 @@ import { PoolLoadBalancer } from './load-balancer.ts';
 import { AllocationError } from './requests.ts';
 import { loadStaticConfig } from '../../static/config-load.ts';
 import { silentLogger } from '../../../src/log.ts';
+import { RecordingTransport } from '../../../test/fakes/controller-context.ts';
 
 function pools(yaml: string): PoolConfig[] {
   const loaded = loadStaticConfig(`loadBalancer:\n  pools:\n${yaml}`);
@@ -129,5 +130,27 @@ describe('node-address pools: assignment', () => {
     // Every node gone: the status empties rather than failing.
     await lb.updateLoadBalancer('c', web, []);
     expect(ips((await lb.getLoadBalancer('c', web)).status)).toEqual([]);
+  });
+
+  test('each change of addresses is written, also back to what the service controller\'s cached copy of the service last showed', async () => {
+    // The service controller hands updateLoadBalancer its copy from the last service sync, whose
+    // status is what the first ensure wrote: comparing with it skipped the write that brought the
+    // addresses back to that value (found by node-address-pools.test.ts: n3 deleted, the status
+    // kept n3's address).
+    const api = new RecordingTransport();
+    const lb = balancer();
+    lb.connect(api, { initialMs: 1000, maxMs: 1000 }, silentLogger);
+    const n1 = node('n1', { internal: ['198.51.100.101'] });
+    const n3 = node('n3', { internal: ['198.51.100.105'] });
+    const ensured = await lb.ensureLoadBalancer('c', service('web'), [n1]);
+    const cached = service('web', { ingress: ips(ensured).map(String) }); // as the controller's cache holds it
+    type StatusPatch = { status: { loadBalancer: { ingress: { ip?: string }[] | null } } };
+    const written = () => api.patches().map((p) => ((p.body as StatusPatch).status.loadBalancer.ingress ?? []).map((i) => i.ip));
+    await lb.updateLoadBalancer('c', cached, [n1, n3]);
+    await lb.updateLoadBalancer('c', cached, [n1]);
+    expect(written()).toEqual([['198.51.100.101', '198.51.100.105'], ['198.51.100.101']]);
+    // Nothing changed since the last write: nothing written.
+    await lb.updateLoadBalancer('c', cached, [n1]);
+    expect(api.patches()).toHaveLength(2);
   });
 });
