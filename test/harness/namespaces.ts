@@ -10,13 +10,17 @@ export async function createNamespace(api: KubeTransport, name: string): Promise
 }
 
 /**
- * Deletes a test's namespace, best effort: first drops the clean-up finalizer of each of its
- * services, which no controller is left to remove once the test's edge-ccm has stopped.
+ * Deletes a test's namespace, best effort, and its services first: each without the clean-up
+ * finalizer, which no controller is left to remove once the test's edge-ccm has stopped. The
+ * harness runs no namespace controller, so a deleted namespace stays Terminating with whatever
+ * it holds; services left there would be synced (and fail, their events refused) by the edge-ccm
+ * of every later test on the shared control plane.
  */
 export async function deleteNamespace(api: KubeTransport, name: string): Promise<void> {
   const services = new ResourceClient<V1Service>(api, SERVICES);
   for (const s of (await services.list({ namespace: name }).catch(() => ({ items: [] as V1Service[] }))).items) {
     await services.patch(s.metadata!.name!, 'merge', { metadata: { finalizers: null } }, { namespace: name }).catch(() => undefined);
+    await services.delete(s.metadata!.name!, { namespace: name }).catch(() => undefined);
   }
   await new ResourceClient<V1Namespace>(api, NAMESPACES).delete(name).catch(() => undefined);
 }
