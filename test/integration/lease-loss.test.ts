@@ -56,7 +56,6 @@ afterAll(async () => {
   }
 });
 
-/** A static inventory naming the test's nodes, and one pool of two addresses for the test's namespace only. */
 /** Per informer, when its last logged retry was due (the line's time plus its retryInMs), in ms since the epoch. */
 function lastRetryAt(logs: string): Record<string, number> {
   const due: Record<string, number> = {};
@@ -67,6 +66,7 @@ function lastRetryAt(logs: string): Record<string, number> {
   return due;
 }
 
+/** A static inventory naming the test's nodes, and one pool of two addresses for the test's namespace only. */
 function staticConfig(dir: string, ns: string, nodeNames: string[]): string {
   const path = join(dir, 'static.yaml');
   writeFileSync(path, `inventory:
