@@ -19,7 +19,7 @@ import { startControlPlane } from '../test/harness/control-plane.ts';
 import { transportFor } from '../test/harness/kubeconfig.ts';
 import { freeLoopbackPorts } from '../test/harness/ports.ts';
 import { LoadSampler } from './machine.ts';
-import { ProcSampler, cpuSeconds, stopProcess } from './proc-sampler.ts';
+import { ProcSampler, anonPlusFileMiB, cpuSeconds, stopProcess } from './proc-sampler.ts';
 import { PROFILES, writeEdgeFakeConfig } from './sides.ts';
 import { DoneWatcher, createAll, objectName, uninitialisedNode } from './workloads.ts';
 
@@ -78,8 +78,7 @@ for (let rep = 0; rep < repeat; rep++) {
         const seconds = (Date.now() - started) / 1000;
         const cpu = cpuSeconds(proc.pid) - cpu0;
         const peak = sampler.peakKiB() / 1024;
-        const peakAt = sampler.samples.reduce((best, s) => (s.rssKiB > best.rssKiB ? s : best), { at: 0, rssKiB: 0, anonKiB: 0, fileKiB: 0 });
-        const split = (s: { anonKiB: number; fileKiB: number } | undefined) => (s ? `${(s.anonKiB / 1024).toFixed(1)} + ${(s.fileKiB / 1024).toFixed(1)}` : '-');
+        const peakAt = sampler.peakSample('rssKiB');
         await Bun.sleep(afterMs);
         const before = rssMiB(proc.pid);
         const res = await fetch(`https://127.0.0.1:${port}/debug/pprof/heap`, { headers: { authorization: `Bearer ${token}` }, tls: { rejectUnauthorized: false } });
@@ -93,7 +92,7 @@ for (let rep = 0; rep < repeat; rep++) {
           summarise(snapshot, `${v.label} rep ${rep + 1}`);
         }
         const l = load.stop();
-        const row = `| ${v.label} | ${rep + 1} | ${allDone ? '' : 'NOT '}done ${seconds.toFixed(1)} s | ${cpu.toFixed(1)} | ${startRss.toFixed(1)} | ${peak.toFixed(1)} (at +${((peakAt.at - started) / 1000).toFixed(1)} s) | ${split(startSample)} | ${split(peakAt)} | ${before.toFixed(1)} | ${after.toFixed(1)} | ${settled.toFixed(1)} | ${res.status} | ${l.mean.toFixed(1)}/${l.max.toFixed(1)} |`;
+        const row = `| ${v.label} | ${rep + 1} | ${allDone ? '' : 'NOT '}done ${seconds.toFixed(1)} s | ${cpu.toFixed(1)} | ${startRss.toFixed(1)} | ${peak.toFixed(1)} (at +${((peakAt.at - started) / 1000).toFixed(1)} s) | ${startSample ? anonPlusFileMiB(startSample) : '-'} | ${anonPlusFileMiB(peakAt)} | ${before.toFixed(1)} | ${after.toFixed(1)} | ${settled.toFixed(1)} | ${res.status} | ${l.mean.toFixed(1)}/${l.max.toFixed(1)} |`;
         log(row);
         rows.push(row);
       } finally {

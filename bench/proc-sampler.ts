@@ -10,6 +10,11 @@ const CLOCK_TICKS_PER_SECOND = 100; // USER_HZ, 100 on every Linux the bench run
 /** One reading of /proc/PID/status: the resident set, and its anonymous and file-backed parts (the executable's pages are file-backed). */
 export interface ProcSample { at: number; rssKiB: number; anonKiB: number; fileKiB: number }
 
+/** A sample's resident set as "anonymous + file-backed", in MiB. */
+export function anonPlusFileMiB(s: Pick<ProcSample, 'anonKiB' | 'fileKiB'>): string {
+  return `${(s.anonKiB / 1024).toFixed(1)} + ${(s.fileKiB / 1024).toFixed(1)}`;
+}
+
 function statusField(pid: number, field: string, status = readFileSync(`/proc/${pid}/status`, 'utf8')): number {
   const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status);
   return match?.[1] ? Number(match[1]) : 0;
@@ -50,12 +55,13 @@ export class ProcSampler {
   }
 
   /**
-   * The sample with the most anonymous memory (the heap, the allocator, buffers: what the process
-   * itself holds). The rest of RSS is file-backed: pages of the executable, clean and shared,
-   * which the kernel can drop; a 116 MB single-file Bun executable keeps about 50 MiB of them.
+   * The sample with the most resident memory (`rssKiB`) or the most anonymous memory (`anonKiB`:
+   * the heap, the allocator, buffers, what the process itself holds). The rest of RSS is
+   * file-backed: pages of the executable, clean and shared, which the kernel can drop; a 116 MB
+   * single-file Bun executable keeps about 50 MiB of them.
    */
-  peakAnon(): { anonKiB: number; fileKiB: number } {
-    return this.samples.reduce((best, s) => (s.anonKiB > best.anonKiB ? s : best), { anonKiB: 0, fileKiB: 0 });
+  peakSample(by: 'rssKiB' | 'anonKiB'): ProcSample {
+    return this.samples.reduce((best, s) => (s[by] > best[by] ? s : best), { at: 0, rssKiB: 0, anonKiB: 0, fileKiB: 0 });
   }
 
   /** Mean resident set over a time window. */

@@ -143,7 +143,7 @@ async function burstRun(kind: Kind, count: number, side: SideName, profile: Prof
       const cpAfter = controlPlaneCpu(cp.dir);
       const loadavg = load.stop();
       const peakKiB = sampler.peakKiB();
-      const peakAnon = sampler.peakAnon();
+      const peakAnon = sampler.peakSample('anonKiB');
       // Idle: nothing left to do; only lease renewal and watches should remain.
       await Bun.sleep(IDLE_WINDOW_MS);
       const idleEnd = Date.now();
