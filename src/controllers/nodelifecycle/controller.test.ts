@@ -548,6 +548,15 @@ describe('controller: policy, protection, ownership', () => {
     expect(h.writer.writes[1]).toBe(`taint- n ${QUARANTINE_TAINT.key}`);
   });
 
+  test('a quarantined node whose machine is back but shut down: the quarantine taint goes first, then the shutdown taint comes', async () => {
+    // The shutdown question of such a node is asked once the pass's writes are done (one path
+    // for every existing NotReady node), so both writes still happen, in this order.
+    const h = harness([node('n', 'False', { taints: [QUARANTINE_TAINT] })], { ...confirmAt, deletionPolicy: 'taint' }, { listed: true });
+    h.cloud.setNode('n', { existence: 'exists', shutdown: true });
+    await h.period();
+    expect(h.writer.writes).toEqual([`taint- n ${QUARANTINE_TAINT.key}`, `taint+ n ${SHUTDOWN_TAINT.key}:NoSchedule`]);
+  });
+
   test('protection annotation: kept, logged, counted', async () => {
     const h = harness([node('n', 'False', { annotations: { [ANNOTATION_PROTECT_FROM_DELETION]: 'true' } })], confirmAt, { listed: true });
     h.cloud.setNode('n', { existence: 'not-found' });
