@@ -11,6 +11,7 @@ import { ApiServerReturn } from '../kube/api-server-return.ts';
 import { ReplicaGuard } from './replica-guard.ts';
 import { RequestFence } from '../kube/request-fence.ts';
 import { BunKubeTransport, type KubeTransport, type TransportOptions } from '../kube/transport.ts';
+import { logHttpVersionChange, logHttpVersionAtStart } from '../kube/http-version.ts';
 import type { Logger } from '../log.ts';
 import type { Options } from '../options/index.ts';
 import { delegatingAuth } from '../server/delegating-auth.ts';
@@ -49,7 +50,9 @@ export async function runControllerManager(options: Options, providers: Provider
     ...settings.clientBudget,
     userAgent: `edge-ccm/${version}`,
     observe: restClientObserver(registry),
+    onHttpVersionChange: logHttpVersionChange(logger),
   };
+  logHttpVersionAtStart(logger);
   // One client, with its own --kube-api-qps/--kube-api-burst budget, per component, as upstream
   // gives each controller, the leader elector and the shared informers a clientset of their own
   // (ClientBuilder.ClientOrDie(name)). Measured: with one shared budget, 30 node workers queueing

@@ -4,6 +4,7 @@ import { createRegistry, restClientObserver } from '../app/metrics.ts';
 import { readCloudConfigFile } from '../cloud/config-file.ts';
 import { EventBroadcaster } from '../kube/events.ts';
 import { BunKubeTransport } from '../kube/transport.ts';
+import { logHttpVersionChange, logHttpVersionAtStart } from '../kube/http-version.ts';
 import { createLogger, type LogFormat } from '../log.ts';
 import { parseGoDuration } from '../util/duration.ts';
 import { EXIT_FAILURE, EXIT_INVALID_INPUT, EXIT_OK, FLAG_ERROR_EXIT_CODE } from '../options/index.ts';
@@ -95,7 +96,8 @@ export async function runSpeaker(argv: string[]): Promise<number> {
   const registry = createRegistry();
   let transport: BunKubeTransport;
   try {
-    transport = new BunKubeTransport(loadKubeConfig({ kubeconfig: flags.kubeconfig }), { userAgent: 'edge-ccm-speaker', observe: restClientObserver(registry) });
+    transport = new BunKubeTransport(loadKubeConfig({ kubeconfig: flags.kubeconfig }), { userAgent: 'edge-ccm-speaker', observe: restClientObserver(registry), onHttpVersionChange: logHttpVersionChange(logger) });
+    logHttpVersionAtStart(logger);
   } catch (e) {
     console.error(`error: speaker: ${errorMessage(e)}`);
     return EXIT_INVALID_INPUT;

@@ -1,5 +1,6 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { KubeApiError, type KubeStatus } from './errors.ts';
+import { HttpVersionChoice, type HttpProtocol, type HttpVersionChange } from './http-version.ts';
 import type { RequestFence } from './request-fence.ts';
 import { TokenBucket } from '../util/token-bucket.ts';
 import { sleep } from '../util/time.ts';
@@ -65,6 +66,10 @@ export interface TransportOptions {
    * and those in flight aborted, and it learns of every write cut off on the way (see RequestFence).
    */
   fence?: RequestFence;
+  /** Told when this client leaves HTTP/2 (refused by the server, or unanswered) and when it comes back. */
+  onHttpVersionChange?: (info: HttpVersionChange) => void;
+  /** After an HTTP/2 request went unanswered: how often HTTP/2 is probed, and how long a probe may take; default 30 s and 15 s. */
+  http2Probe?: { intervalMs: number; timeoutMs: number };
 }
 
 const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
@@ -86,6 +91,7 @@ interface Credentials {
 }
 
 const MAX_RETRY_AFTER = 10; // as client-go's request.maxRetries
+const HTTP2_PROBE = { intervalMs: 30_000, timeoutMs: 15_000 };
 
 export class BunKubeTransport implements KubeTransport {
   readonly server: string;
@@ -95,6 +101,7 @@ export class BunKubeTransport implements KubeTransport {
   private loading?: Promise<Credentials>;
   private readonly requestTimeoutMs: number;
   private readonly timeouts: TimeoutSignals;
+  private readonly httpVersion: HttpVersionChoice;
 
   constructor(
     private readonly kubeConfig: KubeConfig,
@@ -104,11 +111,17 @@ export class BunKubeTransport implements KubeTransport {
     if (!cluster) throw new Error('kubeconfig has no current cluster (check current-context)');
     this.server = cluster.server.replace(/\/+$/, '');
     this.host = new URL(this.server).host;
+    this.httpVersion = new HttpVersionChoice(this.server);
     this.requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     // Checked ten times per timeout, at most every 100 ms: a timeout fires at most a tenth late.
     this.timeouts = new TimeoutSignals(Math.min(100, Math.max(1, this.requestTimeoutMs / 10)));
     const qps = options.qps ?? 20;
     if (qps > 0) this.limiter = new TokenBucket(qps, Math.max(1, options.burst ?? 30));
+  }
+
+  /** The HTTP version this client asks for now (undefined: plain http, HTTP/1.1) and why. */
+  get protocol(): { version: HttpProtocol | undefined; reason: string } {
+    return { version: this.httpVersion.protocol, reason: this.httpVersion.reason };
   }
 
   /** The client-side rate limit in force; undefined when there is none. */
@@ -210,10 +223,21 @@ export class BunKubeTransport implements KubeTransport {
     this.options.fence?.admit(req.method);
     const started = performance.now();
     let res: Response;
+    const protocol = this.httpVersion.protocol;
     try {
-      const sent = fetch(url, { method: req.method, headers, body, signal: req.signal, tls: creds.tls, redirect: 'manual' });
+      const sent = fetch(url, { method: req.method, headers, body, signal: req.signal, tls: creds.tls, redirect: 'manual', protocol });
       res = await (this.options.fence ? this.options.fence.track(req.method, sent) : sent);
     } catch (e) {
+      const refused = this.httpVersion.refused(e, protocol);
+      if (refused) {
+        // Refused in the TLS handshake: nothing was sent, so sending again is safe for any verb.
+        if (refused === 'switched') this.tell('h2 refused');
+        return this.send(req, authRetried, retryAfterCount);
+      }
+      if (req.signal?.aborted && this.httpVersion.unanswered(protocol)) {
+        this.tell('h2 unanswered');
+        void this.probeHttp2Until();
+      }
       this.observe(req.method, '<error>', started);
       throw e;
     }
@@ -232,6 +256,36 @@ export class BunKubeTransport implements KubeTransport {
       return this.send(req, authRetried, retryAfterCount + 1);
     }
     return res;
+  }
+
+  private tell(change: HttpVersionChange['change']): void {
+    this.options.onHttpVersionChange?.({ change, server: this.server, userAgent: this.options.userAgent });
+  }
+
+  /**
+   * While on HTTP/1.1 because an HTTP/2 request went unanswered: every 30 s a GET /version over
+   * HTTP/2 (any status proves the connection answers), given 15 s, as client-go's h2 health
+   * check (ReadIdleTimeout 30 s, PingTimeout 15 s). Answered: back to HTTP/2. Ends with the
+   * term's fence; its timer does not keep the process alive.
+   */
+  private async probeHttp2Until(): Promise<void> {
+    const fence = this.options.fence?.signal;
+    const { intervalMs, timeoutMs } = this.options.http2Probe ?? HTTP2_PROBE;
+    while (!fence?.aborted) {
+      await new Promise<void>((resolve) => setTimeout(resolve, intervalMs).unref());
+      if (fence?.aborted) return;
+      try {
+        const creds = await this.currentCredentials();
+        const signal = fence ? AbortSignal.any([fence, AbortSignal.timeout(timeoutMs)]) : AbortSignal.timeout(timeoutMs);
+        const res = await fetch(`${this.server}/version`, { headers: { accept: 'application/json', ...creds.headers }, signal, tls: creds.tls, protocol: 'http2' });
+        await res.arrayBuffer();
+        this.httpVersion.answered();
+        this.tell('h2 answers again');
+        return;
+      } catch {
+        // still unanswered (or the server is down): stay on HTTP/1.1, ask again later
+      }
+    }
   }
 
   private observe(method: HttpMethod, code: string, started: number): void {

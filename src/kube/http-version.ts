@@ -1,0 +1,108 @@
+/**
+ * Which HTTP version the transport asks the API server for: HTTP/2, as client-go does, unless
+ * the operator sets DISABLE_HTTP2 (client-go's own switch, any non-empty value) or the server
+ * does not select h2.
+ *
+ * Why HTTP/2 by default: over HTTP/1.1 the API server spent 7-13 % more CPU on edge-ccm's 5000-
+ * node burst, and 22-36 % more on the bare two-writes-per-node client (BENCHMARKS.md, runs 7-8).
+ * Bun's fetch offers h2 in ALPN only when its experimental client flag is on; per request,
+ * `protocol: 'http2'` offers h2 alone and fails with HTTP2Unsupported when the server does not
+ * select it. That failure comes from the TLS handshake, before any byte of the request is sent,
+ * so the request is sent again over HTTP/1.1 (even a POST: nothing reached the server) and the
+ * transport stays on HTTP/1.1 from then on. Plain-http servers get HTTP/1.1: Bun has no h2c.
+ *
+ * The health check client-go has for HTTP/2 (a PING after 30 s of silence, the connection
+ * closed when 15 s pass without its answer) Bun's fetch has not: a pooled h2 connection that
+ * stops answering (an API server VIP moved without a reset, a hung peer) keeps getting every
+ * request, each aborted only by its own timeout (measured in http-version.test.ts: HTTP/1.1
+ * closes the connection of an aborted request, HTTP/2 only resets the stream). So a request
+ * sent as HTTP/2 that ends unanswered moves the client to HTTP/1.1, and it comes back to
+ * HTTP/2 once a probe over HTTP/2 is answered (the transport sends one every 30 s meanwhile).
+ */
+
+import type { Logger } from '../log.ts';
+
+export type HttpProtocol = 'http2' | 'http1.1';
+
+/** Why this client speaks the version it does: told once, when it settles. */
+export type HttpVersionReason = 'default' | 'DISABLE_HTTP2' | 'plain http' | 'server did not select h2' | 'an HTTP/2 request went unanswered';
+
+export class HttpVersionChoice {
+  private current: HttpProtocol | undefined;
+  private why: HttpVersionReason;
+
+  constructor(server: string, env: Record<string, string | undefined> = process.env) {
+    if (!server.startsWith('https:')) {
+      this.current = undefined; // Bun's `protocol` requires https; plain http is HTTP/1.1
+      this.why = 'plain http';
+    } else if (env.DISABLE_HTTP2) {
+      this.current = 'http1.1'; // also overrides Bun's own experimental flag, if set
+      this.why = 'DISABLE_HTTP2';
+    } else {
+      this.current = 'http2';
+      this.why = 'default';
+    }
+  }
+
+  get reason(): HttpVersionReason {
+    return this.why;
+  }
+
+  /** The value for fetch's `protocol` option; undefined lets Bun choose (plain http). */
+  get protocol(): HttpProtocol | undefined {
+    return this.current;
+  }
+
+  /**
+   * True when `error` is the server's refusal of h2 for a request sent with `sentWith`: the
+   * choice is now HTTP/1.1 and the caller sends the request again. The first such refusal
+   * returns 'switched' (for the one log line), later ones (concurrent requests) 'again'.
+   */
+  refused(error: unknown, sentWith: HttpProtocol | undefined): 'switched' | 'again' | false {
+    if (sentWith !== 'http2' || (error as { code?: unknown } | null)?.code !== 'HTTP2Unsupported') return false;
+    if (this.current !== 'http2') return 'again';
+    this.current = 'http1.1';
+    this.why = 'server did not select h2';
+    return 'switched';
+  }
+
+  /**
+   * A request sent as HTTP/2 was aborted before its answer came (its timeout, or its caller gave
+   * up): HTTP/1.1 until answered() says a probe over HTTP/2 got through. True when this switched
+   * (the caller starts probing); false when already on HTTP/1.1 or the request was not HTTP/2.
+   */
+  unanswered(sentWith: HttpProtocol | undefined): boolean {
+    if (sentWith !== 'http2' || this.current !== 'http2') return false;
+    this.current = 'http1.1';
+    this.why = 'an HTTP/2 request went unanswered';
+    return true;
+  }
+
+  /** A probe over HTTP/2 was answered: back to HTTP/2 (only from the unanswered state). */
+  answered(): void {
+    if (this.why !== 'an HTTP/2 request went unanswered') return;
+    this.current = 'http2';
+    this.why = 'default';
+  }
+}
+
+/** What the transport tells about its HTTP version as it changes. */
+export type HttpVersionChange =
+  | { change: 'h2 refused'; server: string; userAgent?: string }
+  | { change: 'h2 unanswered'; server: string; userAgent?: string }
+  | { change: 'h2 answers again'; server: string; userAgent?: string };
+
+/** The transport option that logs each change: a refusal once per client, an unanswered h2 connection each time. */
+export function logHttpVersionChange(logger: Logger): (info: HttpVersionChange) => void {
+  return ({ change, server, userAgent }) => {
+    const fields = { server, client: userAgent };
+    if (change === 'h2 refused') logger.info('the API server did not select HTTP/2 (ALPN h2); this client goes on over HTTP/1.1', fields);
+    else if (change === 'h2 unanswered') logger.warn('a request over HTTP/2 went unanswered; this client goes on over HTTP/1.1 and probes HTTP/2 every 30 s', fields);
+    else logger.info('HTTP/2 to the API server answers again; this client is back on HTTP/2', fields);
+  };
+}
+
+/** client-go's start-up line when DISABLE_HTTP2 is set, for the operator who set it. */
+export function logHttpVersionAtStart(logger: Logger, env: Record<string, string | undefined> = process.env): void {
+  if (env.DISABLE_HTTP2) logger.info('HTTP/2 to the API server explicitly disabled (DISABLE_HTTP2 is set): HTTP/1.1');
+}
