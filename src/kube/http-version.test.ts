@@ -211,3 +211,16 @@ test('a black-holed HTTP/2 connection: the request on it times out, the client g
   await get(t);
   expect(server.seen.at(-1)?.version).toBe('2.0');
 });
+
+test('a caller giving up on an HTTP/2 request (a shutdown, a term ending) leaves the client on HTTP/2', async () => {
+  const server = await tlsServer('h2 and http/1.1');
+  const t = transport(server.port, { requestTimeoutMs: 60_000 });
+  const caller = new AbortController();
+  const held = t.request({ method: 'GET', path: '/hold', signal: caller.signal });
+  while (!server.seen.some((s) => s.path === '/hold')) await Bun.sleep(10);
+  caller.abort(new Error('shutdown'));
+  await expect(held).rejects.toThrow(/shutdown|abort/i);
+  expect(t.protocol).toEqual({ version: 'http2', reason: 'default' });
+  await get(t);
+  expect(server.seen.at(-1)?.version).toBe('2.0');
+});

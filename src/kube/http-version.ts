@@ -16,7 +16,7 @@
  * stops answering (an API server VIP moved without a reset, a hung peer) keeps getting every
  * request, each aborted only by its own timeout (measured in http-version.test.ts: HTTP/1.1
  * closes the connection of an aborted request, HTTP/2 only resets the stream). So a request
- * sent as HTTP/2 that ends unanswered moves the client to HTTP/1.1, and it comes back to
+ * sent as HTTP/2 that times out unanswered moves the client to HTTP/1.1, and it comes back to
  * HTTP/2 once a probe over HTTP/2 is answered (the transport sends one every 30 s meanwhile).
  */
 
@@ -67,8 +67,8 @@ export class HttpVersionChoice {
   }
 
   /**
-   * A request sent as HTTP/2 was aborted before its answer came (its timeout, or its caller gave
-   * up): HTTP/1.1 until answered() says a probe over HTTP/2 got through. True when this switched
+   * A request sent as HTTP/2 timed out before its answer came: HTTP/1.1 until answered() says a
+   * probe over HTTP/2 got through. True when this switched
    * (the caller starts probing); false when already on HTTP/1.1 or the request was not HTTP/2.
    */
   unanswered(sentWith: HttpProtocol | undefined): boolean {

@@ -234,7 +234,8 @@ export class BunKubeTransport implements KubeTransport {
         if (refused === 'switched') this.tell('h2 refused');
         return this.send(req, authRetried, retryAfterCount);
       }
-      if (req.signal?.aborted && this.httpVersion.unanswered(protocol)) {
+      // A timeout only: a shutdown, a term's end or a caller giving up says nothing of the connection.
+      if (isTimeout(req.signal) && this.httpVersion.unanswered(protocol)) {
         this.tell('h2 unanswered');
         void this.probeHttp2Until();
       }
@@ -322,6 +323,10 @@ export class BunKubeTransport implements KubeTransport {
       prev.rejectUnauthorized === tls.rejectUnauthorized && prev.serverName === tls.serverName;
     return { headers, tls: same ? prev : tls, loadedAt: performance.now() };
   }
+}
+
+function isTimeout(signal: AbortSignal | undefined): boolean {
+  return !!signal?.aborted && (signal.reason as { name?: unknown } | undefined)?.name === 'TimeoutError';
 }
 
 function queryString(query?: Record<string, QueryValue>): string {
