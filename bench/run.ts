@@ -5,12 +5,15 @@
  *   --quick               nodes 100 and 1000 only (default also 5000)
  *   --steady-seconds=N    length of the steady-state window (default 300)
  *   --only=nodes,services,steady   a subset of the workloads
- *   --sides=edge-ccm,reference,floor   a subset of the sides
+ *   --sides=edge-ccm,reference,floor   a subset of the sides (also reference-json: the reference asking for JSON)
  *   --timeout-seconds=N   give up on one run after N seconds (default 900)
  *   --settle-max-seconds=N  steady state: wait at most N s for a side to stop writing (default 900)
  *   --profiles=defaults,raised,unbound   client limits (unbound: 20 syncs, qps/burst 100000)
  *   --repeat=N            run every workload N times; odd repetitions run the sides in reverse order
  *   --steady=5000x5000,1000x1000   steady-state sizes (nodes x services)
+ *   --apiserver-profile-dir=DIR   bursts: a CPU profile of kube-apiserver over the burst's first
+ *                         --apiserver-profile-seconds (default 12) into DIR/SIDE-REP.pprof, for
+ *                         `go tool pprof -top`: where the API server spends on each side
  * Every run records the machine's load average and the CPU kube-apiserver and etcd spent in it.
  * Results: a Markdown table on stdout and JSON in $EDGE_CCM_BENCH_DIR/results-*.json.
  */
@@ -18,7 +21,7 @@ import type { V1Lease, V1Node, V1Service } from '@kubernetes/client-node';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LEASES, NODES, ResourceClient, SERVICES } from '../src/kube/resources.ts';
-import type { KubeTransport } from '../src/kube/transport.ts';
+import type { BunKubeTransport, KubeTransport } from '../src/kube/transport.ts';
 import { startControlPlane, type ControlPlane } from '../test/harness/control-plane.ts';
 import { transportFor } from '../test/harness/kubeconfig.ts';
 import { freeLoopbackPorts } from '../test/harness/ports.ts';
@@ -47,6 +50,8 @@ const profiles = (opt('profiles') ?? 'defaults,raised,unbound').split(',').map((
   return p;
 });
 const repeat = Number(opt('repeat') ?? 1);
+const apiserverProfileDir = opt('apiserver-profile-dir');
+const apiserverProfileSeconds = Number(opt('apiserver-profile-seconds') ?? 12);
 const steadySizes = (opt('steady') ?? '5000x5000').split(',').map((s) => {
   const [n, m] = s.split('x').map(Number);
   if (!Number.isInteger(n) || !Number.isInteger(m)) throw new Error(`--steady: ${JSON.stringify(s)} is not NODESxSERVICES`);
@@ -62,7 +67,8 @@ const IDLE_WINDOW_MS = 20_000;
 const SERVICE_BACKEND_NODES = 10;
 
 // The default range (/24) has 254 addresses: too few for 1000 services.
-const CONTROL_PLANE_FLAGS = ['--service-cluster-ip-range=10.0.0.0/16'];
+// The harness starts kube-apiserver with --profiling=false; a later flag wins.
+const CONTROL_PLANE_FLAGS = ['--service-cluster-ip-range=10.0.0.0/16', ...(apiserverProfileDir ? ['--profiling=true'] : [])];
 
 const log = (msg: string) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}`);
 
@@ -132,6 +138,7 @@ async function burstRun(kind: Kind, count: number, side: SideName, profile: Prof
       const cpBefore = controlPlaneCpu(cp.dir);
       const load = new LoadSampler();
       const started = Date.now();
+      const profiled = apiserverProfileDir ? profileApiServer(admin, `${side}-${kind}-${count}-${rep + 1}`) : undefined;
       const nodes = new ResourceClient<V1Node>(admin, NODES);
       const services = new ResourceClient<V1Service>(admin, SERVICES);
       await createAll(count, (i) => kind === 'nodes'
@@ -141,6 +148,7 @@ async function burstRun(kind: Kind, count: number, side: SideName, profile: Prof
       const finished = Date.now();
       const cpu = cpuSeconds(proc.pid) - cpuBefore;
       const cpAfter = controlPlaneCpu(cp.dir);
+      await profiled; // after the figures: a profile longer than the burst does not stretch them
       const loadavg = load.stop();
       const peakKiB = sampler.peakKiB();
       const peakAnon = sampler.peakSample('anonKiB');
@@ -169,6 +177,14 @@ async function burstRun(kind: Kind, count: number, side: SideName, profile: Prof
       await watcher.stop();
     }
   });
+}
+
+/** kube-apiserver's own CPU profile (Go pprof, /debug/pprof/profile) over the burst's first seconds, into the profile dir. */
+async function profileApiServer(admin: KubeTransport, name: string): Promise<void> {
+  const res = await (admin as BunKubeTransport).sendRaw({ method: 'GET', path: '/debug/pprof/profile', query: { seconds: apiserverProfileSeconds } });
+  if (!res.ok) throw new Error(`kube-apiserver profile: HTTP ${res.status}: ${(await res.text()).slice(0, 200)}`);
+  mkdirSync(apiserverProfileDir as string, { recursive: true });
+  writeFileSync(join(apiserverProfileDir as string, `${name}.pprof`), new Uint8Array(await res.arrayBuffer()));
 }
 
 /** The Synced Events in the API (node events go to "default"): objects, their counts summed, and combined ones. */
@@ -203,7 +219,7 @@ async function steadyRuns(nodeCount: number, serviceCount: number, rep: number):
     log(`steady state: preparing ${nodeCount} nodes and ${serviceCount} services`);
     await prepareSteadyState(admin, nodeCount, serviceCount);
     const results: RunResult[] = [];
-    for (const side of sidesInOrder(['edge-ccm', 'reference'], rep)) {
+    for (const side of sidesInOrder(['edge-ccm', 'reference', 'reference-json'], rep)) {
       log(`steady state ${nodeCount}+${serviceCount}: ${side}, repetition ${rep + 1}`);
       const s = await session(cp, admin, side, 'steady');
       const { proc, sampler, readyMs } = await startSide(s, side, DEFAULTS, `bench-${side}-steady`);
@@ -251,7 +267,7 @@ const save = () => {
 try {
   if (only.has('nodes')) {
     for (const n of nodeSizes) for (const profile of profiles) for (let rep = 0; rep < repeat; rep++) {
-      for (const side of sidesInOrder(['edge-ccm', 'reference', 'floor'], rep)) {
+      for (const side of sidesInOrder(['edge-ccm', 'reference', 'reference-json', 'floor'], rep)) {
         results.push(await burstRun('nodes', n, side, profile, rep));
         save();
       }
@@ -259,7 +275,7 @@ try {
   }
   if (only.has('services')) {
     for (const m of serviceSizes) for (const profile of profiles) for (let rep = 0; rep < repeat; rep++) {
-      for (const side of sidesInOrder(['edge-ccm', 'reference'], rep)) {
+      for (const side of sidesInOrder(['edge-ccm', 'reference', 'reference-json'], rep)) {
         results.push(await burstRun('services', m, side, profile, rep));
         save();
       }

@@ -11,7 +11,8 @@ import type { Subprocess } from 'bun';
 export const BENCH_CACHE = process.env.EDGE_CCM_BENCH_DIR
   ?? join(process.env.EDGE_CCM_CACHE || join(process.env.XDG_CACHE_HOME || join(process.env.HOME ?? '/root', '.cache'), 'edge-ccm'), 'bench');
 
-export type SideName = 'edge-ccm' | 'reference' | 'floor';
+/** `reference-json`: the reference asking for JSON as edge-ccm does (upstream's default is protobuf); only with --sides. */
+export type SideName = 'edge-ccm' | 'reference' | 'reference-json' | 'floor';
 
 /** Concurrency and client rate limits, passed to every side alike. */
 export interface Profile {
@@ -89,7 +90,8 @@ export function commandFor(l: SideLaunch): string[] {
     ...profileFlags(l.profile),
   ];
   if (l.side === 'edge-ccm') return [join(BENCH_CACHE, 'edge-ccm-fake'), ...common, `--cloud-config=${l.fakeConfig}`];
-  return [join(BENCH_CACHE, 'reference-ccm'), ...common, '--webhook-secure-port=0'];
+  const json = l.side === 'reference-json' ? ['--kube-api-content-type=application/json'] : [];
+  return [join(BENCH_CACHE, 'reference-ccm'), ...common, '--webhook-secure-port=0', ...json];
 }
 
 const live = new Set<Subprocess>();
