@@ -1,5 +1,6 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { KubeApiError, type KubeStatus } from './errors.ts';
+import { clientCertificateChain } from './client-cert-chain.ts';
 import { HttpVersionChoice, type HttpProtocol, type HttpVersionChange } from './http-version.ts';
 import type { RequestFence } from './request-fence.ts';
 import { TokenBucket } from '../util/token-bucket.ts';
@@ -313,7 +314,7 @@ export class BunKubeTransport implements KubeTransport {
     if (opts.auth && !headers.authorization) headers.authorization = `Basic ${Buffer.from(opts.auth).toString('base64')}`;
     const tls: Credentials['tls'] = {};
     if (opts.ca) tls.ca = opts.ca.toString();
-    if (opts.cert) tls.cert = opts.cert.toString();
+    if (opts.cert) tls.cert = clientCertificateChain(opts.cert.toString(), !!opts.ca);
     if (opts.key) tls.key = opts.key.toString();
     if (opts.rejectUnauthorized === false) tls.rejectUnauthorized = false;
     if (opts.servername) tls.serverName = opts.servername;
