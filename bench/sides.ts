@@ -11,8 +11,11 @@ import type { Subprocess } from 'bun';
 export const BENCH_CACHE = process.env.EDGE_CCM_BENCH_DIR
   ?? join(process.env.EDGE_CCM_CACHE || join(process.env.XDG_CACHE_HOME || join(process.env.HOME ?? '/root', '.cache'), 'edge-ccm'), 'bench');
 
-/** `reference-json`: the reference asking for JSON as edge-ccm does (upstream's default is protobuf); only with --sides. */
-export type SideName = 'edge-ccm' | 'reference' | 'reference-json' | 'floor';
+/**
+ * Only with --sides: `reference-json`, the reference asking for JSON as edge-ccm does (upstream's
+ * default is protobuf); `edge-ccm-h1`, edge-ccm with DISABLE_HTTP2 set (HTTP/1.1 to the API server).
+ */
+export type SideName = 'edge-ccm' | 'edge-ccm-h1' | 'reference' | 'reference-json' | 'floor';
 
 /** Concurrency and client rate limits, passed to every side alike. */
 export interface Profile {
@@ -89,7 +92,7 @@ export function commandFor(l: SideLaunch): string[] {
     `--leader-elect-resource-name=${l.leaseName}`,
     ...profileFlags(l.profile),
   ];
-  if (l.side === 'edge-ccm') return [join(BENCH_CACHE, 'edge-ccm-fake'), ...common, `--cloud-config=${l.fakeConfig}`];
+  if (l.side === 'edge-ccm' || l.side === 'edge-ccm-h1') return [join(BENCH_CACHE, 'edge-ccm-fake'), ...common, `--cloud-config=${l.fakeConfig}`];
   const json = l.side === 'reference-json' ? ['--kube-api-content-type=application/json'] : [];
   return [join(BENCH_CACHE, 'reference-ccm'), ...common, '--webhook-secure-port=0', ...json];
 }
@@ -105,7 +108,8 @@ export function launchSide(l: SideLaunch): SideProcess {
   const startedAt = Date.now();
   let proc: Subprocess;
   try {
-    proc = Bun.spawn({ cmd: commandFor(l), stdin: 'ignore', stdout: fd, stderr: fd });
+    const env = l.side === 'edge-ccm-h1' ? { ...process.env, DISABLE_HTTP2: '1' } : process.env;
+    proc = Bun.spawn({ cmd: commandFor(l), env, stdin: 'ignore', stdout: fd, stderr: fd });
   } finally {
     closeSync(fd);
   }
