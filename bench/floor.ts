@@ -8,7 +8,9 @@
 import type { V1Node } from '@kubernetes/client-node';
 import { BunKubeTransport } from '../src/kube/transport.ts';
 import { NODES, ResourceClient } from '../src/kube/resources.ts';
-import { KubeConfig } from '@kubernetes/client-node';
+// The module, not the package index: the index also loads client-node's watch, informer, cp
+// (tar), attach/exec (websockets) and metrics, which nothing here uses (BENCHMARKS.md run 8).
+import { KubeConfig } from '@kubernetes/client-node/dist/config.js';
 
 const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 const INGRESS_IP = '192.0.2.10';

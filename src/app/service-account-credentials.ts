@@ -1,4 +1,6 @@
-import { KubeConfig } from '@kubernetes/client-node';
+// The module, not the package index: the index also loads client-node's watch, informer, cp
+// (tar), attach/exec (websockets) and metrics, which nothing here uses (BENCHMARKS.md run 8).
+import { KubeConfig } from '@kubernetes/client-node/dist/config.js';
 import { isNotFound } from '../kube/errors.ts';
 import { BunKubeTransport, type KubeTransport, type TransportOptions } from '../kube/transport.ts';
 import type { Logger } from '../log.ts';

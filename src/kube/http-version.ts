@@ -3,8 +3,10 @@
  * the operator sets DISABLE_HTTP2 (client-go's own switch, any non-empty value) or the server
  * does not select h2.
  *
- * Why HTTP/2 by default: over HTTP/1.1 the API server spent 7-13 % more CPU on edge-ccm's 5000-
- * node burst, and 22-36 % more on the bare two-writes-per-node client (BENCHMARKS.md, runs 7-8).
+ * Why HTTP/2 by default: it is what client-go speaks, one connection per client instead of one
+ * per request in flight, and in a 5000-node burst side by side it cost the API server and
+ * edge-ccm a little less CPU than HTTP/1.1 (medians 30.5 against 32.1 and 4.7 against 5.2 CPU-s,
+ * BENCHMARKS.md run 8), for 3 MiB more at the peak.
  * Bun's fetch offers h2 in ALPN only when its experimental client flag is on; per request,
  * `protocol: 'http2'` offers h2 alone and fails with HTTP2Unsupported when the server does not
  * select it. That failure comes from the TLS handshake, before any byte of the request is sent,
