@@ -16,8 +16,9 @@
  * The health check client-go has for HTTP/2 (a PING after 30 s of silence, the connection
  * closed when 15 s pass without its answer) Bun's fetch has not: a pooled h2 connection that
  * stops answering (an API server VIP moved without a reset, a hung peer) keeps getting every
- * request, each aborted only by its own timeout (measured in http-version.test.ts: HTTP/1.1
- * closes the connection of an aborted request, HTTP/2 only resets the stream). So a request
+ * request, each aborted only by its own timeout (measured with a relay that silences the
+ * connection: HTTP/1.1 closes the connection of an aborted request and the next one opens a new
+ * one, HTTP/2 only resets the stream; http-version.test.ts pins the recovery). So a request
  * sent as HTTP/2 that times out unanswered moves the client to HTTP/1.1, and it comes back to
  * HTTP/2 once a probe over HTTP/2 is answered (the transport sends one every 30 s meanwhile).
  */
