@@ -1,6 +1,6 @@
 /**
  * How many connections a BunKubeTransport opens to a real API server for requests sent at once:
- * `bun api-connections-main.ts KUBECONFIG N`. Sends N GETs of the namespace list together, then
+ * `bun api-connections-main.ts KUBECONFIG N`. Sends one GET of the namespace list, then N together, then
  * counts this process's established TCP connections to the server's port (its socket inodes in
  * /proc/self/fd matched against /proc/net/tcp) and prints one JSON line: the count and the HTTP
  * version the transport says it speaks. A process of its own, so no other client's sockets count.
@@ -16,6 +16,8 @@ if (!kubeconfig || !count) {
   process.exit(2);
 }
 const transport = new BunKubeTransport(loadKubeConfig({ kubeconfig }), { qps: 0 });
+// One first, so the N below meet an open connection rather than racing to open their own.
+await transport.request({ method: 'GET', path: '/api/v1/namespaces' });
 await Promise.all(Array.from({ length: count }, () => transport.request({ method: 'GET', path: '/api/v1/namespaces' })));
 
 const port = Number(new URL(transport.server).port);
