@@ -31,29 +31,23 @@ export type HttpProtocol = 'http2' | 'http1.1';
 export type HttpVersionReason = 'default' | 'DISABLE_HTTP2' | 'plain http' | 'server did not select h2' | 'an HTTP/2 request went unanswered';
 
 export class HttpVersionChoice {
-  private current: HttpProtocol | undefined;
+  // One state: the version follows from the reason.
   private why: HttpVersionReason;
 
   constructor(server: string, env: Record<string, string | undefined> = process.env) {
-    if (!server.startsWith('https:')) {
-      this.current = undefined; // Bun's `protocol` requires https; plain http is HTTP/1.1
-      this.why = 'plain http';
-    } else if (env.DISABLE_HTTP2) {
-      this.current = 'http1.1'; // also overrides Bun's own experimental flag, if set
-      this.why = 'DISABLE_HTTP2';
-    } else {
-      this.current = 'http2';
-      this.why = 'default';
-    }
+    if (!server.startsWith('https:')) this.why = 'plain http'; // Bun's `protocol` requires https
+    else if (env.DISABLE_HTTP2) this.why = 'DISABLE_HTTP2'; // also overrides Bun's own experimental flag, if set
+    else this.why = 'default';
   }
 
   get reason(): HttpVersionReason {
     return this.why;
   }
 
-  /** The value for fetch's `protocol` option; undefined lets Bun choose (plain http). */
+  /** The value for fetch's `protocol` option; undefined lets Bun choose (plain http: HTTP/1.1). */
   get protocol(): HttpProtocol | undefined {
-    return this.current;
+    if (this.why === 'plain http') return undefined;
+    return this.why === 'default' ? 'http2' : 'http1.1';
   }
 
   /**
@@ -63,29 +57,25 @@ export class HttpVersionChoice {
    */
   refused(error: unknown, sentWith: HttpProtocol | undefined): 'switched' | 'again' | false {
     if (sentWith !== 'http2' || (error as { code?: unknown } | null)?.code !== 'HTTP2Unsupported') return false;
-    if (this.current !== 'http2') return 'again';
-    this.current = 'http1.1';
+    if (this.protocol !== 'http2') return 'again';
     this.why = 'server did not select h2';
     return 'switched';
   }
 
   /**
    * A request sent as HTTP/2 timed out before its answer came: HTTP/1.1 until answered() says a
-   * probe over HTTP/2 got through. True when this switched
-   * (the caller starts probing); false when already on HTTP/1.1 or the request was not HTTP/2.
+   * probe over HTTP/2 got through. True when this switched (the caller starts probing); false
+   * when already on HTTP/1.1 or the request was not HTTP/2.
    */
   unanswered(sentWith: HttpProtocol | undefined): boolean {
-    if (sentWith !== 'http2' || this.current !== 'http2') return false;
-    this.current = 'http1.1';
+    if (sentWith !== 'http2' || this.protocol !== 'http2') return false;
     this.why = 'an HTTP/2 request went unanswered';
     return true;
   }
 
   /** A probe over HTTP/2 was answered: back to HTTP/2 (only from the unanswered state). */
   answered(): void {
-    if (this.why !== 'an HTTP/2 request went unanswered') return;
-    this.current = 'http2';
-    this.why = 'default';
+    if (this.why === 'an HTTP/2 request went unanswered') this.why = 'default';
   }
 }
 
