@@ -228,3 +228,11 @@ test('a caller giving up on an HTTP/2 request (a shutdown, a term ending) leaves
   await get(t);
   expect(server.seen.at(-1)?.version).toBe('2.0');
 });
+
+test('a request the server refused h2 for is sent again without taking a second rate-limit token', async () => {
+  const server = await tlsServer('http/1.1 only');
+  // Five tokens and no refill to speak of: a second token per request would never come.
+  const t = transport(server.port, { qps: 0.0001, burst: 5 });
+  await Promise.all(Array.from({ length: 5 }, () => get(t)));
+  expect(server.seen.map((s) => s.version)).toEqual(Array(5).fill('1.1'));
+});

@@ -1,7 +1,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { KubeApiError, type KubeStatus } from './errors.ts';
 import { clientCertificateChain } from './client-cert-chain.ts';
-import { HttpVersionChoice, type HttpProtocol, type HttpVersionChange } from './http-version.ts';
+import { HttpVersionChoice, type HttpProtocol, type HttpVersionChange, type HttpVersionReason } from './http-version.ts';
 import type { RequestFence } from './request-fence.ts';
 import { TokenBucket } from '../util/token-bucket.ts';
 import { sleep } from '../util/time.ts';
@@ -121,7 +121,7 @@ export class BunKubeTransport implements KubeTransport {
   }
 
   /** The HTTP version this client asks for now (undefined: plain http, HTTP/1.1) and why. */
-  get protocol(): { version: HttpProtocol | undefined; reason: string } {
+  get protocol(): { version: HttpProtocol | undefined; reason: HttpVersionReason } {
     return { version: this.httpVersion.protocol, reason: this.httpVersion.reason };
   }
 
@@ -224,22 +224,9 @@ export class BunKubeTransport implements KubeTransport {
     this.options.fence?.admit(req.method);
     const started = performance.now();
     let res: Response;
-    const protocol = this.httpVersion.protocol;
     try {
-      const sent = fetch(url, { method: req.method, headers, body, signal: req.signal, tls: creds.tls, redirect: 'manual', protocol });
-      res = await (this.options.fence ? this.options.fence.track(req.method, sent) : sent);
+      res = await this.fetchOverChosenVersion(req.method, url, { method: req.method, headers, body, signal: req.signal, tls: creds.tls, redirect: 'manual' });
     } catch (e) {
-      const refused = this.httpVersion.refused(e, protocol);
-      if (refused) {
-        // Refused in the TLS handshake: nothing was sent, so sending again is safe for any verb.
-        if (refused === 'switched') this.tell('h2 refused');
-        return this.send(req, authRetried, retryAfterCount);
-      }
-      // A timeout only: a shutdown, a term's end or a caller giving up says nothing of the connection.
-      if (isTimeout(req.signal) && this.httpVersion.unanswered(protocol)) {
-        this.tell('h2 unanswered');
-        void this.probeHttp2Until();
-      }
       this.observe(req.method, '<error>', started);
       throw e;
     }
@@ -258,6 +245,31 @@ export class BunKubeTransport implements KubeTransport {
       return this.send(req, authRetried, retryAfterCount + 1);
     }
     return res;
+  }
+
+  /**
+   * fetch over the HTTP version in force. A refusal of h2 comes from the TLS handshake, before
+   * any byte of the request: it is sent again over HTTP/1.1 here, safe for any verb and without
+   * a second rate-limit token. A timeout over h2 moves the client off it (http-version.ts); a
+   * shutdown, a term's end or a caller giving up says nothing of the connection.
+   */
+  private async fetchOverChosenVersion(method: HttpMethod, url: string, init: BunFetchRequestInit): Promise<Response> {
+    for (;;) {
+      const protocol = this.httpVersion.protocol;
+      try {
+        const sent = fetch(url, { ...init, protocol });
+        return await (this.options.fence ? this.options.fence.track(method, sent) : sent);
+      } catch (e) {
+        const refused = this.httpVersion.refused(e, protocol);
+        if (refused === 'switched') this.tell('h2 refused');
+        if (refused) continue;
+        if (isTimeout(init.signal ?? undefined) && this.httpVersion.unanswered(protocol)) {
+          this.tell('h2 unanswered');
+          void this.probeHttp2Until();
+        }
+        throw e;
+      }
+    }
   }
 
   private tell(change: HttpVersionChange['change']): void {
