@@ -8,9 +8,7 @@
 import type { V1Node } from '@kubernetes/client-node';
 import { BunKubeTransport } from '../src/kube/transport.ts';
 import { NODES, ResourceClient } from '../src/kube/resources.ts';
-// The module, not the package index: the index also loads client-node's watch, informer, cp
-// (tar), attach/exec (websockets) and metrics, which nothing here uses (BENCHMARKS.md run 8).
-import { KubeConfig } from '@kubernetes/client-node/dist/config.js';
+import { loadKubeConfig } from '../src/app/kubeconfig.ts';
 
 const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 const INGRESS_IP = '192.0.2.10';
@@ -21,9 +19,7 @@ function flag(name: string): string {
   return arg.slice(name.length + 3);
 }
 
-const kc = new KubeConfig();
-kc.loadFromFile(flag('kubeconfig'));
-const transport = new BunKubeTransport(kc, { qps: Number(flag('qps')), burst: Number(flag('burst')), userAgent: 'bench-floor' });
+const transport = new BunKubeTransport(loadKubeConfig({ kubeconfig: flag('kubeconfig') }), { qps: Number(flag('qps')), burst: Number(flag('burst')), userAgent: 'bench-floor' });
 const nodes = new ResourceClient<V1Node>(transport, NODES);
 const concurrency = Number(flag('concurrency'));
 

@@ -1,6 +1,9 @@
 // The module, not the package index: the index also loads client-node's watch, informer, cp
 // (tar), attach/exec (websockets) and metrics, which nothing here uses (BENCHMARKS.md run 8).
+// Other modules take KubeConfig from here.
 import { KubeConfig } from '@kubernetes/client-node/dist/config.js';
+
+export { KubeConfig };
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';

@@ -1,6 +1,4 @@
-// The module, not the package index: the index also loads client-node's watch, informer, cp
-// (tar), attach/exec (websockets) and metrics, which nothing here uses (BENCHMARKS.md run 8).
-import { KubeConfig } from '@kubernetes/client-node/dist/config.js';
+import { KubeConfig } from './kubeconfig.ts';
 import { isNotFound } from '../kube/errors.ts';
 import { BunKubeTransport, type KubeTransport, type TransportOptions } from '../kube/transport.ts';
 import type { Logger } from '../log.ts';

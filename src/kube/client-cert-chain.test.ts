@@ -1,14 +1,13 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { KubeConfig } from '@kubernetes/client-node';
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { createCertificateAuthority, issueCertificate, type CertificateAuthority, type IssuedCertificate } from '../../test/harness/certs.ts';
 import { tempDir } from '../../test/harness/ccm-process.ts';
 import { eventually } from '../../test/harness/eventually.ts';
+import { transportFor, writeKubeconfig } from '../../test/harness/kubeconfig.ts';
 import { freeLoopbackPorts } from '../../test/harness/ports.ts';
 import { ownPid } from '../../test/harness/processes.ts';
 import { clientCertificateChain } from './client-cert-chain.ts';
-import { BunKubeTransport } from './transport.ts';
 
 /**
  * What the transport's TLS puts in its Certificate message, read by a real TLS server that
@@ -68,14 +67,8 @@ async function sentBy(certPem: string, keyPem: string, trustedClientCa: string):
   });
   const disown = ownPid(proc.pid);
   try {
-    const kc = new KubeConfig();
-    kc.loadFromOptions({
-      clusters: [{ name: 'c', server: `https://127.0.0.1:${port}`, caData: Buffer.from(ca.certPem).toString('base64') }],
-      users: [{ name: 'u', certData: Buffer.from(certPem).toString('base64'), keyData: Buffer.from(keyPem).toString('base64') }],
-      contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
-      currentContext: 'x',
-    });
-    const transport = new BunKubeTransport(kc, { qps: 0 });
+    const path = await writeKubeconfig(join(dir, `kubeconfig-${port}.yaml`), `https://127.0.0.1:${port}`, ca.certPem, 'u', { clientCertPem: certPem, clientKeyPem: keyPem });
+    const transport = transportFor(path);
     const res = await eventually('s_server answers', async () => {
       try {
         return await transport.sendRaw({ method: 'GET', path: '/' });

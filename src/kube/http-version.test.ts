@@ -1,13 +1,14 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test';
-import { KubeConfig } from '@kubernetes/client-node';
 import http2 from 'node:http2';
 import https from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import net from 'node:net';
 import { rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { createCertificateAuthority, issueCertificate, type CertificateAuthority, type IssuedCertificate } from '../../test/harness/certs.ts';
 import { tempDir } from '../../test/harness/ccm-process.ts';
 import { eventually } from '../../test/harness/eventually.ts';
+import { transportFor, writeKubeconfig } from '../../test/harness/kubeconfig.ts';
 import { HttpVersionChoice } from './http-version.ts';
 import { BunKubeTransport, type TransportOptions } from './transport.ts';
 
@@ -113,15 +114,10 @@ async function relay(port: number): Promise<{ port: number; connections: () => n
   };
 }
 
-function transport(port: number, options: TransportOptions = {}): BunKubeTransport {
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: 'c', server: `https://localhost:${port}`, caData: Buffer.from(ca.certPem).toString('base64') }],
-    users: [{ name: 'u', token: 'not-a-secret' }],
-    contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
-    currentContext: 'x',
-  });
-  return new BunKubeTransport(kc, { qps: 0, ...options });
+/** A transport to the TLS server at `port`, through a kubeconfig file as the product reads one; no rate limit unless the options say. */
+async function transport(port: number, options: TransportOptions = {}): Promise<BunKubeTransport> {
+  const path = await writeKubeconfig(join(dir, `kubeconfig-${port}.yaml`), `https://localhost:${port}`, ca.certPem, 'u', { token: 'not-a-secret' });
+  return transportFor(path, { qps: 0, ...options });
 }
 
 const get = (t: BunKubeTransport, path = '/api/v1/nodes') => t.request({ method: 'GET', path });
@@ -129,7 +125,7 @@ const get = (t: BunKubeTransport, path = '/api/v1/nodes') => t.request({ method:
 test('to a server that offers h2, requests go over HTTP/2, twenty at once on one connection', async () => {
   const server = await tlsServer('h2 and http/1.1');
   const through = await relay(server.port);
-  const t = transport(through.port);
+  const t = await transport(through.port);
   await get(t); // the connection open first: the twenty below meet it rather than race to open their own
   await Promise.all(Array.from({ length: 20 }, () => get(t)));
   expect(server.seen.map((s) => s.version)).toEqual(Array(21).fill('2.0'));
@@ -142,7 +138,7 @@ test('with DISABLE_HTTP2 set, the same server gets HTTP/1.1', async () => {
   const before = process.env.DISABLE_HTTP2;
   process.env.DISABLE_HTTP2 = '1';
   try {
-    const t = transport(server.port);
+    const t = await transport(server.port);
     await Promise.all([get(t), get(t)]);
     expect(t.protocol).toEqual({ version: 'http1.1', reason: 'DISABLE_HTTP2' });
   } finally {
@@ -155,7 +151,7 @@ test('with DISABLE_HTTP2 set, the same server gets HTTP/1.1', async () => {
 test('a server that does not select h2 gets every request once, over HTTP/1.1, and the fallback is told once', async () => {
   const server = await tlsServer('http/1.1 only');
   const told: unknown[] = [];
-  const t = transport(server.port, { userAgent: 'edge-ccm/test', onHttpVersionChange: (info) => told.push(info) });
+  const t = await transport(server.port, { userAgent: 'edge-ccm/test', onHttpVersionChange: (info) => told.push(info) });
   // Five at once, all sent as HTTP/2 before the first refusal came back, one of them a POST.
   await Promise.all([
     ...Array.from({ length: 4 }, () => get(t)),
@@ -171,7 +167,7 @@ test('a server that does not select h2 gets every request once, over HTTP/1.1, a
 test('a request timing out on a healthy HTTP/2 connection ends its own stream only: a watch beside it goes on', async () => {
   const server = await tlsServer('h2 and http/1.1');
   const through = await relay(server.port);
-  const t = transport(through.port, { requestTimeoutMs: 300, http2Probe: { intervalMs: 100, timeoutMs: 1000 } });
+  const t = await transport(through.port, { requestTimeoutMs: 300, http2Probe: { intervalMs: 100, timeoutMs: 1000 } });
   const stop = new AbortController();
   let events = 0;
   const watching = (async () => {
@@ -194,7 +190,7 @@ test('a black-holed HTTP/2 connection: the request on it times out, the client g
   const server = await tlsServer('h2 and http/1.1');
   const through = await relay(server.port);
   const told: string[] = [];
-  const t = transport(through.port, { requestTimeoutMs: 300, http2Probe: { intervalMs: 100, timeoutMs: 100 }, onHttpVersionChange: (info) => told.push(info.change) });
+  const t = await transport(through.port, { requestTimeoutMs: 300, http2Probe: { intervalMs: 100, timeoutMs: 100 }, onHttpVersionChange: (info) => told.push(info.change) });
   await get(t);
   through.silenceAll();
   await expect(get(t)).rejects.toThrow(/timed out|abort/i);
@@ -218,7 +214,7 @@ test('a black-holed HTTP/2 connection: the request on it times out, the client g
 
 test('a caller giving up on an HTTP/2 request (a shutdown, a term ending) leaves the client on HTTP/2', async () => {
   const server = await tlsServer('h2 and http/1.1');
-  const t = transport(server.port, { requestTimeoutMs: 60_000 });
+  const t = await transport(server.port, { requestTimeoutMs: 60_000 });
   const caller = new AbortController();
   const held = t.request({ method: 'GET', path: '/hold', signal: caller.signal });
   while (!server.seen.some((s) => s.path === '/hold')) await Bun.sleep(10);
@@ -232,7 +228,7 @@ test('a caller giving up on an HTTP/2 request (a shutdown, a term ending) leaves
 test('a request the server refused h2 for is sent again without taking a second rate-limit token', async () => {
   const server = await tlsServer('http/1.1 only');
   // Five tokens and no refill to speak of: a second token per request would never come.
-  const t = transport(server.port, { qps: 0.0001, burst: 5 });
+  const t = await transport(server.port, { qps: 0.0001, burst: 5 });
   await Promise.all(Array.from({ length: 5 }, () => get(t)));
   expect(server.seen.map((s) => s.version)).toEqual(Array(5).fill('1.1'));
 });
