@@ -105,7 +105,9 @@ export class Reflector<T extends KubeObject> {
         const delay = this.backoff.next();
         this.log.warn('list/watch failed, retrying', { step, error: errorMessage(e), retryInMs: Math.round(delay), resourceVersion: this.resourceVersion });
         try {
-          if ((await this.waitToRetry(delay, signal, isUnanswered(e))) === 'back') this.backoff.reset();
+          const outcome = await this.waitToRetry(delay, signal, isUnanswered(e));
+          if (outcome === 'back') this.backoff.reset();
+          this.log.debug(4, 'retrying now', { after: outcome === 'back' ? 'the API server answered again' : 'the backoff' });
         } catch {
           break; // aborted while waiting
         }
