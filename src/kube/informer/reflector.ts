@@ -7,6 +7,7 @@ import type { RetryWait } from '../api-server-return.ts';
 import type { KubeObject, Store, StoreChange } from './store.ts';
 import { sleep as defaultSleep } from '../../util/time.ts';
 import { errorMessage } from '../../util/errors.ts';
+import { watchEventCollections } from '../../util/collection-pacer.ts';
 
 /**
  * Keeps a Store equal to the server's objects: list (paged), then watch from the list's
@@ -205,6 +206,7 @@ export class Reflector<T extends KubeObject> {
     }
     if (resourceVersion) this.resourceVersion = resourceVersion;
     if (change) this.opts.onChange(change);
+    watchEventCollections.note();
   }
 
   private selectors(): Record<string, QueryValue> {

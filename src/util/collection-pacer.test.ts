@@ -1,0 +1,63 @@
+import { describe, expect, test } from 'bun:test';
+import { CollectionPacer } from './collection-pacer.ts';
+
+describe('CollectionPacer', () => {
+  const pacer = (minIntervalMs = 3_000) => {
+    let now = 0;
+    const made: number[] = [];
+    const p = new CollectionPacer({ eventsPerCollection: 3, minIntervalMs, collect: () => made.push(now), now: () => now });
+    return { p, made, advance: (ms: number) => (now += ms) };
+  };
+
+  test('collects once enough events came and enough time went by, then counts again from zero', () => {
+    const { p, made, advance } = pacer();
+    advance(5_000);
+    p.note(); p.note();
+    expect(made).toEqual([]);
+    p.note();
+    expect(made).toEqual([5_000]);
+    p.note(); p.note();
+    advance(3_000);
+    p.note();
+    expect(made).toEqual([5_000, 8_000]);
+    expect(p.collections).toBe(2);
+  });
+
+  test('a burst inside the interval waits for it; events keep counting meanwhile', () => {
+    const { p, made, advance } = pacer();
+    advance(3_000);
+    for (let i = 0; i < 3; i++) p.note();
+    for (let i = 0; i < 100; i++) { advance(10); p.note(); }
+    expect(made).toEqual([3_000]);
+    advance(2_000);
+    p.note();
+    expect(made).toEqual([3_000, 6_000]);
+  });
+
+  test('a slow collection spaces the next ones out: at most 5 % of the time collecting', () => {
+    let now = 0;
+    const made: number[] = [];
+    const p = new CollectionPacer({ eventsPerCollection: 1, minIntervalMs: 3_000, collect: () => { made.push(now); now += 400; }, now: () => now });
+    now = 3_000;
+    p.note();
+    now = 3_400 + 7_999;
+    p.note();
+    expect(made).toEqual([3_000]);
+    now = 3_400 + 8_000;
+    p.note();
+    expect(made).toEqual([3_000, 11_400]);
+  });
+
+  test('time alone never collects: no events, no collection (nothing runs at idle)', () => {
+    const { p, made, advance } = pacer();
+    advance(600_000);
+    p.note(); p.note();
+    expect(made).toEqual([]);
+  });
+
+  test('the default collects for real, synchronously', () => {
+    const p = new CollectionPacer({ eventsPerCollection: 1, minIntervalMs: 0 });
+    p.note();
+    expect(p.collections).toBe(1);
+  });
+});
