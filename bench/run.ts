@@ -91,7 +91,7 @@ async function waitReady(side: SideProcess, admin: KubeTransport, leaseName: str
 
 interface Session { cp: ControlPlane; admin: KubeTransport; user: string; kubeconfig: string; dir: string; fakeConfig: string }
 
-async function withControlPlane<T>(fn: (cp: ControlPlane, admin: KubeTransport) => Promise<T>): Promise<T> {
+async function withControlPlane<T>(fn: (cp: ControlPlane, admin: BunKubeTransport) => Promise<T>): Promise<T> {
   const cp = await startControlPlane({ extraApiServerFlags: CONTROL_PLANE_FLAGS });
   try {
     return await fn(cp, transportFor(cp.adminKubeconfig));
@@ -180,8 +180,8 @@ async function burstRun(kind: Kind, count: number, side: SideName, profile: Prof
 }
 
 /** kube-apiserver's own CPU profile (Go pprof, /debug/pprof/profile) over the burst's first seconds, into the profile dir. */
-async function profileApiServer(admin: KubeTransport, name: string): Promise<void> {
-  const res = await (admin as BunKubeTransport).sendRaw({ method: 'GET', path: '/debug/pprof/profile', query: { seconds: apiserverProfileSeconds } });
+async function profileApiServer(admin: BunKubeTransport, name: string): Promise<void> {
+  const res = await admin.sendRaw({ method: 'GET', path: '/debug/pprof/profile', query: { seconds: apiserverProfileSeconds } });
   if (!res.ok) throw new Error(`kube-apiserver profile: HTTP ${res.status}: ${(await res.text()).slice(0, 200)}`);
   mkdirSync(apiserverProfileDir as string, { recursive: true });
   writeFileSync(join(apiserverProfileDir as string, `${name}.pprof`), new Uint8Array(await res.arrayBuffer()));

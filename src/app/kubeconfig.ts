@@ -2,11 +2,11 @@
 // (tar), attach/exec (websockets) and metrics, which nothing here uses (BENCHMARKS.md run 8).
 // Other modules take KubeConfig from here.
 import { KubeConfig } from '@kubernetes/client-node/dist/config.js';
-
-export { KubeConfig };
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
+
+export { KubeConfig };
 
 /**
  * The client configuration as upstream's clientcmd.BuildConfigFromFlags: --kubeconfig (and

@@ -26,9 +26,9 @@ export interface CollectionPacerOptions {
   now?: () => number;
 }
 
-export const DEFAULT_EVENTS_PER_COLLECTION = 1_000;
-export const DEFAULT_MIN_COLLECTION_INTERVAL_MS = 3_000;
-export const DEFAULT_MAX_COLLECTION_DUTY = 0.05;
+const DEFAULT_EVENTS_PER_COLLECTION = 1_000;
+const DEFAULT_MIN_COLLECTION_INTERVAL_MS = 3_000;
+const DEFAULT_MAX_COLLECTION_DUTY = 0.05;
 
 export class CollectionPacer {
   private readonly eventsPerCollection: number;
@@ -38,7 +38,7 @@ export class CollectionPacer {
   private readonly now: () => number;
   private events = 0;
   private nextAt: number;
-  /** Collections made, for tests and the bench. */
+  /** Collections made so far (tests read it). */
   collections = 0;
 
   constructor(opts: CollectionPacerOptions = {}) {

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
-import { KubeConfig } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
+import { loadKubeConfig } from '../../src/app/kubeconfig.ts';
 import { BunKubeTransport, type TransportOptions } from '../../src/kube/transport.ts';
 
 /** Kubeconfig files for the test cluster, with everything embedded so the file stands alone. */
@@ -28,9 +28,7 @@ export async function writeKubeconfig(path: string, server: string, caPem: strin
 
 /** A transport authenticating as whoever the kubeconfig file says; no client-side rate limit by default. */
 export function transportFor(kubeconfigPath: string, options: TransportOptions = { qps: 0 }): BunKubeTransport {
-  const kc = new KubeConfig();
-  kc.loadFromFile(kubeconfigPath);
-  return new BunKubeTransport(kc, options);
+  return new BunKubeTransport(loadKubeConfig({ kubeconfig: kubeconfigPath }), options);
 }
 
 /** The bearer token of a token kubeconfig (cp.tokenKubeconfig()), for requests made by hand. */
