@@ -18,9 +18,9 @@
 import { createBgpLab, NODES6, ROUTER6, speakerConfig, startRouter } from '../test/harness/bgp-lab.ts';
 import { SpeakerProcess } from '../test/harness/bgp-speaker-process.ts';
 import type { V1Node, V1Service } from '@kubernetes/client-node';
-import { loadBalancerAnnouncements, podCIDRAnnouncements } from '../providers/shared/bgp/announcements.ts';
-import { BgpRouteTable } from '../providers/shared/bgp/route-table.ts';
-import { parseAddressRange, type AddressRange } from '../providers/shared/pools/ranges.ts';
+import { loadBalancerAnnouncements, podCIDRAnnouncements } from '../src/announce/bgp/announcements.ts';
+import { BgpRouteTable } from '../src/announce/bgp/route-table.ts';
+import { parseAddressRange, type AddressRange } from '../src/lb/ranges.ts';
 import { BgpSpeaker, type Announcement } from '../src/net/bgp/speaker.ts';
 
 const args = Object.fromEntries(process.argv.slice(2).filter((a) => a.startsWith('--') && a.includes('=')).map((a) => a.slice(2).split('=') as [string, string]));

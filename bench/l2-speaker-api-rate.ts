@@ -17,8 +17,8 @@ import type { V1EndpointSlice, V1Node, V1Service } from '@kubernetes/client-node
 import { Registry } from 'prom-client';
 import { NODES, ResourceClient, SERVICES } from '../src/kube/resources.ts';
 import { silentLogger } from '../src/log.ts';
-import { loadSpeakerConfig } from '../src/speaker/config.ts';
-import { ENDPOINT_SLICES, Speaker } from '../src/speaker/speaker.ts';
+import { loadSpeakerConfig } from '../src/announce/config.ts';
+import { ENDPOINT_SLICES, Speaker } from '../src/announce/l2/announcer.ts';
 import type { AuditEntry } from '../test/harness/audit.ts';
 import { startControlPlane } from '../test/harness/control-plane.ts';
 import { transportFor, writeKubeconfig } from '../test/harness/kubeconfig.ts';

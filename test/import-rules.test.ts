@@ -29,16 +29,20 @@ const ALLOWED: [room: string, may: string[]][] = [
   ['src/status', ['src/controllers/types.ts', 'src/cloud', 'src/kube', 'src/net', ...BASE]],
   // A controller knows the cloud contract and Kubernetes, never another controller nor a provider.
   ['src/controllers/', ['src/controllers/types.ts', 'src/status/breaker-link.ts', 'src/status/resources.ts', 'src/cloud', 'src/kube', 'src/net', ...BASE]],
-  ['providers/shared', ['src/cloud', 'src/kube', 'src/net', ...BASE]],
-  // A provider: the shared pools and config file, the contract; never another provider.
-  ['providers/', ['providers/shared', 'src/cloud', 'src/kube', 'src/net', ...BASE]],
-  ['src/speaker', ['providers/shared', 'src/cloud', 'src/kube', 'src/net', ...BASE]],
-  ['src/migrate', ['providers/shared', 'src/net', ...BASE]],
+  // The address core every provider reads: the config file, the pools, the sections.
+  ['src/config-file', ['src/cloud', 'src/kube', ...BASE]],
+  ['src/lb', ['src/config-file', 'src/cloud', 'src/kube', 'src/net', ...BASE]],
+  // Announcing addresses (BGP from the leader, ARP/NDP from every node): the pools, packets and Kubernetes.
+  ['src/announce', ['src/lb', 'src/config-file', 'src/server', 'src/cloud', 'src/kube', 'src/net', ...BASE]],
+  ['src/config-sections.ts', ['src/announce', 'src/lb', 'src/config-file', 'src/cloud', 'src/kube', 'src/net', ...BASE]],
+  // A provider: the core and the contract; never another provider.
+  ['providers/', ['src/config-sections.ts', 'src/announce', 'src/lb', 'src/config-file', 'src/cloud', 'src/kube', 'src/net', ...BASE]],
+  ['src/migrate', ['src/lb', 'src/net', ...BASE]],
   // The flags: parsers of the rooms whose values they check, the lifecycle's defaults, and the controller table's names.
   ['src/options', ['src/net', 'src/server', 'src/controllers/nodelifecycle/options.ts', 'src/app/controllers.ts', ...BASE]],
-  ['src/app', ['src/options', 'src/controllers', 'src/status', 'src/speaker', 'src/server', 'src/systemd', 'src/cloud', 'src/kube', 'src/net', 'src/version.ts', ...BASE]],
+  ['src/app', ['src/options', 'src/controllers', 'src/status', 'src/announce', 'src/server', 'src/systemd', 'src/cloud', 'src/kube', 'src/net', 'src/version.ts', ...BASE]],
   ['src/providers.ts', ['providers/static/index.ts', 'providers/proxmox/index.ts', 'src/cloud']],
-  ['src/cmd', ['src/app', 'src/options', 'src/speaker', 'src/migrate', 'src/cloud', 'src/kube', 'src/net', 'src/version.ts', 'providers/shared', ...BASE]],
+  ['src/cmd', ['src/app', 'src/options', 'src/announce', 'src/migrate', 'src/lb', 'src/config-file', 'src/cloud', 'src/kube', 'src/net', 'src/version.ts', ...BASE]],
   ['src/main.ts', ['src/cmd', 'src/cloud', 'src/providers.ts']],
 ];
 
@@ -99,7 +103,7 @@ describe('imports go one way (docs/architecture.md)', () => {
   test('no provider imports another provider, and only src/providers.ts links them in', () => {
     const bad = edges.filter((e) => {
       const target = roomOf(e.to);
-      if (!target.startsWith('providers/') || target === 'providers/shared') return false;
+      if (!target.startsWith('providers/')) return false;
       return roomOf(e.from) !== target && e.from !== 'src/providers.ts';
     });
     expect(bad).toEqual([]);
@@ -124,7 +128,13 @@ describe('imports go one way (docs/architecture.md)', () => {
     expect(permitted('providers/proxmox/provider.ts', 'providers/static/allocator.ts')).toBe(false);
     expect(permitted('src/controllers/route/controller.ts', 'src/controllers/node/index.ts')).toBe(false);
     expect(permitted('src/net/bgp/peer.ts', 'src/kube/transport.ts')).toBe(false);
-    expect(permitted('providers/shared/pools/compatibility.ts', 'src/controllers/service/kube-vip.ts')).toBe(false);
+    expect(permitted('src/lb/compatibility.ts', 'src/controllers/service/kube-vip.ts')).toBe(false);
+    // The core never reaches up into a provider or the announcers; the announcers never into the app.
+    expect(permitted('src/lb/allocator.ts', 'providers/static/provider.ts')).toBe(false);
+    expect(permitted('src/config-file/watch.ts', 'src/lb/ranges.ts')).toBe(false);
+    expect(permitted('src/lb/allocator.ts', 'src/announce/addresses.ts')).toBe(false);
+    expect(permitted('src/announce/l2/announcer.ts', 'src/app/app.ts')).toBe(false);
+    expect(permitted('providers/static/provider.ts', 'src/lb/allocator.ts')).toBe(true);
     expect(permitted('src/controllers/route/controller.ts', 'src/util/resync-trigger.ts')).toBe(true);
   });
 });

@@ -1,6 +1,6 @@
 import type { V1NodeAddress } from '@kubernetes/client-node';
 import { formatIP, parseIP, type IP } from '../../src/net/ip.ts';
-import { rangesContain, parseAddressRange, type AddressRange } from '../shared/pools/ranges.ts';
+import { rangesContain, parseAddressRange, type AddressRange } from '../../src/lb/ranges.ts';
 import type { AddressPolicy } from './config-model.ts';
 
 /**

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { registerProxmoxProvider } from './index.ts';
 import { loadProxmoxConfig } from './config-load.ts';
 import { createProxmoxProvider } from './provider.ts';
-import type { ConfigError } from '../shared/config-file/yaml-load.ts';
+import type { ConfigError } from '../../src/config-file/yaml-load.ts';
 import { ProviderRegistry } from '../../src/cloud/registry.ts';
 import { PASSWORD, SECRETS, TOKEN_ID, TOKEN_SECRET, loadOrThrow, quietLogger, tokenConfig } from '../../test/fakes/proxmox-fixtures.ts';
 

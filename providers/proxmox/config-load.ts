@@ -1,4 +1,4 @@
-import { yamlConfigLoader, type ConfigLoadResult } from '../shared/config-file/yaml-load.ts';
+import { yamlConfigLoader, type ConfigLoadResult } from '../../src/config-file/yaml-load.ts';
 import type { ProxmoxConfig } from './config-model.ts';
 import { resolveProxmoxConfig } from './config-resolve.ts';
 import { ProxmoxConfigSchema, salvageProxmoxConfig } from './config-schema.ts';

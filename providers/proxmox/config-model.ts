@@ -1,6 +1,6 @@
 import type { IPFamily } from '../../src/net/ip.ts';
-import type { AddressRange } from '../shared/pools/ranges.ts';
-import type { SharedSections } from '../shared/sections.ts';
+import type { AddressRange } from '../../src/lb/ranges.ts';
+import type { SharedSections } from '../../src/config-sections.ts';
 
 /**
  * The proxmox provider's configuration after validation: defaults applied, secrets read, CIDRs

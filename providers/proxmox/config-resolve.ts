@@ -1,9 +1,9 @@
 import { labelValueError } from '../../src/kube/labels.ts';
 import type { IPFamily } from '../../src/net/ip.ts';
-import type { ConfigIssue, ConfigPath, ReportIssue } from '../shared/config-file/issues.ts';
-import { SecretFiles, type ConfigWarningIssue, type SecretSource } from '../shared/config-file/secrets.ts';
-import { parseAddressRange, type AddressRange } from '../shared/pools/ranges.ts';
-import { resolveSharedSections } from '../shared/sections.ts';
+import type { ConfigIssue, ConfigPath, ReportIssue } from '../../src/config-file/issues.ts';
+import { SecretFiles, type ConfigWarningIssue, type SecretSource } from '../../src/config-file/secrets.ts';
+import { parseAddressRange, type AddressRange } from '../../src/lb/ranges.ts';
+import { resolveSharedSections } from '../../src/config-sections.ts';
 import { PROXMOX_MATCH_CRITERIA, type ClusterAuth, type ProxmoxCluster, type ProxmoxConfig } from './config-model.ts';
 import type { RawCluster, ResolvableProxmoxConfig } from './config-schema.ts';
 import { INSTANCE_TYPE_PLACEHOLDERS, instanceTypeOf } from './instance-type.ts';

@@ -1,14 +1,14 @@
 import * as v from 'valibot';
-import { asRecord, labelValue, nonEmpty, validOrUndefined, withoutUserinfo } from '../shared/config-file/schema.ts';
-import { addressRange } from '../shared/pools/config-schema.ts';
-import { SHARED_SECTIONS, salvageSharedSections, type ResolvableSharedSections } from '../shared/sections.ts';
+import { asRecord, labelValue, nonEmpty, validOrUndefined, withoutUserinfo } from '../../src/config-file/schema.ts';
+import { addressRange } from '../../src/lb/config-schema.ts';
+import { SHARED_SECTIONS, salvageSharedSections, type ResolvableSharedSections } from '../../src/config-sections.ts';
 import { PROXMOX_MATCH_CRITERIA } from './config-model.ts';
 
 /**
  * The shape of the proxmox provider's --cloud-config file, checked with valibot: every object
  * strict (an unknown key is an error), each value that can be judged alone checked here. What
  * needs more than one value (auth choices, secrets, duplicate regions) is config-resolve.ts's.
- * The sections every provider has (loadBalancer) are providers/shared/sections.ts's.
+ * The sections every provider has (loadBalancer) are src/config-sections.ts's.
  */
 
 const positive = v.pipe(v.number(), v.minValue(0.001, 'must be more than 0'));

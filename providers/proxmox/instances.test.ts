@@ -4,7 +4,7 @@ import type { AddressPolicy } from './config-model.ts';
 import { instanceTypeOf } from './instance-type.ts';
 import { parseProviderID, providerIDOf } from './matching.ts';
 import { parseAgentInterfaces, parseVmConfig } from './vm-details.ts';
-import { parseAddressRange, type AddressRange } from '../shared/pools/ranges.ts';
+import { parseAddressRange, type AddressRange } from '../../src/lb/ranges.ts';
 import { formatIP } from '../../src/net/ip.ts';
 import { Clock, closedAfterEach, node, providerFor, sampleResponder, tokenConfig } from '../../test/fakes/proxmox-fixtures.ts';
 

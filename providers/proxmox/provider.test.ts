@@ -6,7 +6,7 @@ import type { V1Service } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { registerProxmoxProvider } from './index.ts';
 import { createProxmoxProvider, type ProxmoxProvider } from './provider.ts';
-import type { SecretSource } from '../shared/config-file/secrets.ts';
+import type { SecretSource } from '../../src/config-file/secrets.ts';
 import { ProviderRegistry } from '../../src/cloud/registry.ts';
 import type { KubeTransport } from '../../src/kube/transport.ts';
 import type { Logger } from '../../src/log.ts';

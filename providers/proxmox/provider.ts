@@ -1,14 +1,14 @@
 import type { CloudProvider, Instances, ProviderContext, Routes } from '../../src/cloud/types.ts';
 import type { Logger } from '../../src/log.ts';
 import type { BackoffBounds } from '../../src/util/backoff.ts';
-import { registerReloadMetrics } from '../shared/config-file/metrics.ts';
-import { processSecrets, type SecretSource } from '../shared/config-file/secrets.ts';
-import { providerFileOptions, watchProviderConfig, type ConfigReloadResult, type ProviderFileOptions, type WatchedConfig } from '../shared/config-file/watch.ts';
-import { formatConfigErrors } from '../shared/config-file/yaml-load.ts';
-import { ProviderBgp } from '../shared/bgp/source.ts';
-import { AddressAllocator } from '../shared/pools/allocator.ts';
-import { DEFAULT_REBUILD_RETRY, PoolLoadBalancer, rebuildFromServices, type RebuildRetry } from '../shared/pools/load-balancer.ts';
-import { registerPoolMetrics } from '../shared/pools/metrics.ts';
+import { registerReloadMetrics } from '../../src/config-file/metrics.ts';
+import { processSecrets, type SecretSource } from '../../src/config-file/secrets.ts';
+import { providerFileOptions, watchProviderConfig, type ConfigReloadResult, type ProviderFileOptions, type WatchedConfig } from '../../src/config-file/watch.ts';
+import { formatConfigErrors } from '../../src/config-file/yaml-load.ts';
+import { ProviderBgp } from '../../src/announce/bgp/source.ts';
+import { AddressAllocator } from '../../src/lb/allocator.ts';
+import { DEFAULT_REBUILD_RETRY, PoolLoadBalancer, rebuildFromServices, type RebuildRetry } from '../../src/lb/load-balancer.ts';
+import { registerPoolMetrics } from '../../src/lb/metrics.ts';
 import { perRegistry } from '../../src/util/per-registry.ts';
 import { ProxmoxApi } from './api.ts';
 import type { ProxmoxCluster, ProxmoxConfig } from './config-model.ts';
@@ -25,8 +25,8 @@ import type { ConfigCheck } from '../../src/cloud/config-reload.ts';
 /**
  * The `proxmox` provider: nodes are QEMU VMs of one or more Proxmox VE clusters (InstancesV2,
  * read-only API use), and load-balancer addresses come from the shared address pools
- * (providers/shared/pools), configured in the same file. Routes and announcements over BGP with
- * a `bgp` section (providers/shared/bgp), as every provider; without one, no routes.
+ * (src/lb), configured in the same file. Routes and announcements over BGP with
+ * a `bgp` section (src/announce/bgp), as every provider; without one, no routes.
  *
  * With `topologyLabelResync: true` it asks the node controller to keep cloud labels in line
  * (relabelNodes) and tells it (onChange) when a VM's host changed between two VM lists (a live

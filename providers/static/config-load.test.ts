@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'bun:test';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { SecretSource } from '../shared/config-file/secrets.ts';
-import { formatConfigErrors, type ConfigError } from '../shared/config-file/yaml-load.ts';
+import type { SecretSource } from '../../src/config-file/secrets.ts';
+import { formatConfigErrors, type ConfigError } from '../../src/config-file/yaml-load.ts';
 import { loadStaticConfig, validateStaticConfig } from './config-load.ts';
 import { isKubernetesNamespacedLabel } from '../../src/controllers/node/labels.ts';
 import { formatIP } from '../../src/net/ip.ts';

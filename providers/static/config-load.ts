@@ -1,5 +1,5 @@
-import { processSecrets, type SecretSource } from '../shared/config-file/secrets.ts';
-import { yamlConfigLoader, type ConfigError, type ConfigLoadResult, type ConfigWarning } from '../shared/config-file/yaml-load.ts';
+import { processSecrets, type SecretSource } from '../../src/config-file/secrets.ts';
+import { yamlConfigLoader, type ConfigError, type ConfigLoadResult, type ConfigWarning } from '../../src/config-file/yaml-load.ts';
 import type { StaticConfig } from './config-model.ts';
 import { resolveStaticConfig } from './config-resolve.ts';
 import { StaticConfigSchema, salvageStaticConfig } from './config-schema.ts';

@@ -1,5 +1,5 @@
 import type { V1NodeAddress } from '@kubernetes/client-node';
-import type { SharedSections } from '../shared/sections.ts';
+import type { SharedSections } from '../../src/config-sections.ts';
 import type { StaticMatchCriterion } from './config-schema.ts';
 
 /**

@@ -1,16 +1,16 @@
 import type { V1NodeAddress } from '@kubernetes/client-node';
 import { isKubernetesNamespacedLabel, labelKeyError, labelValueError } from '../../src/kube/labels.ts';
 import { formatIP, parseIP } from '../../src/net/ip.ts';
-import type { ConfigIssue, ConfigPath, ReportIssue } from '../shared/config-file/issues.ts';
-import { SecretFiles, type ConfigWarningIssue, type SecretSource } from '../shared/config-file/secrets.ts';
-import { resolveSharedSections } from '../shared/sections.ts';
+import type { ConfigIssue, ConfigPath, ReportIssue } from '../../src/config-file/issues.ts';
+import { SecretFiles, type ConfigWarningIssue, type SecretSource } from '../../src/config-file/secrets.ts';
+import { resolveSharedSections } from '../../src/config-sections.ts';
 import { STATIC_PROVIDER_ID_PREFIX, type Machine, type RedfishTarget, type StaticConfig } from './config-model.ts';
 import { STATIC_MATCH_CRITERIA, type RawDefaults, type RawMachine, type RawRedfish, type ResolvableStaticConfig } from './config-schema.ts';
 
 /**
  * Second pass over a config that has the right shape: gives it meaning (group defaults merged,
  * addresses parsed, duplicates refused, secrets read) and reports every problem with the path
- * of the value at fault. The shared sections (loadBalancer) are resolved by providers/shared.
+ * of the value at fault. The shared sections (loadBalancer) are resolved by src/config-sections.ts.
  */
 
 export const DEFAULT_REDFISH_TIMEOUT_SECONDS = 5;

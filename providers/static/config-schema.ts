@@ -1,15 +1,15 @@
 import * as v from 'valibot';
 import { parseIP } from '../../src/net/ip.ts';
-import { KUBERNETES_NAME_MAX_LENGTH } from '../shared/config-file/limits.ts';
-import { asRecord, labelValue, nonEmpty, simpleName, validOrUndefined, withoutUserinfo } from '../shared/config-file/schema.ts';
-import { SHARED_SECTIONS, salvageSharedSections, type ResolvableSharedSections } from '../shared/sections.ts';
+import { KUBERNETES_NAME_MAX_LENGTH } from '../../src/config-file/limits.ts';
+import { asRecord, labelValue, nonEmpty, simpleName, validOrUndefined, withoutUserinfo } from '../../src/config-file/schema.ts';
+import { SHARED_SECTIONS, salvageSharedSections, type ResolvableSharedSections } from '../../src/config-sections.ts';
 
 /**
  * The shape of the static provider's --cloud-config file, checked with valibot: types, every
  * object strict (an unknown key is an error), and each value that can be judged alone (an
  * address, a selector), so one pass reports them all. What needs the whole file (references,
  * duplicates, merged settings, secrets) is config-resolve.ts's. The sections every provider
- * has (loadBalancer) are providers/shared/sections.ts's. Every field is documented in
+ * has (loadBalancer) are src/config-sections.ts's. Every field is documented in
  * docs/providers/static.md.
  */
 

@@ -1,14 +1,14 @@
 import type { Registry } from 'prom-client';
 import type { CloudProvider, ProviderContext, Routes } from '../../src/cloud/types.ts';
 import type { Logger } from '../../src/log.ts';
-import { registerReloadMetrics } from '../shared/config-file/metrics.ts';
-import { processSecrets, type SecretSource } from '../shared/config-file/secrets.ts';
-import { providerFileOptions, watchProviderConfig, type ConfigReloadResult, type ProviderFileOptions, type WatchedConfig } from '../shared/config-file/watch.ts';
-import { formatConfigErrors } from '../shared/config-file/yaml-load.ts';
-import { ProviderBgp } from '../shared/bgp/source.ts';
-import { AddressAllocator } from '../shared/pools/allocator.ts';
-import { DEFAULT_REBUILD_RETRY, PoolLoadBalancer, rebuildFromServices, type RebuildRetry } from '../shared/pools/load-balancer.ts';
-import { registerPoolMetrics } from '../shared/pools/metrics.ts';
+import { registerReloadMetrics } from '../../src/config-file/metrics.ts';
+import { processSecrets, type SecretSource } from '../../src/config-file/secrets.ts';
+import { providerFileOptions, watchProviderConfig, type ConfigReloadResult, type ProviderFileOptions, type WatchedConfig } from '../../src/config-file/watch.ts';
+import { formatConfigErrors } from '../../src/config-file/yaml-load.ts';
+import { ProviderBgp } from '../../src/announce/bgp/source.ts';
+import { AddressAllocator } from '../../src/lb/allocator.ts';
+import { DEFAULT_REBUILD_RETRY, PoolLoadBalancer, rebuildFromServices, type RebuildRetry } from '../../src/lb/load-balancer.ts';
+import { registerPoolMetrics } from '../../src/lb/metrics.ts';
 import { perRegistry } from '../../src/util/per-registry.ts';
 import { loadStaticConfig } from './config-load.ts';
 import type { StaticConfig } from './config-model.ts';
@@ -21,7 +21,7 @@ import type { ConfigCheck } from '../../src/cloud/config-reload.ts';
  * The `static` provider: a bare-metal inventory (InstancesV2) and load-balancer addresses from
  * pools, both from one YAML file. With a `bgp` section, pod CIDR routes (the Routes interface)
  * and the addresses of `announce: bgp` pools are announced by the app's BGP speaker
- * (providers/shared/bgp); without one, no routes: the route controller stays off.
+ * (src/announce/bgp); without one, no routes: the route controller stays off.
  *
  * The file is watched: a valid edit takes effect at once (no restart); an invalid one is logged,
  * counted (edge_ccm_static_config_reload_errors_total) and reported to onReload listeners, and

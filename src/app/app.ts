@@ -20,7 +20,7 @@ import { createServer } from '../server/server.ts';
 import { ServingTlsError } from '../server/tls.ts';
 import { version, versionLine } from '../version.ts';
 import { SystemdNotifier } from '../systemd/notify.ts';
-import { BgpService } from './bgp-announcer.ts';
+import { BgpService } from '../announce/bgp/announcer.ts';
 import { CONTROLLERS, buildControllers } from './controllers.ts';
 import { installDebugHandlers } from './debug-handlers.ts';
 import { delegatedAuthClients } from './delegated-auth-clients.ts';
@@ -180,7 +180,7 @@ export async function runControllerManager(options: Options, providers: Provider
     addCheck('informer-sync', () => {
       if (!informers.nodes.hasSynced() || !informers.services.hasSynced()) throw new Error('informers not synced yet');
     }, { endpoints: ['readyz'] });
-    // The leader's BGP speaker: pod CIDR routes and load-balancer addresses (src/app/bgp-announcer.ts).
+    // The leader's BGP speaker: pod CIDR routes and load-balancer addresses (src/announce/bgp/announcer.ts).
     const bgpRun = bgp && cloud.bgp
       ? bgp.run({
           source: cloud.bgp,

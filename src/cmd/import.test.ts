@@ -2,9 +2,9 @@ import { describe, expect, test } from 'bun:test';
 import { checkImported, renderImported } from '../migrate/imported.ts';
 import { convert, readManifests } from './import.ts';
 import { loadStaticConfig } from '../../providers/static/config-load.ts';
-import type { PoolConfig } from '../../providers/shared/pools/config-model.ts';
+import type { PoolConfig } from '../lb/config-model.ts';
 import { formatIP, parseIP } from '../net/ip.ts';
-import { rangesContain } from '../../providers/shared/pools/ranges.ts';
+import { rangesContain } from '../lb/ranges.ts';
 
 /**
  * `edge-ccm import`: each source's pool objects as our pools section, loadable by the daemon,

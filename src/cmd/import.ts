@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { parseAllDocuments } from 'yaml';
-import { COMPATIBILITY_SOURCES, type Compatibility } from '../../providers/shared/pools/compatibility.ts';
+import { COMPATIBILITY_SOURCES, type Compatibility } from '../lb/compatibility.ts';
 import { loadKubeConfig } from '../app/kubeconfig.ts';
 import { isNotFound } from '../kube/errors.ts';
 import { BunKubeTransport, type KubeTransport } from '../kube/transport.ts';

@@ -10,12 +10,12 @@ import { parseGoDuration } from '../util/duration.ts';
 import { EXIT_FAILURE, EXIT_INVALID_INPUT, EXIT_OK, FLAG_ERROR_EXIT_CODE } from '../options/index.ts';
 import { readBoundedFileSync } from '../util/bounded-file.ts';
 import { errorMessage } from '../util/errors.ts';
-import { formatConfigErrors } from '../../providers/shared/config-file/yaml-load.ts';
-import { WatchedConfig } from '../../providers/shared/config-file/watch.ts';
-import type { LoadBalancerConfig } from '../../providers/shared/pools/config-model.ts';
-import { loadSpeakerConfig } from '../speaker/config.ts';
-import { DEFAULT_HEARTBEAT_INTERVAL_MS, DEFAULT_LIVENESS_PORT, DEFAULT_LIVENESS_TIMEOUT_MS } from '../speaker/liveness.ts';
-import { Speaker } from '../speaker/speaker.ts';
+import { formatConfigErrors } from '../config-file/yaml-load.ts';
+import { WatchedConfig } from '../config-file/watch.ts';
+import type { LoadBalancerConfig } from '../lb/config-model.ts';
+import { loadSpeakerConfig } from '../announce/config.ts';
+import { DEFAULT_HEARTBEAT_INTERVAL_MS, DEFAULT_LIVENESS_PORT, DEFAULT_LIVENESS_TIMEOUT_MS } from '../announce/l2/liveness.ts';
+import { Speaker } from '../announce/l2/announcer.ts';
 import { DEFAULT_PROBE_COUNT, DEFAULT_PROBE_INTERVAL_MS } from '../net/l2/probe.ts';
 
 export const SPEAKER_USAGE = `Usage: edge-ccm speaker --cloud-config FILE --liveness-key-file FILE [flags]

@@ -1,8 +1,8 @@
 import * as v from 'valibot';
 import { stringify } from 'yaml';
-import { LoadBalancerSchema } from '../../providers/shared/pools/config-schema.ts';
-import { resolveLoadBalancer } from '../../providers/shared/pools/config-resolve.ts';
-import type { Compatibility } from '../../providers/shared/pools/compatibility.ts';
+import { LoadBalancerSchema } from '../lb/config-schema.ts';
+import { resolveLoadBalancer } from '../lb/config-resolve.ts';
+import type { Compatibility } from '../lb/compatibility.ts';
 
 /**
  * What `edge-ccm import` makes of another address manager's pools: the equivalent

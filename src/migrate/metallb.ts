@@ -1,6 +1,6 @@
 import { parse } from 'yaml';
 import { formatIP } from '../net/ip.ts';
-import { networkAndBroadcast, parseAddressRange } from '../../providers/shared/pools/ranges.ts';
+import { networkAndBroadcast, parseAddressRange } from '../lb/ranges.ts';
 import { objectName, poolName, selectorText, type ImportResult, type ImportedPool, type ManifestObject } from './imported.ts';
 
 /**

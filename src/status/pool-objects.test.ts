@@ -1,9 +1,9 @@
 import { describe, expect, test } from 'bun:test';
 import type { V1Node } from '@kubernetes/client-node';
-import { AddressAllocator } from '../../providers/shared/pools/allocator.ts';
+import { AddressAllocator } from '../lb/allocator.ts';
 import { loadStaticConfig } from '../../providers/static/config-load.ts';
-import { addressRequest } from '../../providers/shared/pools/requests.ts';
-import { PoolLoadBalancer } from '../../providers/shared/pools/load-balancer.ts';
+import { addressRequest } from '../lb/requests.ts';
+import { PoolLoadBalancer } from '../lb/load-balancer.ts';
 import { silentLogger } from '../log.ts';
 import { DELETION_HELD_CONDITION, heldConditionPatch } from '../controllers/nodelifecycle/held-condition.ts';
 import { BreakerLink } from './breaker-link.ts';

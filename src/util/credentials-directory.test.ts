@@ -1,5 +1,5 @@
 import { expect, test } from 'bun:test';
-import { SecretFiles } from '../../providers/shared/config-file/secrets.ts';
+import { SecretFiles } from '../config-file/secrets.ts';
 import { isCredentialPath, resolveCredentialPath } from './credentials-directory.ts';
 
 /** `${CREDENTIALS_DIRECTORY}/NAME` in the files a config names (systemd's LoadCredential=, the Deployment's Secret volume). */

@@ -7,7 +7,7 @@ import type { BunKubeTransport } from '../../src/kube/transport.ts';
 import { parseArgs } from '../../src/options/index.ts';
 import { loadProxmoxConfig } from '../../providers/proxmox/index.ts';
 import { loadStaticConfig } from '../../providers/static/index.ts';
-import type { SecretSource } from '../../providers/shared/config-file/secrets.ts';
+import type { SecretSource } from '../../src/config-file/secrets.ts';
 import { sharedControlPlane } from '../harness/control-plane.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
 import { kubeletArgs } from '../harness/container-args.ts';

@@ -7,7 +7,7 @@ import { EVENTS, NODES, ResourceClient, SERVICES } from '../../src/kube/resource
 import type { KubeTransport } from '../../src/kube/transport.ts';
 import { electNode } from '../../src/net/l2/election.ts';
 import { ENDPOINT_SLICES } from '../../src/kube/endpoint-slices.ts';
-import { LOAD_BALANCER_IPS_ANNOTATION } from '../../providers/shared/pools/requests.ts';
+import { LOAD_BALANCER_IPS_ANNOTATION } from '../../src/lb/requests.ts';
 import { ApiBridge } from '../harness/api-bridge.ts';
 import { settledAuditLog } from '../harness/audit.ts';
 import { CcmProcess } from '../harness/ccm-process.ts';

@@ -5,7 +5,7 @@ import { ResourceClient, SERVICES } from '../../src/kube/resources.ts';
 import type { KubeTransport } from '../../src/kube/transport.ts';
 import { LB_CLEANUP_FINALIZER } from '../../src/kube/service-helpers.ts';
 import { ADDRESS_ASSIGNED_CONDITION, ASSIGNED_POOL_ANNOTATION } from '../../src/controllers/service/address-condition.ts';
-import type { Compatibility } from '../../providers/shared/pools/compatibility.ts';
+import type { Compatibility } from '../../src/lb/compatibility.ts';
 import { readAuditLog, type AuditEntry } from '../harness/audit.ts';
 import { CcmProcess, tempDir } from '../harness/ccm-process.ts';
 import { sharedControlPlane, type ControlPlane } from '../harness/control-plane.ts';

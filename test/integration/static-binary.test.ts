@@ -4,7 +4,7 @@ import type { CoreV1Event, V1Node, V1Service } from '@kubernetes/client-node';
 import { forEachLimited } from '../../src/util/parallel.ts';
 import { EVENTS, NODES, ResourceClient, SERVICES } from '../../src/kube/resources.ts';
 import type { KubeTransport } from '../../src/kube/transport.ts';
-import { ADDRESS_POOL_ANNOTATION } from '../../providers/shared/pools/requests.ts';
+import { ADDRESS_POOL_ANNOTATION } from '../../src/lb/requests.ts';
 import { replaceFile } from '../harness/files.ts';
 import { CcmProcess, tempDir } from '../harness/ccm-process.ts';
 import { sharedControlPlane } from '../harness/control-plane.ts';

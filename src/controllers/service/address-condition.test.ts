@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'bun:test';
 import type { V1Service } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
-import { AddressAllocator } from '../../../providers/shared/pools/allocator.ts';
-import { PoolLoadBalancer } from '../../../providers/shared/pools/load-balancer.ts';
+import { AddressAllocator } from '../../lb/allocator.ts';
+import { PoolLoadBalancer } from '../../lb/load-balancer.ts';
 import { loadStaticConfig } from '../../../providers/static/config-load.ts';
 import { ADDRESS_ASSIGNED_CONDITION, ASSIGNED_POOL_ANNOTATION, addressStatePatch, failedState } from './address-condition.ts';
 import { LoadBalancerSync } from './load-balancer-sync.ts';

@@ -1,0 +1,290 @@
+import { ENDPOINT_SLICES } from '../../kube/endpoint-slices.ts';
+import type { V1EndpointSlice, V1Node, V1Service } from '@kubernetes/client-node';
+import type { Registry } from 'prom-client';
+import type { LoadBalancerConfig } from '../../lb/config-model.ts';
+import type { EventRecorder } from '../../kube/event-recorder.ts';
+import { Informer, stripManagedFields } from '../../kube/informer/index.ts';
+import { nodeAddresses, nodeName } from '../../kube/node-helpers.ts';
+import { NODES, SERVICES } from '../../kube/resources.ts';
+import type { KubeTransport } from '../../kube/transport.ts';
+import type { Logger } from '../../log.ts';
+import type { IP } from '../../net/ip.ts';
+import { DEFAULT_PROBE_COUNT, DEFAULT_PROBE_INTERVAL_MS, probeAddress } from '../../net/l2/probe.ts';
+import { L2Responder, type ResponderEvent } from '../../net/l2/responder.ts';
+import { errorMessage } from '../../util/errors.ts';
+import { LogLimiter } from '../../util/log-limiter.ts';
+import { announcementTable, electAddresses, type AddressElection } from './election.ts';
+import { subnetInterface } from './interfaces.ts';
+import { Liveness, type LivenessOptions } from './liveness.ts';
+import { SpeakerMetrics } from './metrics.ts';
+
+/**
+ * `edge-ccm speaker`: one per node. Watches Services, Nodes and EndpointSlices (list/watch only:
+ * it writes nothing but Events), hears the other speakers' heartbeats, elects a node per address of
+ * every `announce: l2` pool and answers ARP/NDP for the addresses its own node is elected for.
+ *
+ * Until one liveness timeout has passed since the start it announces nothing: it has not yet
+ * heard the speakers that are up, and would elect itself for their addresses.
+ */
+
+
+/** A claim for an address this long after our takeover is a conflict (before: the former owner's last announcements). */
+const CONFLICT_GRACE_MS = 10_000;
+/** Refused heartbeats and liveness errors: one log line per reason (or kind) per this window. */
+const LIVENESS_LOG_WINDOW_MS = 60_000;
+
+export interface SpeakerOptions {
+  node: string;
+  transport: KubeTransport;
+  pools: LoadBalancerConfig;
+  liveness: Omit<LivenessOptions, 'node' | 'peers' | 'onChange' | 'onRefused' | 'onError'>;
+  logger: Logger;
+  registry: Registry;
+  events?: EventRecorder;
+  /** The interface holding an address's subnet (default: this host's interfaces). */
+  subnetInterface?: (ip: IP) => string | undefined;
+  pollIntervalMs?: number;
+  /** Probes of a newly assigned address before it is first announced (count 0: none); default 3, 1 s apart. */
+  probe?: { count: number; intervalMs: number };
+}
+
+/** Reason of the Warning event when a probe finds a newly assigned address in use by another station. */
+export const ADDRESS_IN_USE_REASON = 'L2AddressInUse';
+
+export class Speaker {
+  private readonly services: Informer<V1Service>;
+  private readonly nodes: Informer<V1Node>;
+  private readonly slices: Informer<V1EndpointSlice>;
+  private readonly liveness: Liveness;
+  private readonly responder: L2Responder;
+  private readonly metrics: SpeakerMetrics;
+  private readonly log: Logger;
+  private pools: LoadBalancerConfig;
+  private scheduled = false;
+  private warmedUp = false;
+  private elections: AddressElection[] = [];
+  /** Address -> when this node took it over (for telling the former owner's frames from a conflict). */
+  private readonly takenOverAt = new Map<string, number>();
+  /** Address -> the owner before the last change, as this speaker saw it (for the takeover event). */
+  private readonly previousOwner = new Map<string, string | undefined>();
+  private lastProblems = '';
+  /** A reconcile has run since the warm-up: addresses it saw were assigned before, not new. */
+  private reconciledOnce = false;
+  /** Newly assigned addresses this node is elected for, being probed: not announced yet. */
+  private readonly probing = new Map<string, AbortController>();
+  /** Addresses a probe found in use: never announced by this node while they stay assigned. */
+  private readonly inUse = new Map<string, { mac: string; interface: string }>();
+  private readonly livenessLog = new LogLimiter(LIVENESS_LOG_WINDOW_MS);
+
+  constructor(private readonly opts: SpeakerOptions) {
+    this.log = opts.logger.with({ component: 'speaker', node: opts.node });
+    this.pools = opts.pools;
+    const common = { transport: opts.transport, logger: opts.logger };
+    this.services = new Informer<V1Service>({ ...common, type: SERVICES });
+    this.nodes = new Informer<V1Node>({ ...common, type: NODES, transform: slimNode });
+    this.slices = new Informer<V1EndpointSlice>({ ...common, type: ENDPOINT_SLICES });
+    const changed = { onAdd: () => this.schedule(), onUpdate: () => this.schedule(), onDelete: () => this.schedule() };
+    this.services.addHandlers(changed);
+    this.nodes.addHandlers(changed);
+    this.slices.addHandlers(changed);
+    this.liveness = new Liveness({
+      ...opts.liveness,
+      node: opts.node,
+      peers: () => this.peerAddresses(),
+      onChange: (alive) => {
+        this.log.info('speakers alive changed', { alive: [...alive].sort().join(',') });
+        this.schedule();
+      },
+      onRefused: (reason, from) => {
+        const logged = this.livenessLog.allow(`refused ${reason}`);
+        if (logged) this.log.warn('heartbeat refused', { reason, from, notLoggedSince: logged.suppressed });
+      },
+      onError: (what, error) => {
+        const logged = this.livenessLog.allow(`error ${what}`);
+        if (logged) this.log.warn('liveness error', { what, error, notLoggedSince: logged.suppressed });
+      },
+    });
+    this.responder = new L2Responder({ pollIntervalMs: opts.pollIntervalMs, onEvent: (e) => this.onResponderEvent(e) });
+    this.metrics = new SpeakerMetrics(opts.registry, () => ({ responder: this.responder.stats(), liveness: this.liveness.stats(), announcing: this.responder.announcing().length }));
+  }
+
+  /** Runs until the signal aborts; then stops answering (another node takes over within its liveness timeout). */
+  async run(signal: AbortSignal): Promise<void> {
+    await this.liveness.start();
+    const informers = [this.services, this.nodes, this.slices].map((i) => i.run(signal));
+    const warmup = setTimeout(() => {
+      this.warmedUp = true;
+      this.log.info('liveness warm-up over: announcing', { alive: [...this.liveness.alive()].sort().join(',') });
+      this.schedule();
+    }, this.liveness.timeoutMs);
+    try {
+      await Promise.all(informers);
+    } finally {
+      clearTimeout(warmup);
+      for (const abort of this.probing.values()) abort.abort();
+      this.liveness.stop();
+      this.responder.close();
+    }
+  }
+
+  /** Replaces the pools (the config file changed). */
+  setPools(pools: LoadBalancerConfig): void {
+    this.pools = pools;
+    this.schedule();
+  }
+
+  /** What this speaker elects, for tests and the debug log. */
+  currentElections(): readonly AddressElection[] {
+    return this.elections;
+  }
+
+  private peerAddresses(): Map<string, string[]> {
+    const peers = new Map<string, string[]>();
+    for (const node of this.nodes.store.list()) {
+      const addresses = nodeAddresses(node);
+      // InternalIP first: heartbeats stay on the node network where there is one.
+      const ordered = [...addresses.filter((a) => a.type === 'InternalIP'), ...addresses.filter((a) => a.type === 'ExternalIP')].map((a) => a.address);
+      peers.set(nodeName(node), ordered);
+    }
+    return peers;
+  }
+
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    queueMicrotask(() => {
+      this.scheduled = false;
+      this.reconcile();
+    });
+  }
+
+  private reconcile(): void {
+    if (!this.warmedUp || ![this.services, this.nodes, this.slices].every((i) => i.hasSynced())) return;
+    const alive = this.liveness.alive();
+    this.metrics.alive.set(alive.size);
+    const elections = electAddresses({
+      pools: this.pools.pools,
+      classes: this.pools.classes,
+      services: this.services.store.list(),
+      nodes: this.nodes.store.list(),
+      endpointSlices: this.slices.store.list(),
+      alive,
+    });
+    const before = new Map(this.elections.map((e) => [e.address, e.owner]));
+    for (const e of elections) {
+      if (before.has(e.address) && before.get(e.address) !== e.owner) this.previousOwner.set(e.address, before.get(e.address));
+      if (!before.has(e.address)) this.previousOwner.delete(e.address);
+    }
+    this.forgetGone(elections);
+    this.elections = elections;
+    this.metrics.elected.reset();
+    for (const e of elections) this.metrics.elected.set({ address: e.address, node: e.owner ?? '', pool: e.pool.name }, 1);
+
+    const { table, unplaced } = announcementTable(elections, this.opts.node, this.opts.subnetInterface ?? subnetInterface);
+    const fresh = this.reconciledOnce ? elections.filter((e) => !before.has(e.address) && e.owner === this.opts.node).map((e) => e.address) : [];
+    this.reconciledOnce = true;
+    for (const address of fresh) this.startProbe(address, [...table].filter(([, addresses]) => addresses.includes(address)).map(([iface]) => iface));
+    for (const [iface, addresses] of table) table.set(iface, addresses.filter((a) => !this.probing.has(a) && !this.inUse.has(a)));
+    const problems = this.responder.setAnnouncements(table);
+    const report = [...problems.map((p) => `${p.interface}${p.address ? ` ${p.address}` : ''}: ${p.message}`), ...unplaced.map((a) => `${a}: no interface of this node is on its subnet and its pool lists no interfaces`)].join('; ');
+    if (report && report !== this.lastProblems) this.log.warn('cannot announce everything elected', { problems: report });
+    this.lastProblems = report;
+    this.metrics.announcing.reset();
+    for (const [iface, addresses] of this.responder.announcements()) {
+      for (const address of addresses) this.metrics.announcing.set({ address, interface: iface, node: this.opts.node }, 1);
+    }
+  }
+
+  /**
+   * A newly assigned address (it appeared in a service's status after this speaker's warm-up) is
+   * probed by its elected node before the first announcement, on each interface it would be
+   * announced on. Only then: no node announced it before, so whoever answers is outside the
+   * cluster (at a failover the former owner may still answer, and must not count). An address
+   * in use is held back: not announced by this node, a Warning event naming the MAC on its
+   * services, until it leaves their status (a new assignment is probed again).
+   */
+  private startProbe(address: string, interfaces: string[]): void {
+    const probe = this.opts.probe ?? { count: DEFAULT_PROBE_COUNT, intervalMs: DEFAULT_PROBE_INTERVAL_MS };
+    if (probe.count <= 0 || interfaces.length === 0 || this.probing.has(address)) return;
+    const abort = new AbortController();
+    this.probing.set(address, abort);
+    this.log.info('probing a newly assigned address before announcing it', { address, interfaces: interfaces.join(',') });
+    void Promise.all(interfaces.map(async (iface) => ({ iface, holder: (await probeAddress(iface, address, { ...probe, signal: abort.signal })).holder })))
+      .then((results) => {
+        const found = results.find((r) => r.holder);
+        if (abort.signal.aborted || !found?.holder) return;
+        this.inUse.set(address, { mac: found.holder, interface: found.iface });
+        this.metrics.conflicts.inc({ address, node: this.opts.node });
+        this.log.warn('newly assigned address in use by another station: not announced', { address, interface: found.iface, mac: found.holder });
+        this.eventOnServices(address, 'Warning', ADDRESS_IN_USE_REASON,
+          `station ${found.holder} answered node ${this.opts.node}'s probe for ${address} on ${found.iface}: a host outside the cluster uses the address; not announced while it stays assigned (exclude it from the pool to move the service)`);
+      })
+      .catch((e) => this.log.warn('cannot probe a newly assigned address; announcing it without', { address, error: errorMessage(e) }))
+      .finally(() => {
+        if (this.probing.get(address) === abort) this.probing.delete(address);
+        this.schedule();
+      });
+  }
+
+  /** Addresses no longer assigned: their probe stops, and a later assignment is probed afresh. */
+  private forgetGone(elections: readonly AddressElection[]): void {
+    const assigned = new Set(elections.map((e) => e.address));
+    for (const [address, abort] of this.probing) {
+      if (assigned.has(address)) continue;
+      abort.abort();
+      this.probing.delete(address);
+    }
+    for (const address of [...this.inUse.keys()]) if (!assigned.has(address)) this.inUse.delete(address);
+  }
+
+  private onResponderEvent(event: ResponderEvent): void {
+    switch (event.type) {
+      case 'takeover': {
+        this.takenOverAt.set(event.address, performance.now());
+        this.metrics.takeovers.inc({ address: event.address, node: this.opts.node });
+        const from = this.previousOwner.get(event.address);
+        const message = `node ${this.opts.node} announces ${event.address} on ${event.interface}${from ? `, taking over from node ${from}` : ''}`;
+        this.log.info('announcing', { address: event.address, interface: event.interface, from });
+        this.eventOnServices(event.address, 'Normal', from ? 'L2Takeover' : 'L2Announcing', message);
+        return;
+      }
+      case 'release':
+        this.takenOverAt.delete(event.address);
+        this.log.info('no longer announcing', { address: event.address, interface: event.interface });
+        return;
+      case 'claim': {
+        const since = this.takenOverAt.get(event.address);
+        if (since === undefined || performance.now() - since < CONFLICT_GRACE_MS) return;
+        this.metrics.conflicts.inc({ address: event.address, node: this.opts.node });
+        const message = `station ${event.mac} claims ${event.address} on ${event.interface}, which node ${this.opts.node} announces: another host uses the address`;
+        this.log.warn('address conflict', { address: event.address, interface: event.interface, mac: event.mac });
+        this.eventOnServices(event.address, 'Warning', 'L2AddressConflict', message);
+        return;
+      }
+      case 'error':
+        this.log.warn('responder error', { interface: event.interface, error: event.message });
+        return;
+      case 'malformed':
+        this.log.debug(4, 'malformed frame ignored', { interface: event.interface, reason: event.reason });
+        return;
+    }
+  }
+
+  private eventOnServices(address: string, type: 'Normal' | 'Warning', reason: string, message: string): void {
+    const election = this.elections.find((e) => e.address === address);
+    for (const key of election?.services ?? []) {
+      const service = this.services.store.list().find((s) => `${s.metadata?.namespace}/${s.metadata?.name}` === key);
+      if (service) this.opts.events?.event({ apiVersion: 'v1', kind: 'Service', metadata: service.metadata }, type, reason, message);
+    }
+  }
+}
+
+/** Only what the election and the heartbeats read: a node's images and volumes are most of its size. */
+function slimNode(node: V1Node): V1Node {
+  stripManagedFields(node);
+  return {
+    metadata: { name: node.metadata?.name, labels: node.metadata?.labels, resourceVersion: node.metadata?.resourceVersion, deletionTimestamp: node.metadata?.deletionTimestamp, uid: node.metadata?.uid },
+    spec: { taints: node.spec?.taints },
+    status: { conditions: node.status?.conditions?.filter((c) => c.type === 'Ready'), addresses: node.status?.addresses },
+  };
+}

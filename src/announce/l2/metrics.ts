@@ -1,0 +1,97 @@
+import { Counter, Gauge, type Registry } from 'prom-client';
+import type { LivenessStats } from './liveness.ts';
+import type { ResponderStats } from '../../net/l2/responder.ts';
+
+/**
+ * The speaker's metrics. Each speaker exports what it announces itself (summed over the
+ * DaemonSet, Prometheus shows which node announces which address), what its election says for
+ * every address (so a disagreement between speakers shows as two owners), and counters read
+ * from the responder and the liveness mesh at scrape time.
+ */
+export class SpeakerMetrics {
+  readonly announcing: Gauge<'address' | 'interface' | 'node'>;
+  readonly elected: Gauge<'address' | 'node' | 'pool'>;
+  readonly takeovers: Counter<'address' | 'node'>;
+  readonly conflicts: Counter<'address' | 'node'>;
+  readonly alive: Gauge;
+
+  constructor(registry: Registry, stats: () => { responder: ResponderStats; liveness?: LivenessStats; announcing: number }) {
+    this.announcing = new Gauge({
+      name: 'edge_ccm_l2_announcing',
+      help: 'Addresses this node answers ARP/NDP for: 1 per address and interface.',
+      labelNames: ['address', 'interface', 'node'],
+      registers: [registry],
+    });
+    this.elected = new Gauge({
+      name: 'edge_ccm_l2_elected_node',
+      help: 'The node this speaker elects for each address of an announce: l2 pool (1); node "" when no node is eligible.',
+      labelNames: ['address', 'node', 'pool'],
+      registers: [registry],
+    });
+    this.takeovers = new Counter({
+      name: 'edge_ccm_l2_takeovers_total',
+      help: 'Times this node began announcing an address (gratuitous ARP / unsolicited NA sent).',
+      labelNames: ['address', 'node'],
+      registers: [registry],
+    });
+    this.conflicts = new Counter({
+      name: 'edge_ccm_l2_conflicts_total',
+      help: 'Frames from another station claiming an address this node announces, after its takeover settled.',
+      labelNames: ['address', 'node'],
+      registers: [registry],
+    });
+    this.alive = new Gauge({ name: 'edge_ccm_l2_speakers_alive', help: 'Speakers this one hears (itself included).', registers: [registry] });
+    new Gauge({
+      name: 'edge_ccm_l2_takeover_announcements_pending',
+      help: 'Addresses whose gratuitous ARP / unsolicited Neighbor Advertisements are still being repeated after a takeover.',
+      registers: [registry],
+      collect() {
+        this.set(stats().announcing);
+      },
+    });
+    // Counters kept by the responder and the mesh, copied in at each scrape (prom-client's collect).
+    new Counter({
+      name: 'edge_ccm_l2_answers_total',
+      help: 'ARP replies and Neighbor Advertisements sent in answer to a request.',
+      labelNames: ['address'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const [address, n] of Object.entries(stats().responder.answers)) this.inc({ address }, n);
+      },
+    });
+    new Counter({
+      name: 'edge_ccm_l2_malformed_frames_total',
+      help: 'ARP/NDP frames ignored as malformed.',
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(stats().responder.malformedFrames);
+      },
+    });
+    new Counter({
+      name: 'edge_ccm_l2_heartbeats_total',
+      help: 'Liveness heartbeats: sent, received, and refused by reason.',
+      labelNames: ['kind', 'reason'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        const live = stats().liveness;
+        if (!live) return;
+        this.inc({ kind: 'sent', reason: '' }, live.sent);
+        this.inc({ kind: 'received', reason: '' }, live.received);
+        for (const [reason, n] of Object.entries(live.refused)) this.inc({ kind: 'refused', reason }, n);
+      },
+    });
+    new Counter({
+      name: 'edge_ccm_l2_liveness_errors_total',
+      help: 'Liveness mesh trouble by kind: send (a heartbeat not sent), socket (an error on the socket), internal (an exception while sending or judging), reopen (the socket closed under the speaker and was bound again).',
+      labelNames: ['kind'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const [kind, n] of Object.entries(stats().liveness?.errors ?? {})) this.inc({ kind }, n);
+      },
+    });
+  }
+}
