@@ -1,5 +1,5 @@
 /**
- * The API load of the L2 speakers: N speakers (the real Speaker class, each with its own client,
+ * The API load of the L2 speakers: N speakers (the real L2Announcer class, each with its own client,
  * service-account token and UDP liveness socket) against a real kube-apiserver, counted from the
  * API server's audit log: the requests at start and per minute afterwards. The cluster holds N
  * Ready nodes and S LoadBalancer services with endpoint slices; every 10 s one service's slice and
@@ -18,7 +18,8 @@ import { Registry } from 'prom-client';
 import { NODES, ResourceClient, SERVICES } from '../src/kube/resources.ts';
 import { silentLogger } from '../src/log.ts';
 import { loadSpeakerConfig } from '../src/announce/config.ts';
-import { ENDPOINT_SLICES, Speaker } from '../src/announce/l2/announcer.ts';
+import { ENDPOINT_SLICES } from '../src/kube/endpoint-slices.ts';
+import { L2Announcer } from '../src/announce/l2/announcer.ts';
 import type { AuditEntry } from '../test/harness/audit.ts';
 import { startControlPlane } from '../test/harness/control-plane.ts';
 import { transportFor, writeKubeconfig } from '../test/harness/kubeconfig.ts';
@@ -76,7 +77,7 @@ try {
   const stop = new AbortController();
   const startedAt = new Date();
   const runs = Array.from({ length: SPEAKERS }, (_, i) => {
-    const speaker = new Speaker({
+    const speaker = new L2Announcer({
       node: nodeName(i),
       transport: transportFor(kubeconfig, { qps: 20, burst: 30, userAgent: `edge-ccm-speaker/${nodeName(i)}` }),
       pools: pools.config,

@@ -15,7 +15,7 @@ import { WatchedConfig } from '../config-file/watch.ts';
 import type { LoadBalancerConfig } from '../lb/config-model.ts';
 import { loadSpeakerConfig } from '../announce/config.ts';
 import { DEFAULT_HEARTBEAT_INTERVAL_MS, DEFAULT_LIVENESS_PORT, DEFAULT_LIVENESS_TIMEOUT_MS } from '../announce/l2/liveness.ts';
-import { Speaker } from '../announce/l2/announcer.ts';
+import { L2Announcer } from '../announce/l2/announcer.ts';
 import { DEFAULT_PROBE_COUNT, DEFAULT_PROBE_INTERVAL_MS } from '../net/l2/probe.ts';
 
 export const SPEAKER_USAGE = `Usage: edge-ccm speaker --cloud-config FILE --liveness-key-file FILE [flags]
@@ -103,7 +103,7 @@ export async function runSpeaker(argv: string[]): Promise<number> {
     return EXIT_INVALID_INPUT;
   }
   const events = new EventBroadcaster({ transport, logger, instance: flags.nodeName });
-  const speaker = new Speaker({
+  const speaker = new L2Announcer({
     node: flags.nodeName,
     transport,
     pools: loaded.config,

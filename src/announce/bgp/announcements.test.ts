@@ -42,9 +42,10 @@ describe('load-balancer announcements', () => {
       eligibleNodes: nodes,
       readyEndpointNodes: new Map(),
     }, lb, bgp);
+    // In address order (src/announce/addresses.ts sorts), whatever the services' order.
     expect(table).toEqual([
-      { prefix: '203.0.113.5/32', nextHops: ['198.51.100.11', '198.51.100.12', '198.51.100.13'], communities: ['no-export'], localPref: 200 },
       { prefix: '2001:db8:f::7/128', nextHops: ['2001:db8::11', '2001:db8::12'] },
+      { prefix: '203.0.113.5/32', nextHops: ['198.51.100.11', '198.51.100.12', '198.51.100.13'], communities: ['no-export'], localPref: 200 },
     ]);
   });
 

@@ -16,7 +16,7 @@ import { LogLimiter } from '../../util/log-limiter.ts';
 import { announcementTable, electAddresses, type AddressElection } from './election.ts';
 import { subnetInterface } from './interfaces.ts';
 import { Liveness, type LivenessOptions } from './liveness.ts';
-import { SpeakerMetrics } from './metrics.ts';
+import { L2AnnouncerMetrics } from './metrics.ts';
 
 /**
  * `edge-ccm speaker`: one per node. Watches Services, Nodes and EndpointSlices (list/watch only:
@@ -33,7 +33,7 @@ const CONFLICT_GRACE_MS = 10_000;
 /** Refused heartbeats and liveness errors: one log line per reason (or kind) per this window. */
 const LIVENESS_LOG_WINDOW_MS = 60_000;
 
-export interface SpeakerOptions {
+export interface L2AnnouncerOptions {
   node: string;
   transport: KubeTransport;
   pools: LoadBalancerConfig;
@@ -51,13 +51,13 @@ export interface SpeakerOptions {
 /** Reason of the Warning event when a probe finds a newly assigned address in use by another station. */
 export const ADDRESS_IN_USE_REASON = 'L2AddressInUse';
 
-export class Speaker {
+export class L2Announcer {
   private readonly services: Informer<V1Service>;
   private readonly nodes: Informer<V1Node>;
   private readonly slices: Informer<V1EndpointSlice>;
   private readonly liveness: Liveness;
   private readonly responder: L2Responder;
-  private readonly metrics: SpeakerMetrics;
+  private readonly metrics: L2AnnouncerMetrics;
   private readonly log: Logger;
   private pools: LoadBalancerConfig;
   private scheduled = false;
@@ -76,7 +76,7 @@ export class Speaker {
   private readonly inUse = new Map<string, { mac: string; interface: string }>();
   private readonly livenessLog = new LogLimiter(LIVENESS_LOG_WINDOW_MS);
 
-  constructor(private readonly opts: SpeakerOptions) {
+  constructor(private readonly opts: L2AnnouncerOptions) {
     this.log = opts.logger.with({ component: 'speaker', node: opts.node });
     this.pools = opts.pools;
     const common = { transport: opts.transport, logger: opts.logger };
@@ -105,7 +105,7 @@ export class Speaker {
       },
     });
     this.responder = new L2Responder({ pollIntervalMs: opts.pollIntervalMs, onEvent: (e) => this.onResponderEvent(e) });
-    this.metrics = new SpeakerMetrics(opts.registry, () => ({ responder: this.responder.stats(), liveness: this.liveness.stats(), announcing: this.responder.announcing().length }));
+    this.metrics = new L2AnnouncerMetrics(opts.registry, () => ({ responder: this.responder.stats(), liveness: this.liveness.stats(), announcing: this.responder.announcing().length }));
   }
 
   /** Runs until the signal aborts; then stops answering (another node takes over within its liveness timeout). */

@@ -1,11 +1,11 @@
 import type { V1EndpointSlice, V1Node, V1Service } from '@kubernetes/client-node';
 import type { PoolConfig } from '../../lb/config-model.ts';
-import { rangesContain } from '../../lb/ranges.ts';
+import { announcedAddresses } from '../addresses.ts';
 import { readyEndpointNodes } from '../../kube/endpoint-slices.ts';
 import { isNodeReady, nodeName } from '../../kube/node-helpers.ts';
-import { formatIP, parseIP, type IP } from '../../net/ip.ts';
+import type { IP } from '../../net/ip.ts';
 import { electNode } from '../../net/l2/election.ts';
-import { nodeEligibleForLoadBalancer, serviceKey, wantsLoadBalancer } from '../../kube/service-helpers.ts';
+import { nodeEligibleForLoadBalancer } from '../../kube/service-helpers.ts';
 
 /**
  * What the cluster asks of the L2 speakers, computed by each speaker alone from what they all see
@@ -27,6 +27,7 @@ export interface ClusterView {
 /** One load-balancer address of an `announce: l2` pool and who announces it. */
 export interface AddressElection {
   address: string;
+  ip: IP;
   pool: PoolConfig;
   /** namespace/name of the services holding it (several when shared). */
   services: string[];
@@ -38,50 +39,12 @@ export interface AddressElection {
 
 /** Every `announce: l2` address of every LoadBalancer service, with its elected node. */
 export function electAddresses(view: ClusterView): AddressElection[] {
-  const l2Pools = view.pools.filter((p) => p.announce === 'l2');
-  if (l2Pools.length === 0) return [];
-  const byAddress = new Map<string, { ip: IP; pool: PoolConfig; services: V1Service[] }>();
-  for (const service of view.services) {
-    // Another implementation's class holds addresses edge-ccm did not assign: never ours to announce.
-    if (!wantsLoadBalancer(service, view.classes ?? []) || service.metadata?.deletionTimestamp) continue;
-    for (const ingress of service.status?.loadBalancer?.ingress ?? []) {
-      const ip = parseIP(ingress.ip ?? '');
-      if (!ip) continue;
-      const pool = l2Pools.find((p) => rangesContain(p.ranges, ip));
-      if (!pool) continue; // not ours to announce (another pool's mode, or another implementation's address)
-      const key = formatIP(ip);
-      const entry = byAddress.get(key) ?? { ip, pool, services: [] };
-      entry.services.push(service);
-      byAddress.set(key, entry);
-    }
-  }
-  const endpointNodes = readyEndpointNodes(view.endpointSlices);
-  const elections: AddressElection[] = [];
-  for (const [address, { pool, services }] of byAddress) {
-    const poolNodes = view.nodes.filter((n) => nodeMayAnnounce(n, pool, view.alive)).map(nodeName);
-    // A shared address: any node that may answer for one of its services (sharing requires the
-    // same traffic policy and, for Local, the same pods, so the sets agree in practice).
-    const eligible = new Set<string>();
-    for (const service of services) {
-      const local = service.spec?.externalTrafficPolicy === 'Local';
-      const withEndpoints = local ? endpointNodes.get(serviceKey(service)) ?? new Set<string>() : undefined;
-      for (const node of poolNodes) if (!withEndpoints || withEndpoints.has(node)) eligible.add(node);
-    }
-    const sorted = [...eligible].sort();
-    elections.push({ address, pool, services: services.map(serviceKey).sort(), eligible: sorted, owner: electNode(address, sorted) });
-  }
-  return elections.sort((a, b) => a.address.localeCompare(b.address));
-}
-
-/**
- * Ready, not being deleted, not excluded from load balancers (label), not about to be removed by
- * the cluster autoscaler (taint), selected by the pool, and its speaker alive.
- */
-export function nodeMayAnnounce(node: V1Node, pool: PoolConfig, alive: ReadonlySet<string>): boolean {
-  return isNodeReady(node) &&
-    nodeEligibleForLoadBalancer(node) &&
-    (pool.nodeSelector?.(node.metadata?.labels ?? {}) ?? true) &&
-    alive.has(nodeName(node));
+  const candidates = view.nodes.filter((n) => isNodeReady(n) && nodeEligibleForLoadBalancer(n) && view.alive.has(nodeName(n)));
+  const addresses = announcedAddresses({
+    protocol: 'l2', pools: view.pools, classes: view.classes, services: view.services, candidates,
+    readyEndpointNodes: readyEndpointNodes(view.endpointSlices),
+  });
+  return addresses.map(({ address, ip, pool, services, nodes }) => ({ address, ip, pool, services, eligible: nodes, owner: electNode(address, nodes) }));
 }
 
 /**
@@ -98,8 +61,7 @@ export function announcementTable(
   const unplaced: string[] = [];
   for (const election of elections) {
     if (election.owner !== self) continue;
-    const ip = parseIP(election.address)!;
-    const interfaces = election.pool.interfaces ?? [subnetInterface(ip)].filter((i): i is string => !!i);
+    const interfaces = election.pool.interfaces ?? [subnetInterface(election.ip)].filter((i): i is string => !!i);
     if (interfaces.length === 0) unplaced.push(election.address);
     for (const name of interfaces) table.set(name, [...(table.get(name) ?? []), election.address]);
   }

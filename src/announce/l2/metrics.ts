@@ -8,7 +8,7 @@ import type { ResponderStats } from '../../net/l2/responder.ts';
  * every address (so a disagreement between speakers shows as two owners), and counters read
  * from the responder and the liveness mesh at scrape time.
  */
-export class SpeakerMetrics {
+export class L2AnnouncerMetrics {
   readonly announcing: Gauge<'address' | 'interface' | 'node'>;
   readonly elected: Gauge<'address' | 'node' | 'pool'>;
   readonly takeovers: Counter<'address' | 'node'>;
