@@ -38,8 +38,8 @@ const ALLOWED: [room: string, may: string[]][] = [
   // A provider: the core and the contract; never another provider.
   ['providers/', ['src/config-sections.ts', 'src/announce', 'src/lb', 'src/config-file', 'src/cloud', 'src/kube', 'src/net', ...BASE]],
   ['src/migrate', ['src/lb', 'src/net', ...BASE]],
-  // The flags: parsers of the rooms whose values they check, the lifecycle's defaults, and the controller table's names.
-  ['src/options', ['src/net', 'src/server', 'src/controllers/nodelifecycle/options.ts', 'src/app/controllers.ts', ...BASE]],
+  // The flags: parsers of the rooms whose values they check, the lifecycle's and the L2 liveness's defaults, and the controller table's names.
+  ['src/options', ['src/net', 'src/server', 'src/controllers/nodelifecycle/options.ts', 'src/announce/l2/liveness.ts', 'src/app/controllers.ts', ...BASE]],
   ['src/app', ['src/options', 'src/controllers', 'src/status', 'src/announce', 'src/server', 'src/systemd', 'src/cloud', 'src/kube', 'src/net', 'src/version.ts', ...BASE]],
   ['src/providers.ts', ['providers/static/index.ts', 'providers/proxmox/index.ts', 'src/cloud']],
   ['src/cmd', ['src/app', 'src/options', 'src/announce', 'src/migrate', 'src/lb', 'src/config-file', 'src/cloud', 'src/kube', 'src/net', 'src/version.ts', ...BASE]],
@@ -134,6 +134,9 @@ describe('imports go one way (docs/architecture.md)', () => {
     expect(permitted('src/config-file/watch.ts', 'src/lb/ranges.ts')).toBe(false);
     expect(permitted('src/lb/allocator.ts', 'src/announce/addresses.ts')).toBe(false);
     expect(permitted('src/announce/l2/announcer.ts', 'src/app/app.ts')).toBe(false);
+    // The flags read the L2 liveness defaults, nothing else of the announcers.
+    expect(permitted('src/options/speaker.ts', 'src/announce/l2/announcer.ts')).toBe(false);
+    expect(permitted('src/options/speaker.ts', 'src/announce/l2/liveness.ts')).toBe(true);
     expect(permitted('providers/static/provider.ts', 'src/lb/allocator.ts')).toBe(true);
     expect(permitted('src/controllers/route/controller.ts', 'src/util/resync-trigger.ts')).toBe(true);
   });

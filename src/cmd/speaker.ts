@@ -1,90 +1,56 @@
-import { parseArgs } from 'node:util';
 import { loadKubeConfig } from '../app/kubeconfig.ts';
 import { createRegistry, restClientObserver } from '../app/metrics.ts';
 import { readCloudConfigFile } from '../cloud/config-file.ts';
 import { EventBroadcaster } from '../kube/events.ts';
 import { BunKubeTransport } from '../kube/transport.ts';
 import { logHttpVersionChange, logHttpVersionAtStart } from '../kube/http-version.ts';
-import { createLogger, type LogFormat } from '../log.ts';
-import { parseGoDuration } from '../util/duration.ts';
-import { EXIT_FAILURE, EXIT_INVALID_INPUT, EXIT_OK, FLAG_ERROR_EXIT_CODE } from '../options/index.ts';
+import { createLogger } from '../log.ts';
+import { EXIT_FAILURE, EXIT_INVALID_INPUT, EXIT_OK, FLAG_ERROR_EXIT_CODE, FlagErrors, formatFlagError } from '../options/index.ts';
+import { helpWidth, renderSpeakerHelp } from '../options/help.ts';
+import { parseSpeakerArgs, type SpeakerOptions } from '../options/speaker.ts';
 import { readBoundedFileSync } from '../util/bounded-file.ts';
 import { errorMessage } from '../util/errors.ts';
 import { formatConfigErrors } from '../config-file/yaml-load.ts';
 import { WatchedConfig } from '../config-file/watch.ts';
 import type { LoadBalancerConfig } from '../lb/config-model.ts';
 import { loadSpeakerConfig } from '../announce/config.ts';
-import { DEFAULT_HEARTBEAT_INTERVAL_MS, DEFAULT_LIVENESS_PORT, DEFAULT_LIVENESS_TIMEOUT_MS } from '../announce/l2/liveness.ts';
 import { L2Announcer } from '../announce/l2/announcer.ts';
-import { DEFAULT_PROBE_COUNT, DEFAULT_PROBE_INTERVAL_MS } from '../net/l2/probe.ts';
-
-export const SPEAKER_USAGE = `Usage: edge-ccm speaker --cloud-config FILE --liveness-key-file FILE [flags]
-
-Answers ARP and NDP for the load-balancer addresses of announce: l2 pools that this node is
-elected for (docs/networking/l2.md). Runs on every node with host networking.
-
-Flags:
-  --cloud-config FILE          the controller's config file; only its loadBalancer section is read (reloaded on change)
-  --node-name NAME             this node's name (default: $NODE_NAME)
-  --kubeconfig FILE            API server credentials (default: in-cluster service account)
-  --liveness-key-file FILE     shared secret (at least 32 bytes) signing the speakers' heartbeats
-  --liveness-port PORT         UDP port of the heartbeats (default ${DEFAULT_LIVENESS_PORT})
-  --heartbeat-interval DUR     how often each speaker tells the others it is alive (default ${DEFAULT_HEARTBEAT_INTERVAL_MS / 1000}s)
-  --liveness-timeout DUR       silence after which a speaker counts as dead (default ${DEFAULT_LIVENESS_TIMEOUT_MS / 1000}s)
-  --address-probes N           ARP probes / DAD solicitations, 1 s apart, of a newly assigned address before it is
-                               first announced; a host answering holds it back (default ${DEFAULT_PROBE_COUNT}; 0: no probe)
-  --metrics-bind-address A:P   plain-HTTP /metrics and /healthz (default 127.0.0.1:7472; "0" turns it off)
-  --logging-format text|json   (default text)
-  --v N                        log verbosity (default 0)
-`;
+import { DEFAULT_PROBE_INTERVAL_MS } from '../net/l2/probe.ts';
 
 /** The heartbeat key must be long enough that guessing it is hopeless. */
 const MIN_KEY_BYTES = 32;
 
-interface SpeakerFlags {
-  cloudConfig: string;
-  nodeName: string;
-  kubeconfig?: string;
-  keyFile: string;
-  port: number;
-  intervalMs: number;
-  timeoutMs: number;
-  probes: number;
-  metrics?: { hostname: string; port: number };
-  format: LogFormat;
-  verbosity: number;
-}
-
 /** `edge-ccm speaker ...`: exits 0 on SIGTERM/SIGINT, 2 on bad flags or config, 1 on other failures. */
 export async function runSpeaker(argv: string[]): Promise<number> {
-  let flags: SpeakerFlags;
+  let flags: SpeakerOptions;
   try {
-    const parsed = parseSpeakerFlags(argv);
+    const parsed = parseSpeakerArgs(argv);
     if (parsed === 'help') {
-      console.log(SPEAKER_USAGE);
+      console.log(renderSpeakerHelp(helpWidth()));
       return EXIT_OK;
     }
     flags = parsed;
   } catch (e) {
-    for (const line of errorMessage(e).split('\n')) console.error(`error: speaker: ${line}`);
+    if (!(e instanceof FlagErrors)) throw e;
+    for (const err of e.errors) console.error(`error: speaker: ${formatFlagError(err)}`);
     console.error("Run 'edge-ccm speaker --help' for usage.");
     return FLAG_ERROR_EXIT_CODE;
   }
-  const logger = createLogger({ format: flags.format, verbosity: flags.verbosity });
+  const logger = createLogger({ format: flags.loggingFormat, verbosity: flags.verbosity });
 
   let text: string;
   let key: Uint8Array;
   try {
     text = readCloudConfigFile(flags.cloudConfig);
     // Trimmed: a key written with echo ends in a newline on some nodes' copies and not others'.
-    key = Buffer.from(readBoundedFileSync(flags.keyFile, 4096).trim(), 'utf8');
+    key = Buffer.from(readBoundedFileSync(flags.livenessKeyFile, 4096).trim(), 'utf8');
   } catch (e) {
     console.error(`error: speaker: ${errorMessage(e)}`);
     return EXIT_INVALID_INPUT;
   }
   if (key.length < MIN_KEY_BYTES) {
     // The key itself is never printed, only its length.
-    console.error(`error: speaker: --liveness-key-file: ${flags.keyFile} holds ${key.length} bytes; at least ${MIN_KEY_BYTES} are needed`);
+    console.error(`error: speaker: --liveness-key-file: ${flags.livenessKeyFile} holds ${key.length} bytes; at least ${MIN_KEY_BYTES} are needed`);
     return EXIT_INVALID_INPUT;
   }
   const loaded = loadSpeakerConfig(text);
@@ -107,11 +73,11 @@ export async function runSpeaker(argv: string[]): Promise<number> {
     node: flags.nodeName,
     transport,
     pools: loaded.config,
-    liveness: { key, port: flags.port, intervalMs: flags.intervalMs, timeoutMs: flags.timeoutMs },
+    liveness: { key, port: flags.livenessPort, intervalMs: flags.heartbeatIntervalMs, timeoutMs: flags.livenessTimeoutMs },
     logger,
     registry,
     events: events.recorder('edge-ccm-speaker'),
-    probe: { count: flags.probes, intervalMs: DEFAULT_PROBE_INTERVAL_MS },
+    probe: { count: flags.addressProbes, intervalMs: DEFAULT_PROBE_INTERVAL_MS },
   });
   const config = new WatchedConfig<LoadBalancerConfig>({
     owner: 'speaker',
@@ -136,7 +102,7 @@ export async function runSpeaker(argv: string[]): Promise<number> {
   });
   try {
     await config.start();
-    logger.info('speaker starting', { node: flags.nodeName, pools: loaded.config.pools.filter((p) => p.announce === 'l2').map((p) => p.name).join(','), metrics: server ? `http://${flags.metrics!.hostname}:${server.port}` : 'off', livenessPort: flags.port });
+    logger.info('speaker starting', { node: flags.nodeName, pools: loaded.config.pools.filter((p) => p.announce === 'l2').map((p) => p.name).join(','), metrics: server ? `http://${flags.metrics!.hostname}:${server.port}` : 'off', livenessPort: flags.livenessPort });
     await speaker.run(stop.signal);
     return EXIT_OK;
   } catch (e) {
@@ -147,83 +113,4 @@ export async function runSpeaker(argv: string[]): Promise<number> {
     void server?.stop(true);
     await events.close(2000);
   }
-}
-
-function parseSpeakerFlags(argv: string[]): SpeakerFlags | 'help' {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    strict: true,
-    options: {
-      help: { type: 'boolean', short: 'h' },
-      'cloud-config': { type: 'string' },
-      'node-name': { type: 'string' },
-      kubeconfig: { type: 'string' },
-      'liveness-key-file': { type: 'string' },
-      'liveness-port': { type: 'string' },
-      'heartbeat-interval': { type: 'string' },
-      'liveness-timeout': { type: 'string' },
-      'metrics-bind-address': { type: 'string' },
-      'address-probes': { type: 'string' },
-      'logging-format': { type: 'string' },
-      v: { type: 'string' },
-    },
-  });
-  if (values.help) return 'help';
-  const errors: string[] = [];
-  if (positionals.length) errors.push(`unexpected argument ${JSON.stringify(positionals[0])}`);
-  const nodeName = values['node-name'] || process.env.NODE_NAME || '';
-  if (!nodeName) errors.push('--node-name: required (or set NODE_NAME, as the DaemonSet does from spec.nodeName)');
-  if (!values['cloud-config']) errors.push('--cloud-config: required (the file with the loadBalancer pools)');
-  if (!values['liveness-key-file']) errors.push('--liveness-key-file: required (a shared Secret signing the heartbeats)');
-  const duration = (flag: string, fallback: number) => {
-    const text = values[flag as keyof typeof values] as string | undefined;
-    if (text === undefined) return fallback;
-    try {
-      const ms = parseGoDuration(text);
-      if (ms <= 0) throw new Error('must be positive');
-      return ms;
-    } catch (e) {
-      errors.push(`--${flag}: ${errorMessage(e)}`);
-      return fallback;
-    }
-  };
-  const intervalMs = duration('heartbeat-interval', DEFAULT_HEARTBEAT_INTERVAL_MS);
-  const timeoutMs = duration('liveness-timeout', DEFAULT_LIVENESS_TIMEOUT_MS);
-  if (timeoutMs <= intervalMs) errors.push(`--liveness-timeout (${timeoutMs} ms) must be longer than --heartbeat-interval (${intervalMs} ms)`);
-  const probes = Number(values['address-probes'] ?? DEFAULT_PROBE_COUNT);
-  if (!Number.isInteger(probes) || probes < 0 || probes > 10) errors.push(`--address-probes: ${JSON.stringify(values['address-probes'])} is not an integer from 0 to 10`);
-  const port = portOf('--liveness-port', values['liveness-port'] ?? String(DEFAULT_LIVENESS_PORT), errors);
-  let metrics: SpeakerFlags['metrics'];
-  const bind = values['metrics-bind-address'] ?? '127.0.0.1:7472';
-  if (bind !== '0') {
-    const colon = bind.lastIndexOf(':');
-    const hostname = bind.slice(0, colon).replace(/^\[(.*)\]$/, '$1');
-    if (colon <= 0 || !hostname) errors.push(`--metrics-bind-address: ${JSON.stringify(bind)} is not HOST:PORT`);
-    else metrics = { hostname, port: portOf('--metrics-bind-address', bind.slice(colon + 1), errors, true) };
-  }
-  const format = values['logging-format'] ?? 'text';
-  if (format !== 'text' && format !== 'json') errors.push(`--logging-format: ${JSON.stringify(format)} is not text or json`);
-  const verbosity = Number(values.v ?? 0);
-  if (!Number.isInteger(verbosity) || verbosity < 0) errors.push(`--v: ${JSON.stringify(values.v)} is not a non-negative integer`);
-  if (errors.length) throw new Error(errors.join('\n'));
-  return {
-    cloudConfig: values['cloud-config']!,
-    nodeName,
-    kubeconfig: values.kubeconfig,
-    keyFile: values['liveness-key-file']!,
-    port,
-    intervalMs,
-    timeoutMs,
-    probes,
-    metrics,
-    format: format as LogFormat,
-    verbosity,
-  };
-}
-
-function portOf(flag: string, text: string, errors: string[], allowZero = false): number {
-  const port = Number(text);
-  if (!/^\d+$/.test(text) || port > 65535 || (port === 0 && !allowZero)) errors.push(`${flag}: ${JSON.stringify(text)} is not a port`);
-  return port;
 }

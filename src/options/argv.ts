@@ -7,7 +7,8 @@
  * after it are left to that command.
  */
 import type { FlagError } from './errors.ts';
-import { FLAGS, flagLabel, type AnyFlagDef } from './flags.ts';
+import type { FlagDef } from './flag-def.ts';
+import { FLAGS, flagLabel } from './flags.ts';
 import { parseFlagValue } from './values.ts';
 
 export interface ScannedArgv {
@@ -22,14 +23,32 @@ export interface ScannedArgv {
   args: string[];
 }
 
-const byName = new Map<string, AnyFlagDef>(FLAGS.map((def) => [def.name, def]));
-const byShorthand = new Map<string, AnyFlagDef>(
-  FLAGS.flatMap((def): [string, AnyFlagDef][] => (def.shorthand === undefined ? [] : [[def.shorthand, def]])),
-);
+/** A flag table to read argv with: the manager's (flags.ts) or a subcommand's (speaker.ts). */
+export type FlagTable = readonly FlagDef[];
 
-export function scanArgv(argv: readonly string[]): ScannedArgv {
+interface TableIndex {
+  byName: Map<string, FlagDef>;
+  byShorthand: Map<string, FlagDef>;
+}
+
+const indexes = new WeakMap<FlagTable, TableIndex>();
+
+function indexOf(table: FlagTable): TableIndex {
+  let index = indexes.get(table);
+  if (!index) {
+    index = {
+      byName: new Map(table.map((def) => [def.name, def])),
+      byShorthand: new Map(table.flatMap((def): [string, FlagDef][] => (def.shorthand === undefined ? [] : [[def.shorthand, def]]))),
+    };
+    indexes.set(table, index);
+  }
+  return index;
+}
+
+export function scanArgv(argv: readonly string[], table: FlagTable = FLAGS): ScannedArgv {
+  const { byName, byShorthand } = indexOf(table);
   const scan: ScannedArgv = {
-    values: Object.fromEntries(FLAGS.map((def) => [def.key, structuredClone(def.default)])),
+    values: Object.fromEntries(table.map((def) => [def.key, structuredClone(def.default)])),
     given: new Set(),
     unreadable: new Set(),
     errors: [],
@@ -49,8 +68,8 @@ export function scanArgv(argv: readonly string[]): ScannedArgv {
       takePositionals(scan, argv.slice(i));
       break;
     }
-    if (arg.startsWith('--')) scanLongFlag(scan, arg, nextArg);
-    else scanShorthands(scan, arg, nextArg);
+    if (arg.startsWith('--')) scanLongFlag(scan, arg, nextArg, byName);
+    else scanShorthands(scan, arg, nextArg, byShorthand);
   }
   return scan;
 }
@@ -62,7 +81,7 @@ function takePositionals(scan: ScannedArgv, rest: readonly string[]): void {
   scan.args = rest.slice(first + 1);
 }
 
-function scanLongFlag(scan: ScannedArgv, arg: string, nextArg: () => string | undefined): void {
+function scanLongFlag(scan: ScannedArgv, arg: string, nextArg: () => string | undefined, byName: Map<string, FlagDef>): void {
   const body = arg.slice(2);
   if (body.startsWith('-') || body.startsWith('=')) {
     scan.errors.push({ flag: arg, message: 'bad flag syntax' });
@@ -84,7 +103,7 @@ function scanLongFlag(scan: ScannedArgv, arg: string, nextArg: () => string | un
   setFlag(scan, def, text);
 }
 
-function scanShorthands(scan: ScannedArgv, arg: string, nextArg: () => string | undefined): void {
+function scanShorthands(scan: ScannedArgv, arg: string, nextArg: () => string | undefined, byShorthand: Map<string, FlagDef>): void {
   const letters = arg.slice(1);
   for (let j = 0; j < letters.length; j++) {
     const letter = letters[j] as string;
@@ -108,7 +127,7 @@ function scanShorthands(scan: ScannedArgv, arg: string, nextArg: () => string | 
   }
 }
 
-function setFlag(scan: ScannedArgv, def: AnyFlagDef, text: string): void {
+function setFlag(scan: ScannedArgv, def: FlagDef, text: string): void {
   const parsed = parseFlagValue(def.kind, text);
   if (!parsed.ok) {
     scan.errors.push({ flag: flagLabel(def), message: parsed.message });

@@ -5,8 +5,14 @@
  */
 import { formatGoDuration } from '../util/duration.ts';
 import { FLAG_GROUPS, FLAGS, type AnyFlagDef, type FlagGroup } from './flags.ts';
+import type { FlagKind, FlagKindValue } from './values.ts';
 
-const KIND_TYPE_NAMES: Record<AnyFlagDef['kind'], string> = {
+/** What presenting a flag reads of it, of any table (the manager's, a subcommand's): kind and default stay paired. */
+export type DescribedFlag = {
+  [K in FlagKind]: { readonly name: string; readonly shorthand?: string; readonly typeName?: string; readonly kind: K; readonly default: FlagKindValue[K] };
+}[FlagKind];
+
+const KIND_TYPE_NAMES: Record<FlagKind, string> = {
   string: 'string',
   bool: '',
   int: 'int',
@@ -17,17 +23,17 @@ const KIND_TYPE_NAMES: Record<AnyFlagDef['kind'], string> = {
 };
 
 /** The word after the flag name in --help ("duration", "int32"); empty for booleans. */
-export function flagTypeName(def: AnyFlagDef): string {
+export function flagTypeName(def: DescribedFlag): string {
   return def.typeName ?? KIND_TYPE_NAMES[def.kind];
 }
 
 /** "-v, --v" or "--kubeconfig". */
-export function flagNames(def: AnyFlagDef): string {
+export function flagNames(def: DescribedFlag): string {
   return def.shorthand === undefined ? `--${def.name}` : `-${def.shorthand}, --${def.name}`;
 }
 
 /** The default as pflag shows it, or undefined when it is the type's zero value (not shown). */
-export function flagDefaultText(def: AnyFlagDef): string | undefined {
+export function flagDefaultText(def: DescribedFlag): string | undefined {
   switch (def.kind) {
     case 'bool':
       return def.default ? 'true' : undefined;

@@ -22,6 +22,8 @@ export const FLAG_GROUPS = [
   'edge-ccm',
 ] as const;
 export type FlagGroup = (typeof FLAG_GROUPS)[number];
+/** The flags of a subcommand with flags of its own (src/options/speaker.ts): one section of their own, not the manager's. */
+export type CommandFlagGroup = 'speaker';
 
 export interface FlagDef<Key extends string = string, Kind extends FlagKind = FlagKind, Value = FlagKindValue[Kind]> {
   /** Long name, without dashes. */
@@ -31,7 +33,7 @@ export interface FlagDef<Key extends string = string, Kind extends FlagKind = Fl
   readonly key: Key;
   readonly kind: Kind;
   readonly default: FlagKindValue[Kind];
-  readonly group: FlagGroup;
+  readonly group: FlagGroup | CommandFlagGroup;
   readonly help: string;
   /** The value's type as upstream's --help prints it, when it is not the kind's (int32, ip, Level). */
   readonly typeName?: string;

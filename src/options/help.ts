@@ -4,8 +4,10 @@
  * terminal's width (80 columns when stdout is not a terminal, as upstream's term.TerminalSize
  * fallback leaves pflag at 0 = no wrap; edge-ccm wraps at 80 then, so a piped --help stays readable).
  */
-import { flagDefaultText, flagNames, flagsByGroup, flagTypeName, groupTitle } from './describe.ts';
+import { flagDefaultText, flagNames, flagsByGroup, flagTypeName, groupTitle, type DescribedFlag } from './describe.ts';
 import { EXIT_CODES } from './exit-codes.ts';
+import type { FlagDef } from './flag-def.ts';
+import { SPEAKER_FLAGS } from './speaker.ts';
 
 const DESCRIPTION =
   'edge-ccm is a Kubernetes cloud-controller-manager for bare-metal, edge and\n' +
@@ -26,28 +28,46 @@ const BLOCK_INDENT = 16;
 
 export function renderHelp(ctx: HelpContext): string {
   const sections = flagsByGroup().map(([group, defs]) => {
-    const heads = defs.map((def) => {
-      const type = flagTypeName(def);
-      const names = flagNames(def);
-      return `${def.shorthand === undefined ? '      ' : '  '}${names}${type ? ` ${type}` : ''}`;
-    });
-    const width = Math.max(...heads.map((head) => head.length)) + 3;
-    const lines = defs.map((def, i) => {
-      const head = (heads[i] as string).padEnd(width);
-      const fallback = flagDefaultText(def);
-      const help = def.name === 'cloud-provider' && ctx.providers.length ? `${def.help} Linked providers: ${ctx.providers.join(', ')}.` : def.help;
-      const usage = help + (fallback === undefined ? '' : ` (default ${fallback})`);
-      return head + wrap(usage, width, ctx.width);
-    });
-    return `\n${groupTitle(group)} flags:\n\n${lines.join('\n')}\n`;
+    const helpOf = (def: FlagDef) => (def.name === 'cloud-provider' && ctx.providers.length ? `${def.help} Linked providers: ${ctx.providers.join(', ')}.` : def.help);
+    return `\n${groupTitle(group)} flags:\n\n${renderFlagLines(defs, ctx.width, helpOf)}\n`;
   });
   const nameWidth = Math.max(...ctx.commands.map((c) => c.name.length)) + 3;
   const commands = ctx.commands.map((c) => `  ${c.name.padEnd(nameWidth)}${wrap(c.summary, nameWidth + 2, ctx.width)}`).join('\n');
-  const exitCodes = EXIT_CODES.map(([code, meaning]) => `  ${code}   ${wrap(meaning, 6, ctx.width)}`).join('\n');
   return (
     `${DESCRIPTION}\n\nUsage:\n  edge-ccm [flags]\n  edge-ccm [${ctx.commands.map((c) => c.name).join('|')}] [flags]\n\n` +
-    `Commands:\n${commands}\n${sections.join('')}\nExit codes:\n\n${exitCodes}\n`
+    `Commands:\n${commands}\n${sections.join('')}\n${renderExitCodes(ctx.width)}`
   );
+}
+
+/** `edge-ccm speaker --help`: the same layout, its own table (src/options/speaker.ts). */
+export function renderSpeakerHelp(width: number): string {
+  return (
+    `${SPEAKER_DESCRIPTION}\n\nUsage:\n  edge-ccm speaker --cloud-config FILE --liveness-key-file FILE [flags]\n\n` +
+    `Flags:\n\n${renderFlagLines(SPEAKER_FLAGS, width, (def) => def.help)}\n\n${renderExitCodes(width)}`
+  );
+}
+
+export const SPEAKER_DESCRIPTION =
+  'Answers ARP and NDP for the load-balancer addresses of announce: l2 pools that this node is\n' +
+  'elected for (docs/networking/l2.md). Runs on every node with host networking.';
+
+/** One aligned block of flags, pflag's FlagUsagesWrapped: names and type, three spaces, the help and its default. */
+function renderFlagLines<D extends DescribedFlag & FlagDef>(defs: readonly D[], width: number, helpOf: (def: D) => string): string {
+  const heads = defs.map((def) => {
+    const type = flagTypeName(def);
+    return `${def.shorthand === undefined ? '      ' : '  '}${flagNames(def)}${type ? ` ${type}` : ''}`;
+  });
+  const column = Math.max(...heads.map((head) => head.length)) + 3;
+  return defs
+    .map((def, i) => {
+      const fallback = flagDefaultText(def);
+      return (heads[i] as string).padEnd(column) + wrap(helpOf(def) + (fallback === undefined ? '' : ` (default ${fallback})`), column, width);
+    })
+    .join('\n');
+}
+
+function renderExitCodes(width: number): string {
+  return `Exit codes:\n\n${EXIT_CODES.map(([code, meaning]) => `  ${code}   ${wrap(meaning, 6, width)}`).join('\n')}\n`;
 }
 
 /**

@@ -1,5 +1,7 @@
 /** docs/flags.md, rendered from the flag table (scripts/gen-flags-doc.ts writes it; a test keeps it fresh). */
-import { flagDefaultText, flagNames, flagsByGroup, flagTypeName, groupTitle } from './describe.ts';
+import { flagDefaultText, flagNames, flagsByGroup, flagTypeName, groupTitle, type DescribedFlag } from './describe.ts';
+import { SPEAKER_DESCRIPTION } from './help.ts';
+import { SPEAKER_FLAGS } from './speaker.ts';
 import { EXIT_CODES } from './exit-codes.ts';
 import { GATES_WITH_EFFECT } from './feature-gates.ts';
 import { UPSTREAM_MODULE } from './upstream-flags.ts';
@@ -17,12 +19,20 @@ export function renderFlagsMarkdown(): string {
   for (const [group, defs] of flagsByGroup()) {
     out.push('', `## ${groupTitle(group)} flags`, '', '| Flag | Type | Default | Description |', '| --- | --- | --- | --- |');
     for (const def of defs) {
-      const type = flagTypeName(def) || 'bool';
-      const fallback = flagDefaultText(def);
       const inert = 'inert' in def && def.inert ? `<br>**No effect in edge-ccm** (named in one warning line at start): ${prose(def.inert)}.` : '';
-      out.push(`| ${code(flagNames(def))} | ${type} | ${fallback === undefined ? '' : code(fallback)} | ${prose(def.help)}${inert} |`);
+      out.push(flagRow(def, `${prose(def.help)}${inert}`));
     }
   }
+  out.push(
+    '',
+    '## `edge-ccm speaker` flags',
+    '',
+    `${SPEAKER_DESCRIPTION.replaceAll('\n', ' ')} Its own flags (src/options/speaker.ts), none of the above:`,
+    '',
+    '| Flag | Type | Default | Description |',
+    '| --- | --- | --- | --- |',
+  );
+  for (const def of SPEAKER_FLAGS) out.push(flagRow(def, prose(def.help)));
   out.push(
     '',
     '## Upstream surface, feature gates, debugging endpoints',
@@ -47,9 +57,15 @@ export function renderFlagsMarkdown(): string {
     '`/debug/pprof/block` (how long the event loop was blocked, JSON). These are Bun\'s formats, not Go pprof;',
     'Go\'s goroutine, mutex, allocs and trace profiles and `/debug/flags/v` have no counterpart.',
   );
-  out.push('', '## Exit codes', '', 'The same for the controller manager and its subcommands (`validate`, `selftest`):', '', '| Code | Meaning |', '| --- | --- |');
+  out.push('', '## Exit codes', '', 'The same for the controller manager and its subcommands (`validate`, `selftest`, `speaker`):', '', '| Code | Meaning |', '| --- | --- |');
   for (const [code, meaning] of EXIT_CODES) out.push(`| ${code} | ${prose(meaning)} |`);
   return `${out.join('\n')}\n`;
+}
+
+/** One flag's row: names, type word, default as --help shows it, and the description (already a cell). */
+function flagRow(def: DescribedFlag, description: string): string {
+  const fallback = flagDefaultText(def);
+  return `| ${code(flagNames(def))} | ${flagTypeName(def) || 'bool'} | ${fallback === undefined ? '' : code(fallback)} | ${description} |`;
 }
 
 /** A table cell of text: pipes and asterisks escaped, line breaks kept. */
