@@ -18,6 +18,8 @@ const ALLOWED: [room: string, may: string[]][] = [
   ['src/util', []],
   ['src/log.ts', ['src/util']],
   ['src/version.ts', []],
+  // The controllers' names and aliases (upstream's names/controller_names.go): read by all, reads nothing.
+  ['src/names.ts', []],
   ['src/systemd', BASE],
   ['src/net/bgp', ['src/net', ...BASE]],
   ['src/net/l2', ['src/net', ...BASE]],
@@ -26,9 +28,10 @@ const ALLOWED: [room: string, may: string[]][] = [
   ['src/cloud', ['src/kube', 'src/net', ...BASE]],
   ['src/server', ['src/kube', ...BASE]],
   ['src/controllers/types.ts', ['src/cloud', 'src/kube', ...BASE]],
-  ['src/status', ['src/controllers/types.ts', 'src/cloud', 'src/kube', 'src/net', ...BASE]],
-  // A controller knows the cloud contract and Kubernetes, never another controller nor a provider.
-  ['src/controllers/', ['src/controllers/types.ts', 'src/status/breaker-link.ts', 'src/status/resources.ts', 'src/cloud', 'src/kube', 'src/net', ...BASE]],
+  // The status objects the leader publishes: a controller-like room above the controllers, told the lifecycle's breaker through its link.
+  ['src/status', ['src/controllers/types.ts', 'src/controllers/nodelifecycle/breaker-link.ts', 'src/names.ts', 'src/cloud', 'src/kube', 'src/net', ...BASE]],
+  // A controller knows the cloud contract and Kubernetes, never another controller, a provider, nor src/status.
+  ['src/controllers/', ['src/controllers/types.ts', 'src/names.ts', 'src/cloud', 'src/kube', 'src/net', ...BASE]],
   // The address core every provider reads: the config file, the pools, the sections.
   ['src/config-file', ['src/cloud', 'src/kube', ...BASE]],
   ['src/lb', ['src/config-file', 'src/cloud', 'src/kube', 'src/net', ...BASE]],
@@ -38,9 +41,9 @@ const ALLOWED: [room: string, may: string[]][] = [
   // A provider: the core and the contract; never another provider.
   ['providers/', ['src/config-sections.ts', 'src/announce', 'src/lb', 'src/config-file', 'src/cloud', 'src/kube', 'src/net', ...BASE]],
   ['src/migrate', ['src/lb', 'src/net', ...BASE]],
-  // The flags: parsers of the rooms whose values they check, the lifecycle's and the L2 liveness's defaults, and the controller table's names.
-  ['src/options', ['src/net', 'src/server', 'src/controllers/nodelifecycle/options.ts', 'src/announce/l2/liveness.ts', 'src/app/controllers.ts', ...BASE]],
-  ['src/app', ['src/options', 'src/controllers', 'src/status', 'src/announce', 'src/server', 'src/systemd', 'src/cloud', 'src/kube', 'src/net', 'src/version.ts', ...BASE]],
+  // The flags: parsers of the rooms whose values they check, the lifecycle's and the L2 liveness's defaults, and the controllers' names.
+  ['src/options', ['src/net', 'src/server', 'src/controllers/nodelifecycle/options.ts', 'src/announce/l2/liveness.ts', 'src/names.ts', ...BASE]],
+  ['src/app', ['src/names.ts', 'src/options', 'src/controllers', 'src/status', 'src/announce', 'src/server', 'src/systemd', 'src/cloud', 'src/kube', 'src/net', 'src/version.ts', ...BASE]],
   ['src/providers.ts', ['providers/static/index.ts', 'providers/proxmox/index.ts', 'src/cloud']],
   ['src/cmd', ['src/app', 'src/options', 'src/announce', 'src/migrate', 'src/lb', 'src/config-file', 'src/cloud', 'src/kube', 'src/net', 'src/version.ts', ...BASE]],
   ['src/main.ts', ['src/cmd', 'src/cloud', 'src/providers.ts']],
@@ -64,6 +67,31 @@ function permitted(from: string, to: string): boolean {
   if (roomOf(to) === room) return true;
   if (room.startsWith('src/controllers/') && roomOf(to).startsWith('src/controllers/') && to !== 'src/controllers/types.ts') return false;
   return (rulesFor(room) ?? []).some((allowed) => to === allowed || to.startsWith(`${allowed}/`) || (allowed.endsWith('.ts') ? false : to.startsWith(allowed)));
+}
+
+/** The circles among rooms (strongly connected sets of more than one room), each sorted; none is the rule. */
+function roomCircles(edges: readonly { from: string; to: string }[]): string[][] {
+  const next = new Map<string, Set<string>>();
+  for (const { from, to } of edges) {
+    const [a, b] = [roomOf(from), roomOf(to)];
+    if (a === b) continue;
+    if (!next.has(a)) next.set(a, new Set());
+    next.get(a)!.add(b);
+  }
+  const reach = (start: string): Set<string> => {
+    const seen = new Set<string>();
+    const todo = [start];
+    while (todo.length) for (const n of next.get(todo.pop()!) ?? []) if (!seen.has(n)) (seen.add(n), todo.push(n));
+    return seen;
+  };
+  const reachOf = new Map([...next.keys()].map((room) => [room, reach(room)]));
+  const circles = new Map<string, string[]>();
+  for (const [room, reached] of reachOf) {
+    if (!reached.has(room)) continue;
+    const circle = [...reached].filter((other) => reachOf.get(other)?.has(room)).sort();
+    circles.set(circle.join(' '), circle);
+  }
+  return [...circles.values()];
 }
 
 function sourceImports(): { from: string; to: string }[] {
@@ -119,6 +147,10 @@ describe('imports go one way (docs/architecture.md)', () => {
     expect(bad).toEqual([]);
   });
 
+  test('no two rooms import each other, directly or round a circle', () => {
+    expect(roomCircles(edges)).toEqual([]);
+  });
+
   test('no source file imports a test double or the harness', () => {
     expect(edges.filter((e) => e.to.startsWith('test/'))).toEqual([]);
   });
@@ -137,6 +169,13 @@ describe('imports go one way (docs/architecture.md)', () => {
     // The flags read the L2 liveness defaults, nothing else of the announcers.
     expect(permitted('src/options/speaker.ts', 'src/announce/l2/announcer.ts')).toBe(false);
     expect(permitted('src/options/speaker.ts', 'src/announce/l2/liveness.ts')).toBe(true);
+    // The flags read the controllers' names from src/names.ts, never the app above them; names read nothing.
+    expect(permitted('src/options/controllers.ts', 'src/app/controllers.ts')).toBe(false);
+    expect(permitted('src/names.ts', 'src/util/errors.ts')).toBe(false);
+    // A controller never reaches up into src/status (the publisher reads the lifecycle's link, not the other way).
+    expect(permitted('src/controllers/nodelifecycle/controller.ts', 'src/status/resources.ts')).toBe(false);
+    expect(permitted('src/status/publisher.ts', 'src/controllers/nodelifecycle/controller.ts')).toBe(false);
+    expect(roomCircles([{ from: 'src/status/publisher.ts', to: 'src/controllers/types.ts' }, { from: 'src/controllers/types.ts', to: 'src/status/resources.ts' }])).toEqual([['src/controllers/types.ts', 'src/status']]);
     expect(permitted('providers/static/provider.ts', 'src/lb/allocator.ts')).toBe(true);
     expect(permitted('src/controllers/route/controller.ts', 'src/util/resync-trigger.ts')).toBe(true);
   });

@@ -1,10 +1,11 @@
 import type { V1Node, V1Service } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
 import type { CloudProvider } from '../cloud/types.ts';
-import { CLOUD_NODE_CONTROLLER, CloudNodeController } from '../controllers/node/index.ts';
-import { CLOUD_NODE_LIFECYCLE_CONTROLLER, CloudNodeLifecycleController, type LifecycleOptions } from '../controllers/nodelifecycle/index.ts';
-import { NODE_ROUTE_CONTROLLER, RouteController } from '../controllers/route/controller.ts';
-import { SERVICE_LB_CONTROLLER, ServiceController } from '../controllers/service/index.ts';
+import { CloudNodeController } from '../controllers/node/index.ts';
+import { CloudNodeLifecycleController, type LifecycleOptions } from '../controllers/nodelifecycle/index.ts';
+import { RouteController } from '../controllers/route/controller.ts';
+import { ServiceController } from '../controllers/service/index.ts';
+import { CLOUD_NODE_CONTROLLER, CLOUD_NODE_LIFECYCLE_CONTROLLER, NODE_ROUTE_CONTROLLER, SERVICE_LB_CONTROLLER, STATUS_PUBLISHER, type ControllerName } from '../names.ts';
 import type { Controller, ControllerContext } from '../controllers/types.ts';
 import { EndpointNodes } from '../kube/endpoint-slices.ts';
 import type { EventRecorder } from '../kube/event-recorder.ts';
@@ -17,20 +18,19 @@ import type { KubeTransport } from '../kube/transport.ts';
 import type { Logger } from '../log.ts';
 import type { Prefix } from '../net/ip.ts';
 import { HeldConditionWriter } from '../controllers/nodelifecycle/held-condition.ts';
-import { BreakerLink } from '../status/breaker-link.ts';
-import { STATUS_PUBLISHER, StatusPublisher } from '../status/publisher.ts';
+import { BreakerLink } from '../controllers/nodelifecycle/breaker-link.ts';
+import { StatusPublisher } from '../status/publisher.ts';
 
 /**
- * The controllers, in one table: to add one, add its folder under src/controllers and a row
- * here. Names and aliases are upstream's (--controllers reads them: src/options/controllers.ts),
- * so are the event sources (event queries carry over) and the service accounts
- * (--use-service-account-credentials, as upstream's controller client names).
+ * The controllers, in one table: to add one, add its folder under src/controllers, its name in
+ * src/names.ts (upstream's names and aliases, which --controllers reads) and a row here, in the
+ * same order (a test holds them together). The event sources are upstream's (event queries carry
+ * over), so are the service accounts (--use-service-account-credentials, as upstream's controller
+ * client names).
  */
 export interface ControllerSpec {
-  /** Its name in --controllers, logs, health checks and metrics. */
-  readonly name: string;
-  /** Upstream's short alias in --controllers (names.CCMControllerAliases). */
-  readonly alias: string;
+  /** Its name in --controllers, logs, health checks and metrics (src/names.ts). */
+  readonly name: ControllerName;
   /** The source component of its events. */
   readonly eventSource: string;
   /** The kube-system service account it acts as with --use-service-account-credentials. */
@@ -44,7 +44,6 @@ export interface ControllerSpec {
 export const CONTROLLERS = [
   {
     name: CLOUD_NODE_CONTROLLER,
-    alias: 'cloud-node',
     eventSource: 'cloud-node-controller',
     serviceAccount: 'node-controller',
     unavailable: (cloud) => (cloud.instances ? undefined : `provider ${cloud.providerName} has no instances`),
@@ -57,7 +56,6 @@ export const CONTROLLERS = [
   },
   {
     name: CLOUD_NODE_LIFECYCLE_CONTROLLER,
-    alias: 'cloud-node-lifecycle',
     eventSource: 'cloud-node-lifecycle-controller',
     serviceAccount: 'node-controller',
     unavailable: (cloud) => (cloud.instances ? undefined : `provider ${cloud.providerName} has no instances`),
@@ -69,7 +67,6 @@ export const CONTROLLERS = [
   },
   {
     name: SERVICE_LB_CONTROLLER,
-    alias: 'service',
     eventSource: 'service-controller',
     serviceAccount: 'service-controller',
     unavailable: (cloud) => (cloud.loadBalancer ? undefined : `provider ${cloud.providerName} has no load balancers`),
@@ -77,7 +74,6 @@ export const CONTROLLERS = [
   },
   {
     name: NODE_ROUTE_CONTROLLER,
-    alias: 'route',
     eventSource: 'route_controller',
     serviceAccount: 'route-controller',
     // The one place that says whether routes run (settings.ts requires --cluster-cidr then).
@@ -86,7 +82,7 @@ export const CONTROLLERS = [
   },
 ] as const satisfies readonly ControllerSpec[];
 
-export type ControllerName = (typeof CONTROLLERS)[number]['name'];
+export type { ControllerName };
 
 /** The controllers that run: enabled by --controllers, and able to with this provider and settings. */
 export function runnableControllers(cloud: CloudProvider, settings: ControllerSelection): { run: ControllerSpec[]; skipped: { name: string; why: string }[] } {

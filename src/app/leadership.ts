@@ -1,5 +1,5 @@
 import type { CloudProvider } from '../cloud/types.ts';
-import { SERVICE_LB_CONTROLLER } from '../controllers/service/index.ts';
+import { SERVICE_LB_CONTROLLER } from '../names.ts';
 import type { ApiServerReturn } from '../kube/api-server-return.ts';
 import type { EventRecorder } from '../kube/event-recorder.ts';
 import type { EventBroadcaster } from '../kube/events.ts';

@@ -3,7 +3,7 @@ import { readCloudConfigFile } from '../cloud/config-file.ts';
 import type { ProviderRegistry } from '../cloud/registry.ts';
 import type { CloudProvider } from '../cloud/types.ts';
 import { resolveLifecycleOptions } from '../controllers/nodelifecycle/index.ts';
-import { NODE_ROUTE_CONTROLLER } from '../controllers/route/controller.ts';
+import { NODE_ROUTE_CONTROLLER } from '../names.ts';
 import type { Logger } from '../log.ts';
 import { parsePrefix, type Prefix } from '../net/ip.ts';
 import { gateEnabled } from '../options/feature-gates.ts';

@@ -2,7 +2,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
 import type { BgpService } from '../announce/bgp/announcer.ts';
 import type { CloudProvider } from '../cloud/types.ts';
-import { NODE_ROUTE_CONTROLLER } from '../controllers/route/controller.ts';
+import { NODE_ROUTE_CONTROLLER } from '../names.ts';
 import type { Controller } from '../controllers/types.ts';
 import type { ApiServerReturn } from '../kube/api-server-return.ts';
 import type { EventBroadcaster } from '../kube/events.ts';

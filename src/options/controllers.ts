@@ -3,16 +3,11 @@
  * (k8s.io/controller-manager IsControllerEnabled): for each controller the first entry naming it
  * decides (`name` on, `-name` off); without one, it runs iff `*` is listed. Every controller of
  * the cloud-controller-manager is on by default, so `*` enables all of them. The names and aliases
- * are the controller table's (src/app/controllers.ts), the one list of controllers.
+ * are src/names.ts's, the one list the controller table (src/app/controllers.ts) is checked against.
  */
-import { CONTROLLERS, type ControllerName } from '../app/controllers.ts';
+import { CONTROLLER_ALIASES, CONTROLLER_NAMES, type ControllerName } from '../names.ts';
 
-export type { ControllerName };
-
-export const CONTROLLER_NAMES: readonly ControllerName[] = CONTROLLERS.map((c) => c.name);
-
-/** Upstream's short aliases (names.CCMControllerAliases). */
-export const CONTROLLER_ALIASES: Readonly<Record<string, ControllerName>> = Object.fromEntries(CONTROLLERS.map((c) => [c.alias, c.name]));
+export { CONTROLLER_ALIASES, CONTROLLER_NAMES, type ControllerName };
 
 export type ResolvedControllers =
   | { ok: true; enabled: ReadonlySet<ControllerName> }

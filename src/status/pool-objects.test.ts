@@ -6,7 +6,7 @@ import { addressRequest } from '../lb/requests.ts';
 import { PoolLoadBalancer } from '../lb/load-balancer.ts';
 import { silentLogger } from '../log.ts';
 import { DELETION_HELD_CONDITION, heldConditionPatch } from '../controllers/nodelifecycle/held-condition.ts';
-import { BreakerLink } from './breaker-link.ts';
+import { BreakerLink } from '../controllers/nodelifecycle/breaker-link.ts';
 import { MAX_LISTED_SERVICES, desiredPoolObjects, poolObjectName, statusUpdate } from './pool-objects.ts';
 
 /** The pure parts behind the AddressPool and EdgeCCMStatus objects and the DeletionHeld condition. */

@@ -8,9 +8,10 @@ import type { Logger } from '../log.ts';
 import { formatGoDuration } from '../util/duration.ts';
 import { errorMessage } from '../util/errors.ts';
 import { sleep } from '../util/time.ts';
-import type { BreakerLink } from './breaker-link.ts';
+import type { BreakerLink } from '../controllers/nodelifecycle/breaker-link.ts';
 import { condition, desiredPoolObjects, statusUpdate, type AddressPoolObject, type AddressPoolObjectStatus } from './pool-objects.ts';
 import { ACKNOWLEDGE_NODE_DELETIONS_ANNOTATION, ADDRESS_POOLS, EDGE_CCM_STATUSES, INSTANCE_LABEL, STATUS_API_VERSION } from './resources.ts';
+import { STATUS_PUBLISHER } from '../names.ts';
 
 /**
  * Keeps the AddressPool objects and this instance's EdgeCCMStatus object (resources.ts) in line
@@ -21,7 +22,8 @@ import { ACKNOWLEDGE_NODE_DELETIONS_ANNOTATION, ADDRESS_POOLS, EDGE_CCM_STATUSES
  * without the chart's CRDs) it says so once and looks again every few minutes.
  */
 
-export const STATUS_PUBLISHER = 'status-publisher';
+/** Its name in logs, health checks and metrics: src/names.ts, the one list of names. */
+export { STATUS_PUBLISHER };
 const DEFAULT_PERIOD_MS = 10_000;
 const CRD_RETRY_MS = 5 * 60_000;
 

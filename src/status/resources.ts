@@ -24,5 +24,5 @@ export const EDGE_CCM_STATUSES: ResourceType = { apiPath: `/apis/${STATUS_API_VE
 /** On each AddressPool: the instance (EdgeCCMStatus name) that publishes it, so instances leave each other's alone. */
 export const INSTANCE_LABEL = 'edge-ccm.io/instance';
 
-/** `"true"` on the EdgeCCMStatus object: the nodes it lists as held by the breaker may be deleted (once; edge-ccm then removes it). */
-export const ACKNOWLEDGE_NODE_DELETIONS_ANNOTATION = 'edge-ccm.io/acknowledge-node-deletions';
+/** On the EdgeCCMStatus object; the lifecycle controller's, which honours it (breaker-link.ts). */
+export { ACKNOWLEDGE_NODE_DELETIONS_ANNOTATION } from '../controllers/nodelifecycle/breaker-link.ts';

@@ -16,6 +16,7 @@ import { ResyncTrigger } from '../../util/resync-trigger.ts';
 import { forEachLimited } from '../../util/parallel.ts';
 import { errorMessage } from '../../util/errors.ts';
 import { Backoff } from '../../util/backoff.ts';
+import { CLOUD_NODE_CONTROLLER } from '../../names.ts';
 
 export interface CloudNodeControllerOptions {
   /** --concurrent-node-syncs: workers initialising nodes. */
@@ -39,8 +40,8 @@ export interface CloudNodeControllerDeps {
   labelWriter?: NodeLabelWriter;
 }
 
-/** The controller's name: its row in the controller table, its logs and its metrics. */
-export const CLOUD_NODE_CONTROLLER = 'cloud-node-controller';
+/** Its name in logs, health checks and metrics: src/names.ts, the one list of names. */
+export { CLOUD_NODE_CONTROLLER };
 export const EVENT_SYNCED = 'Synced';
 export const EVENT_PROVIDED_NODE_IP_INVALID = 'ProvidedNodeIPInvalid';
 

@@ -17,9 +17,9 @@ import { type LifecycleOptions, type LifecycleOptionsInput, resolveLifecycleOpti
 import { DISTRUST_REASONS, type Distrust, type GroupJudgement, ProviderSnapshots, type SnapshotJudgement, describeGroup, providerIDScheme } from './snapshot.ts';
 import { sleep } from '../../util/time.ts';
 import { errorMessage } from '../../util/errors.ts';
-import type { BreakerLink } from '../../status/breaker-link.ts';
-import { ACKNOWLEDGE_NODE_DELETIONS_ANNOTATION } from '../../status/resources.ts';
+import { ACKNOWLEDGE_NODE_DELETIONS_ANNOTATION, type BreakerLink } from './breaker-link.ts';
 import { type HeldConditionWriter, type HeldState, heldConditionPatch } from './held-condition.ts';
+import { CLOUD_NODE_LIFECYCLE_CONTROLLER } from '../../names.ts';
 
 /** Taint writes (and the shutdown questions before them) in flight at once. */
 export const WRITE_CONCURRENCY = 10;
@@ -51,8 +51,8 @@ export interface MonitorReport {
 /** What the lifecycle controller uses of the app's context: the provider's instances, the node informer, its writes, events and metrics. */
 export type LifecycleControllerContext = Pick<ControllerContext, 'transport' | 'recorder' | 'logger' | 'registry' | 'nodeInformer' | 'isManagedNode'> & { cloud: Pick<CloudProvider, 'instances'> };
 
-/** Its name in --controllers, logs, health checks and metrics (the controller table's row reads it). */
-export const CLOUD_NODE_LIFECYCLE_CONTROLLER = 'cloud-node-lifecycle-controller';
+/** Its name in logs, health checks and metrics: src/names.ts, the one list of names. */
+export { CLOUD_NODE_LIFECYCLE_CONTROLLER };
 
 /**
  * cloud-node-lifecycle-controller: every monitor period, look at every managed node; a Ready node

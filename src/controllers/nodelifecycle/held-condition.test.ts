@@ -5,7 +5,7 @@ import { Informer } from '../../kube/informer/index.ts';
 import { NODES } from '../../kube/resources.ts';
 import type { KubeTransport } from '../../kube/transport.ts';
 import { silentLogger } from '../../log.ts';
-import { BreakerLink } from '../../status/breaker-link.ts';
+import { BreakerLink } from './breaker-link.ts';
 import { FakeClock } from '../../../test/fakes/fake-clock.ts';
 import { FakeCloud } from '../../../test/fakes/fake-cloud.ts';
 import { RecordingEventRecorder } from '../../../test/fakes/event-recorder.ts';

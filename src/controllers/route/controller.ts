@@ -10,6 +10,7 @@ import { networkCondition, planRoutes, podCIDRs, type RouteAction } from './plan
 import { ResyncTrigger } from '../../util/resync-trigger.ts';
 import { errorMessage } from '../../util/errors.ts';
 import { sleep } from '../../util/time.ts';
+import { NODE_ROUTE_CONTROLLER } from '../../names.ts';
 
 /** A burst of node changes gives one early round, this long after the last of them. */
 const CHANGE_DEBOUNCE_MS = 1000;
@@ -38,8 +39,8 @@ const NO_PERIOD_MS = 2 ** 31 - 1;
 /** What the route controller uses of the app's context: the provider's routes, the node informer, its writes, events and metrics. */
 export type RouteControllerContext = Pick<ControllerContext, 'transport' | 'recorder' | 'logger' | 'registry' | 'clusterName' | 'nodeInformer' | 'isManagedNode'> & { cloud: Pick<CloudProvider, 'routes'> };
 
-/** Its name in --controllers, logs, health checks and metrics (the controller table's row reads it). */
-export const NODE_ROUTE_CONTROLLER = 'node-route-controller';
+/** Its name in logs, health checks and metrics: src/names.ts, the one list of names. */
+export { NODE_ROUTE_CONTROLLER };
 
 /**
  * node-route-controller: one route per node pod CIDR in the provider's route table, and the

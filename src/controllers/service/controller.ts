@@ -11,6 +11,7 @@ import { KUBE_VIP_FIELD_MANAGER } from './kube-vip.ts';
 import { ServiceControllerMetrics } from './metrics.ts';
 import { errorMessage } from '../../util/errors.ts';
 import { needsCleanup, needsUpdate, nodeAddressesChanged, shouldSyncUpdatedNode } from './predicates.ts';
+import { SERVICE_LB_CONTROLLER } from '../../names.ts';
 
 /**
  * The service load-balancer controller (upstream controllers/service): keeps a cloud load
@@ -43,8 +44,8 @@ export const NODE_SYNC_KEY = 'node-sync';
 /** What the service controller uses of the app's context: the provider's load balancer and change notice, both informers, its writes, events and metrics. */
 export type ServiceControllerContext = Pick<ControllerContext, 'transport' | 'recorder' | 'logger' | 'registry' | 'clusterName' | 'nodeInformer' | 'serviceInformer' | 'endpointNodes' | 'isManagedNode' | 'workQueueMetrics'> & { cloud: Pick<CloudProvider, 'loadBalancer' | 'onChange'> };
 
-/** Its name in --controllers, logs, health checks and metrics (the controller table's row reads it). */
-export const SERVICE_LB_CONTROLLER = 'service-lb-controller';
+/** Its name in logs, health checks and metrics: src/names.ts, the one list of names. */
+export { SERVICE_LB_CONTROLLER };
 
 export class ServiceController implements Controller {
   readonly name = SERVICE_LB_CONTROLLER;

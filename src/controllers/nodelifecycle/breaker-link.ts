@@ -8,6 +8,9 @@
  * removes the annotation: one acknowledgment, one batch (no flag to roll out and back).
  */
 
+/** `"true"` on the EdgeCCMStatus object: the nodes it lists as held by the breaker may be deleted (once; edge-ccm then removes it). */
+export const ACKNOWLEDGE_NODE_DELETIONS_ANNOTATION = 'edge-ccm.io/acknowledge-node-deletions';
+
 export interface BreakerState {
   open: boolean;
   gone: number;
