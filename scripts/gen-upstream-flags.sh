@@ -2,7 +2,7 @@
 # Regenerates what edge-ccm knows of the upstream cloud-controller-manager's command line, from the
 # k8s.io/cloud-provider module itself (scripts/upstream-flags/main.go, built against it):
 #   src/options/upstream-flags.ts          every flag by help section, and the feature gates
-#   src/server/upstream-tls-names.ts       the TLS cipher suite and version names the serving flags accept
+#   src/server/tls/upstream-tls-names.ts       the TLS cipher suite and version names the serving flags accept
 #   test/fixtures/upstream-configz.json    upstream's /configz body for sample command lines
 # Usage: bash scripts/gen-upstream-flags.sh [v0.36.3]   (needs Go and the Go module proxy; ~8 min cold)
 set -euo pipefail
@@ -27,4 +27,4 @@ MOD
 
 mkdir -p "$ROOT/test/fixtures"
 UPSTREAM_VERSION="$VERSION" bun "$ROOT/scripts/upstream-flags/write.ts" "$work/upstream-flags" "$work/surface.json"
-echo "wrote src/options/upstream-flags.ts, src/server/upstream-tls-names.ts and test/fixtures/upstream-configz.json from k8s.io/cloud-provider@$VERSION" >&2
+echo "wrote src/options/upstream-flags.ts, src/server/tls/upstream-tls-names.ts and test/fixtures/upstream-configz.json from k8s.io/cloud-provider@$VERSION" >&2

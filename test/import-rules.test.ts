@@ -58,6 +58,14 @@ function roomOf(path: string): string {
   return parts.length > 2 ? parts.slice(0, 2).join('/') : path;
 }
 
+/** src/server's concerns, as hono files them: auth/ and tls/ each stand alone; the shared types are src/server/types.ts. */
+const SERVER_CONCERNS = ['src/server/auth/', 'src/server/tls/'];
+
+function crossesServerConcerns(from: string, to: string): boolean {
+  const concern = SERVER_CONCERNS.find((c) => from.startsWith(c));
+  return concern !== undefined && to.startsWith('src/server/') && !to.startsWith(concern) && to !== 'src/server/types.ts' && to !== 'src/server/status.ts';
+}
+
 function rulesFor(room: string): string[] | undefined {
   return ALLOWED.find(([r]) => (r.endsWith('/') ? room.startsWith(r) : room === r || room.startsWith(`${r}/`)))?.[1];
 }
@@ -71,9 +79,18 @@ function permitted(from: string, to: string): boolean {
 
 /** The circles among rooms (strongly connected sets of more than one room), each sorted; none is the rule. */
 function roomCircles(edges: readonly { from: string; to: string }[]): string[][] {
+  return circles(edges, roomOf);
+}
+
+/** The circles among files, type-only imports included (a type both ways is still two modules that need each other). */
+function fileCircles(edges: readonly { from: string; to: string }[]): string[][] {
+  return circles(edges, (path) => path);
+}
+
+function circles(edges: readonly { from: string; to: string }[], nodeOf: (path: string) => string): string[][] {
   const next = new Map<string, Set<string>>();
   for (const { from, to } of edges) {
-    const [a, b] = [roomOf(from), roomOf(to)];
+    const [a, b] = [nodeOf(from), nodeOf(to)];
     if (a === b) continue;
     if (!next.has(a)) next.set(a, new Set());
     next.get(a)!.add(b);
@@ -151,6 +168,14 @@ describe('imports go one way (docs/architecture.md)', () => {
     expect(roomCircles(edges)).toEqual([]);
   });
 
+  test('src/server: auth/ and tls/ never import each other (nor app.ts, server.ts), only the shared types and status answers', () => {
+    expect(edges.filter((e) => crossesServerConcerns(e.from, e.to)).map((e) => `${e.from} -> ${e.to}`)).toEqual([]);
+  });
+
+  test('no two files import each other, directly or round a circle, not even for a type', () => {
+    expect(fileCircles(edges)).toEqual([]);
+  });
+
   test('no source file imports a test double or the harness', () => {
     expect(edges.filter((e) => e.to.startsWith('test/'))).toEqual([]);
   });
@@ -176,6 +201,11 @@ describe('imports go one way (docs/architecture.md)', () => {
     expect(permitted('src/controllers/nodelifecycle/controller.ts', 'src/status/resources.ts')).toBe(false);
     expect(permitted('src/status/publisher.ts', 'src/controllers/nodelifecycle/controller.ts')).toBe(false);
     expect(roomCircles([{ from: 'src/status/publisher.ts', to: 'src/controllers/types.ts' }, { from: 'src/controllers/types.ts', to: 'src/status/resources.ts' }])).toEqual([['src/controllers/types.ts', 'src/status']]);
+    expect(crossesServerConcerns('src/server/tls/client-cert-server.ts', 'src/server/auth/client-certificates.ts')).toBe(true);
+    expect(crossesServerConcerns('src/server/auth/middleware.ts', 'src/server/app.ts')).toBe(true);
+    expect(crossesServerConcerns('src/server/tls/client-cert-server.ts', 'src/server/types.ts')).toBe(false);
+    // Shared server types live in src/server/types.ts: a type-only import both ways is a circle too.
+    expect(fileCircles([{ from: 'src/server/auth/middleware.ts', to: 'src/server/auth/client-certificates.ts' }, { from: 'src/server/auth/client-certificates.ts', to: 'src/server/auth/middleware.ts' }])).toEqual([['src/server/auth/client-certificates.ts', 'src/server/auth/middleware.ts']]);
     expect(permitted('providers/static/provider.ts', 'src/lb/allocator.ts')).toBe(true);
     expect(permitted('src/controllers/route/controller.ts', 'src/util/resync-trigger.ts')).toBe(true);
   });

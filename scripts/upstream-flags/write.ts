@@ -1,5 +1,5 @@
 /**
- * Writes src/options/upstream-flags.ts, src/server/upstream-tls-names.ts and
+ * Writes src/options/upstream-flags.ts, src/server/tls/upstream-tls-names.ts and
  * test/fixtures/upstream-configz.json from the upstream
  * dump program (main.go beside this file); run by scripts/gen-upstream-flags.sh.
  * Usage: bun write.ts UPSTREAM_FLAGS_BINARY SURFACE_JSON
@@ -9,7 +9,7 @@ import { join } from 'node:path';
 const ROOT = join(import.meta.dir, '../..');
 const [BIN, SURFACE] = process.argv.slice(2) as [string, string];
 const OUT = join(ROOT, 'src/options/upstream-flags.ts');
-const TLS_OUT = join(ROOT, 'src/server/upstream-tls-names.ts');
+const TLS_OUT = join(ROOT, 'src/server/tls/upstream-tls-names.ts');
 const FIXTURES = join(ROOT, 'test/fixtures/upstream-configz.json');
 
 const s = JSON.parse(await Bun.file(SURFACE).text());

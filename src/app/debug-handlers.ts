@@ -14,7 +14,7 @@ import type { Hono } from 'hono';
 import { Session } from 'node:inspector';
 import type { Logger } from '../log.ts';
 import type { Options } from '../options/index.ts';
-import type { ServerEnv } from '../server/auth-middleware.ts';
+import type { ServerEnv } from '../server/types.ts';
 import { EventLoopLag } from '../util/event-loop-lag.ts';
 import { configz } from './configz.ts';
 

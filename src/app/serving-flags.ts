@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { Options } from '../options/index.ts';
-import { clientCertificateAuthenticator, parseBundle, type ClientCertificateAuthenticator } from '../server/client-certificates.ts';
-import type { DelegatingAuthOptions } from '../server/delegating-auth.ts';
+import { clientCertificateAuthenticator, parseBundle, type ClientCertificateAuthenticator } from '../server/auth/client-certificates.ts';
+import type { DelegatingAuthOptions } from '../server/auth/delegating.ts';
 import type { ServerOptions } from '../server/server.ts';
 
 /** The secure-serving flags beyond address, port and the default pair, as createServer takes them. */

@@ -8,7 +8,7 @@ import type { Logger } from '../log.ts';
 import { parsePrefix, type Prefix } from '../net/ip.ts';
 import { gateEnabled } from '../options/feature-gates.ts';
 import { parseClusterCIDRs, type Options } from '../options/index.ts';
-import type { DelegatingAuthOptions } from '../server/delegating-auth.ts';
+import type { DelegatingAuthOptions } from '../server/auth/delegating.ts';
 import type { ServerOptions } from '../server/server.ts';
 import { errorMessage } from '../util/errors.ts';
 import { nodeStatusWorkers } from './configz.ts';

@@ -1,4 +1,4 @@
-import type { HttpMethod } from './transport.ts';
+import type { HttpMethod } from './http-method.ts';
 
 /**
  * The API requests of one leadership term, so the term can be ended cleanly: `close()` refuses

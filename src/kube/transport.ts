@@ -2,6 +2,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { KubeApiError, type KubeStatus } from './errors.ts';
 import { clientCertificateChain } from './client-cert-chain.ts';
 import { HttpVersionChoice, type HttpProtocol, type HttpVersionChange, type HttpVersionReason } from './http-version.ts';
+import type { HttpMethod } from './http-method.ts';
 import type { RequestFence } from './request-fence.ts';
 import { TokenBucket } from '../util/token-bucket.ts';
 import { sleep } from '../util/time.ts';
@@ -19,7 +20,6 @@ import { TimeoutSignals } from '../util/timeout-signals.ts';
  * plugins, OIDC), through KubeConfig.applyToHTTPSOptions.
  */
 
-export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 export type QueryValue = string | number | boolean | undefined;
 
 export interface KubeRequest {

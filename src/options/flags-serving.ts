@@ -5,10 +5,10 @@
  */
 import * as v from 'valibot';
 import { parseIP } from '../net/ip.ts';
-import { parseNamedCertKey } from '../server/sni-cert-keys.ts';
-import { minVersionSecureOptions, opensslCipherList } from '../server/tls-options.ts';
+import { parseNamedCertKey } from '../server/tls/sni-cert-keys.ts';
+import { minVersionSecureOptions, opensslCipherList } from '../server/tls/options.ts';
 import { flag } from './flag-def.ts';
-import { UPSTREAM_TLS_CIPHER_SUITES, UPSTREAM_TLS_VERSIONS } from '../server/upstream-tls-names.ts';
+import { UPSTREAM_TLS_CIPHER_SUITES, UPSTREAM_TLS_VERSIONS } from '../server/tls/upstream-tls-names.ts';
 
 const ipAddress = v.pipe(
   v.string(),

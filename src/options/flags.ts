@@ -10,7 +10,7 @@ import { formatGoDuration, parseGoDuration } from '../util/duration.ts';
 import type { FlagKind } from './values.ts';
 import { flag, type FlagDef } from './flag-def.ts';
 import { parseIP } from '../net/ip.ts';
-import { alwaysAllowPathError } from '../server/path-matcher.ts';
+import { alwaysAllowPathError } from '../server/auth/path-matcher.ts';
 import { parseClusterCIDRs } from './cluster-cidr.ts';
 import { DEFAULT_LIFECYCLE_OPTIONS, DELETION_POLICIES } from '../controllers/nodelifecycle/options.ts';
 import { AUTH_FLAGS } from './flags-auth.ts';

@@ -2,10 +2,9 @@ import { describe, expect, test } from 'bun:test';
 import { Counter, Registry } from 'prom-client';
 import { createLogger } from '../log.ts';
 import { createServerApp, type ServerAppOptions } from './app.ts';
-import type { Authentication, Authenticator, UserInfo } from './authn.ts';
-import type { AuthorizationAttributes, AuthorizationDecision, Authorizer } from './authz.ts';
+import type { Authentication, Authenticator, AuthorizationAttributes, AuthorizationDecision, Authorizer, UserInfo } from './types.ts';
 import { HealthChecks } from './health.ts';
-import { TooManyRequestsError } from './per-client-limit.ts';
+import { TooManyRequestsError } from './auth/per-client-limit.ts';
 
 const ADMIN_TOKEN = 'admin-token-0123456789';
 const VIEWER_TOKEN = 'viewer-token-0123456789';

@@ -1,12 +1,11 @@
 import { Hono } from 'hono';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../log.ts';
-import { delegatedAuth, type DelegatedAuthOptions, type ServerEnv } from './auth-middleware.ts';
-import type { Authenticator } from './authn.ts';
-import type { Authorizer } from './authz.ts';
-import { clientCertificateAuth, type ClientCertificateAuthenticator } from './client-certificates.ts';
+import { delegatedAuth, type DelegatedAuthOptions } from './auth/middleware.ts';
+import type { Authenticator, Authorizer, ServerEnv } from './types.ts';
+import { clientCertificateAuth, type ClientCertificateAuthenticator } from './auth/client-certificates.ts';
 import { HEALTH_ENDPOINTS, renderAggregate, renderSingle, type HealthChecks, type HealthEndpoint, type HealthResponse } from './health.ts';
-import { alwaysAllowMatcher, DEFAULT_ALWAYS_ALLOW_PATHS } from './path-matcher.ts';
+import { alwaysAllowMatcher, DEFAULT_ALWAYS_ALLOW_PATHS } from './auth/path-matcher.ts';
 import { errorMessage } from '../util/errors.ts';
 
 export interface ServerAppOptions {

@@ -1,8 +1,8 @@
 import type { Hono } from 'hono';
 import { createServerApp, type ServerAppOptions } from './app.ts';
-import type { ServerEnv } from './auth-middleware.ts';
-import { loadServingTls, type ServingTlsOptions } from './tls.ts';
-import { listenWithClientCertificates, type ClientCertListener } from './tls-client-cert-server.ts';
+import type { ServerEnv } from './types.ts';
+import { loadServingTls, type ServingTlsOptions } from './tls/serving.ts';
+import { listenWithClientCertificates, type ClientCertListener } from './tls/client-cert-server.ts';
 
 export interface ServerOptions extends ServerAppOptions, ServingTlsOptions {
   /** --secure-port; 0 turns serving off, as upstream. */

@@ -2,7 +2,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Server } from 'bun';
 import { stringify } from 'yaml';
-import type { BunKubeTransport, HttpMethod } from '../../src/kube/transport.ts';
+import type { BunKubeTransport } from '../../src/kube/transport.ts';
+import type { HttpMethod } from '../../src/kube/http-method.ts';
 import { transportFor } from './kubeconfig.ts';
 
 /**

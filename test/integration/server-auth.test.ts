@@ -4,7 +4,7 @@ import { Counter, Registry } from 'prom-client';
 import { isNotFound } from '../../src/kube/errors.ts';
 import { BunKubeTransport, type KubeTransport } from '../../src/kube/transport.ts';
 import { createLogger } from '../../src/log.ts';
-import { delegatingAuth } from '../../src/server/delegating-auth.ts';
+import { delegatingAuth } from '../../src/server/auth/delegating.ts';
 import { HealthChecks } from '../../src/server/health.ts';
 import { createServer, type CcmServer } from '../../src/server/server.ts';
 import { type ControlPlane, sharedControlPlane } from '../harness/control-plane.ts';

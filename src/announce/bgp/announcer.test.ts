@@ -5,7 +5,7 @@ import type { BgpSource } from '../../cloud/types.ts';
 import type { EndpointNodes } from '../../kube/endpoint-slices.ts';
 import type { Informer, KubeObject } from '../../kube/informer/index.ts';
 import { createLogger } from '../../log.ts';
-import type { ServerEnv } from '../../server/auth-middleware.ts';
+import type { ServerEnv } from '../../server/types.ts';
 import { HealthChecks } from '../../server/health.ts';
 import { BgpService, type BgpTermDeps } from './announcer.ts';
 

@@ -7,7 +7,7 @@ import type { Informer } from '../../kube/informer/index.ts';
 import { nodeEligibleForLoadBalancer } from '../../kube/service-helpers.ts';
 import type { Logger } from '../../log.ts';
 import { BgpSpeaker, type SpeakerConfig, type SpeakerStats, type StateChange } from '../../net/bgp/speaker.ts';
-import type { ServerEnv } from '../../server/auth-middleware.ts';
+import type { ServerEnv } from '../../server/types.ts';
 import type { HealthChecks } from '../../server/health.ts';
 import { aborted } from '../../util/abort.ts';
 import { errorMessage } from '../../util/errors.ts';

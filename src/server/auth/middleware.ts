@@ -1,18 +1,11 @@
 import type { Context, MiddlewareHandler } from 'hono';
-import type { Logger } from '../log.ts';
-import { redact, type Authenticator, type UserInfo } from './authn.ts';
-import type { Authorizer } from './authz.ts';
-import type { PeerChain } from './client-certificates.ts';
+import type { Logger } from '../../log.ts';
+import { redact } from './authn.ts';
+import type { Authenticator, Authorizer, PeerChain, ServerEnv, UserInfo } from '../types.ts';
 import { clientKey, TooManyRequestsError } from './per-client-limit.ts';
-import { forbidden, internalError, tooManyRequests, unauthorized } from './status.ts';
-import { errorMessage } from '../util/errors.ts';
+import { forbidden, internalError, tooManyRequests, unauthorized } from '../status.ts';
+import { errorMessage } from '../../util/errors.ts';
 
-/** What the auth middleware leaves for the handlers: the caller, when they authenticated. */
-export interface ServerEnv {
-  Variables: { user?: UserInfo };
-  /** From the client-certificate listener (tls-client-cert-server.ts); absent under Bun.serve. */
-  Bindings: { peerChain?: PeerChain; clientAddress?: string };
-}
 
 export interface DelegatedAuthOptions {
   isAlwaysAllowed: (path: string) => boolean;

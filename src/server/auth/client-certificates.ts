@@ -14,9 +14,8 @@
  */
 import { X509Certificate } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
-import type { Logger } from '../log.ts';
-import type { ServerEnv } from './auth-middleware.ts';
-import type { UserInfo } from './authn.ts';
+import type { Logger } from '../../log.ts';
+import type { PeerChain, ServerEnv, UserInfo } from '../types.ts';
 
 const CLIENT_AUTH = '1.3.6.1.5.5.7.3.2';
 const ANY_EXTENDED_KEY_USAGE = '2.5.29.37.0';
@@ -36,8 +35,6 @@ export interface ClientCertificateOptions {
   requestHeader?: RequestHeaderOptions;
 }
 
-/** The client's certificates as the TLS layer got them, leaf first. */
-export type PeerChain = readonly X509Certificate[];
 
 export interface ClientCertificateAuthenticator {
   /** The user the certificate (and, for a front proxy, the headers) name; undefined: none. */

@@ -10,8 +10,7 @@
 import { X509Certificate } from 'node:crypto';
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createSecureContext, createServer as createTlsServer, type PeerCertificate, type TLSSocket } from 'node:tls';
-import type { PeerChain } from './client-certificates.ts';
-import type { ServingCertificate } from './tls.ts';
+import type { PeerChain, ServingCertificate } from '../types.ts';
 
 export interface ClientCertListener {
   port: number;

@@ -1,29 +1,9 @@
 import { createHmac, randomBytes } from 'node:crypto';
-import type { KubeTransport } from '../kube/transport.ts';
+import type { KubeTransport } from '../../kube/transport.ts';
 import { postReview } from './review.ts';
 import { yesNoLookup, type YesNoCacheOptions, type CachedLookup } from './ttl-cache.ts';
+import type { Authentication, Authenticator } from '../types.ts';
 
-/** Who a request comes from, as a TokenReview tells it. */
-export interface UserInfo {
-  username: string;
-  uid?: string;
-  groups: string[];
-  extra?: Record<string, string[]>;
-}
-
-export type Authentication =
-  | { authenticated: true; user: UserInfo }
-  | { authenticated: false; reason?: string };
-
-/**
- * Decides who a bearer token belongs to. Resolves with authenticated: false for a token the
- * API server rejects; throws only when it could not find out (an API error, or the client's
- * share of reviews is taken: TooManyRequestsError). Neither the answer nor a thrown error ever
- * carries the token. `client` names who sent it (clientKey of its address), when known.
- */
-export interface Authenticator {
-  authenticateToken(token: string, client?: string): Promise<Authentication>;
-}
 
 interface TokenReview {
   status?: {

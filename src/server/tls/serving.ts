@@ -4,19 +4,12 @@ import { isIP } from 'node:net';
 import { join } from 'node:path';
 import { generateSelfSignedCertificate } from './self-signed-cert.ts';
 import { certificateServerNames, parseNamedCertKey } from './sni-cert-keys.ts';
-import { minVersionSecureOptions, opensslCipherList } from './tls-options.ts';
+import { minVersionSecureOptions, opensslCipherList } from './options.ts';
+import type { ServingCertificate } from '../types.ts';
 
 /** A TLS serving option that cannot be used (a file missing, a name unknown): bad input, exit 2. */
 export class ServingTlsError extends Error {}
 
-/** One certificate for Bun.serve's `tls`: the default one has no serverName. */
-export interface ServingCertificate {
-  cert: string;
-  key: string;
-  serverName?: string;
-  ciphers?: string;
-  secureOptions?: number;
-}
 
 export interface ServingTls {
   /** The default certificate first, then one per SNI name. */

@@ -1,5 +1,5 @@
-import type { KubeTransport } from '../kube/transport.ts';
-import { errorMessage } from '../util/errors.ts';
+import type { KubeTransport } from '../../kube/transport.ts';
+import { errorMessage } from '../../util/errors.ts';
 
 /** The two reviews delegated auth asks the API server for: who a token is, and what they may do. */
 const REVIEWS = {

@@ -1,6 +1,6 @@
 import ipaddr from 'ipaddr.js';
-import { InFlightPerKey } from '../util/in-flight-per-key.ts';
-import type { Authentication, Authenticator } from './authn.ts';
+import { InFlightPerKey } from '../../util/in-flight-per-key.ts';
+import type { Authentication, Authenticator } from '../types.ts';
 
 /** A client already has its share of reviews in flight: answered 429 with Retry-After. */
 export class TooManyRequestsError extends Error {

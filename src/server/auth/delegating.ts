@@ -1,6 +1,7 @@
-import type { KubeTransport } from '../kube/transport.ts';
-import { CachingAuthenticator, TokenReviewAuthenticator, type Authenticator } from './authn.ts';
-import { CachingAuthorizer, PrivilegedGroupsAuthorizer, SubjectAccessReviewAuthorizer, type Authorizer } from './authz.ts';
+import type { KubeTransport } from '../../kube/transport.ts';
+import { CachingAuthenticator, TokenReviewAuthenticator } from './authn.ts';
+import type { Authenticator, Authorizer } from '../types.ts';
+import { CachingAuthorizer, PrivilegedGroupsAuthorizer, SubjectAccessReviewAuthorizer } from './authz.ts';
 import { PerClientReviewLimit } from './per-client-limit.ts';
 
 export interface DelegatingAuthOptions {

@@ -1,26 +1,8 @@
-import type { KubeTransport } from '../kube/transport.ts';
-import type { UserInfo } from './authn.ts';
+import type { KubeTransport } from '../../kube/transport.ts';
+import type { AuthorizationAttributes, AuthorizationDecision, Authorizer, UserInfo } from '../types.ts';
 import { postReview } from './review.ts';
 import { yesNoLookup, type CachedLookup, type YesNoCacheOptions } from './ttl-cache.ts';
 
-/** A request on a non-resource path, as a SubjectAccessReview's nonResourceAttributes. */
-export interface AuthorizationAttributes {
-  user: UserInfo;
-  /** The lowercased HTTP method: get, post, ... */
-  verb: string;
-  path: string;
-}
-
-export interface AuthorizationDecision {
-  allowed: boolean;
-  /** The authorizer's explanation, shown to the (authenticated) caller when denied. */
-  reason?: string;
-}
-
-/** Decides whether a user may make a request; throws only when it could not find out. */
-export interface Authorizer {
-  authorize(attributes: AuthorizationAttributes): Promise<AuthorizationDecision>;
-}
 
 interface SubjectAccessReview {
   status?: { allowed?: boolean; denied?: boolean; reason?: string; evaluationError?: string };

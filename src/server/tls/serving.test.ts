@@ -5,12 +5,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from 'node:tls';
 import { Registry } from 'prom-client';
-import { silentLogger } from '../log.ts';
+import { silentLogger } from '../../log.ts';
 import * as der from './der.ts';
-import { HealthChecks } from './health.ts';
+import { HealthChecks } from '../health.ts';
 import { generateSelfSignedCertificate, ipBytes } from './self-signed-cert.ts';
-import { createServer, type CcmServer, type ServerOptions } from './server.ts';
-import { loadServingTls } from './tls.ts';
+import { createServer, type CcmServer, type ServerOptions } from '../server.ts';
+import { loadServingTls } from './serving.ts';
 
 const hex = (bytes: Uint8Array): string => Buffer.from(bytes).toString('hex');
 

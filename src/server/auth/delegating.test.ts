@@ -1,17 +1,11 @@
 import { describe, expect, test } from 'bun:test';
-import { KubeApiError } from '../kube/errors.ts';
-import type { KubeRequest, KubeTransport } from '../kube/transport.ts';
-import { bearerToken } from './auth-middleware.ts';
-import { CachingAuthenticator, TokenReviewAuthenticator, redact, type Authentication, type Authenticator } from './authn.ts';
-import {
-  CachingAuthorizer,
-  PrivilegedGroupsAuthorizer,
-  SubjectAccessReviewAuthorizer,
-  type AuthorizationAttributes,
-  type AuthorizationDecision,
-  type Authorizer,
-} from './authz.ts';
-import { delegatingAuth } from './delegating-auth.ts';
+import { KubeApiError } from '../../kube/errors.ts';
+import type { KubeRequest, KubeTransport } from '../../kube/transport.ts';
+import { bearerToken } from './middleware.ts';
+import { CachingAuthenticator, TokenReviewAuthenticator, redact } from './authn.ts';
+import type { Authentication, Authenticator, AuthorizationAttributes, AuthorizationDecision, Authorizer } from '../types.ts';
+import { CachingAuthorizer, PrivilegedGroupsAuthorizer, SubjectAccessReviewAuthorizer } from './authz.ts';
+import { delegatingAuth } from './delegating.ts';
 import { alwaysAllowMatcher } from './path-matcher.ts';
 import { clientKey, PerClientReviewLimit, TooManyRequestsError } from './per-client-limit.ts';
 import { TtlCache } from './ttl-cache.ts';
