@@ -5,6 +5,7 @@ import { registerReloadMetrics } from '../../src/config-file/metrics.ts';
 import { processSecrets, type SecretSource } from '../../src/config-file/secrets.ts';
 import { providerFileOptions, watchProviderConfig, type ConfigReloadResult, type ProviderFileOptions, type WatchedConfig } from '../../src/config-file/watch.ts';
 import { formatConfigErrors } from '../../src/config-file/yaml-load.ts';
+import { FileBackedProvider } from '../../src/config-file/file-backed-provider.ts';
 import { ProviderBgp } from '../../src/announce/bgp/source.ts';
 import { AddressAllocator } from '../../src/lb/allocator.ts';
 import { DEFAULT_REBUILD_RETRY, PoolLoadBalancer, rebuildFromServices, type RebuildRetry } from '../../src/lb/load-balancer.ts';
@@ -20,7 +21,6 @@ import { SnapshotCache } from './snapshot.ts';
 import { VmDetails } from './vm-details.ts';
 import { sleep } from '../../src/util/time.ts';
 import { errorMessage } from '../../src/util/errors.ts';
-import type { ConfigCheck } from '../../src/cloud/config-reload.ts';
 
 /**
  * The `proxmox` provider: nodes are QEMU VMs of one or more Proxmox VE clusters (InstancesV2,
@@ -59,7 +59,7 @@ interface Generation {
   instances: ProxmoxInstances;
 }
 
-export class ProxmoxProvider implements CloudProvider {
+export class ProxmoxProvider extends FileBackedProvider<ProxmoxConfig> implements CloudProvider {
   readonly providerName = PROXMOX_PROVIDER_NAME;
   /** Stable for the app; each call is answered by the generation in force when it starts. */
   readonly instances: Required<Instances>;
@@ -72,7 +72,7 @@ export class ProxmoxProvider implements CloudProvider {
 
   private generation: Generation;
   private readonly allocator: AddressAllocator;
-  private readonly file: WatchedConfig<ProxmoxConfig>;
+  protected readonly file: WatchedConfig<ProxmoxConfig>;
   /** onChange listeners, as told of live migrations (with topologyLabelResync); the file tells its own. */
   private readonly moveListeners = new Set<() => void>();
   private readonly stop = new AbortController();
@@ -81,6 +81,7 @@ export class ProxmoxProvider implements CloudProvider {
   private readonly logger: Logger;
 
   constructor(initial: ProxmoxConfig, private readonly options: ProxmoxProviderOptions) {
+    super();
     this.logger = options.logger;
     this.relabelNodes = initial.topologyLabelResync;
     this.generation = this.build(initial);
@@ -127,39 +128,14 @@ export class ProxmoxProvider implements CloudProvider {
     await rebuildFromServices(this.loadBalancer, ctx, this.options.rebuildRetry ?? DEFAULT_REBUILD_RETRY, this.logger);
   }
 
-  /** Applies a new text of the configuration, all or nothing (what the watcher calls). */
-  reload(text: string): ConfigReloadResult<ProxmoxConfig> {
-    return this.file.reload(text);
-  }
-
-  /** Reads the configuration file again now (SIGHUP, `systemctl reload`): see src/cloud/config-reload.ts. */
-  reloadConfig(): Promise<ConfigCheck> {
-    return this.file.checkNow();
-  }
-
-  /** Called after every reload attempt, good or bad. Returns an unsubscribe function. */
-  onReload(listener: (result: ConfigReloadResult<ProxmoxConfig>) => void): () => void {
-    return this.file.onReload(listener);
-  }
-
   /** Called after each good reload, and when a VM moved to another host (with topologyLabelResync). */
-  onChange(listener: () => void): () => void {
-    const offReload = this.file.onChange(listener);
+  override onChange(listener: () => void): () => void {
+    const offReload = super.onChange(listener);
     this.moveListeners.add(listener);
     return () => {
       offReload();
       this.moveListeners.delete(listener);
     };
-  }
-
-  /** Called with every problem (FILE:LINE: PATH: MESSAGE) of each rejected edit. */
-  onConfigRejected(listener: (problems: string) => void): () => void {
-    return this.file.onConfigRejected(listener);
-  }
-
-  /** Warnings about the configuration in force (a secret file others can read), per reason. */
-  onConfigWarning(listener: (reason: string, problems: string) => void): () => void {
-    return this.file.onConfigWarning(listener);
   }
 
   async close(): Promise<void> {

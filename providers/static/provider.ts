@@ -5,6 +5,7 @@ import { registerReloadMetrics } from '../../src/config-file/metrics.ts';
 import { processSecrets, type SecretSource } from '../../src/config-file/secrets.ts';
 import { providerFileOptions, watchProviderConfig, type ConfigReloadResult, type ProviderFileOptions, type WatchedConfig } from '../../src/config-file/watch.ts';
 import { formatConfigErrors } from '../../src/config-file/yaml-load.ts';
+import { FileBackedProvider } from '../../src/config-file/file-backed-provider.ts';
 import { ProviderBgp } from '../../src/announce/bgp/source.ts';
 import { AddressAllocator } from '../../src/lb/allocator.ts';
 import { DEFAULT_REBUILD_RETRY, PoolLoadBalancer, rebuildFromServices, type RebuildRetry } from '../../src/lb/load-balancer.ts';
@@ -15,7 +16,6 @@ import type { StaticConfig } from './config-model.ts';
 import { StaticInstances } from './instances.ts';
 import { Inventory } from './inventory.ts';
 import { RedfishClientPool } from './redfish.ts';
-import type { ConfigCheck } from '../../src/cloud/config-reload.ts';
 
 /**
  * The `static` provider: a bare-metal inventory (InstancesV2) and load-balancer addresses from
@@ -41,7 +41,7 @@ export interface StaticProviderOptions extends ProviderFileOptions {
   rebuildRetry?: RebuildRetry;
 }
 
-export class StaticProvider implements CloudProvider {
+export class StaticProvider extends FileBackedProvider<StaticConfig> implements CloudProvider {
   readonly providerName = STATIC_PROVIDER_NAME;
   readonly instances: StaticInstances;
   readonly loadBalancer: PoolLoadBalancer;
@@ -55,10 +55,11 @@ export class StaticProvider implements CloudProvider {
   private inventory: Inventory;
   private readonly allocator: AddressAllocator;
   private readonly redfish: RedfishClientPool;
-  private readonly file: WatchedConfig<StaticConfig>;
+  protected readonly file: WatchedConfig<StaticConfig>;
   private readonly logger: Logger;
 
   constructor(initial: StaticConfig, private readonly options: StaticProviderOptions) {
+    super();
     this.logger = options.logger;
     this.config = initial;
     this.inventory = new Inventory(initial.inventory);
@@ -92,42 +93,6 @@ export class StaticProvider implements CloudProvider {
     this.loadBalancer.reportEventsTo(ctx.recorder);
     this.bgp.beginTerm(ctx.signal);
     await rebuildFromServices(this.loadBalancer, ctx, this.options.rebuildRetry ?? DEFAULT_REBUILD_RETRY, this.logger);
-  }
-
-  /**
-   * Applies a new text of the configuration: all or nothing. Also what the watcher calls; a
-   * caller can use it directly (e.g. after fetching the file from elsewhere).
-   */
-  reload(text: string): ReloadResult {
-    return this.file.reload(text);
-  }
-
-  /** Reads the configuration file again now (SIGHUP, `systemctl reload`): see src/cloud/config-reload.ts. */
-  reloadConfig(): Promise<ConfigCheck> {
-    return this.file.checkNow();
-  }
-
-  /**
-   * Called after every reload attempt, good or bad (e.g. for the app to resync nodes and
-   * services, or to record an event). Returns a function that removes the listener.
-   */
-  onReload(listener: ReloadListener): () => void {
-    return this.file.onReload(listener);
-  }
-
-  /** The provider interface's change notice: after each good reload (a rejected edit changes no answer). */
-  onChange(listener: () => void): () => void {
-    return this.file.onChange(listener);
-  }
-
-  /** The provider interface's notice of a rejected edit, with every problem as FILE:LINE: PATH: MESSAGE. */
-  onConfigRejected(listener: (problems: string) => void): () => void {
-    return this.file.onConfigRejected(listener);
-  }
-
-  /** The provider interface's warnings about the configuration in force (a secret file others can read). */
-  onConfigWarning(listener: (reason: string, problems: string) => void): () => void {
-    return this.file.onConfigWarning(listener);
   }
 
   /** Registers the provider's metrics (pool usage, reloads) on the process registry. */
