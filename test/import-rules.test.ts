@@ -111,6 +111,44 @@ function circles(edges: readonly { from: string; to: string }[], nodeOf: (path: 
   return [...circles.values()];
 }
 
+/**
+ * What docs/architecture.md's drawing ("## The arrows") gets wrong about `edges`: a room arrow of
+ * the code it does not draw, or an arrow it draws that no import makes. `<name>`/`<each>` stand
+ * for every provider or controller folder; util and the logger are not drawn.
+ */
+function drawingProblems(markdown: string, edges: readonly { from: string; to: string }[]): string[] {
+  const block = markdown.slice(markdown.indexOf('## The arrows')).split('```')[1] ?? '';
+  const entries: { left: string[]; right: string[] }[] = [];
+  for (const line of block.split('\n')) {
+    if (!line.trim()) continue;
+    if (/^\S/.test(line)) {
+      const [left = '', right = ''] = line.split(' -> ');
+      entries.push({ left: paths(left), right: paths(right) });
+    } else entries.at(-1)?.right.push(...paths(line));
+  }
+  const code = new Set(edges.map((e) => `${roomOf(e.from)} -> ${roomOf(e.to)}`).filter((a) => !a.endsWith(' -> src/util') && !a.endsWith(' -> src/log.ts') && !/^(.+) -> \1$/.test(a)));
+  const rooms = [...new Set(edges.flatMap((e) => [roomOf(e.from), roomOf(e.to)]))];
+  const matches = (pattern: string, room: string) =>
+    pattern.endsWith('/<name>') || pattern.endsWith('/<each>') ? room.startsWith(pattern.replace(/<\w+>$/, '')) && room !== 'src/controllers/types.ts' : roomOf(pattern.endsWith('.ts') ? pattern : `${pattern}/x.ts`) === room;
+  const problems: string[] = [];
+  for (const arrow of code) {
+    const [from, to] = arrow.split(' -> ') as [string, string];
+    if (!entries.some((e) => e.left.some((l) => matches(l, from)) && e.right.some((r) => matches(r, to)))) problems.push(`${arrow} is in the code, not drawn`);
+  }
+  for (const e of entries) {
+    for (const r of e.right) {
+      const real = rooms.some((from) => e.left.some((l) => matches(l, from)) && rooms.some((to) => matches(r, to) && code.has(`${from} -> ${to}`)));
+      if (!real) problems.push(`${e.left.join(', ')} -> ${r} is drawn, not in the code`);
+    }
+  }
+  return problems;
+}
+
+/** The src/ and providers/ paths a line of the drawing names. */
+function paths(text: string): string[] {
+  return [...text.matchAll(/\b(?:src|providers)\/[\w./<>-]*[\w>]/g)].map((m) => m[0]);
+}
+
 function sourceImports(): { from: string; to: string }[] {
   const edges: { from: string; to: string }[] = [];
   for (const dir of ['src', 'providers']) {
@@ -176,6 +214,10 @@ describe('imports go one way (docs/architecture.md)', () => {
     expect(fileCircles(edges)).toEqual([]);
   });
 
+  test('docs/architecture.md draws every arrow the code has, and none it does not', () => {
+    expect(drawingProblems(readFileSync(resolve(ROOT, 'docs/architecture.md'), 'utf8'), edges)).toEqual([]);
+  });
+
   test('no source file imports a test double or the harness', () => {
     expect(edges.filter((e) => e.to.startsWith('test/'))).toEqual([]);
   });
@@ -206,6 +248,10 @@ describe('imports go one way (docs/architecture.md)', () => {
     expect(crossesServerConcerns('src/server/tls/client-cert-server.ts', 'src/server/types.ts')).toBe(false);
     // Shared server types live in src/server/types.ts: a type-only import both ways is a circle too.
     expect(fileCircles([{ from: 'src/server/auth/middleware.ts', to: 'src/server/auth/client-certificates.ts' }, { from: 'src/server/auth/client-certificates.ts', to: 'src/server/auth/middleware.ts' }])).toEqual([['src/server/auth/client-certificates.ts', 'src/server/auth/middleware.ts']]);
+    // The drawing: an arrow the code gains, or one the drawing invents, is named.
+    const drawing = readFileSync(resolve(ROOT, 'docs/architecture.md'), 'utf8');
+    expect(drawingProblems(drawing, [...sourceImports(), { from: 'src/kube/transport.ts', to: 'src/server/types.ts' }])).toEqual(['src/kube -> src/server is in the code, not drawn']);
+    expect(drawingProblems(drawing.replace('src/server              -> src/kube', 'src/server              -> src/kube, src/cloud'), sourceImports())).toEqual(['src/server -> src/cloud is drawn, not in the code']);
     expect(permitted('providers/static/provider.ts', 'src/lb/allocator.ts')).toBe(true);
     expect(permitted('src/controllers/route/controller.ts', 'src/util/resync-trigger.ts')).toBe(true);
   });
