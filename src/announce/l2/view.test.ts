@@ -1,0 +1,56 @@
+import { describe, expect, test } from 'bun:test';
+import type { PeerReport } from './liveness.ts';
+import { disagreeing, electionView, viewDigest } from './view.ts';
+
+const ready = (view = ''): PeerReport => ({ heard: true, state: 'ready', view, refused: false });
+const silent: PeerReport = { heard: false, state: 'ready', view: '', refused: false };
+const sorted = (s: Set<string>) => [...s].sort();
+const ALL = new Set(['a', 'b', 'c']);
+
+describe('electionView', () => {
+  test('normally: itself and the ready peers heard; warming and leaving peers heard but not eligible', () => {
+    const v = electionView({ self: 'a', selfReady: true, readyNodes: ALL, peers: new Map([['b', ready()], ['c', { ...ready(), state: 'warming' }]]) });
+    expect(sorted(v.alive)).toEqual(['a', 'b']);
+    expect(v.isolated).toBe(false);
+    expect(v.digest).toBe(viewDigest(['b', 'a']));
+    const leaving = electionView({ self: 'a', selfReady: true, readyNodes: ALL, peers: new Map([['b', ready()], ['c', { ...ready(), state: 'leaving' }]]) });
+    expect(sorted(leaving.alive)).toEqual(['a', 'b']);
+  });
+
+  test('a speaker that hears nobody (deaf) elects by the Ready nodes, so it elects what the others elect', () => {
+    const deaf = electionView({ self: 'a', selfReady: true, readyNodes: ALL, peers: new Map([['b', silent]]) });
+    expect(deaf.isolated).toBe(true);
+    expect(sorted(deaf.alive)).toEqual(['a', 'b', 'c']);
+    // The others hear it and each other: the same view, the same digest.
+    expect(deaf.digest).toBe(electionView({ self: 'b', selfReady: true, readyNodes: ALL, peers: new Map([['a', ready()], ['c', ready()]]) }).digest);
+  });
+
+  test('isolated: a node whose kernel refused our heartbeats, or whose speaker said it was leaving, is gone; a node not Ready is gone', () => {
+    const refused = electionView({ self: 'a', selfReady: true, readyNodes: ALL, peers: new Map([['b', { ...silent, refused: true }]]) });
+    expect(sorted(refused.alive)).toEqual(['a', 'c']);
+    expect(refused.isolated).toBe(true);
+    // Two nodes: the other's speaker killed on a live node (refused) or stopped (leaving): this one takes everything.
+    const two = new Set(['a', 'b']);
+    for (const b of [{ ...silent, refused: true }, { ...ready(), state: 'leaving' as const }]) {
+      const v = electionView({ self: 'a', selfReady: true, readyNodes: two, peers: new Map([['b', b]]) });
+      expect(v.isolated).toBe(false);
+      expect(sorted(v.alive)).toEqual(['a']);
+    }
+    // Alone in the cluster (the other Node not Ready): not isolated.
+    expect(electionView({ self: 'a', selfReady: true, readyNodes: new Set(['a']), peers: new Map([['b', silent]]) }).isolated).toBe(false);
+  });
+});
+
+describe('disagreeing', () => {
+  test('ready peers heard with another digest; silent, warming and digest-less peers do not hold a takeover', () => {
+    const peers = new Map<string, PeerReport>([
+      ['b', ready('x')],
+      ['c', ready('y')],
+      ['d', { ...ready('y'), heard: false }],
+      ['e', { ...ready('y'), state: 'warming' }],
+      ['f', ready('')],
+    ]);
+    expect(disagreeing(peers, 'x')).toEqual(['c']);
+    expect(disagreeing(peers, 'y')).toEqual(['b']);
+  });
+});

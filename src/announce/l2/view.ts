@@ -1,0 +1,69 @@
+import { createHash } from 'node:crypto';
+import type { PeerReport } from './liveness.ts';
+
+/**
+ * Who counts as alive for the L2 election, and whether this speaker may take an address now.
+ * Pure: no I/O (the liveness mesh and the Node objects are read by the caller).
+ *
+ * Alive, normally: this speaker once warmed up, and every peer heard within the timeout that
+ * says it is ready (a warming or leaving peer is heard but not eligible).
+ *
+ * Isolated (this speaker hears no peer at all while other Ready nodes exist): it cannot tell
+ * its own deafness (inbound heartbeats dropped) from the death of all the others, and electing
+ * itself everywhere would make it a second holder of every address if it is the deaf one. It
+ * then trusts the API server instead of its ears: every Ready node counts as alive unless its
+ * speaker is known to be gone (its node refused our heartbeats with ICMP port unreachable, or it
+ * said it was leaving). The others still hear it, so they elect the same; a node that is really
+ * dead leaves when its Node object leaves Ready (about 40 s by default).
+ *
+ * Takeover: an address this speaker does not yet answer for is taken only when every ready peer
+ * it hears reports the same view digest (so the same owner): a peer still counting the former
+ * holder alive, or the former holder itself still answering, makes it wait (a few ms: a change of
+ * view is sent at once, releases first). Answering what it already answers is never held back.
+ */
+
+export interface ViewInput {
+  self: string;
+  /** This speaker warmed up and ready to answer. */
+  selfReady: boolean;
+  /** Nodes whose Node object is Ready (the API server's view, used only when isolated). */
+  readyNodes: ReadonlySet<string>;
+  /** From the liveness mesh. */
+  peers: ReadonlyMap<string, PeerReport>;
+}
+
+export interface View {
+  alive: Set<string>;
+  /** Hears no peer while other Ready nodes exist. */
+  isolated: boolean;
+  /** Digest of `alive`, sent in the heartbeats. */
+  digest: string;
+}
+
+export function electionView(input: ViewInput): View {
+  const alive = new Set<string>();
+  if (input.selfReady) alive.add(input.self);
+  const heardAny = [...input.peers.values()].some((p) => p.heard && p.state !== 'leaving');
+  const otherReady = [...input.readyNodes].some((n) => n !== input.self && !gone(input.peers.get(n)));
+  const isolated = !heardAny && otherReady;
+  if (isolated) {
+    for (const n of input.readyNodes) if (n !== input.self && !gone(input.peers.get(n))) alive.add(n);
+  } else {
+    for (const [n, p] of input.peers) if (p.heard && p.state === 'ready') alive.add(n);
+  }
+  return { alive, isolated, digest: viewDigest(alive) };
+}
+
+/** Its speaker is known not to run: its node refused our heartbeats, or it said it was leaving (and was not heard since). */
+function gone(p: PeerReport | undefined): boolean {
+  return !!p && (p.refused || (p.state === 'leaving'));
+}
+
+export function viewDigest(alive: Iterable<string>): string {
+  return createHash('sha256').update([...alive].sort().join('\n')).digest('hex').slice(0, 16);
+}
+
+/** Ready peers heard whose view differs from ours (a peer sending no digest agrees with anyone). */
+export function disagreeing(peers: ReadonlyMap<string, PeerReport>, digest: string): string[] {
+  return [...peers].filter(([, p]) => p.heard && p.state === 'ready' && p.view !== '' && p.view !== digest).map(([n]) => n).sort();
+}
