@@ -16,7 +16,7 @@ import { LogLimiter } from '../../util/log-limiter.ts';
 import { announcementTable, electAddresses, type AddressElection } from './election.ts';
 import { subnetInterface } from './interfaces.ts';
 import { Liveness, type LivenessOptions } from './liveness.ts';
-import { disagreeing, electionView } from './view.ts';
+import { decodeView, disagreeing, electionView, takeoverBlocker } from './view.ts';
 import { L2AnnouncerMetrics } from './metrics.ts';
 
 /**
@@ -84,6 +84,10 @@ export class L2Announcer {
   private lastAlive = '';
   private lastHeld = '';
   private wasIsolated = false;
+  /** Shutting down: nothing is announced again. */
+  private stopping = false;
+  /** Heard peers again after hearing none: what it answered alone is answered again only once the views agree. */
+  private rejoining = false;
 
   constructor(private readonly opts: L2AnnouncerOptions) {
     this.log = opts.logger.with({ component: 'speaker', node: opts.node });
@@ -138,6 +142,7 @@ export class L2Announcer {
       clearTimeout(warmup);
       for (const abort of this.probing.values()) abort.abort();
       // Silent first, then "leaving": the others never answer while this node still does.
+      this.stopping = true;
       this.responder.close();
       await this.liveness.leave();
     }
@@ -177,7 +182,7 @@ export class L2Announcer {
   }
 
   private reconcile(): void {
-    if (!this.warmedUp || ![this.services, this.nodes, this.slices].every((i) => i.hasSynced())) return;
+    if (this.stopping || !this.warmedUp || ![this.services, this.nodes, this.slices].every((i) => i.hasSynced())) return;
     const nodes = this.nodes.store.list();
     const peers = this.liveness.reports();
     const view = electionView({
@@ -193,6 +198,7 @@ export class L2Announcer {
       if (view.isolated) this.log.warn('hearing no other speaker: trusting the Node objects\' Ready condition until one is heard (docs/networking/l2.md#asymmetric-loss)', { alive: [...alive].sort().join(',') });
       else this.log.info('hearing other speakers again');
     }
+    if (this.wasIsolated && !view.isolated) this.rejoining = true;
     this.wasIsolated = view.isolated;
     const elections = electAddresses({
       pools: this.pools.pools,
@@ -217,18 +223,38 @@ export class L2Announcer {
     this.reconciledOnce = true;
     for (const address of fresh) this.startProbe(address, [...table].filter(([, addresses]) => addresses.includes(address)).map(([iface]) => iface));
     for (const [iface, addresses] of table) table.set(iface, addresses.filter((a) => !this.probing.has(a) && !this.inUse.has(a)));
-    // A takeover waits until every ready speaker heard agrees on who is alive (view.ts).
-    const others = disagreeing(peers, view.digest);
+    // A takeover waits until no speaker heard may still hold the address (view.ts).
+    const cluster = { pools: this.pools.pools, classes: this.pools.classes, services: this.services.store.list(), nodes, endpointSlices: this.slices.store.list() };
+    const others = new Set([...peers.keys(), ...nodes.map(nodeName)]);
+    const owners = new Map<string, Map<string, string | undefined> | undefined>();
+    const ownersUnder = (digest: string) => {
+      if (!owners.has(digest)) {
+        const set = decodeView(digest, alive, others);
+        owners.set(digest, set && new Map(electAddresses({ ...cluster, alive: set }).map((e) => [e.address, e.owner])));
+      }
+      return owners.get(digest);
+    };
     const answering = new Set([...this.responder.announcements()].flatMap(([iface, addresses]) => addresses.map((a) => `${iface} ${a}`)));
     const held: string[] = [];
-    if (others.length) {
+    const waitingFor = new Set<string>();
+    const disagree = disagreeing(peers, view.digest);
+    if (!disagree.length) this.rejoining = false;
+    if (disagree.length) {
+      // Back from isolation (a partition healed), even what it answers waits: the others may have taken it meanwhile.
       for (const [iface, addresses] of table) {
-        table.set(iface, addresses.filter((a) => answering.has(`${iface} ${a}`) || !held.push(a)));
+        table.set(iface, addresses.filter((a) => {
+          if (answering.has(`${iface} ${a}`) && !this.rejoining) return true;
+          const blocker = takeoverBlocker(a, this.opts.node, view.digest, peers, ownersUnder);
+          if (!blocker) return true;
+          held.push(a);
+          waitingFor.add(blocker);
+          return false;
+        }));
       }
     }
     this.metrics.held.set(held.length);
-    const heldText = held.length ? `${held.sort().join(',')} until ${others.join(',')} agree` : '';
-    if (heldText !== this.lastHeld && heldText) this.log.info('takeover held: the other speakers do not see the same speakers alive yet', { addresses: held.join(','), waitingFor: others.join(',') });
+    const heldText = held.length ? `${held.sort().join(',')} until ${[...waitingFor].sort().join(',')} agree` : '';
+    if (heldText !== this.lastHeld && heldText) this.log.info('takeover held: a speaker heard may still answer', { addresses: held.join(','), waitingFor: [...waitingFor].sort().join(',') });
     this.lastHeld = heldText;
     const problems = this.responder.setAnnouncements(table);
     const report = [...problems.map((p) => `${p.interface}${p.address ? ` ${p.address}` : ''}: ${p.message}`), ...unplaced.map((a) => `${a}: no interface of this node is on its subnet and its pool lists no interfaces`)].join('; ');

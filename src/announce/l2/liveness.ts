@@ -253,6 +253,8 @@ export class Liveness {
    * peer waiting for our view before a takeover, or for our release, waits one one-way delay.
    */
   setState(state: SpeakerState, view: string): void {
+    // Once leaving, always leaving: a late reconcile must not say "ready" again.
+    if (this.state === 'leaving' || this.stopped) return;
     if (state === this.state && view === this.view) return;
     this.state = state;
     this.view = view;

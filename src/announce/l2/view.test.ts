@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import type { PeerReport } from './liveness.ts';
-import { disagreeing, electionView, viewDigest } from './view.ts';
+import { decodeView, disagreeing, electionView, takeoverBlocker, viewDigest } from './view.ts';
 
 const ready = (view = ''): PeerReport => ({ heard: true, state: 'ready', view, refused: false });
 const silent: PeerReport = { heard: false, state: 'ready', view: '', refused: false };
@@ -52,5 +52,38 @@ describe('disagreeing', () => {
     ]);
     expect(disagreeing(peers, 'x')).toEqual(['c']);
     expect(disagreeing(peers, 'y')).toEqual(['b']);
+  });
+});
+
+describe('decodeView', () => {
+  test('ours, one less or one more: known; further off: unknown', () => {
+    const alive = new Set(['a', 'b', 'c']);
+    expect(sorted(decodeView(viewDigest(['c', 'b', 'a']), alive, [])!)).toEqual(['a', 'b', 'c']);
+    expect(sorted(decodeView(viewDigest(['a', 'c']), alive, [])!)).toEqual(['a', 'c']);
+    expect(sorted(decodeView(viewDigest(['a', 'b', 'c', 'd']), alive, ['d', 'e'])!)).toEqual(['a', 'b', 'c', 'd']);
+    expect(decodeView(viewDigest(['a']), alive, ['d'])).toBeUndefined();
+  });
+});
+
+describe('takeoverBlocker', () => {
+  // Views by digest -> the owner of the one address "x" each elects.
+  const views = new Map<string, string>();
+  const ownersUnder = (digest: string) => (views.has(digest) ? new Map([['x', views.get(digest)]]) : undefined);
+  const mine = 'MINE';
+  views.set(mine, 'r');
+
+  test('handback: waits for the incumbent to elect someone else, not for a third speaker that has not heard yet', () => {
+    views.set('OLD', 'i');
+    // The incumbent i still on the old view (electing itself): held, by i.
+    expect(takeoverBlocker('x', 'r', mine, new Map([['i', ready('OLD')], ['p', ready('OLD')]]), ownersUnder)).toBe('i');
+    // i moved to our view; p still on the old one, which elects i: i said it let go, so no wait.
+    expect(takeoverBlocker('x', 'r', mine, new Map([['i', ready(mine)], ['p', ready('OLD')]]), ownersUnder)).toBeUndefined();
+  });
+
+  test('failover: a peer whose view still elects a holder this speaker does not hear holds it back', () => {
+    views.set('WITH-A', 'a');
+    expect(takeoverBlocker('x', 'r', mine, new Map([['c', ready('WITH-A')]]), ownersUnder)).toBe('c');
+    expect(takeoverBlocker('x', 'r', mine, new Map([['c', ready('UNKNOWN')]]), ownersUnder)).toBe('c');
+    expect(takeoverBlocker('x', 'r', mine, new Map([['c', ready(mine)]]), ownersUnder)).toBeUndefined();
   });
 });

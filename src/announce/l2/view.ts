@@ -67,3 +67,56 @@ export function viewDigest(alive: Iterable<string>): string {
 export function disagreeing(peers: ReadonlyMap<string, PeerReport>, digest: string): string[] {
   return [...peers].filter(([, p]) => p.heard && p.state === 'ready' && p.view !== '' && p.view !== digest).map(([n]) => n).sort();
 }
+
+/**
+ * The set of nodes whose digest is `digest`, if it is ours or differs from ours by one node
+ * (one speaker more or less: what a peer sees while a change is on its way to it); undefined
+ * when it is further off (then the peer's election cannot be known here).
+ */
+export function decodeView(digest: string, alive: ReadonlySet<string>, others: Iterable<string>): Set<string> | undefined {
+  if (viewDigest(alive) === digest) return new Set(alive);
+  for (const x of alive) {
+    const less = new Set(alive);
+    less.delete(x);
+    if (viewDigest(less) === digest) return less;
+  }
+  for (const y of others) {
+    if (alive.has(y)) continue;
+    const more = new Set(alive).add(y);
+    if (viewDigest(more) === digest) return more;
+  }
+  return undefined;
+}
+
+/**
+ * The peer that holds back this speaker's takeover of `address`, or undefined when it may take
+ * it now. A ready peer heard with another view holds it back when that view elects the peer
+ * itself, or a node that has not said (by a view electing someone else) that it let the address
+ * go, or when its view cannot be decoded. So at a handback the new holder waits only for the
+ * incumbent's release, not for every speaker to have heard of it; at a failover it waits until
+ * the others no longer count the old holder alive (it may only be unheard by this speaker).
+ */
+export function takeoverBlocker(
+  address: string,
+  self: string,
+  digest: string,
+  peers: ReadonlyMap<string, PeerReport>,
+  /** address -> owner under the view with that digest (undefined: not decodable). */
+  ownersUnder: (digest: string) => ReadonlyMap<string, string | undefined> | undefined,
+): string | undefined {
+  for (const peer of disagreeing(peers, digest)) {
+    const theirs = ownersUnder(peers.get(peer)!.view);
+    if (!theirs) return peer;
+    const holder = theirs.get(address);
+    if (!holder || holder === self) continue;
+    if (holder === peer) return peer;
+    const h = peers.get(holder);
+    if (h?.heard && h.state === 'ready') {
+      if (h.view === '' || h.view === digest) continue;
+      const own = ownersUnder(h.view);
+      if (own && own.get(address) !== holder) continue;
+    }
+    return peer;
+  }
+  return undefined;
+}

@@ -128,12 +128,15 @@ export class L2Responder {
   }
 
   /**
-   * Replaces what is announced where. Addresses dropped stop being answered at once (frames still
-   * queued are judged against the new table); addresses added are announced at once and
+   * Replaces what is announced where. Frames already queued are first answered under the old
+   * table (they came while it held: at a handover the new holder never saw them, and dropping
+   * them would leave a request unanswered); then addresses dropped are not answered any more,
+   * and addresses added are announced at once and
    * `announceCount - 1` more times. An interface that cannot be opened, or an address that does not
    * parse, is returned as a problem and left out; everything else still applies.
    */
   setAnnouncements(table: AnnouncementTable): AnnouncementProblem[] {
+    if (this.timer) this.tick();
     const problems: AnnouncementProblem[] = [];
     for (const [name, link] of this.links) {
       if (!table.has(name)) this.removeLink(link);
@@ -174,6 +177,8 @@ export class L2Responder {
   }
 
   close(): void {
+    // What came while it still held is answered: the next holder never saw it.
+    if (this.timer) this.tick();
     for (const link of this.links.values()) link.close();
     this.links.clear();
     this.updateTimer();
