@@ -29,8 +29,11 @@ Flags:
   --kubeconfig FILE            API server credentials (default: in-cluster service account)
   --liveness-key-file FILE     shared secret (at least 32 bytes) signing the speakers' heartbeats
   --liveness-port PORT         UDP port of the heartbeats (default ${DEFAULT_LIVENESS_PORT})
-  --heartbeat-interval DUR     how often each speaker tells the others it is alive (default ${DEFAULT_HEARTBEAT_INTERVAL_MS / 1000}s)
-  --liveness-timeout DUR       silence after which a speaker counts as dead (default ${DEFAULT_LIVENESS_TIMEOUT_MS / 1000}s)
+  --heartbeat-interval DUR     how often each speaker tells every other node's speaker it is alive (default ${DEFAULT_HEARTBEAT_INTERVAL_MS}ms);
+                               cost per node: 1/interval heartbeats (~150 bytes) to and from each other node
+                               (100 nodes at 250ms: ~400 packets/s each way, ~60 KB/s, ~5% of a core measured)
+  --liveness-timeout DUR       silence after which a speaker counts as dead and its addresses move (default
+                               ${DEFAULT_LIVENESS_TIMEOUT_MS / 1000}s; failover = timeout - up to one interval + the takeover)
   --address-probes N           ARP probes / DAD solicitations, 1 s apart, of a newly assigned address before it is
                                first announced; a host answering holds it back (default ${DEFAULT_PROBE_COUNT}; 0: no probe)
   --metrics-bind-address A:P   plain-HTTP /metrics and /healthz (default 127.0.0.1:7472; "0" turns it off)

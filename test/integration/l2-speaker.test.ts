@@ -331,7 +331,7 @@ describe('failover', () => {
     const gap = failoverGap(attempts, next, failedAt);
     console.log(
       `l2 speaker failover ${address}: ${failed} -> ${next}; ${Math.round(firstGood.end - failedAt)} ms from the SIGKILL to the first good request, ` +
-        `gap ${gap} ms from first failed to first good (liveness timeout 3 s, heartbeat 1 s); ${attempts.length} requests, ${attempts.filter((a) => !a.node).length} failed`,
+        `gap ${gap} ms from first failed to first good (default liveness timeout and heartbeat interval); ${attempts.length} requests, ${attempts.filter((a) => !a.node).length} failed`,
     );
     const ipv6 = address.includes(':');
     // Its takeover announcements over (ndisc6 would count an unsolicited advertisement as a second answer).

@@ -13,7 +13,7 @@ import { DEFAULT_PROBE_COUNT, DEFAULT_PROBE_INTERVAL_MS, probeAddress } from '..
 import { L2Responder, type ResponderEvent } from '../../net/l2/responder.ts';
 import { errorMessage } from '../../util/errors.ts';
 import { LogLimiter } from '../../util/log-limiter.ts';
-import { announcementTable, electAddresses, type AddressElection } from './election.ts';
+import { announcementTable, electAddresses, standbyInterfaces, type AddressElection } from './election.ts';
 import { subnetInterface } from './interfaces.ts';
 import { Liveness, type LivenessOptions } from './liveness.ts';
 import { decodeView, disagreeing, electionView, takeoverBlocker } from './view.ts';
@@ -256,6 +256,7 @@ export class L2Announcer {
     const heldText = held.length ? `${held.sort().join(',')} until ${[...waitingFor].sort().join(',')} agree` : '';
     if (heldText !== this.lastHeld && heldText) this.log.info('takeover held: a speaker heard may still answer', { addresses: held.join(','), waitingFor: [...waitingFor].sort().join(',') });
     this.lastHeld = heldText;
+    for (const iface of standbyInterfaces(elections, this.opts.node, this.opts.subnetInterface ?? subnetInterface)) if (!table.has(iface)) table.set(iface, []);
     const problems = this.responder.setAnnouncements(table);
     const report = [...problems.map((p) => `${p.interface}${p.address ? ` ${p.address}` : ''}: ${p.message}`), ...unplaced.map((a) => `${a}: no interface of this node is on its subnet and its pool lists no interfaces`)].join('; ');
     if (report && report !== this.lastProblems) this.log.warn('cannot announce everything elected', { problems: report });
