@@ -31,7 +31,7 @@ Flags:
   --liveness-port PORT         UDP port of the heartbeats (default ${DEFAULT_LIVENESS_PORT})
   --heartbeat-interval DUR     how often each speaker tells every other node's speaker it is alive (default ${DEFAULT_HEARTBEAT_INTERVAL_MS}ms);
                                cost per node: 1/interval heartbeats (~150 bytes) to and from each other node
-                               (100 nodes at 250ms: ~400 packets/s each way, ~60 KB/s, ~5% of a core measured)
+                               (100 nodes at 250ms: ~400 packets/s each way, ~60 KB/s, 6% of a core measured)
   --liveness-timeout DUR       silence after which a speaker counts as dead and its addresses move (default
                                ${DEFAULT_LIVENESS_TIMEOUT_MS / 1000}s; failover = timeout - up to one interval + the takeover)
   --address-probes N           ARP probes / DAD solicitations, 1 s apart, of a newly assigned address before it is

@@ -16,10 +16,11 @@ import type { PeerReport } from './liveness.ts';
  * said it was leaving). The others still hear it, so they elect the same; a node that is really
  * dead leaves when its Node object leaves Ready (about 40 s by default).
  *
- * Takeover: an address this speaker does not yet answer for is taken only when every ready peer
- * it hears reports the same view digest (so the same owner): a peer still counting the former
- * holder alive, or the former holder itself still answering, makes it wait (a few ms: a change of
- * view is sent at once, releases first). Answering what it already answers is never held back.
+ * Takeover: an address this speaker does not yet answer for is taken only when no speaker it
+ * hears may still hold it (takeoverBlocker): a peer still counting the former holder alive, or
+ * the former holder itself still electing itself, makes it wait (a few ms: a change of view is
+ * sent at once, after the release). Answering what it already answers is not held back (the
+ * announcer re-checks it after an isolation ends).
  */
 
 export interface ViewInput {
