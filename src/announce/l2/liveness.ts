@@ -327,12 +327,14 @@ export class Liveness {
           resolve();
         })));
       }
-      // Peers gone from the Node objects (or readdressed): their sockets close.
+      // Peers gone from the Node objects (or readdressed): their sockets close, and nodes gone are forgotten.
       for (const [key, peer] of this.senders) {
         if (wanted.has(key)) continue;
         this.senders.delete(key);
         peer.socket.close();
       }
+      const known = this.options.peers();
+      for (const node of this.heard.keys()) if (!known.has(node)) this.heard.delete(node);
     } catch (e) {
       this.error('internal', `sending heartbeats: ${errorMessage(e)}`);
     }
