@@ -84,6 +84,8 @@ export class L2Announcer {
   private lastAlive = '';
   private lastHeld = '';
   private wasIsolated = false;
+  /** The alive set when this speaker last heard another: what it keeps electing by while isolated. */
+  private lastHeardView?: Set<string>;
   /** Shutting down: nothing is announced again. */
   private stopping = false;
   /** Heard peers again after hearing none: what it answered alone is answered again only once the views agree. */
@@ -190,7 +192,9 @@ export class L2Announcer {
       selfReady: true,
       readyNodes: new Set(nodes.filter(isNodeReady).map(nodeName)),
       peers,
+      lastHeard: this.lastHeardView,
     });
+    if (!view.isolated && view.alive.size > 1) this.lastHeardView = view.alive;
     const alive = view.alive;
     this.metrics.alive.set(this.liveness.alive().size);
     this.metrics.isolated.set(view.isolated ? 1 : 0);

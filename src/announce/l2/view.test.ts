@@ -25,6 +25,16 @@ describe('electionView', () => {
     expect(deaf.digest).toBe(electionView({ self: 'b', selfReady: true, readyNodes: ALL, peers: new Map([['a', ready()], ['c', ready()]]) }).digest);
   });
 
+  test('isolated after hearing others: the last view heard, narrowed by Ready; a node already dead then stays dead', () => {
+    // c died first (a and b took its addresses), then b went silent: a keeps {a, b}, not c.
+    const v = electionView({ self: 'a', selfReady: true, readyNodes: ALL, peers: new Map([['b', silent], ['c', silent]]), lastHeard: new Set(['a', 'b']) });
+    expect(v.isolated).toBe(true);
+    expect(sorted(v.alive)).toEqual(['a', 'b']);
+    // b's Node leaves Ready (the node lifecycle's verdict): a alone.
+    const later = electionView({ self: 'a', selfReady: true, readyNodes: new Set(['a', 'c']), peers: new Map([['b', silent], ['c', silent]]), lastHeard: new Set(['a', 'b']) });
+    expect(sorted(later.alive)).toEqual(['a']);
+  });
+
   test('isolated: a node whose kernel refused our heartbeats, or whose speaker said it was leaving, is gone; a node not Ready is gone', () => {
     const refused = electionView({ self: 'a', selfReady: true, readyNodes: ALL, peers: new Map([['b', { ...silent, refused: true }]]) });
     expect(sorted(refused.alive)).toEqual(['a', 'c']);

@@ -11,10 +11,11 @@ import type { PeerReport } from './liveness.ts';
  * Isolated (this speaker hears no peer at all while other Ready nodes exist): it cannot tell
  * its own deafness (inbound heartbeats dropped) from the death of all the others, and electing
  * itself everywhere would make it a second holder of every address if it is the deaf one. It
- * then trusts the API server instead of its ears: every Ready node counts as alive unless its
- * speaker is known to be gone (its node refused our heartbeats with ICMP port unreachable, or it
- * said it was leaving). The others still hear it, so they elect the same; a node that is really
- * dead leaves when its Node object leaves Ready (about 40 s by default).
+ * then keeps the view it had when it last heard someone (the others still hear it, so they elect
+ * the same), narrowed by the API server: a node leaves it when its Node object leaves Ready
+ * (about 40 s by default) or its speaker is known to be gone (its node refused our heartbeats
+ * with ICMP port unreachable, or it said it was leaving). A speaker that has heard nobody since
+ * it started has no such view: every Ready node counts.
  *
  * Takeover: an address this speaker does not yet answer for is taken only when no speaker it
  * hears may still hold it (takeoverBlocker): a peer still counting the former holder alive, or
@@ -31,6 +32,8 @@ export interface ViewInput {
   readyNodes: ReadonlySet<string>;
   /** From the liveness mesh. */
   peers: ReadonlyMap<string, PeerReport>;
+  /** The alive set of the last view in which this speaker heard someone (undefined: never yet). */
+  lastHeard?: ReadonlySet<string>;
 }
 
 export interface View {
@@ -48,7 +51,8 @@ export function electionView(input: ViewInput): View {
   const otherReady = [...input.readyNodes].some((n) => n !== input.self && !gone(input.peers.get(n)));
   const isolated = !heardAny && otherReady;
   if (isolated) {
-    for (const n of input.readyNodes) if (n !== input.self && !gone(input.peers.get(n))) alive.add(n);
+    const basis = input.lastHeard ?? input.readyNodes;
+    for (const n of basis) if (n !== input.self && input.readyNodes.has(n) && !gone(input.peers.get(n))) alive.add(n);
   } else {
     for (const [n, p] of input.peers) if (p.heard && p.state === 'ready') alive.add(n);
   }
