@@ -3,7 +3,8 @@
 # (idempotent, quiet when everything is there): BIRD 2 (bird, birdc), FRR (zebra, bgpd, vtysh)
 # and GoBGP (gobgpd, gobgp); iproute2 (ip) for the network namespaces and veth links.
 # The L2 announcement tests ask from a client namespace with arping (package arping), ndisc6
-# (ndisc6) and curl.
+# (ndisc6) and curl; the asymmetric heartbeat-loss test filters packets in a node namespace with
+# nft (nftables).
 # The tests start every daemon by hand inside their own namespaces: the services the Debian
 # packages would start in the machine's own network are kept from starting (apt_install in
 # scripts/lib.sh) and, where systemd runs, disabled and stopped by unit name. Needs root and
@@ -11,7 +12,7 @@
 set -euo pipefail
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 
-declare -A package_for=([/usr/sbin/bird]=bird2 [/usr/sbin/birdc]=bird2 [/usr/lib/frr/zebra]=frr [/usr/lib/frr/bgpd]=frr [/usr/bin/vtysh]=frr [/usr/bin/gobgpd]=gobgpd [/usr/bin/gobgp]=gobgpd [/usr/sbin/ip]=iproute2 [/usr/sbin/arping]=arping [/usr/bin/ndisc6]=ndisc6 [/usr/bin/curl]=curl)
+declare -A package_for=([/usr/sbin/bird]=bird2 [/usr/sbin/birdc]=bird2 [/usr/lib/frr/zebra]=frr [/usr/lib/frr/bgpd]=frr [/usr/bin/vtysh]=frr [/usr/bin/gobgpd]=gobgpd [/usr/bin/gobgp]=gobgpd [/usr/sbin/ip]=iproute2 [/usr/sbin/arping]=arping [/usr/bin/ndisc6]=ndisc6 [/usr/bin/curl]=curl [/usr/sbin/nft]=nftables)
 declare -A wanted=()
 for path in "${!package_for[@]}"; do
   [ -x "$path" ] || wanted[${package_for[$path]}]=1

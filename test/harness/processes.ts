@@ -144,6 +144,18 @@ export class LoggedProcess {
     this.forget();
   }
 
+  /** SIGTERM by pid (a graceful stop) and wait for the exit; SIGKILL if it has not ended after `graceMs`. */
+  async terminate(graceMs = 10_000): Promise<number> {
+    if (this.running) this.proc.kill('SIGTERM');
+    const timer = setTimeout(() => this.running && this.proc.kill('SIGKILL'), graceMs);
+    try {
+      return await this.proc.exited;
+    } finally {
+      clearTimeout(timer);
+      this.forget();
+    }
+  }
+
   /** The last lines of the log, for error messages. */
   logTail(lines = 40): string {
     try {

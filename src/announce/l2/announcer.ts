@@ -4,7 +4,7 @@ import type { Registry } from 'prom-client';
 import type { LoadBalancerConfig } from '../../lb/config-model.ts';
 import type { EventRecorder } from '../../kube/event-recorder.ts';
 import { Informer, stripManagedFields } from '../../kube/informer/index.ts';
-import { nodeAddresses, nodeName } from '../../kube/node-helpers.ts';
+import { isNodeReady, nodeAddresses, nodeName } from '../../kube/node-helpers.ts';
 import { NODES, SERVICES } from '../../kube/resources.ts';
 import type { KubeTransport } from '../../kube/transport.ts';
 import type { Logger } from '../../log.ts';
@@ -13,9 +13,10 @@ import { DEFAULT_PROBE_COUNT, DEFAULT_PROBE_INTERVAL_MS, probeAddress } from '..
 import { L2Responder, type ResponderEvent } from '../../net/l2/responder.ts';
 import { errorMessage } from '../../util/errors.ts';
 import { LogLimiter } from '../../util/log-limiter.ts';
-import { announcementTable, electAddresses, type AddressElection } from './election.ts';
+import { announcementTable, electAddresses, standbyInterfaces, type AddressElection } from './election.ts';
 import { subnetInterface } from './interfaces.ts';
 import { Liveness, type LivenessOptions } from './liveness.ts';
+import { decodeView, disagreeing, electionView, takeoverBlocker } from './view.ts';
 import { L2AnnouncerMetrics } from './metrics.ts';
 
 /**
@@ -23,8 +24,12 @@ import { L2AnnouncerMetrics } from './metrics.ts';
  * it writes nothing but Events), hears the other speakers' heartbeats, elects a node per address of
  * every `announce: l2` pool and answers ARP/NDP for the addresses its own node is elected for.
  *
- * Until one liveness timeout has passed since the start it announces nothing: it has not yet
- * heard the speakers that are up, and would elect itself for their addresses.
+ * Until one liveness timeout has passed since the start it announces nothing and its heartbeats
+ * say "warming": it has not yet heard the speakers that are up, and would elect itself for their
+ * addresses; the others do not elect it meanwhile, so they keep answering. Then it says "ready",
+ * and an address moves to it only when every speaker it hears reports the same view (view.ts):
+ * the incumbent has released it by then. On SIGTERM it stops answering, then says "leaving",
+ * so the others take over at once.
  */
 
 
@@ -75,6 +80,16 @@ export class L2Announcer {
   /** Addresses a probe found in use: never announced by this node while they stay assigned. */
   private readonly inUse = new Map<string, { mac: string; interface: string }>();
   private readonly livenessLog = new LogLimiter(LIVENESS_LOG_WINDOW_MS);
+  private peerCache?: Map<string, string[]>;
+  private lastAlive = '';
+  private lastHeld = '';
+  private wasIsolated = false;
+  /** The alive set when this speaker last heard another: what it keeps electing by while isolated. */
+  private lastHeardView?: Set<string>;
+  /** Shutting down: nothing is announced again. */
+  private stopping = false;
+  /** Heard peers again after hearing none: what it answered alone is answered again only once the views agree. */
+  private rejoining = false;
 
   constructor(private readonly opts: L2AnnouncerOptions) {
     this.log = opts.logger.with({ component: 'speaker', node: opts.node });
@@ -85,14 +100,20 @@ export class L2Announcer {
     this.slices = new Informer<V1EndpointSlice>({ ...common, type: ENDPOINT_SLICES });
     const changed = { onAdd: () => this.schedule(), onUpdate: () => this.schedule(), onDelete: () => this.schedule() };
     this.services.addHandlers(changed);
-    this.nodes.addHandlers(changed);
+    const nodeChanged = () => {
+      this.peerCache = undefined;
+      this.schedule();
+    };
+    this.nodes.addHandlers({ onAdd: nodeChanged, onUpdate: nodeChanged, onDelete: nodeChanged });
     this.slices.addHandlers(changed);
     this.liveness = new Liveness({
       ...opts.liveness,
       node: opts.node,
       peers: () => this.peerAddresses(),
       onChange: (alive) => {
-        this.log.info('speakers alive changed', { alive: [...alive].sort().join(',') });
+        const names = [...alive].sort().join(',');
+        if (names !== this.lastAlive) this.log.info('speakers heard changed', { alive: names });
+        this.lastAlive = names;
         this.schedule();
       },
       onRefused: (reason, from) => {
@@ -108,7 +129,7 @@ export class L2Announcer {
     this.metrics = new L2AnnouncerMetrics(opts.registry, () => ({ responder: this.responder.stats(), liveness: this.liveness.stats(), announcing: this.responder.announcing().length }));
   }
 
-  /** Runs until the signal aborts; then stops answering (another node takes over within its liveness timeout). */
+  /** Runs until the signal aborts; then stops answering, and tells the others it leaves (they take over at once). */
   async run(signal: AbortSignal): Promise<void> {
     await this.liveness.start();
     const informers = [this.services, this.nodes, this.slices].map((i) => i.run(signal));
@@ -122,8 +143,10 @@ export class L2Announcer {
     } finally {
       clearTimeout(warmup);
       for (const abort of this.probing.values()) abort.abort();
-      this.liveness.stop();
+      // Silent first, then "leaving": the others never answer while this node still does.
+      this.stopping = true;
       this.responder.close();
+      await this.liveness.leave();
     }
   }
 
@@ -139,6 +162,7 @@ export class L2Announcer {
   }
 
   private peerAddresses(): Map<string, string[]> {
+    if (this.peerCache) return this.peerCache;
     const peers = new Map<string, string[]>();
     for (const node of this.nodes.store.list()) {
       const addresses = nodeAddresses(node);
@@ -146,6 +170,7 @@ export class L2Announcer {
       const ordered = [...addresses.filter((a) => a.type === 'InternalIP'), ...addresses.filter((a) => a.type === 'ExternalIP')].map((a) => a.address);
       peers.set(nodeName(node), ordered);
     }
+    this.peerCache = peers;
     return peers;
   }
 
@@ -159,14 +184,31 @@ export class L2Announcer {
   }
 
   private reconcile(): void {
-    if (!this.warmedUp || ![this.services, this.nodes, this.slices].every((i) => i.hasSynced())) return;
-    const alive = this.liveness.alive();
-    this.metrics.alive.set(alive.size);
+    if (this.stopping || !this.warmedUp || ![this.services, this.nodes, this.slices].every((i) => i.hasSynced())) return;
+    const nodes = this.nodes.store.list();
+    const peers = this.liveness.reports();
+    const view = electionView({
+      self: this.opts.node,
+      selfReady: true,
+      readyNodes: new Set(nodes.filter(isNodeReady).map(nodeName)),
+      peers,
+      lastHeard: this.lastHeardView,
+    });
+    if (!view.isolated && view.alive.size > 1) this.lastHeardView = view.alive;
+    const alive = view.alive;
+    this.metrics.alive.set(this.liveness.alive().size);
+    this.metrics.isolated.set(view.isolated ? 1 : 0);
+    if (view.isolated !== this.wasIsolated) {
+      if (view.isolated) this.log.warn('hearing no other speaker: trusting the Node objects\' Ready condition until one is heard (docs/networking/l2.md#asymmetric-loss)', { alive: [...alive].sort().join(',') });
+      else this.log.info('hearing other speakers again');
+    }
+    if (this.wasIsolated && !view.isolated) this.rejoining = true;
+    this.wasIsolated = view.isolated;
     const elections = electAddresses({
       pools: this.pools.pools,
       classes: this.pools.classes,
       services: this.services.store.list(),
-      nodes: this.nodes.store.list(),
+      nodes,
       endpointSlices: this.slices.store.list(),
       alive,
     });
@@ -185,6 +227,40 @@ export class L2Announcer {
     this.reconciledOnce = true;
     for (const address of fresh) this.startProbe(address, [...table].filter(([, addresses]) => addresses.includes(address)).map(([iface]) => iface));
     for (const [iface, addresses] of table) table.set(iface, addresses.filter((a) => !this.probing.has(a) && !this.inUse.has(a)));
+    // A takeover waits until no speaker heard may still hold the address (view.ts).
+    const cluster = { pools: this.pools.pools, classes: this.pools.classes, services: this.services.store.list(), nodes, endpointSlices: this.slices.store.list() };
+    const others = new Set([...peers.keys(), ...nodes.map(nodeName)]);
+    const owners = new Map<string, Map<string, string | undefined> | undefined>();
+    const ownersUnder = (digest: string) => {
+      if (!owners.has(digest)) {
+        const set = decodeView(digest, alive, others);
+        owners.set(digest, set && new Map(electAddresses({ ...cluster, alive: set }).map((e) => [e.address, e.owner])));
+      }
+      return owners.get(digest);
+    };
+    const answering = new Set([...this.responder.announcements()].flatMap(([iface, addresses]) => addresses.map((a) => `${iface} ${a}`)));
+    const held: string[] = [];
+    const waitingFor = new Set<string>();
+    const disagree = disagreeing(peers, view.digest);
+    if (!disagree.length) this.rejoining = false;
+    if (disagree.length) {
+      // Back from isolation (a partition healed), even what it answers waits: the others may have taken it meanwhile.
+      for (const [iface, addresses] of table) {
+        table.set(iface, addresses.filter((a) => {
+          if (answering.has(`${iface} ${a}`) && !this.rejoining) return true;
+          const blocker = takeoverBlocker(a, this.opts.node, view.digest, peers, ownersUnder);
+          if (!blocker) return true;
+          held.push(a);
+          waitingFor.add(blocker);
+          return false;
+        }));
+      }
+    }
+    this.metrics.held.set(held.length);
+    const heldText = held.length ? `${held.sort().join(',')} until ${[...waitingFor].sort().join(',')} agree` : '';
+    if (heldText !== this.lastHeld && heldText) this.log.info('takeover held: a speaker heard may still answer', { addresses: held.join(','), waitingFor: [...waitingFor].sort().join(',') });
+    this.lastHeld = heldText;
+    for (const iface of standbyInterfaces(elections, this.opts.node, this.opts.subnetInterface ?? subnetInterface)) if (!table.has(iface)) table.set(iface, []);
     const problems = this.responder.setAnnouncements(table);
     const report = [...problems.map((p) => `${p.interface}${p.address ? ` ${p.address}` : ''}: ${p.message}`), ...unplaced.map((a) => `${a}: no interface of this node is on its subnet and its pool lists no interfaces`)].join('; ');
     if (report && report !== this.lastProblems) this.log.warn('cannot announce everything elected', { problems: report });
@@ -193,6 +269,8 @@ export class L2Announcer {
     for (const [iface, addresses] of this.responder.announcements()) {
       for (const address of addresses) this.metrics.announcing.set({ address, interface: iface, node: this.opts.node }, 1);
     }
+    // Released and taken what the view says: only now do the others hear it (they wait for it).
+    this.liveness.setState('ready', view.digest);
   }
 
   /**

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import type { V1EndpointSlice, V1Node, V1Service } from '@kubernetes/client-node';
 import { loadSpeakerConfig } from '../config.ts';
-import { announcementTable, electAddresses, type ClusterView } from './election.ts';
+import { announcementTable, electAddresses, standbyInterfaces, type ClusterView } from './election.ts';
 import { subnetInterface } from './interfaces.ts';
 import { electNode } from '../../net/l2/election.ts';
 import { parseIP } from '../../net/ip.ts';
@@ -161,6 +161,17 @@ describe('electAddresses', () => {
 
 describe('announcementTable', () => {
   const elections = electAddresses(view({ services: [service('web', ['198.51.100.200', '2001:db8:1::200', '203.0.113.201'])], nodes: NODES.map((n) => node(n, { labels: { site: 'a' } })) }));
+
+  test('standby: the interfaces of the IPv4 addresses another node owns and this one may take over', () => {
+    const v4 = elections.filter((e) => e.ip.family === 4);
+    for (const self of NODES) {
+      const expected = new Set(v4.filter((e) => e.owner !== self).map((e) => (e.pool.name === 'side' ? 'eth1' : 'eth0')));
+      expect([...standbyInterfaces(elections, self, () => 'eth0')].sort()).toEqual([...expected].sort());
+    }
+    // Not eligible (not alive): no standby.
+    const without = electAddresses(view({ services: [service('web', ['198.51.100.200'])], alive: new Set(['n1']) }));
+    expect([...standbyInterfaces(without, 'n2', () => 'eth0')]).toEqual([]);
+  });
 
   test("this node's addresses on its pool's interfaces, or on the interface of the address's subnet", () => {
     for (const self of NODES) {

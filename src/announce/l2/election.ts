@@ -67,3 +67,20 @@ export function announcementTable(
   }
   return { table, unplaced };
 }
+
+/**
+ * Interfaces where this node may soon take over an IPv4 address (it is eligible, another node
+ * owns it): kept ready by the responder, so a takeover does not wait for a socket to open.
+ */
+export function standbyInterfaces(
+  elections: readonly AddressElection[],
+  self: string,
+  subnetInterface: (ip: IP) => string | undefined,
+): Set<string> {
+  const out = new Set<string>();
+  for (const election of elections) {
+    if (election.owner === self || election.ip.family !== 4 || !election.eligible.includes(self)) continue;
+    for (const name of election.pool.interfaces ?? [subnetInterface(election.ip)].filter((i): i is string => !!i)) out.add(name);
+  }
+  return out;
+}

@@ -35,7 +35,11 @@ describe('heartbeat packets', () => {
   test('round trip; anything altered, truncated, padded or signed with another key is refused by reason', () => {
     const beat = { n: 'n1', b: 'abc', s: 7, t: 1 };
     const packet = encodeHeartbeat(KEY, beat);
-    expect(decodeHeartbeat(KEY, packet)).toEqual(beat);
+    // r (state) and v (view digest) absent, as an older speaker sends: ready, no view.
+    expect(decodeHeartbeat(KEY, packet)).toEqual({ ...beat, r: 1, v: '' });
+    const full = { n: 'n1', b: 'abc', s: 8, t: 1, r: 2, v: '0123456789abcdef' };
+    expect(decodeHeartbeat(KEY, encodeHeartbeat(KEY, full))).toEqual(full);
+    expect(decodeHeartbeat(KEY, encodeHeartbeat(KEY, { ...full, r: 3 }))).toBe('bad fields');
     const flipped = packet.slice();
     flipped[10]! ^= 1;
     expect(decodeHeartbeat(KEY, flipped)).toBe('bad signature');
@@ -164,6 +168,45 @@ describe('Liveness', () => {
     const heardBy1 = n1!.stats().received;
     await eventually('n1 still sends and still hears n2', () => n2!.stats().received >= heardBy2 + 10 && n1!.stats().received >= heardBy1 + 10, 10_000);
     expect(sorted(n1!.alive())).toEqual(['n1', 'n2']);
+  });
+
+  // Issue 29: with one socket for every peer, the ICMP port unreachable of a node whose speaker
+  // was dead failed the next send on that socket, whatever its destination: the survivors never
+  // heard each other. Here n3's address has no speaker: its "node" refuses every heartbeat.
+  test("a node refusing heartbeats (ICMP port unreachable) is reported as refused, and silences no other peer", async () => {
+    const [port] = await freeLoopbackPorts(1);
+    const { n1, n2 } = await mesh(port!, ['n1', 'n2']);
+    await eventually('n1 seeing n3 refuse', () => n1!.reports().get('n3')?.refused === true, 10_000);
+    const before = n2!.stats().received;
+    await Bun.sleep(500);
+    // n1 sent to n2 every 100 ms while n3 refused: every one arrived.
+    expect(n2!.stats().received - before).toBeGreaterThanOrEqual(4);
+    expect(n1!.stats().errors.send ?? 0).toBe(0);
+    expect(n1!.stats().errors.unreachable ?? 0).toBeGreaterThan(0);
+    expect(sorted(n1!.alive())).toEqual(['n1', 'n2']);
+    expect(n1!.reports().get('n2')).toEqual({ heard: true, state: 'warming', view: '', refused: false });
+  });
+
+  test('state and view reach the peers at once; leave() makes a peer see "leaving" long before its timeout', async () => {
+    const [port] = await freeLoopbackPorts(1);
+    const l = await mesh(port!, ['n1', 'n2'], KEY, everyNode, () => ({ intervalMs: 1000, timeoutMs: 4000 }));
+    await eventually('n1 heard by n2', () => n2Heard(), 10_000);
+    function n2Heard() {
+      return l.n2!.reports().get('n1')?.heard === true;
+    }
+    let at = performance.now();
+    l.n1!.setState('ready', 'abcd');
+    await eventually('n2 seeing n1 ready', () => l.n2!.reports().get('n1')?.view === 'abcd', 2_000);
+    const readyMs = performance.now() - at;
+    expect(l.n2!.reports().get('n1')!.state).toBe('ready');
+    at = performance.now();
+    await l.n1!.leave();
+    await eventually('n2 seeing n1 leave', () => l.n2!.reports().get('n1')?.state === 'leaving', 2_000);
+    const leftMs = performance.now() - at;
+    console.log(`liveness: a new state reached the peer in ${readyMs.toFixed(1)} ms, "leaving" in ${leftMs.toFixed(1)} ms (interval 1 s)`);
+    expect(readyMs).toBeLessThan(500);
+    expect(leftMs).toBeLessThan(500);
+    expect(sorted(l.n2!.alive())).toEqual(['n2']);
   });
 
   test('a timeout not longer than the interval is refused', () => {

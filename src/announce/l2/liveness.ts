@@ -7,9 +7,18 @@ import { errorMessage } from '../../util/errors.ts';
  * Which speakers are alive, learnt without the API server: every speaker sends a small UDP
  * heartbeat to every other node's address once per interval, signed with HMAC-SHA256 under a key
  * all speakers share (a Secret); a node not heard from for the timeout is dead. Detection takes
- * at most timeout + one check (timeout/4); the API server sees none of it (MetalLB's memberlist
- * serves the same purpose with gossip; a full mesh is simpler and at 100 nodes costs each node
- * ~100 packets of ~120 bytes per interval each way).
+ * the timeout minus the age of the last heartbeat plus one check (50 ms). Each heartbeat also
+ * says what its sender is doing (warming up, ready, leaving) and a digest of the speakers it
+ * counts alive, so the election (view.ts) can wait for the others to agree before a takeover.
+ *
+ * Sending: one connected UDP socket per peer, from an ephemeral port. Measured on Bun 1.4.5 (a
+ * dual-stack or IPv4 socket, over veth): an ICMP port unreachable from one peer (its speaker is
+ * dead, its kernel up) is reported by the *next* send on the same socket, whatever its
+ * destination, and that send is lost: with one socket for every peer, the dead peer silenced the
+ * live ones (issue 29: both survivors took the address). With a socket per peer the error lands
+ * on the dead peer's socket only (as an 'error' event, recvmsg ECONNREFUSED), and names it: it is
+ * kept as evidence that the peer's speaker is not running. Receiving stays on one socket bound
+ * to the port; it sends nothing, so no ICMP error is reported on it.
  *
  * A heartbeat is accepted only when: it is at most MAX_PACKET bytes, starts with the magic, its
  * HMAC verifies (constant time), its JSON names a node this speaker knows and comes from one of
@@ -17,19 +26,34 @@ import { errorMessage } from '../../util/errors.ts';
  * send time is within maxClockSkewMs of ours (a replayed old capture is refused). Everything else
  * is counted by reason and dropped; it never throws.
  *
- * Nothing but stop() ends the heartbeats: an error on the socket, a failed send, or an exception
- * while sending or judging (including from the callbacks) is counted and reported to onError, and
- * a socket closed under us is bound again. (A speaker that goes silent but keeps answering ARP
- * is the worst case: every other speaker takes its addresses and both answer.)
+ * Nothing but stop() or leave() ends the heartbeats: an error on a socket, a failed send, or an
+ * exception while sending or judging (including from the callbacks) is counted and reported to
+ * onError, and a socket closed under us is opened again. (A speaker that goes silent but keeps
+ * answering ARP is the worst case: every other speaker takes its addresses and both answer.)
  */
 
 const MAGIC = new Uint8Array([0x65, 0x63, 0x6c, 0x01]); // "ecl", version 1
 const HMAC_LENGTH = 32;
 const MAX_PACKET = 512;
 export const DEFAULT_LIVENESS_PORT = 7947;
-export const DEFAULT_HEARTBEAT_INTERVAL_MS = 1000;
-export const DEFAULT_LIVENESS_TIMEOUT_MS = 3000;
+/**
+ * 250 ms / 1 s: failover (holder dead to the new holder's first answer) 0.75-1.05 s plus the
+ * takeover, under the 2 s the issue asks with room for a loaded node (3 heartbeats may be lost in
+ * a row). Cost: a speaker sends and receives 4 heartbeats per second per other node (100 nodes:
+ * 396 packets/s each way of ~150 bytes), measured in BENCHMARKS.md (L2 failover).
+ */
+export const DEFAULT_HEARTBEAT_INTERVAL_MS = 250;
+export const DEFAULT_LIVENESS_TIMEOUT_MS = 1000;
 const DEFAULT_MAX_CLOCK_SKEW_MS = 30_000;
+/** How often silence is judged: the resolution of the detection. */
+const CHECK_INTERVAL_MS = 50;
+/** Copies of the last ("leaving") heartbeat: one lost must not cost the others a timeout. */
+const LEAVING_COPIES = 3;
+
+/** What a speaker says about itself: warming up (not eligible yet), ready (eligible), leaving (stopped answering, going away). */
+export type SpeakerState = 'warming' | 'ready' | 'leaving';
+const STATE_CODES: Record<SpeakerState, number> = { warming: 0, ready: 1, leaving: 2 };
+const STATES: SpeakerState[] = ['warming', 'ready', 'leaving'];
 
 export interface Heartbeat {
   /** Sending node. */
@@ -40,6 +64,10 @@ export interface Heartbeat {
   s: number;
   /** Sender's wall clock, ms. */
   t: number;
+  /** Sender's state: 0 warming, 1 ready, 2 leaving (absent, from an older speaker: ready). */
+  r?: number;
+  /** Digest of the speakers the sender counts alive (absent or "": not known, agrees with anyone). */
+  v?: string;
 }
 
 export function encodeHeartbeat(key: Uint8Array, beat: Heartbeat): Uint8Array {
@@ -63,7 +91,21 @@ export function decodeHeartbeat(key: Uint8Array, packet: Uint8Array): Heartbeat 
   }
   const b = beat as Partial<Heartbeat>;
   if (typeof b.n !== 'string' || typeof b.b !== 'string' || !Number.isSafeInteger(b.s) || typeof b.t !== 'number') return 'bad fields';
-  return { n: b.n, b: b.b, s: b.s!, t: b.t };
+  if (b.r !== undefined && !(Number.isInteger(b.r) && b.r >= 0 && b.r < STATES.length)) return 'bad fields';
+  if (b.v !== undefined && (typeof b.v !== 'string' || b.v.length > 64)) return 'bad fields';
+  return { n: b.n, b: b.b, s: b.s!, t: b.t, r: b.r ?? STATE_CODES.ready, v: b.v ?? '' };
+}
+
+/** What this speaker knows of one peer. */
+export interface PeerReport {
+  /** Heard within the timeout (a leaving peer too, until its silence). */
+  heard: boolean;
+  /** Its state in its last heartbeat. */
+  state: SpeakerState;
+  /** Its view digest in its last heartbeat ("" when it sent none). */
+  view: string;
+  /** Its node refused our heartbeats (ICMP port unreachable) since we last heard it: its speaker is not running. */
+  refused: boolean;
 }
 
 export interface LivenessOptions {
@@ -78,21 +120,22 @@ export interface LivenessOptions {
   maxClockSkewMs?: number;
   /** The other nodes and their addresses (from the Node objects), read at every send and receive. */
   peers: () => ReadonlyMap<string, readonly string[]>;
-  /** Called when the set of live nodes changes. */
+  /** Called when the set of nodes heard changes, or what a peer says (state, view) or a refusal does. */
   onChange?: (alive: ReadonlySet<string>) => void;
   /** A refused heartbeat (rate-limited by the caller if logged). */
   onRefused?: (reason: string, from: string) => void;
-  /** An error on the socket, a failed send, a failure while sending or judging, or a rebind (rate-limited by the caller if logged). */
+  /** An error on a socket, a failed send, a failure while sending or judging, or a reopen (rate-limited by the caller if logged). */
   onError?: (what: LivenessErrorKind, error: string) => void;
 }
 
-export type LivenessErrorKind = 'send' | 'socket' | 'internal' | 'reopen';
+/** `unreachable`: a peer's node answered our heartbeat with ICMP port unreachable (its speaker is not running). */
+export type LivenessErrorKind = 'send' | 'socket' | 'internal' | 'reopen' | 'unreachable';
 
 export interface LivenessStats {
   sent: number;
   received: number;
   refused: Record<string, number>;
-  /** By kind: failed sends, socket errors, exceptions while sending or judging, rebinds of a closed socket. */
+  /** By kind: failed sends, socket errors, exceptions while sending or judging, rebinds of a closed socket, peers refusing. */
   errors: Partial<Record<LivenessErrorKind, number>>;
 }
 
@@ -100,6 +143,17 @@ interface PeerState {
   boot: string;
   seq: number;
   lastHeardAt: number;
+  state: SpeakerState;
+  view: string;
+  /** performance.now() of the last ICMP port unreachable from its node. */
+  refusedAt?: number;
+}
+
+/** One connected socket per peer address (see the module comment for why). */
+interface PeerSocket {
+  socket: dgram.Socket;
+  node: string;
+  connected: boolean;
 }
 
 export class Liveness {
@@ -108,12 +162,18 @@ export class Liveness {
   private readonly boot = randomBytes(8).toString('hex');
   private seq = 0;
   private readonly heard = new Map<string, PeerState>();
+  private readonly senders = new Map<string, PeerSocket>();
   private current = new Set<string>();
   private sendTimer?: ReturnType<typeof setInterval>;
   private checkTimer?: ReturnType<typeof setInterval>;
   private readonly counters: LivenessStats = { sent: 0, received: 0, refused: {}, errors: {} };
   private stopped = false;
   private reopenTimer?: ReturnType<typeof setTimeout>;
+  private state: SpeakerState = 'warming';
+  private view = '';
+  private beatQueued = false;
+  /** Signature of what check() last reported, to call onChange only on a change. */
+  private reported = '';
   readonly port: number;
   readonly intervalMs: number;
   readonly timeoutMs: number;
@@ -133,7 +193,7 @@ export class Liveness {
     this.stopped = false;
     await this.open();
     this.sendTimer = setInterval(() => this.beat(), this.intervalMs);
-    this.checkTimer = setInterval(() => this.check(), Math.max(50, Math.floor(this.timeoutMs / 4)));
+    this.checkTimer = setInterval(() => this.check(), Math.min(CHECK_INTERVAL_MS, Math.floor(this.timeoutMs / 4)));
     this.beat();
   }
 
@@ -171,13 +231,53 @@ export class Liveness {
     }, this.intervalMs);
   }
 
-  /** Nodes alive now: this one, and every node heard from within the timeout. */
+  /** Nodes heard now (any state but leaving), and this one. */
   alive(): ReadonlySet<string> {
     return this.current;
   }
 
+  /** What this speaker knows of each peer it has heard from (or whose node refused its heartbeats) since it started. */
+  reports(): Map<string, PeerReport> {
+    const now = performance.now();
+    const out = new Map<string, PeerReport>();
+    for (const [node, p] of this.heard) {
+      const heard = now - p.lastHeardAt <= this.timeoutMs;
+      const refused = p.refusedAt !== undefined && p.refusedAt > p.lastHeardAt;
+      out.set(node, { heard, state: p.state, view: p.view, refused });
+    }
+    return out;
+  }
+
+  /**
+   * What our heartbeats say from now on; a change is sent at once (not at the next interval): a
+   * peer waiting for our view before a takeover, or for our release, waits one one-way delay.
+   */
+  setState(state: SpeakerState, view: string): void {
+    // Once leaving, always leaving: a late reconcile must not say "ready" again.
+    if (this.state === 'leaving' || this.stopped) return;
+    if (state === this.state && view === this.view) return;
+    this.state = state;
+    this.view = view;
+    this.beatSoon();
+  }
+
   stats(): LivenessStats {
     return structuredClone(this.counters);
+  }
+
+  /**
+   * Tells every peer that this speaker is leaving (its addresses already released, so they may
+   * take them at once instead of after a timeout), then stops. The copies are a few ms apart.
+   */
+  async leave(): Promise<void> {
+    if (this.stopped) return;
+    this.state = 'leaving';
+    clearInterval(this.sendTimer);
+    for (let i = 0; i < LEAVING_COPIES && !this.stopped; i++) {
+      await this.beat();
+      await Bun.sleep(5);
+    }
+    this.stop();
   }
 
   stop(): void {
@@ -188,38 +288,101 @@ export class Liveness {
     this.reopenTimer = undefined;
     const socket = this.socket;
     this.socket = undefined;
-    try {
-      socket?.close();
-    } catch {
-      // Already closed.
+    for (const s of [socket, ...[...this.senders.values()].map((p) => p.socket)]) {
+      try {
+        s?.close();
+      } catch {
+        // Already closed.
+      }
     }
+    this.senders.clear();
   }
 
-  private beat(): void {
-    const socket = this.socket;
-    if (!socket) return;
+  private beatSoon(): void {
+    if (this.beatQueued || this.stopped) return;
+    this.beatQueued = true;
+    queueMicrotask(() => {
+      this.beatQueued = false;
+      void this.beat();
+    });
+  }
+
+  /** One heartbeat to every peer; resolves when every send has completed (or failed). */
+  private beat(): Promise<void> {
+    if (this.stopped && this.state !== 'leaving') return Promise.resolve();
+    const sends: Promise<void>[] = [];
     try {
-      const packet = encodeHeartbeat(this.options.key, { n: this.options.node, b: this.boot, s: ++this.seq, t: Date.now() });
+      const packet = encodeHeartbeat(this.options.key, { n: this.options.node, b: this.boot, s: ++this.seq, t: Date.now(), r: STATE_CODES[this.state], v: this.view });
+      const wanted = new Set<string>();
       for (const [node, addresses] of this.options.peers()) {
         if (node === this.options.node) continue;
         const to = this.destination(addresses);
         if (!to) continue;
+        wanted.add(`${node} ${to}`);
+        const peer = this.sender(node, to);
+        if (!peer.connected) continue;
         this.counters.sent += 1;
-        socket.send(packet, this.port, to, (err) => {
-          if (err) this.error('send', err);
-        });
+        sends.push(new Promise((resolve) => peer.socket.send(packet, (err) => {
+          if (err) this.sendFailed(node, err);
+          resolve();
+        })));
       }
+      // Peers gone from the Node objects (or readdressed): their sockets close, and nodes gone are forgotten.
+      for (const [key, peer] of this.senders) {
+        if (wanted.has(key)) continue;
+        this.senders.delete(key);
+        peer.socket.close();
+      }
+      const known = this.options.peers();
+      for (const node of this.heard.keys()) if (!known.has(node)) this.heard.delete(node);
     } catch (e) {
       this.error('internal', `sending heartbeats: ${errorMessage(e)}`);
     }
+    return Promise.all(sends).then(() => undefined);
   }
 
-  /** The first address of the node this socket can reach (IPv4 as ::ffff:a.b.c.d on a dual-stack socket). */
+  /** The connected socket to `node` at `to`, opened on first use (connecting takes a moment: the first heartbeat may be skipped). */
+  private sender(node: string, to: string): PeerSocket {
+    const key = `${node} ${to}`;
+    const existing = this.senders.get(key);
+    if (existing) return existing;
+    const v6 = to.includes(':');
+    const socket = v6 ? dgram.createSocket('udp6') : dgram.createSocket('udp4');
+    const peer: PeerSocket = { socket, node, connected: false };
+    this.senders.set(key, peer);
+    socket.on('error', (e) => this.sendFailed(node, e));
+    socket.on('close', () => {
+      if (this.senders.get(key) === peer) this.senders.delete(key);
+    });
+    const connect = () => socket.connect(this.port, to, () => {
+      peer.connected = true;
+    });
+    const at = this.options.bindAddress;
+    // Bound to the configured address, when it is of the same family, so the source is the one the peers expect.
+    if (at && at.includes(':') === v6 && at !== '::' && at !== '0.0.0.0') socket.bind(0, at, connect);
+    else connect();
+    return peer;
+  }
+
+  /** ECONNREFUSED: the peer's node said nobody listens on the port (ICMP port unreachable): its speaker is not running. */
+  private sendFailed(node: string, e: unknown): void {
+    const message = errorMessage(e);
+    if (/ECONNREFUSED/.test(message)) {
+      const peer = this.heard.get(node);
+      if (peer) peer.refusedAt = performance.now();
+      else this.heard.set(node, { boot: '', seq: 0, lastHeardAt: -Infinity, state: 'warming', view: '', refusedAt: performance.now() });
+      this.error('unreachable', `${node}: ${message}`);
+      this.check();
+      return;
+    }
+    this.error('send', `${node}: ${message}`);
+  }
+
+  /** The first address of the node: IPv4 if it has one (the order heartbeats always used), else IPv6; none if the bound family cannot reach it. */
   private destination(addresses: readonly string[]): string | undefined {
     const v4 = addresses.find((a) => !a.includes(':'));
     if (this.family === 4) return v4;
-    const v6 = addresses.find((a) => a.includes(':'));
-    return v4 ? `::ffff:${v4}` : v6;
+    return v4 ?? addresses.find((a) => a.includes(':'));
   }
 
   private receive(packet: Uint8Array, fromAddress: string): void {
@@ -242,8 +405,13 @@ export class Liveness {
     const known = this.heard.get(beat.n);
     if (known && known.boot === beat.b && beat.s <= known.seq) return this.refuse('replayed', from);
     this.counters.received += 1;
-    this.heard.set(beat.n, { boot: beat.b, seq: beat.s, lastHeardAt: performance.now() });
-    if (!this.current.has(beat.n)) this.check();
+    const state = STATES[beat.r ?? 1]!;
+    const view = beat.v ?? '';
+    const now = performance.now();
+    // Judged again only when something changed (a heartbeat per peer per interval must not cost a pass over all peers).
+    const changed = !known || state !== known.state || view !== known.view || now - known.lastHeardAt > this.timeoutMs || (known.refusedAt ?? -Infinity) > known.lastHeardAt;
+    this.heard.set(beat.n, { boot: beat.b, seq: beat.s, lastHeardAt: now, state, view });
+    if (changed) this.check();
   }
 
   private refuse(reason: string, from: string): void {
@@ -264,13 +432,20 @@ export class Liveness {
     }
   }
 
+  /** Reports a change of who is heard, of what a peer says, or of a refusal. */
   private check(): void {
-    const now = performance.now();
+    const reports = this.reports();
     const next = new Set<string>([this.options.node]);
-    for (const [node, state] of this.heard) if (now - state.lastHeardAt <= this.timeoutMs) next.add(node);
-    if (next.size === this.current.size && [...next].every((n) => this.current.has(n))) return;
+    for (const [node, r] of reports) if (r.heard && r.state !== 'leaving') next.add(node);
+    const signature = [...reports].map(([node, r]) => `${node}:${r.heard ? 1 : 0}${r.state}${r.view}${r.refused ? 'x' : ''}`).sort().join(',');
+    if (signature === this.reported) return;
+    this.reported = signature;
     this.current = next;
-    this.options.onChange?.(next);
+    try {
+      this.options.onChange?.(next);
+    } catch (e) {
+      this.error('internal', `onChange: ${errorMessage(e)}`);
+    }
   }
 }
 

@@ -14,6 +14,8 @@ export class L2AnnouncerMetrics {
   readonly takeovers: Counter<'address' | 'node'>;
   readonly conflicts: Counter<'address' | 'node'>;
   readonly alive: Gauge;
+  readonly isolated: Gauge;
+  readonly held: Gauge;
 
   constructor(registry: Registry, stats: () => { responder: ResponderStats; liveness?: LivenessStats; announcing: number }) {
     this.announcing = new Gauge({
@@ -41,6 +43,8 @@ export class L2AnnouncerMetrics {
       registers: [registry],
     });
     this.alive = new Gauge({ name: 'edge_ccm_l2_speakers_alive', help: 'Speakers this one hears (itself included).', registers: [registry] });
+    this.isolated = new Gauge({ name: 'edge_ccm_l2_isolated', help: '1 while this speaker hears no other speaker but other nodes are Ready: it elects by the Node objects (docs/networking/l2.md).', registers: [registry] });
+    this.held = new Gauge({ name: 'edge_ccm_l2_takeovers_held', help: 'Addresses this node is elected for but does not answer yet: a speaker it hears sees other speakers alive.', registers: [registry] });
     new Gauge({
       name: 'edge_ccm_l2_takeover_announcements_pending',
       help: 'Addresses whose gratuitous ARP / unsolicited Neighbor Advertisements are still being repeated after a takeover.',
@@ -85,7 +89,7 @@ export class L2AnnouncerMetrics {
     });
     new Counter({
       name: 'edge_ccm_l2_liveness_errors_total',
-      help: 'Liveness mesh trouble by kind: send (a heartbeat not sent), socket (an error on the socket), internal (an exception while sending or judging), reopen (the socket closed under the speaker and was bound again).',
+      help: 'Liveness mesh trouble by kind: send (a heartbeat not sent), socket (an error on the socket), internal (an exception while sending or judging), reopen (the socket closed under the speaker and was bound again), unreachable (a node refused a heartbeat: ICMP port unreachable, its speaker is not running).',
       labelNames: ['kind'],
       registers: [registry],
       collect() {

@@ -128,12 +128,17 @@ export class L2Responder {
   }
 
   /**
-   * Replaces what is announced where. Addresses dropped stop being answered at once (frames still
-   * queued are judged against the new table); addresses added are announced at once and
+   * Replaces what is announced where. An interface listed with no address is kept ready for
+   * IPv4 (its ARP socket open, nothing answered): opening one takes 8-16 ms, which a takeover
+   * should not wait for. Frames already queued are first answered under the old
+   * table (they came while it held: at a handover the new holder never saw them, and dropping
+   * them would leave a request unanswered); then addresses dropped are not answered any more,
+   * and addresses added are announced at once and
    * `announceCount - 1` more times. An interface that cannot be opened, or an address that does not
    * parse, is returned as a problem and left out; everything else still applies.
    */
   setAnnouncements(table: AnnouncementTable): AnnouncementProblem[] {
+    if (this.timer) this.tick();
     const problems: AnnouncementProblem[] = [];
     for (const [name, link] of this.links) {
       if (!table.has(name)) this.removeLink(link);
@@ -149,7 +154,7 @@ export class L2Responder {
       const link = this.links.get(name) ?? new InterfaceAnnouncer(name);
       this.links.set(name, link);
       try {
-        this.updateLink(link, ipv4, ipv6);
+        this.updateLink(link, ipv4, ipv6, [...wanted].length === 0);
       } catch (e) {
         problems.push({ interface: name, message: `cannot announce on ${name}: ${(e as Error).message}` });
         this.removeLink(link);
@@ -174,13 +179,15 @@ export class L2Responder {
   }
 
   close(): void {
+    // What came while it still held is answered: the next holder never saw it.
+    if (this.timer) this.tick();
     for (const link of this.links.values()) link.close();
     this.links.clear();
     this.updateTimer();
   }
 
-  private updateLink(link: InterfaceAnnouncer, ipv4: Set<string>, ipv6: Set<string>): void {
-    if (ipv4.size > 0) link.arp ??= PacketSocket.open(link.name, ETH_P_ARP);
+  private updateLink(link: InterfaceAnnouncer, ipv4: Set<string>, ipv6: Set<string>, standby = false): void {
+    if (ipv4.size > 0 || standby) link.arp ??= PacketSocket.open(link.name, ETH_P_ARP);
     if (ipv6.size > 0) {
       link.ndp ??= PacketSocket.open(link.name, ETH_P_IPV6, NEIGHBOR_DISCOVERY_FILTER);
       link.groups ??= MulticastMembership.open(link.name);
@@ -203,7 +210,7 @@ export class L2Responder {
         added.push(address);
       }
     }
-    if (ipv4.size === 0 && link.arp) {
+    if (ipv4.size === 0 && !standby && link.arp) {
       link.arp.close();
       link.arp = undefined;
     }
