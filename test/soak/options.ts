@@ -48,6 +48,8 @@ export const TIMING = {
   /** The static group's bgp section: the router's hold time, and the graceful restart time it is told. */
   bgpHoldTimeSeconds: 9,
   bgpRestartTimeSeconds: 10,
+  /** The L2 prober's period: one ARP request or Neighbor Solicitation per L2 address this often. */
+  l2ProbePeriodMs: 100,
 };
 
 /**
@@ -70,7 +72,11 @@ export const TIMING = {
  * - l2SettleMs: an address held by a service answered by no speaker, by two, or one no service
  *   holds answered, for this long: the liveness timeout (3 s) and its check (every 0.75 s), a
  *   restarted speaker's warm-up (3 s), a new address's probes (3 x 1 s + 1 s), each probe round
- *   1 s, on two shared cores.
+ *   1 s, on two shared cores. (Judged on the prober's latest round, about every second.)
+ * - l2TwoMacsToleranceMs: two MACs answering one probe of one address (any address, held or
+ *   not): a split, which no failure may cause (issue 29). 0: the first such probe round is a
+ *   violation. Not the l2-double condition above, which waits l2SettleMs and is kept for the
+ *   figures: this one judges every probe, 10 a second.
  */
 export const TOLERANCE = {
   termToleranceMs: 1_000,
@@ -79,6 +85,7 @@ export const TOLERANCE = {
   recoveryLimitMs: 180_000,
   bgpSettleMs: 30_000,
   l2SettleMs: 15_000,
+  l2TwoMacsToleranceMs: 0,
   rssLimitBytes: 400 * 1024 * 1024,
   socketLimit: 128,
 };

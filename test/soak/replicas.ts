@@ -69,6 +69,8 @@ export class ProcessSlot {
   private signalled?: NodeJS.Signals;
   private supervising = true;
   private restartTimer?: ReturnType<typeof setTimeout>;
+  /** The delay before the next start only (restart()), instead of restartDelayMs(). */
+  private nextDelayMs?: number;
 
   constructor(
     readonly name: string,
@@ -92,10 +94,19 @@ export class ProcessSlot {
       this.paused = false;
       this.onExit({ slot: this.name, pid: proc.pid, code, signalled: this.signalled, at: Date.now(), logTail: proc.logTail(30) });
       if (!this.supervising) return;
+      const delay = this.nextDelayMs ?? this.restartDelayMs();
+      this.nextDelayMs = undefined;
       this.restartTimer = setTimeout(() => {
         if (this.supervising) this.start();
-      }, this.restartDelayMs());
+      }, delay);
     });
+  }
+
+  /** A restart, as `kubectl rollout restart` or `systemctl restart`: `sig`, then started again as soon as it exited. */
+  restart(sig: NodeJS.Signals = 'SIGTERM'): boolean {
+    if (this.pid === undefined) return false;
+    this.nextDelayMs = 0;
+    return this.signal(sig);
   }
 
   /** Sends a signal by pid (only while the process runs: a pid is never reused by us). */
