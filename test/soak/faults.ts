@@ -57,7 +57,7 @@ export interface FaultTargets {
    * One of the L2 speakers (`edge-ccm speaker`, restarted 1-3 s after it exits; restart(): at
    * once), drawn while every one runs, so the others must take over.
    */
-  speaker(rnd: Random): { name: string; signal(sig: NodeJS.Signals): boolean; restart(): boolean } | undefined;
+  speaker(rnd: Random): { name: string; readonly pid: number | undefined; signal(sig: NodeJS.Signals): boolean; restart(sig: NodeJS.Signals, afterMs: number): boolean } | undefined;
   /** One L2 speaker node's link to the switch (its port on the switch), drawn while every speaker runs. */
   speakerLink(rnd: Random): { name: string; down(): Promise<void>; up(): Promise<void> } | undefined;
 }
@@ -89,6 +89,19 @@ export function groupOf(kind: FaultKind, rnd: Random): Group {
   if (kind.startsWith('leader-')) return rnd.pick(['static', 'proxmox'] as const);
   if (kind.startsWith('redfish-') || kind.startsWith('static-') || kind.startsWith('bgp-') || kind.startsWith('speaker-') || kind === 'node-link-down') return 'static';
   return 'proxmox';
+}
+
+/**
+ * Resolves once a speaker ended by a fault runs again (a new pid), so the fault holds the
+ * speakers until then and the next speaker fault finds all three running.
+ */
+async function runningAgain(speaker: { readonly pid: number | undefined }, old: number | undefined, downMs: number): Promise<void> {
+  await sleep(downMs);
+  const deadline = Date.now() + 60_000;
+  while (speaker.pid === undefined || speaker.pid === old) {
+    if (Date.now() > deadline) throw new Error('the speaker did not run again within 60 s');
+    await sleep(100);
+  }
 }
 
 /** Injects one fault; undefined when it cannot be done now (no leader to hit). */
@@ -194,16 +207,21 @@ export function inject(kind: FaultKind, group: Group, t: FaultTargets, rnd: Rand
     case 'speaker-sigkill':
     case 'speaker-sigterm': {
       // The speaker alone, its node, link and kernel up (a crash, an OOM kill, a DaemonSet's rolling update).
+      // Down 1-12 s: a quick restart, or longer than the liveness timeout (3 s), as a kubelet's
+      // crash back-off (10 s) keeps it, so the survivors must agree among themselves meanwhile.
       const speaker = t.speaker(rnd);
       const sig = kind === 'speaker-sigkill' ? 'SIGKILL' : 'SIGTERM';
-      if (!speaker || !speaker.signal(sig)) return undefined;
-      return { kind, groups: ['l2'], detail: `${sig} ${speaker.name} (restarted 1-3 s after it exits)`, ended: Promise.resolve() };
+      const downMs = rnd.int(1_000, 12_000);
+      const pid = speaker?.pid;
+      if (!speaker || !speaker.restart(sig, downMs)) return undefined;
+      return { kind, groups: ['l2'], detail: `${sig} ${speaker.name}, started again ${downMs} ms after it exits`, ended: runningAgain(speaker, pid, downMs) };
     }
     case 'speaker-restart': {
       // SIGTERM and started again at once: the returning speaker must not leave an address unanswered.
       const speaker = t.speaker(rnd);
-      if (!speaker || !speaker.restart()) return undefined;
-      return { kind, groups: ['l2'], detail: `${speaker.name} restarted (SIGTERM, started again as soon as it exited)`, ended: Promise.resolve() };
+      const pid = speaker?.pid;
+      if (!speaker || !speaker.restart('SIGTERM', 0)) return undefined;
+      return { kind, groups: ['l2'], detail: `${speaker.name} restarted (SIGTERM, started again as soon as it exited)`, ended: runningAgain(speaker, pid, 0) };
     }
     case 'node-link-down': {
       // The node's cable pulled (its switch port down): its speaker runs on, heard by nobody.

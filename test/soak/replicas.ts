@@ -102,10 +102,14 @@ export class ProcessSlot {
     });
   }
 
-  /** A restart, as `kubectl rollout restart` or `systemctl restart`: `sig`, then started again as soon as it exited. */
-  restart(sig: NodeJS.Signals = 'SIGTERM'): boolean {
+  /**
+   * Ends it with `sig` and starts it again `afterMs` after it exited (this once): 0 is a restart
+   * as `kubectl rollout restart` or `systemctl restart` does; longer, a crash followed by a
+   * kubelet's back-off.
+   */
+  restart(sig: NodeJS.Signals = 'SIGTERM', afterMs = 0): boolean {
     if (this.pid === undefined) return false;
-    this.nextDelayMs = 0;
+    this.nextDelayMs = afterMs;
     return this.signal(sig);
   }
 
