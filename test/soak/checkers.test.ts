@@ -202,6 +202,10 @@ describe('soak options and seed', () => {
     expect(() => parseSoakArgs(['--profile', 'huge'])).toThrow('--profile: expected ci or full');
     expect(() => parseSoakArgs(['--seed', '-1'])).toThrow('--seed');
     expect(() => parseSoakArgs(['--bogus'])).toThrow('unknown argument');
+    // Two MACs for one probe: never, unless a run says otherwise (and says so).
+    expect(parseSoakArgs([]).l2TwoMacsToleranceMs).toBe(0);
+    expect(parseSoakArgs(['--l2-two-macs-tolerance-ms', '500']).l2TwoMacsToleranceMs).toBe(500);
+    expect(() => parseSoakArgs(['--l2-two-macs-tolerance-ms', '-1'])).toThrow('--l2-two-macs-tolerance-ms: expected a whole number');
   });
 });
 

@@ -102,16 +102,21 @@ export interface SoakOptions {
   binary?: string;
   /** Only these fault kinds (default: all). */
   faults?: string[];
+  /** Two MACs answering one probe for longer than this is a violation (default TOLERANCE.l2TwoMacsToleranceMs, 0). */
+  l2TwoMacsToleranceMs: number;
 }
 
-export const USAGE = `usage: scripts/soak [--seed N] [--minutes M] [--profile ci|full] [--report FILE] [--keep] [--binary PATH] [--faults K,K]
+export const USAGE = `usage: scripts/soak [--seed N] [--minutes M] [--profile ci|full] [--report FILE] [--keep] [--binary PATH] [--faults K,K] [--l2-two-macs-tolerance-ms MS]
   --seed N         replay a run (printed at the start of every run); default: random
   --minutes M      how long the faults and the workload run, the quiet phase included (default 30)
   --profile P      ci (2+2 replicas, small cluster) or full (3+2 replicas) (default full)
   --report FILE    also write the figures as JSON to FILE (and as Markdown tables beside it, FILE with .md)
   --keep           keep the run's directory (replica logs, audit log) and print its path
   --binary PATH    the edge-ccm binary to run (default dist/edge-ccm)
-  --faults K,K     only these fault kinds (default: every kind; see test/soak/faults.ts)`;
+  --faults K,K     only these fault kinds (default: every kind; see test/soak/faults.ts)
+  --l2-two-macs-tolerance-ms MS
+                   how long two MACs may answer one L2 address's probes before it is a violation
+                   (default 0: never); raise it only to measure the rest against a speaker known to split, and say so`;
 
 export function parseSoakArgs(argv: string[]): SoakOptions {
   let seed: number | undefined;
@@ -121,6 +126,7 @@ export function parseSoakArgs(argv: string[]): SoakOptions {
   let keep = false;
   let binary: string | undefined;
   let faults: string[] | undefined;
+  let l2TwoMacsToleranceMs = TOLERANCE.l2TwoMacsToleranceMs;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     const [flag, inline] = arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
@@ -160,6 +166,12 @@ export function parseSoakArgs(argv: string[]): SoakOptions {
       case '--faults':
         faults = value().split(',').map((k) => k.trim()).filter(Boolean);
         break;
+      case '--l2-two-macs-tolerance-ms': {
+        const v = value();
+        if (!/^\d+$/.test(v)) throw new Error(`--l2-two-macs-tolerance-ms: expected a whole number of ms >= 0, got ${JSON.stringify(v)}`);
+        l2TwoMacsToleranceMs = Number(v);
+        break;
+      }
       case '--help':
       case '-h':
         throw new Error(USAGE);
@@ -167,5 +179,5 @@ export function parseSoakArgs(argv: string[]): SoakOptions {
         throw new Error(`unknown argument ${JSON.stringify(arg)}\n${USAGE}`);
     }
   }
-  return { seed: seed ?? randomSeed(), minutes, profile, reportPath, keep, binary, faults };
+  return { seed: seed ?? randomSeed(), minutes, profile, reportPath, keep, binary, faults, l2TwoMacsToleranceMs };
 }

@@ -382,8 +382,8 @@ export async function runSoak(opts: SoakOptions, log: (line: string) => void = c
     // "Never two MACs answer one address": every probe round of the client's prober (one ARP
     // request or Neighbor Solicitation per L2 address every 100 ms), from the run's start.
     const twoMacFigures = { rounds: 0, episodes: 0, doubleRounds: 0, longestMs: 0 };
-    const twoMacs = new TwoMacWatch(TOLERANCE.l2TwoMacsToleranceMs, TIMING.l2ProbePeriodMs, (m) => net.speakerOf(m), (e) => {
-      violation('l2-two-macs', `${e.address} answered by ${e.who} for one probe (round sent ${new Date(e.firstAt).toISOString()}; tolerance ${TOLERANCE.l2TwoMacsToleranceMs} ms)`, e.firstAt);
+    const twoMacs = new TwoMacWatch(opts.l2TwoMacsToleranceMs, TIMING.l2ProbePeriodMs, (m) => net.speakerOf(m), (e) => {
+      violation('l2-two-macs', `${e.address} answered by ${e.who} for ${e.rounds} probe round(s) from ${new Date(e.firstAt).toISOString()} (tolerance ${opts.l2TwoMacsToleranceMs} ms)`, e.firstAt);
     }, (e) => {
       twoMacFigures.episodes++;
       twoMacFigures.doubleRounds += e.rounds;
@@ -618,7 +618,7 @@ export async function runSoak(opts: SoakOptions, log: (line: string) => void = c
     const network: NetworkFigures = {
       longestConditionMs: Object.fromEntries([...longest].sort()),
       speakers: net.speakers.map((x) => ({ slot: x.name, starts: x.starts })),
-      l2Probe: { rounds: twoMacFigures.rounds, periodMs: TIMING.l2ProbePeriodMs, twoMacEpisodes: twoMacFigures.episodes, twoMacRounds: twoMacFigures.doubleRounds, longestTwoMacMs: twoMacFigures.longestMs },
+      l2Probe: { rounds: twoMacFigures.rounds, periodMs: TIMING.l2ProbePeriodMs, toleranceMs: opts.l2TwoMacsToleranceMs, twoMacEpisodes: twoMacFigures.episodes, twoMacRounds: twoMacFigures.doubleRounds, longestTwoMacMs: twoMacFigures.longestMs },
     };
     return {
       seed: opts.seed,
