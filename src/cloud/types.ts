@@ -218,6 +218,13 @@ export type AddressConditionReason =
  * says why and what to change; the controller records it as the service's condition and event.
  */
 export class AddressAssignmentError extends Error {
+  /**
+   * What the service holds after the refusal, when the load balancer knows it: the controller
+   * writes it as the service's status, so a status never claims an address the service gave up
+   * (or, after a rebuild, never got back). Undefined: the status stays as it is.
+   */
+  holds?: V1LoadBalancerStatus;
+
   constructor(message: string, readonly reason: AddressConditionReason) {
     super(message);
     this.name = 'AddressAssignmentError';

@@ -5,9 +5,9 @@ import { loadStaticConfig } from '../../providers/static/config-load.ts';
 import type { PoolConfig } from './config-model.ts';
 import { PoolLoadBalancer } from './load-balancer.ts';
 import { addressRequest } from './requests.ts';
-import { RetryAfterError } from '../cloud/types.ts';
+import { AddressAssignmentError, RetryAfterError } from '../cloud/types.ts';
 import { silentLogger } from '../log.ts';
-import { formatIP } from '../net/ip.ts';
+import { formatIP, parseIP } from '../net/ip.ts';
 import { subtractRanges, parseAddressRange, normalizeRanges, type AddressRange } from './ranges.ts';
 import { RecordingEventRecorder } from '../../test/fakes/event-recorder.ts';
 
@@ -473,5 +473,83 @@ describe('an address the key holds but cannot share', () => {
     await lb.ensureLoadBalancer('c', keyed('third', 443), []);
     await lb.ensureLoadBalancer('c', keyed('elsewhere', 80, 'team-b'), []);
     expect(recorder.events).toHaveLength(1);
+  });
+});
+
+describe('a refused spec never keeps an address it clashes on (issue 29, soak seed 3651965050)', () => {
+  // The soak's cross-namespace pool: two namespaces may share an address under one key, never one port.
+  const CROSS = pools(`
+    - name: main
+      addresses: [198.51.100.10-198.51.100.19]
+    - name: cross
+      addresses: [203.0.113.128-203.0.113.143]
+      autoAssign: false
+      shareAcrossNamespaces: true
+`);
+  const cross = (name: string, namespace: string, ports: { port: number; protocol?: string }[], extra: SvcOptions = {}) =>
+    svc(name, { namespace, ports, ...extra, annotations: { 'edge-ccm.io/allow-shared-ip': 'k1', 'edge-ccm.io/address-pool': 'cross', ...extra.annotations } });
+  const UDP53 = { port: 53, protocol: 'UDP' };
+  /** An edit the allocator must refuse: a requested address outside the cross pool. */
+  const outsidePool = { loadBalancerIP: '198.51.100.12' };
+
+  test('a refused edit that adds a port a co-holder serves gives that address up; the co-holder keeps it', async () => {
+    const a = new AddressAllocator(CROSS);
+    const lb = new PoolLoadBalancer(a, () => [], silentLogger);
+    lb.rebuild([]);
+    expect(ips(await lb.ensureLoadBalancer('c', cross('svc-25', 'soak-b', [UDP53]), []))).toEqual(['203.0.113.128']);
+    expect(ips(await lb.ensureLoadBalancer('c', cross('svc-36', 'soak-c', [{ port: 80 }]), []))).toEqual(['203.0.113.128']);
+    // One edit requests an address outside its pool (refused, the address kept), the next adds UDP/53.
+    await expect(lb.ensureLoadBalancer('c', cross('svc-36', 'soak-c', [{ port: 80 }], outsidePool), [])).rejects.toThrow('is not in any pool');
+    expect(a.assignmentOf('soak-c/svc-36')!.addresses.map(formatIP)).toEqual(['203.0.113.128']);
+    const error = await lb.ensureLoadBalancer('c', cross('svc-36', 'soak-c', [{ port: 80 }, UDP53], outsidePool), []).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(AddressAssignmentError);
+    // kube-proxy would serve UDP/53 on .128 for both: the refused service holds nothing now, and says so.
+    expect(a.holdersOf(parseIP('203.0.113.128')!)).toEqual(['soak-b/svc-25']);
+    expect(a.assignmentOf('soak-c/svc-36')).toBeUndefined();
+    expect((error as AddressAssignmentError).holds).toEqual({ ingress: [] });
+    expect((error as Error).message).toContain('; the service gave up 203.0.113.128, which it shared with service soak-b/svc-25 (both use port UDP/53)');
+  });
+
+  test('a refused edit keeps the addresses it still may share: what it holds is what its status says', async () => {
+    const a = new AddressAllocator(CROSS);
+    const lb = new PoolLoadBalancer(a, () => [], silentLogger);
+    lb.rebuild([]);
+    await lb.ensureLoadBalancer('c', cross('first', 'soak-b', [UDP53]), []);
+    await lb.ensureLoadBalancer('c', cross('second', 'soak-c', [{ port: 80 }]), []);
+    const error = await lb.ensureLoadBalancer('c', cross('second', 'soak-c', [{ port: 443 }], outsidePool), []).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(AddressAssignmentError);
+    expect((error as AddressAssignmentError).holds).toEqual({ ingress: [{ ip: '203.0.113.128' }] });
+    expect(a.assignmentOf('soak-c/second')!.addresses.map(formatIP)).toEqual(['203.0.113.128']);
+  });
+
+  test('after a rebuild gave the address to the older claimant, the younger one\'s refused spec clears its claim', async () => {
+    const a = new AddressAllocator(CROSS);
+    const lb = new PoolLoadBalancer(a, () => [], silentLogger);
+    // A new leader reads both statuses: svc-36's refused spec clashes with svc-25 on UDP/53.
+    lb.rebuild([
+      cross('svc-25', 'soak-b', [UDP53], { ingress: ['203.0.113.131'], created: '2026-11-27T03:20:00Z' }),
+      cross('svc-36', 'soak-c', [{ port: 80 }, UDP53], { ...outsidePool, ingress: ['203.0.113.131'], created: '2026-11-27T03:22:00Z' }),
+    ]);
+    expect(a.holdersOf(parseIP('203.0.113.131')!)).toEqual(['soak-b/svc-25']);
+    const error = await lb.ensureLoadBalancer('c', cross('svc-36', 'soak-c', [{ port: 80 }, UDP53], { ...outsidePool, ingress: ['203.0.113.131'] }), []).catch((e: unknown) => e);
+    // Its status still claims .131 for UDP/53: the controller must write what it holds (nothing).
+    expect((error as AddressAssignmentError).holds).toEqual({ ingress: [] });
+  });
+
+  test('a rebuild while the config lacks the pool (emptied, cut short) keeps every sharer the status records', () => {
+    const a = new AddressAllocator([]);
+    const lb = new PoolLoadBalancer(a, () => [], silentLogger);
+    lb.rebuild([
+      cross('svc-25', 'soak-b', [UDP53], { ingress: ['203.0.113.131'], created: '2026-11-27T03:20:00Z' }),
+      cross('svc-36', 'soak-c', [{ port: 80 }], { ingress: ['203.0.113.131'], created: '2026-11-27T03:22:00Z' }),
+      cross('svc-37', 'soak-c', [{ port: 443 }], { ingress: ['203.0.113.131'], created: '2026-11-27T03:23:00Z' }),
+      // A port clash is judged without the pool too: the older keeps the address.
+      cross('svc-38', 'soak-a', [UDP53], { ingress: ['203.0.113.131'], created: '2026-11-27T03:24:00Z' }),
+    ]);
+    expect(a.holdersOf(parseIP('203.0.113.131')!).sort()).toEqual(['soak-b/svc-25', 'soak-c/svc-36', 'soak-c/svc-37']);
+    // The pools come back: nobody else may take a port the sharers serve there.
+    a.setPools(CROSS);
+    const later = a.assign(addressRequest(cross('later', 'soak-a', [{ port: 80 }])));
+    expect(later.addresses.map(formatIP)).toEqual(['203.0.113.128']);
   });
 });

@@ -97,7 +97,9 @@ export class AddressAllocator {
    * new ones. Throws AllocationError when the request cannot be met: the service keeps its
    * addresses and sharing key, but the ports and traffic policy it serves now are recorded,
    * since the data plane serves the spec's ports whether or not its change was refused (a later
-   * sharer is judged against them).
+   * sharer is judged against them). An address on which those now clash with another holder
+   * is given up (the other holder did not change; kube-proxy would serve one port twice on it),
+   * and the error says so.
    */
   assign(req: AddressRequest): Assignment & { notShared: NotShared[] } {
     const current = this.assignments.get(req.key);
@@ -106,7 +108,7 @@ export class AddressAllocator {
     try {
       addresses = req.requested ? this.checkRequested(req) : this.pickAddresses(req, current, notShared);
     } catch (e) {
-      if (current && e instanceof AllocationError) this.assignments.set(req.key, { ...current, ports: req.ports, trafficScope: req.trafficScope });
+      if (current && e instanceof AllocationError) throw this.keepAfterRefusal(req, current, e);
       throw e;
     }
     const next: Assignment = { key: req.key, namespace: req.namespace, addresses, sharingKey: req.sharingKey, ports: req.ports, trafficScope: req.trafficScope };
@@ -129,6 +131,23 @@ export class AddressAllocator {
     }
     if (kept.length) this.store({ ...req, addresses: kept });
     return refused;
+  }
+
+  /**
+   * A refused change: the service keeps its addresses and sharing key with the ports and traffic
+   * policy of its spec now, except the addresses where those clash with another holder. Returns
+   * the error to throw (the same one, or one that also names what was given up).
+   */
+  private keepAfterRefusal(req: AddressRequest, current: Assignment, error: AllocationError): AllocationError {
+    const terms: SharingTerms = { ...req, sharingKey: current.sharingKey };
+    const clashes = current.addresses.map((ip) => ({ ip, conflict: this.conflict(terms, ip) }));
+    const kept = clashes.filter((c) => !c.conflict).map((c) => c.ip);
+    const given = clashes.filter((c) => c.conflict);
+    if (kept.length) this.store({ ...current, addresses: kept, ports: req.ports, trafficScope: req.trafficScope });
+    else this.release(req.key);
+    if (!given.length) return error;
+    const why = given.map((c) => `${formatIP(c.ip)}, which it shared with service ${c.conflict!.holder} (${c.conflict!.reason})`).join(', and ');
+    return new AllocationError(`${error.message}; the service gave up ${why}`, error.reason);
   }
 
   release(key: string): boolean {
@@ -327,8 +346,11 @@ export class AddressAllocator {
       const used = (why: string): Conflict => ({ holder: holderKey, reason: why, condition: 'RequestedAddressInUse', message: `address ${formatIP(ip)} is already used by service ${holderKey} (${why})` });
       if (!req.sharingKey || !holder.sharingKey) return used('both need the same edge-ccm.io/allow-shared-ip annotation to share it');
       if (holder.sharingKey !== req.sharingKey) return used('their sharing keys differ');
-      if (!pool || !sameKeyScope(req, holder, pool)) {
-        return used(`sharing keys are scoped to the namespace, and pool ${pool?.name ?? '(none)'} does not set shareAcrossNamespaces`);
+      // An address of no pool in force (a rebuild or a refusal while the file lacks its pool:
+      // emptied, cut short, edited) was shared under the file that had it: the scope is that
+      // file's, so it is not judged now. Every assign that hands an address out names its pool.
+      if (pool && !sameKeyScope(req, holder, pool)) {
+        return used(`sharing keys are scoped to the namespace, and pool ${pool.name} does not set shareAcrossNamespaces`);
       }
       const shared = (why: string, reason: string): Conflict => ({ holder: holderKey, reason, condition: 'SharingRefused', message: `address ${formatIP(ip)} is shared with service ${holderKey}, ${why}` });
       const clash = req.ports.find((p) => holder.ports.includes(p));

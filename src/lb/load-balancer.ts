@@ -11,7 +11,7 @@ import { rangesContain } from './ranges.ts';
 import type { AddressAllocator, Assignment, NotShared } from './allocator.ts';
 import type { Compatibility } from './compatibility.ts';
 import { NodeAddressPools } from './node-addresses.ts';
-import { type AddressRequest, type SharingTerms, ALLOW_SHARED_IP_ANNOTATION, addressRequest, sharingTerms } from './requests.ts';
+import { type AddressRequest, type SharingTerms, ALLOW_SHARED_IP_ANNOTATION, AllocationError, addressRequest, sharingTerms } from './requests.ts';
 import { Backoff, type BackoffBounds } from '../util/backoff.ts';
 import { sleep } from '../util/time.ts';
 import { errorMessage } from '../util/errors.ts';
@@ -190,7 +190,20 @@ export class PoolLoadBalancer implements LoadBalancer {
       return status;
     }
     this.nodePools.release(req.key);
-    const assignment = this.allocator.assign(req);
+    let assignment: ReturnType<AddressAllocator['assign']>;
+    try {
+      assignment = this.allocator.assign(req);
+    } catch (e) {
+      // Refused: the status must say what the service holds now. It may have given an address up
+      // (allocator.assign), or its status may claim one a rebuild left with an older holder:
+      // a status left as it was would keep claiming it (the soak's seed 3651965050, issue 29).
+      if (e instanceof AllocationError) {
+        const held = this.allocator.assignmentOf(req.key);
+        e.holds = held ? statusOf(held) : { ingress: [] };
+        this.conflicts.delete(req.key);
+      }
+      throw e;
+    }
     this.conflicts.delete(req.key);
     for (const n of assignment.notShared) {
       this.events?.event({ apiVersion: 'v1', kind: 'Service', metadata: service.metadata }, 'Normal', ADDRESS_NOT_SHARED_REASON, notSharedMessage(service, n));

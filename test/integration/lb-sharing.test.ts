@@ -109,3 +109,34 @@ test('a second TCP/80 with the same key gets an address of its own and a Normal 
   await services.create(lbService(TEAM_A, 'third', 443));
   expect(await ingressOf(TEAM_A, 'third')).toBe(victim);
 }, 120_000);
+
+test('a refused edit that adds a port its co-holder serves gives the shared address up, and the status says so (issue 29)', async () => {
+  // Seen by the soak (seed 3651965050): a refused spec kept a shared address while its new port
+  // clashed with the co-holder's, so kube-proxy would serve UDP/53 twice on it.
+  const dns = (name: string, ports: { port: number; protocol: string }[]): V1Service => ({
+    metadata: { name, namespace: TEAM_A, annotations: { 'edge-ccm.io/allow-shared-ip': 'dns' } },
+    spec: { type: 'LoadBalancer', ports, selector: { app: 'dns' } },
+  });
+  await services.create(dns('dns-udp', [{ port: 53, protocol: 'UDP' }]));
+  const shared = await ingressOf(TEAM_A, 'dns-udp');
+  await services.create(dns('dns-tcp', [{ port: 53, protocol: 'TCP' }]));
+  expect(await ingressOf(TEAM_A, 'dns-tcp')).toBe(shared);
+  const condition = (s: V1Service) => s.status?.conditions?.find((c) => c.type === 'edge-ccm.io/AddressAssigned');
+
+  // A requested address outside the pool: refused, the service keeps what it has.
+  await services.patch('dns-tcp', 'merge', { spec: { loadBalancerIP: '203.0.113.99' } }, { namespace: TEAM_A });
+  await eventually('dns-tcp refused, keeping its address', async () => {
+    const s = await services.get('dns-tcp', { namespace: TEAM_A });
+    return condition(s)?.reason === 'RequestedAddressNotInPool' && condition(s)?.observedGeneration === s.metadata?.generation && s.status?.loadBalancer?.ingress?.[0]?.ip === shared;
+  }, { timeoutMs: 60_000, explain: () => ccm.logs().slice(-3000) });
+
+  // Still refused, and now UDP/53 too, which dns-udp serves there: the address is given up.
+  await services.patch('dns-tcp', 'merge', { spec: { ports: [{ name: 'tcp', port: 53, protocol: 'TCP' }, { name: 'udp', port: 53, protocol: 'UDP' }] } }, { namespace: TEAM_A });
+  const after = await eventually('dns-tcp without the shared address', async () => {
+    const s = await services.get('dns-tcp', { namespace: TEAM_A });
+    return (s.status?.loadBalancer?.ingress ?? []).length === 0 && condition(s)?.observedGeneration === s.metadata?.generation ? s : undefined;
+  }, { timeoutMs: 30_000, explain: () => ccm.logs().slice(-3000) });
+  expect(condition(after)?.status).toBe('False');
+  expect(condition(after)?.message).toContain(`the service gave up ${shared}, which it shared with service ${TEAM_A}/dns-udp (both use port UDP/53)`);
+  expect(await ingressOf(TEAM_A, 'dns-udp')).toBe(shared);
+}, 120_000);

@@ -10,7 +10,8 @@ import { randomSeed } from '../soak/random.ts';
 /**
  * The fault soak's CI profile (docs/reliability.md) on every change: 5 minutes of workload and
  * faults (the network faults dealt first) plus about a minute of set-up, 2+2 replicas of the
- * compiled binary, a GoBGP router and two L2 speakers in network namespaces (root). The seed is random
+ * compiled binary, a GoBGP router and three L2 speakers in network namespaces (root), an L2 prober
+ * on the switch every 100 ms. The seed is random
  * and printed (EDGE_CCM_SOAK_SEED=N replays one); any invariant violated fails the test with
  * the soak's report. The soak runs as its own process (its pid in an owned dir, so it is ended
  * however this test ends), its output kept in a file and shown on failure.
@@ -53,6 +54,8 @@ async function runCiSoak(dir: string, seed: number): Promise<void> {
   expect(report.checks['service-state'] ?? 0).toBeGreaterThan(0);
   expect(report.checks['bgp-rib'] ?? 0).toBeGreaterThan(0);
   expect(report.checks['l2-answers'] ?? 0).toBeGreaterThan(0);
+  // The prober judged every round: 8 addresses, about 10 rounds a second.
+  expect(report.checks['l2-probe'] ?? 0).toBeGreaterThan(8 * 10 * 60);
   expect(report.churnTotal).toBeGreaterThan(20);
   // The network faults come first in the CI profile's deck: each of them was injected.
   for (const kind of NETWORK_FAULT_KINDS) expect(report.faults[kind] ?? 0, `fault ${kind} injected`).toBeGreaterThan(0);

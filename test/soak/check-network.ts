@@ -134,3 +134,80 @@ export function l2Conditions(input: L2Input): { conditions: Condition[]; checks:
   }
   return { conditions, checks };
 }
+
+/** One L2 probe round, as test/soak/l2-prober.ts hands it over. */
+export interface L2ProbeRound {
+  round: number;
+  sentAt: number;
+  /** Each probed address, with the distinct MACs that answered this round's one probe of it. */
+  answers: ReadonlyMap<string, readonly string[]>;
+}
+
+/** A run of consecutive rounds in which two or more MACs answered one address's probe. */
+export interface TwoMacEpisode {
+  address: string;
+  /** Every MAC seen answering during the episode, with its speaker node. */
+  who: string;
+  firstAt: number;
+  /** Rounds x the probe period. */
+  lastedMs: number;
+  rounds: number;
+}
+
+/**
+ * "Never two MACs answer one address" (issue 29), from the prober's rounds (one probe per
+ * address every period, on the wire): an address whose one probe two stations answered, whoever
+ * holds it or not, is a split. Consecutive such rounds are one episode; an episode is a
+ * violation once it lasts longer than `toleranceMs` (0: its first round), reported once, and
+ * every episode's length is told when it ends.
+ */
+export class TwoMacWatch {
+  private readonly open = new Map<string, { firstRound: number; firstAt: number; lastRound: number; macs: Set<string>; reported: boolean }>();
+
+  constructor(
+    private readonly toleranceMs: number,
+    private readonly periodMs: number,
+    private readonly speakerOf: (mac: string) => string,
+    private readonly onViolation: (e: TwoMacEpisode) => void,
+    private readonly onEnd: (e: TwoMacEpisode) => void = () => {},
+  ) {}
+
+  /** Judges one round; returns the number of checks (one per address). */
+  observe(round: L2ProbeRound): number {
+    let checks = 0;
+    for (const [address, macs] of round.answers) {
+      checks++;
+      const distinct = new Set(macs);
+      let e = this.open.get(address);
+      if (distinct.size < 2) {
+        if (e) {
+          this.open.delete(address);
+          this.onEnd(this.episode(address, e));
+        }
+        continue;
+      }
+      if (!e) {
+        e = { firstRound: round.round, firstAt: round.sentAt, lastRound: round.round, macs: new Set(), reported: false };
+        this.open.set(address, e);
+      }
+      e.lastRound = round.round;
+      for (const m of distinct) e.macs.add(m);
+      const episode = this.episode(address, e);
+      if (!e.reported && episode.lastedMs > this.toleranceMs) {
+        e.reported = true;
+        this.onViolation(episode);
+      }
+    }
+    return checks;
+  }
+
+  /** Episodes still going (at the end of a run). */
+  current(): TwoMacEpisode[] {
+    return [...this.open].map(([address, e]) => this.episode(address, e));
+  }
+
+  private episode(address: string, e: { firstRound: number; firstAt: number; lastRound: number; macs: Set<string> }): TwoMacEpisode {
+    const rounds = e.lastRound - e.firstRound + 1;
+    return { address, who: [...e.macs].map((m) => `${this.speakerOf(m)} (${m})`).join(', '), firstAt: e.firstAt, lastedMs: rounds * this.periodMs, rounds };
+  }
+}

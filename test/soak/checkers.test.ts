@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import type { V1Node, V1Service } from '@kubernetes/client-node';
 import { auditTime } from './audit-tail.ts';
-import { bgpConditions, l2Conditions, type RibPathView } from './check-network.ts';
+import { bgpConditions, l2Conditions, TwoMacWatch, type RibPathView, type TwoMacEpisode } from './check-network.ts';
 import { Persistence, serviceConditions } from './check-services.ts';
 import { insertSorted, judgeWrite, type LeaseWrite } from './check-terms.ts';
 import { parseSoakArgs } from './options.ts';
@@ -202,5 +202,48 @@ describe('soak options and seed', () => {
     expect(() => parseSoakArgs(['--profile', 'huge'])).toThrow('--profile: expected ci or full');
     expect(() => parseSoakArgs(['--seed', '-1'])).toThrow('--seed');
     expect(() => parseSoakArgs(['--bogus'])).toThrow('unknown argument');
+    // Two MACs for one probe: never, unless a run says otherwise (and says so).
+    expect(parseSoakArgs([]).l2TwoMacsToleranceMs).toBe(0);
+    expect(parseSoakArgs(['--l2-two-macs-tolerance-ms', '500']).l2TwoMacsToleranceMs).toBe(500);
+    expect(() => parseSoakArgs(['--l2-two-macs-tolerance-ms', '-1'])).toThrow('--l2-two-macs-tolerance-ms: expected a whole number');
+  });
+});
+
+describe('never two MACs for one address (the prober\'s rounds)', () => {
+  const A = '198.51.100.240';
+  const round = (r: number, macs: string[]) => ({ round: r, sentAt: 1000 + r * 100, answers: new Map([[A, macs], ['198.51.100.241', []]]) });
+  const watch = (toleranceMs: number) => {
+    const violations: TwoMacEpisode[] = [];
+    const ended: TwoMacEpisode[] = [];
+    const w = new TwoMacWatch(toleranceMs, 100, (m) => `node-of-${m}`, (e) => violations.push(e), (e) => ended.push(e));
+    return { w, violations, ended };
+  };
+
+  test('zero tolerance: the first round in which two MACs answer one probe is a violation, reported once per episode', () => {
+    const { w, violations, ended } = watch(0);
+    expect(w.observe(round(1, ['m1']))).toBe(2);
+    w.observe(round(2, ['m1', 'm2']));
+    expect(violations).toEqual([{ address: A, who: 'node-of-m1 (m1), node-of-m2 (m2)', firstAt: 1200, lastedMs: 100, rounds: 1 }]);
+    w.observe(round(3, ['m2', 'm1']));
+    w.observe(round(4, ['m2']));
+    expect(violations).toHaveLength(1);
+    expect(ended).toEqual([{ address: A, who: 'node-of-m1 (m1), node-of-m2 (m2)', firstAt: 1200, lastedMs: 200, rounds: 2 }]);
+    // A later episode is another violation.
+    w.observe(round(9, ['m3', 'm2']));
+    expect(violations).toHaveLength(2);
+    expect(w.current().map((e) => e.rounds)).toEqual([1]);
+  });
+
+  test('a tolerance lets an episode up to that long pass, and one longer is a violation; a takeover (one MAC, then another) is none', () => {
+    const { w, violations } = watch(200);
+    w.observe(round(1, ['m1', 'm2']));
+    w.observe(round(2, ['m1', 'm2']));
+    w.observe(round(3, ['m2']));
+    expect(violations).toEqual([]);
+    for (let r = 4; r <= 6; r++) w.observe(round(r, ['m1', 'm2']));
+    expect(violations.map((e) => e.rounds)).toEqual([3]);
+    const quiet = watch(0);
+    for (const [r, m] of [[1, 'm1'], [2, 'm1'], [3, 'm2'], [4, 'm2']] as const) quiet.w.observe(round(r, [m]));
+    expect(quiet.violations).toEqual([]);
   });
 });

@@ -20,10 +20,12 @@ export const FAULT_KINDS = [
   'static-config-half', 'static-config-invalid', 'static-config-empty',
   'proxmox-config-half', 'proxmox-config-invalid', 'proxmox-config-empty',
   'bgp-session-reset', 'bgp-router-restart',
-  'speaker-sigkill', 'speaker-sigstop',
+  'speaker-sigkill', 'speaker-sigterm', 'speaker-sigstop', 'speaker-restart', 'node-link-down',
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
-export const NETWORK_FAULT_KINDS: readonly FaultKind[] = ['bgp-session-reset', 'bgp-router-restart', 'speaker-sigkill', 'speaker-sigstop'];
+export const NETWORK_FAULT_KINDS: readonly FaultKind[] = [
+  'bgp-session-reset', 'bgp-router-restart', 'speaker-sigkill', 'speaker-sigterm', 'speaker-sigstop', 'speaker-restart', 'node-link-down',
+];
 
 /** What a fault's recovery is measured on: a group's canary, or the network invariants holding again. */
 export type RecoveryProbe = Group | 'bgp' | 'l2';
@@ -51,8 +53,13 @@ export interface FaultTargets {
     kill(): Promise<void>;
     start(): Promise<void>;
   };
-  /** The L2 speakers (`edge-ccm speaker`), restarted 1-3 s after they exit. */
-  speaker(rnd: Random): { name: string; signal(sig: NodeJS.Signals): boolean } | undefined;
+  /**
+   * One of the L2 speakers (`edge-ccm speaker`, restarted 1-3 s after it exits; restart(): at
+   * once), drawn while every one runs, so the others must take over.
+   */
+  speaker(rnd: Random): { name: string; readonly pid: number | undefined; signal(sig: NodeJS.Signals): boolean; restart(sig: NodeJS.Signals, afterMs: number): boolean } | undefined;
+  /** One L2 speaker node's link to the switch (its port on the switch), drawn while every speaker runs. */
+  speakerLink(rnd: Random): { name: string; down(): Promise<void>; up(): Promise<void> } | undefined;
 }
 
 export interface InjectedFault {
@@ -73,15 +80,28 @@ export function resourceOf(kind: FaultKind, group: Group): string {
   if (kind.startsWith('static-config')) return 'static-config';
   if (kind.startsWith('proxmox-config')) return 'proxmox-config';
   if (kind.startsWith('bgp-')) return 'router';
-  if (kind.startsWith('speaker-')) return 'speakers';
+  if (kind.startsWith('speaker-') || kind === 'node-link-down') return 'speakers';
   return 'proxmox-api';
 }
 
 /** The group a fault kind acts on (leader faults: either, drawn). */
 export function groupOf(kind: FaultKind, rnd: Random): Group {
   if (kind.startsWith('leader-')) return rnd.pick(['static', 'proxmox'] as const);
-  if (kind.startsWith('redfish-') || kind.startsWith('static-') || kind.startsWith('bgp-') || kind.startsWith('speaker-')) return 'static';
+  if (kind.startsWith('redfish-') || kind.startsWith('static-') || kind.startsWith('bgp-') || kind.startsWith('speaker-') || kind === 'node-link-down') return 'static';
   return 'proxmox';
+}
+
+/**
+ * Resolves once a speaker ended by a fault runs again (a new pid), so the fault holds the
+ * speakers until then and the next speaker fault finds all three running.
+ */
+async function runningAgain(speaker: { readonly pid: number | undefined }, old: number | undefined, downMs: number): Promise<void> {
+  await sleep(downMs);
+  const deadline = Date.now() + 60_000;
+  while (speaker.pid === undefined || speaker.pid === old) {
+    if (Date.now() > deadline) throw new Error('the speaker did not run again within 60 s');
+    await sleep(100);
+  }
 }
 
 /** Injects one fault; undefined when it cannot be done now (no leader to hit). */
@@ -184,10 +204,35 @@ export function inject(kind: FaultKind, group: Group, t: FaultTargets, rnd: Rand
         await t.router.start();
       });
     }
-    case 'speaker-sigkill': {
+    case 'speaker-sigkill':
+    case 'speaker-sigterm': {
+      // The speaker alone, its node, link and kernel up (a crash, an OOM kill, a DaemonSet's rolling update).
+      // Down 1-12 s: a quick restart, or longer than the liveness timeout (3 s), as a kubelet's
+      // crash back-off (10 s) keeps it, so the survivors must agree among themselves meanwhile.
       const speaker = t.speaker(rnd);
-      if (!speaker || !speaker.signal('SIGKILL')) return undefined;
-      return { kind, groups: ['l2'], detail: `SIGKILL ${speaker.name}`, ended: Promise.resolve() };
+      const sig = kind === 'speaker-sigkill' ? 'SIGKILL' : 'SIGTERM';
+      const downMs = rnd.int(1_000, 12_000);
+      const pid = speaker?.pid;
+      if (!speaker || !speaker.restart(sig, downMs)) return undefined;
+      return { kind, groups: ['l2'], detail: `${sig} ${speaker.name}, started again ${downMs} ms after it exits`, ended: runningAgain(speaker, pid, downMs) };
+    }
+    case 'speaker-restart': {
+      // SIGTERM and started again at once: the returning speaker must not leave an address unanswered.
+      const speaker = t.speaker(rnd);
+      const pid = speaker?.pid;
+      if (!speaker || !speaker.restart('SIGTERM', 0)) return undefined;
+      return { kind, groups: ['l2'], detail: `${speaker.name} restarted (SIGTERM, started again as soon as it exited)`, ended: runningAgain(speaker, pid, 0) };
+    }
+    case 'node-link-down': {
+      // The node's cable pulled (its switch port down): its speaker runs on, heard by nobody.
+      const link = t.speakerLink(rnd);
+      if (!link) return undefined;
+      const ms = rnd.int(2_000, 10_000);
+      return lasting(['l2'], `${link.name} link down for ${ms} ms`, async () => {
+        await link.down();
+        await sleep(ms);
+        await link.up();
+      });
     }
     case 'speaker-sigstop': {
       const speaker = t.speaker(rnd);

@@ -9,6 +9,7 @@ import { L2Lab } from '../harness/l2-lab.ts';
 import type { NetnsLab } from '../harness/netns.ts';
 import { TIMING } from './options.ts';
 import { type ExitRecord, ProcessSlot } from './replicas.ts';
+import { L2Prober, type ProbeRound } from './l2-prober.ts';
 import { L2_NODES, L2_POOL } from './world.ts';
 
 /**
@@ -19,9 +20,10 @@ import { L2_NODES, L2_POOL } from './world.ts';
  *   namespace per static replica (ccm1..ccm3, 198.51.100.2-.4), where the static group's
  *   replicas run (`ip netns exec`) and peer with the router over IPv4; the API server and the
  *   Redfish switch reach them through a bridge on each namespace's loopback;
- * - the L2 lab (test/harness/l2-lab.ts): a switch with nodes n1 and n2, each running
- *   `edge-ccm speaker` for the static nodes l2-n1 and l2-n2, and a client whose arping and
- *   ndisc6 probe the L2 pool's addresses with real frames.
+ * - the L2 lab (test/harness/l2-lab.ts): a switch with nodes n1, n2 and n3, each running
+ *   `edge-ccm speaker` for the static nodes l2-n1, l2-n2 and l2-n3, and a client whose prober
+ *   (l2-prober-main.ts) sends an ARP request or Neighbor Solicitation for each of the L2 pool's
+ *   addresses every 100 ms, real frames, and reports which MACs answered each probe.
  */
 
 export interface NetworkOptions {
@@ -147,10 +149,14 @@ export class SoakNetwork {
     this.router = router;
   }
 
-  /** Which MACs answer each of the L2 pool's addresses now: an ARP request or a Neighbor Solicitation each, from the client, in parallel. */
-  async probeL2(): Promise<Map<string, string[]>> {
-    const answers = await Promise.all(L2_POOL.addresses.map(async (a) => [a, a.includes(':') ? await this.l2.ndpAnswers(a) : await this.l2.arpAnswers(a)] as const));
-    return new Map(answers);
+  /** Starts the client's prober of the L2 pool's addresses (ended with the lab, or by its stop()). */
+  startProber(periodMs: number, onRound: (r: ProbeRound) => void, onExit: (message: string) => void): L2Prober {
+    return new L2Prober(this.l2.lab, 'client', 'eth0', periodMs, L2_POOL.addresses, onRound, onExit);
+  }
+
+  /** A speaker node's port on the switch down or up (its cable pulled or plugged back in). */
+  async setSpeakerLink(role: string, up: boolean): Promise<void> {
+    await this.l2.lab.ip('sw', 'link', 'set', `${role}-lan`, up ? 'up' : 'down');
   }
 
   /** The speaker node a MAC belongs to (its LAN interface). */

@@ -69,6 +69,8 @@ export class ProcessSlot {
   private signalled?: NodeJS.Signals;
   private supervising = true;
   private restartTimer?: ReturnType<typeof setTimeout>;
+  /** The delay before the next start only (restart()), instead of restartDelayMs(). */
+  private nextDelayMs?: number;
 
   constructor(
     readonly name: string,
@@ -92,10 +94,23 @@ export class ProcessSlot {
       this.paused = false;
       this.onExit({ slot: this.name, pid: proc.pid, code, signalled: this.signalled, at: Date.now(), logTail: proc.logTail(30) });
       if (!this.supervising) return;
+      const delay = this.nextDelayMs ?? this.restartDelayMs();
+      this.nextDelayMs = undefined;
       this.restartTimer = setTimeout(() => {
         if (this.supervising) this.start();
-      }, this.restartDelayMs());
+      }, delay);
     });
+  }
+
+  /**
+   * Ends it with `sig` and starts it again `afterMs` after it exited (this once): 0 is a restart
+   * as `kubectl rollout restart` or `systemctl restart` does; longer, a crash followed by a
+   * kubelet's back-off.
+   */
+  restart(sig: NodeJS.Signals = 'SIGTERM', afterMs = 0): boolean {
+    if (this.pid === undefined) return false;
+    this.nextDelayMs = afterMs;
+    return this.signal(sig);
   }
 
   /** Sends a signal by pid (only while the process runs: a pid is never reused by us). */

@@ -20,6 +20,8 @@ export interface ReplicaFigures {
 export interface NetworkFigures {
   longestConditionMs: Record<string, number>;
   speakers: { slot: string; starts: number }[];
+  /** The L2 prober: rounds judged, and the episodes in which two MACs answered one probe (count, rounds in all, longest). */
+  l2Probe: { rounds: number; periodMs: number; toleranceMs: number; twoMacEpisodes: number; twoMacRounds: number; longestTwoMacMs: number };
 }
 
 export interface SoakReport {
@@ -64,6 +66,7 @@ export function formatReport(r: SoakReport): string {
     `invariant checks: ${r.checksTotal} (${Object.entries(r.checks).map(([k, v]) => `${k} ${v}`).join(', ')}); audit events read: ${r.auditEvents}`,
     `replica exits: ${r.exits.signalled} by the soak's signals, ${r.exits.unexpected} unexpected; terms ended in-process after a lost lease: ${r.exits.termsLost}`,
     `network: longest condition per kind: ${Object.entries(r.network.longestConditionMs).map(([k, v]) => `${k} ${sec(v)}`).join(', ') || 'none'}; speakers: ${r.network.speakers.map((x) => `${x.slot} starts ${x.starts}`).join(', ')}`,
+    `L2 probe: ${r.network.l2Probe.rounds} rounds every ${r.network.l2Probe.periodMs} ms; two MACs answering one probe: ${r.network.l2Probe.twoMacEpisodes} episodes, ${r.network.l2Probe.twoMacRounds} rounds, longest ${sec(r.network.l2Probe.longestTwoMacMs)} (tolerated: ${sec(r.network.l2Probe.toleranceMs)})`,
     'recovery (fault end to canary served): ' + Object.entries(r.recovery).map(([k, v]) => `${k} n=${v.n} median ${sec(v.medianMs)} max ${sec(v.maxMs)}`).join('; '),
     'replicas: ' + r.replicas.map((x) => `${x.slot} starts ${x.starts} RSS ${x.rssStartMiB}->${x.rssEndMiB} MiB (max ${x.rssMaxMiB}), sockets max ${x.socketsMax}, fds max ${x.fdsMax}`).join('; '),
     `near misses (writes within the term tolerance): ${r.nearMisses.length}`,
@@ -92,7 +95,9 @@ export function formatMarkdown(r: SoakReport): string {
     '',
     `Checks: ${Object.entries(r.checks).map(([k, v]) => `${k} ${v}`).join(', ')}. Churn: ${Object.entries(r.churn).map(([k, v]) => `${k} ${v}`).join(', ')}. ` +
       `Replica exits: ${r.exits.signalled} signalled, ${r.exits.unexpected} unexpected; terms ended in-process after a lost lease: ${r.exits.termsLost}. ` +
-      `Longest network condition: ${Object.entries(r.network.longestConditionMs).map(([k, v]) => `${k} ${sec(v)}`).join(', ') || 'none'}. Writes within the term tolerance: ${r.nearMisses.length}.`,
+      `Longest network condition: ${Object.entries(r.network.longestConditionMs).map(([k, v]) => `${k} ${sec(v)}`).join(', ') || 'none'}. ` +
+      `L2 probe: ${r.network.l2Probe.rounds} rounds (every ${r.network.l2Probe.periodMs} ms), two MACs answering one probe in ${r.network.l2Probe.twoMacEpisodes} episodes (${r.network.l2Probe.twoMacRounds} rounds, longest ${sec(r.network.l2Probe.longestTwoMacMs)}; tolerated ${sec(r.network.l2Probe.toleranceMs)}). ` +
+      `Writes within the term tolerance: ${r.nearMisses.length}.`,
   ];
   return rows.join('\n');
 }

@@ -13,7 +13,7 @@ import { ProxmoxResponder } from '../fakes/proxmox-responder.ts';
 import { RedfishResponder } from '../fakes/redfish-responder.ts';
 import { AuditTail, auditTime, isWriteVerb, type AuditEvent } from './audit-tail.ts';
 import { CANARY_NAMESPACE, Canaries } from './canary.ts';
-import { bgpConditions, l2Conditions } from './check-network.ts';
+import { bgpConditions, l2Conditions, TwoMacWatch, type L2ProbeRound } from './check-network.ts';
 import { insertSorted, judgeWrite, type LeaseWrite, type ReplicaWrite } from './check-terms.ts';
 import { type Condition, Persistence, serviceConditions } from './check-services.ts';
 import { FAULT_KINDS, groupOf, inject, NETWORK_FAULT_KINDS, resourceOf, type FaultKind, type FaultTargets, type RecoveryProbe } from './faults.ts';
@@ -23,7 +23,7 @@ import { TIMING, TOLERANCE, type SoakOptions } from './options.ts';
 import { Random } from './random.ts';
 import { type ExitRecord, leaseName, ReplicaSlot } from './replicas.ts';
 import { median, type NetworkFigures, type ReplicaFigures, type SoakReport, type Violation } from './report.ts';
-import { GROUPS, present, type Group, World } from './world.ts';
+import { GROUPS, L2_NODES, present, type Group, World } from './world.ts';
 import { NAMESPACES, Workload } from './workload.ts';
 
 const ROOT = resolve(import.meta.dir, '../..');
@@ -344,8 +344,8 @@ export async function runSoak(opts: SoakOptions, log: (line: string) => void = c
     }, () => finished);
     every(5_000, sampleResources, () => finished);
 
-    // The network invariants: a round a second after the last (about 2 s apart: the L2 probe
-    // waits 1 s for answers), against the last view of the cluster, at most 3 s old.
+    // The network invariants: a round a second after the last, against the last view of the
+    // cluster, at most 3 s old (the L2 conditions on the prober's latest round).
     // When a network condition ends: how long it lasted (from the first round that saw it to the
     // first that did not, an upper bound: rounds are about 2 s apart) goes into the figures, and
     // one that lasted over a third of its tolerance is logged (what the tolerance is spent on).
@@ -379,13 +379,36 @@ export async function runSoak(opts: SoakOptions, log: (line: string) => void = c
       track(bgpPersistence, conditions, at);
       lastRound.bgp = { at, clean: conditions.length === 0 };
     };
-    const checkL2 = async () => {
-      const at = Date.now();
-      const answers = await net.probeL2();
-      const { conditions, checks: n } = l2Conditions({ services: view.services, answers, speakerOf: (m) => net.speakerOf(m), judgeSilent: !netFaults.staticConfig });
+    // "Never two MACs answer one address": every probe round of the client's prober (one ARP
+    // request or Neighbor Solicitation per L2 address every 100 ms), from the run's start.
+    const twoMacFigures = { rounds: 0, episodes: 0, doubleRounds: 0, longestMs: 0 };
+    const twoMacs = new TwoMacWatch(opts.l2TwoMacsToleranceMs, TIMING.l2ProbePeriodMs, (m) => net.speakerOf(m), (e) => {
+      violation('l2-two-macs', `${e.address} answered by ${e.who} for ${e.rounds} probe round(s) from ${new Date(e.firstAt).toISOString()} (tolerance ${opts.l2TwoMacsToleranceMs} ms)`, e.firstAt);
+    }, (e) => {
+      twoMacFigures.episodes++;
+      twoMacFigures.doubleRounds += e.rounds;
+      twoMacFigures.longestMs = Math.max(twoMacFigures.longestMs, e.lastedMs);
+      log(`note: l2-two-macs for ${e.rounds} probe rounds (${(e.lastedMs / 1000).toFixed(1)} s) from ${new Date(e.firstAt).toISOString()}: ${e.address} answered by ${e.who}`);
+    });
+    /** The prober's latest round (each round complete: see l2-prober-main.ts). */
+    let lastProbe: L2ProbeRound | undefined;
+    const prober = net.startProber(TIMING.l2ProbePeriodMs, (r) => {
+      lastProbe = r;
+      if (r.sentAt < t0) return;
+      twoMacFigures.rounds++;
+      count('l2-probe', twoMacs.observe(r));
+    }, (message) => {
+      if (!finished) violation('fault-harness', message);
+    });
+    cleanups.push(() => prober.stop());
+    // The conditions with l2SettleMs (silent, double, stray) on the prober's latest round.
+    const checkL2 = () => {
+      const probe = lastProbe;
+      if (!probe) return;
+      const { conditions, checks: n } = l2Conditions({ services: view.services, answers: probe.answers, speakerOf: (m) => net.speakerOf(m), judgeSilent: !netFaults.staticConfig });
       count('l2-answers', n);
-      track(l2Persistence, conditions, at);
-      lastRound.l2 = { at, clean: conditions.length === 0 };
+      track(l2Persistence, conditions, probe.sentAt);
+      lastRound.l2 = { at: probe.sentAt, clean: conditions.length === 0 };
     };
     every(1_000, async () => {
       if (!view.services.length && !view.nodes.length) return; // no view yet
@@ -457,8 +480,14 @@ export async function runSoak(opts: SoakOptions, log: (line: string) => void = c
       },
       speaker: (r) => {
         const running = net.speakers.filter((x) => x.pid && !x.paused);
-        // Only while both run: the other must take over.
+        // Only while every one runs: the others must take over, and with three two remain (they may not split).
         return running.length === net.speakers.length ? r.pick(running) : undefined;
+      },
+      speakerLink: (r) => {
+        const running = net.speakers.filter((x) => x.pid && !x.paused);
+        if (running.length !== net.speakers.length) return undefined;
+        const node = r.pick([...L2_NODES]);
+        return { name: node.id, down: () => net.setSpeakerLink(node.role, false), up: () => net.setSpeakerLink(node.role, true) };
       },
     };
     let deck: FaultKind[] = [];
@@ -553,6 +582,7 @@ export async function runSoak(opts: SoakOptions, log: (line: string) => void = c
     if (!(await networkSettled())) {
       for (const c of [...bgpPersistence.current(), ...l2Persistence.current()]) violation(c.kind, `${c.detail} (still so after the quiet phase)`);
     }
+    for (const e of twoMacs.current()) violation('l2-two-macs', `${e.address} answered by ${e.who} for ${e.rounds} probe rounds, still so after the quiet phase`);
     for (const m of world.machines.values()) {
       // A gone machine's node is normally deleted once the grace period passed; one still there
       // is no safety violation (held back e.g. by the breaker or as the last of its group): noted.
@@ -588,6 +618,7 @@ export async function runSoak(opts: SoakOptions, log: (line: string) => void = c
     const network: NetworkFigures = {
       longestConditionMs: Object.fromEntries([...longest].sort()),
       speakers: net.speakers.map((x) => ({ slot: x.name, starts: x.starts })),
+      l2Probe: { rounds: twoMacFigures.rounds, periodMs: TIMING.l2ProbePeriodMs, toleranceMs: opts.l2TwoMacsToleranceMs, twoMacEpisodes: twoMacFigures.episodes, twoMacRounds: twoMacFigures.doubleRounds, longestTwoMacMs: twoMacFigures.longestMs },
     };
     return {
       seed: opts.seed,

@@ -53,8 +53,17 @@ export const L2_POOL = {
   addresses: ['198.51.100.240', '198.51.100.241', '198.51.100.242', '198.51.100.243', '2001:db8:1::240', '2001:db8:1::241', '2001:db8:1::242', '2001:db8:1::243'],
 };
 export const L2_LABEL = 'soak.edge-ccm.io/l2-speaker';
-/** The speakers' nodes: their InternalIP is their host's LAN address in the L2 lab (n1, n2). */
-export const L2_NODES = [{ id: 'l2-n1', role: 'n1', address: '198.51.100.11' }, { id: 'l2-n2', role: 'n2', address: '198.51.100.12' }] as const;
+/**
+ * The speakers' nodes: their InternalIP is their host's LAN address in the L2 lab (n1, n2, n3).
+ * Three, so that with one speaker killed, paused or cut off, two remain: only then can the soak
+ * see the survivors split (both answering one address), which two speakers never could.
+ * Pod CIDRs inside CLUSTER_CIDR, clear of the other static machines' (.162-.184).
+ */
+export const L2_NODES = [
+  { id: 'l2-n1', role: 'n1', address: '198.51.100.11', podCIDR: '203.0.113.188/31' },
+  { id: 'l2-n2', role: 'n2', address: '198.51.100.12', podCIDR: '203.0.113.190/31' },
+  { id: 'l2-n3', role: 'n3', address: '198.51.100.13', podCIDR: '203.0.113.186/31' },
+] as const;
 
 /** Whether an address lies in a CIDR (IPv4 text only; anything else is not). */
 export function inCidr(ip: string, cidr: string): boolean {
@@ -77,10 +86,11 @@ export class World {
   excluded: string[] = [];
 
   constructor(staticMachines: number, proxmoxVms: number, now: number) {
-    // 198.51.100.21-: clear of the BGP lab's router (.1) and replicas (.2-.4), and of the L2 speakers' nodes (.11, .12).
+    // 198.51.100.21-: clear of the BGP lab's router (.1) and replicas (.2-.4), and of the L2 speakers' nodes (.11-.13).
+    if (staticMachines > 12) throw new Error(`at most 12 static machines: their pod CIDRs (203.0.113.162-.184) end where the speakers' nodes' begin`);
     for (let i = 1; i <= staticMachines; i++) this.add({ id: `s-${pad(i)}`, group: 'static', canary: false, address: `198.51.100.${20 + i}`, redfish: i % 2 === 0, podCIDR: `203.0.113.${160 + 2 * i}/31` }, now);
-    for (const [i, n] of L2_NODES.entries()) {
-      this.add({ id: n.id, group: 'static', canary: false, pinned: true, address: n.address, podCIDR: `203.0.113.${188 + 2 * i}/31`, labels: { [L2_LABEL]: 'true' } }, now);
+    for (const n of L2_NODES) {
+      this.add({ id: n.id, group: 'static', canary: false, pinned: true, address: n.address, podCIDR: n.podCIDR, labels: { [L2_LABEL]: 'true' } }, now);
     }
     for (let i = 1; i <= proxmoxVms; i++) this.add({ id: `p-${pad(i)}`, group: 'proxmox', canary: false, address: `198.51.100.${100 + i}`, vmid: 100 + i }, now);
     for (let i = 1; i <= 3; i++) this.add({ id: `p-canary-${i}`, group: 'proxmox', canary: true, address: `198.51.100.${200 + i}`, vmid: 900 + i }, now);

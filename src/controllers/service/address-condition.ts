@@ -40,6 +40,17 @@ export function failedState(error: unknown): AddressState | undefined {
 }
 
 /**
+ * What the service holds after a refused ensure, when the load balancer said (see
+ * AddressAssignmentError.holds): written as its status with the condition. Undefined: leave it.
+ */
+export function heldAfterFailure(error: unknown): V1LoadBalancerStatus | undefined {
+  for (let e: unknown = error, depth = 0; e && depth < 10; e = (e as { cause?: unknown }).cause, depth++) {
+    if (e instanceof AddressAssignmentError) return e.holds;
+  }
+  return undefined;
+}
+
+/**
  * The part of the status patch that brings the condition and annotation to `state`; undefined
  * (the service no longer has a load balancer of ours) removes both. A failure leaves the pool
  * annotation alone: the allocator keeps a service's current addresses when a change cannot be

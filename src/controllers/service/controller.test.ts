@@ -1,7 +1,7 @@
 import { describe, expect, spyOn, test } from 'bun:test';
 import type { V1Node, V1Service } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
-import { ImplementedElsewhereError, RetryAfterError, defaultLoadBalancerName, type CloudProvider, type LoadBalancer } from '../../cloud/types.ts';
+import { AddressAssignmentError, ImplementedElsewhereError, RetryAfterError, defaultLoadBalancerName, type CloudProvider, type LoadBalancer } from '../../cloud/types.ts';
 import { NODE_SYNC_KEY, ServiceController } from './index.ts';
 import { ENSURE_BLOCKED_RETRY_SECONDS, retryAfterSeconds } from './load-balancer-sync.ts';
 import type { ControllerContext } from '../types.ts';
@@ -318,6 +318,41 @@ describe('ensuring a load balancer', () => {
       reason: 'SyncLoadBalancerFailed',
       message: 'Error syncing load balancer: service status returned by ensureLoadBalancer is missing',
     });
+  });
+
+  test('a refused ensure that says what the service holds now writes it with the condition (issue 29)', async () => {
+    // The pool load balancer refused the spec and the service gave its shared address up (its
+    // new port clashes with a co-holder's): a status left as it was would keep claiming it.
+    const svc = newService('svc', 'LoadBalancer', withFinalizer, withIngress('203.0.113.131'), (s) => (s.metadata!.generation = 4));
+    const refusal = new AddressAssignmentError('requested address 198.51.100.12 is not in any pool this service may use; the service gave up 203.0.113.131', 'RequestedAddressNotInPool');
+    refusal.holds = { ingress: [] };
+    const { controller, transport } = setup({
+      nodes: [makeNode('n1')],
+      services: [svc],
+      balancer: (fake) => ({ ...fake, assignedPools: () => [], ensureLoadBalancer: async () => { throw refusal; } }),
+    });
+    await expect(controller.sync.syncService(key(svc))).rejects.toThrow('the service gave up 203.0.113.131');
+    const patches = transport.patches();
+    expect(patches).toHaveLength(1);
+    expect(patches[0]!.body).toMatchObject({
+      status: {
+        loadBalancer: { ingress: null },
+        conditions: [{ type: 'edge-ccm.io/AddressAssigned', status: 'False', reason: 'RequestedAddressNotInPool', observedGeneration: 4 }],
+      },
+    });
+  });
+
+  test('a refused ensure that holds what the status says writes the condition only', async () => {
+    const svc = newService('svc', 'LoadBalancer', withFinalizer, withIngress('203.0.113.131'));
+    const refusal = new AddressAssignmentError('requested address 198.51.100.12 is not in any pool this service may use', 'RequestedAddressNotInPool');
+    refusal.holds = { ingress: [{ ip: '203.0.113.131' }] };
+    const { controller, transport } = setup({
+      nodes: [makeNode('n1')],
+      services: [svc],
+      balancer: (fake) => ({ ...fake, assignedPools: () => [], ensureLoadBalancer: async () => { throw refusal; } }),
+    });
+    await expect(controller.sync.syncService(key(svc))).rejects.toThrow('is not in any pool');
+    expect(transport.patches().map((p) => Object.keys((p.body as { status: object }).status))).toEqual([['conditions']]);
   });
 
   test('a provider error: SyncLoadBalancerFailed with the wrapped message', async () => {

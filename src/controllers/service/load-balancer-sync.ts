@@ -20,7 +20,7 @@ import {
 import type { ServiceControllerMetrics } from './metrics.ts';
 import { kubeVipAnnotationPatch, type MergePatch } from './kube-vip.ts';
 import { addFinalizerPatch, loadBalancerStatusPatch, removeFinalizerPatch, type StrategicPatch } from './patches.ts';
-import { addressStatePatch, assignedState, failedState, mergePatches } from './address-condition.ts';
+import { addressStatePatch, assignedState, failedState, heldAfterFailure, mergePatches } from './address-condition.ts';
 import { errorMessage } from '../../util/errors.ts';
 import { forEachLimited } from '../../util/parallel.ts';
 import { hasForeignLoadBalancerClass, needsCleanup, nodeAddressesEqual, nodesSufficientlyEqual } from './predicates.ts';
@@ -217,13 +217,16 @@ export class LoadBalancerSync {
 
   /**
    * An ensure that failed because the service cannot be addressed: the condition says why (the
-   * Warning event says it too, but expires). Only when it changed; a failed write is logged, and
-   * the ensure's own error is what the caller sees.
+   * Warning event says it too, but expires), and the ingress says what the service still holds
+   * when the load balancer says so (an address given up must leave the status: it is the
+   * allocator's record). Only what changed, in one patch; a failed write is logged, and the
+   * ensure's own error is what the caller sees.
    */
   private async recordAddressFailure(service: V1Service, key: string, error: unknown, signal?: AbortSignal): Promise<void> {
     if (!this.deps.balancer.assignedPools) return;
     const state = failedState(error);
-    const patch = state && addressStatePatch(service, state, this.deps.now?.() ?? new Date());
+    const holds = heldAfterFailure(error);
+    const patch = state && mergePatches(holds && loadBalancerStatusPatch(service.status?.loadBalancer, holds), addressStatePatch(service, state, this.deps.now?.() ?? new Date()));
     if (!patch) return;
     try {
       await this.deps.patchServiceStatus(service, patch, signal);
