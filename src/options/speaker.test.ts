@@ -69,7 +69,7 @@ describe('edge-ccm speaker flags', () => {
   });
 
   test('the liveness timeout must outlast the heartbeat interval', () => {
-    expect(problems([...REQUIRED, '--heartbeat-interval=3s'])).toEqual(['--liveness-timeout: 3000 ms must be longer than --heartbeat-interval (3000 ms)']);
+    expect(problems([...REQUIRED, '--heartbeat-interval=3s', '--liveness-timeout=3s'])).toEqual(['--liveness-timeout: 3000 ms must be longer than --heartbeat-interval (3000 ms)']);
     // An unreadable interval is reported once, not compared.
     expect(problems([...REQUIRED, '--heartbeat-interval=soon'])).toHaveLength(1);
   });
@@ -92,7 +92,7 @@ describe('edge-ccm speaker flags', () => {
     expect(help).toContain(`--liveness-port int `);
     expect(help).toMatch(new RegExp(`--liveness-port int +UDP port of the heartbeats. \\(default ${DEFAULT_LIVENESS_PORT}\\)`));
     expect(help).toMatch(/--metrics-bind-address host:port +.*\(default "?127\.0\.0\.1:7472"?\)/);
-    expect(help).toMatch(/--heartbeat-interval duration +.*\(default 1s\)/);
+    expect(help).toMatch(/--heartbeat-interval duration +.*\(default 250ms\)/);
     expect(markdown).toContain('## `edge-ccm speaker` flags');
   });
 });
