@@ -269,6 +269,25 @@ describe('probing a newly assigned address', () => {
     await announcedOnlyBy(SERVICE_IPV4, owner(SERVICE_IPV4));
     await services.delete('taken', { namespace: NS });
   }, TEST_TIMEOUT_MS);
+
+  test('a station that answers one probe and no more (another speaker before the election settled) holds nothing: the address is announced', async () => {
+    // The foreign host of the test above still holds 198.51.100.201; 'taken' is gone, so the
+    // address is free to assign again and is probed afresh. It answers the first probe; then it
+    // gives the address up, as a speaker that announced for some milliseconds at a start would.
+    const address = '198.51.100.201';
+    const elected = owner(address);
+    const probing = `probing a newly assigned address before announcing it`;
+    const before = speakers.get(elected)!.logTail(100_000).split('\n').filter((l) => l.includes(probing) && l.includes(address)).length;
+    await createService('once', [address]);
+    await eventually(`${elected} probing ${address}`, () => speakers.get(elected)!.logTail(100_000).split('\n').filter((l) => l.includes(probing) && l.includes(address)).length > before, { timeoutMs: 60_000, intervalMs: 10, explain: speakerLogs });
+    // The first probe goes out at once and is answered within a millisecond; the second 1 s later.
+    await Bun.sleep(150);
+    await site.lab.ip('foreign', 'addr', 'del', `${address}/24`, 'dev', 'eth0');
+    await announcedOnlyBy(address, elected);
+    expect(speakers.get(elected)!.logTail(100_000)).toContain('a station answered one probe and no more');
+    expect(await site.arpAnswers(address)).toEqual([macOf(elected)]);
+    await services.delete('once', { namespace: NS });
+  }, TEST_TIMEOUT_MS);
 });
 
 describe('externalTrafficPolicy: Local', () => {

@@ -287,8 +287,11 @@ export class L2Announcer {
     const abort = new AbortController();
     this.probing.set(address, abort);
     this.log.info('probing a newly assigned address before announcing it', { address, interfaces: interfaces.join(',') });
-    void Promise.all(interfaces.map(async (iface) => ({ iface, holder: (await probeAddress(iface, address, { ...probe, signal: abort.signal })).holder })))
+    void Promise.all(interfaces.map(async (iface) => ({ iface, ...(await probeAddress(iface, address, { ...probe, signal: abort.signal })) })))
       .then((results) => {
+        for (const r of results) {
+          if (r.transient && !r.holder) this.log.info('a station answered one probe and no more (another speaker before the election settled): not a holder', { address, interface: r.iface, mac: r.transient });
+        }
         const found = results.find((r) => r.holder);
         if (abort.signal.aborted || !found?.holder) return;
         this.inUse.set(address, { mac: found.holder, interface: found.iface });

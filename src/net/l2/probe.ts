@@ -12,6 +12,13 @@ import { NEIGHBOR_DISCOVERY_FILTER } from './responder.ts';
  * apart, then listens one more interval. A station answering for the address (an ARP packet
  * whose sender is the address; a Neighbor Advertisement for it) holds it: its MAC is returned.
  * Another host probing the same address is not a holder and does not count.
+ *
+ * A holder must answer twice: to a probe, and to a probe sent after that answer (one more is
+ * sent when the answer came to the last). A station that answers once and then no more is no
+ * holder but is returned as `transient`: at a speaker's start or return, another speaker can
+ * announce the address for some milliseconds before the election settles, and its answer must
+ * not hold the address back for as long as it stays assigned (seen in the soak: 15 s silent).
+ * A host that configured the address answers every probe.
  */
 
 export const DEFAULT_PROBE_COUNT = 3;
@@ -25,9 +32,11 @@ export interface ProbeOptions {
   signal?: AbortSignal;
 }
 
-/** The result: `holder` is the MAC that answered for the address, undefined when nobody did. */
+/** The result: `holder` is the MAC that answered for the address twice, undefined when nobody did. */
 export interface ProbeResult {
   holder?: string;
+  /** A MAC that answered once and not again: not a holder. */
+  transient?: string;
 }
 
 /** Probes `address` on `interfaceName`; rejects only when the socket cannot be opened or a probe cannot be sent. */
@@ -39,23 +48,30 @@ export async function probeAddress(interfaceName: string, address: string, optio
   const target = ipToBytes(ip);
   const socket = ip.family === 4 ? PacketSocket.open(interfaceName, ETH_P_ARP) : PacketSocket.open(interfaceName, ETH_P_IPV6, NEIGHBOR_DISCOVERY_FILTER);
   try {
-    const mac = socket.mac();
-    const probe = ip.family === 4 ? arpProbeFrame(target, mac) : neighborSolicitationFrame(target, mac);
+    const ourMac = socket.mac();
+    const probe = ip.family === 4 ? arpProbeFrame(target, ourMac) : neighborSolicitationFrame(target, ourMac);
     const buffer = new Uint8Array(BUFFER_SIZE);
     const started = performance.now();
     let sent = 0;
+    // Each answering MAC and how many probes had gone out at its first answer.
+    const answered = new Map<string, number>();
     while (!options.signal?.aborted) {
       const elapsed = performance.now() - started;
-      if (sent < count && elapsed >= sent * intervalMs) {
+      // One probe more when an answer came to the last one (at most one: answers cannot prolong it further).
+      const needed = Math.min(count + 1, Math.max(count, ...[...answered.values()].map((after) => after + 1)));
+      if (sent < needed && elapsed >= sent * intervalMs) {
         socket.send(probe);
         sent++;
       }
       for (let received = socket.receive(buffer); received; received = socket.receive(buffer)) {
         if (received.packetType === PACKET_OUTGOING) continue;
-        const holder = probeAnswerHolder(buffer.subarray(0, received.length), formatIP(ip), mac);
-        if (holder) return { holder };
+        const mac = probeAnswerHolder(buffer.subarray(0, received.length), formatIP(ip), ourMac);
+        if (!mac) continue;
+        const after = answered.get(mac);
+        if (after !== undefined && sent > after) return { holder: mac };
+        if (after === undefined) answered.set(mac, sent);
       }
-      if (sent >= count && elapsed >= count * intervalMs) return {};
+      if (sent >= needed && elapsed >= sent * intervalMs) return answered.size ? { transient: [...answered.keys()][0] } : {};
       await Bun.sleep(POLL_MS);
     }
     return {};
