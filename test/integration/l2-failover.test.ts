@@ -277,3 +277,44 @@ describe('asymmetric heartbeat loss', () => {
     expect({ isolatedWhileDeaf, isolatedAfter }).toEqual({ isolatedWhileDeaf: true, isolatedAfter: false });
   }, TEST_TIMEOUT_MS);
 });
+
+describe('a paused speaker', () => {
+  test('SIGSTOP of the holder\'s speaker for 3 s (a frozen cgroup, a stopped debugger): the next takes over; woken, it answers none of the requests queued meanwhile and takes the address back by the ordered handback: never two answers', async () => {
+    const paused = owner(ROLES);
+    const next = owner(ROLES.filter((r) => r !== paused));
+    const pid = speakers.get(paused)!.pid;
+    const pausesBefore = Number(/^edge_ccm_l2_pauses_total (\d+)$/m.exec(await metricsOf(paused))?.[1] ?? 0);
+    const prober = ArpProber.start(site, SERVICE_IPV4, `prober-${probeSeq++}`);
+    let probes: Probe[] = [];
+    let stoppedAt = 0;
+    let wokeAt = 0;
+    try {
+      await eventually(`probes answered by ${paused}`, () => prober.probes().filter((p) => p.macs.includes(macOf(paused))).length >= 5, 20_000);
+      stoppedAt = Date.now();
+      process.kill(pid, 'SIGSTOP');
+      try {
+        await eventually(`${next} answering for 1 s while ${paused}'s speaker is stopped (${speakerLogs()})`, () =>
+          prober.probes().filter((p) => p.t >= stoppedAt && p.macs.includes(macOf(next))).length >= 10, 30_000);
+        // Paused three liveness timeouts in all: its socket queues the client's requests meanwhile.
+        await Bun.sleep(Math.max(0, stoppedAt + 3000 - Date.now()));
+      } finally {
+        process.kill(pid, 'SIGCONT');
+      }
+      wokeAt = Date.now();
+      await eventually(`${paused} answering again for 1 s after it woke (${speakerLogs()})`, () =>
+        prober.probes().filter((p) => p.t >= wokeAt && p.macs.includes(macOf(paused))).length >= 10, 30_000);
+    } finally {
+      probes = await prober.stop();
+    }
+    const metrics = await metricsOf(paused);
+    const dropped = Number(/^edge_ccm_l2_requests_dropped_total (\d+)$/m.exec(metrics)?.[1] ?? 0);
+    const woken = probes.filter((p) => p.t >= wokeAt);
+    const firstBack = woken.find((p) => p.macs.includes(macOf(paused)));
+    console.log(`l2 pause: ${paused} stopped ${wokeAt - stoppedAt} ms; ${probes.filter((p) => p.macs.length > 1).length} probes answered twice, ` +
+      `${woken.filter((p) => p.macs.length === 0).length} unanswered after it woke; it answered again ${firstBack ? firstBack.t - wokeAt : NaN} ms after waking; ${dropped} queued requests dropped`);
+    expect(show(probes.filter((p) => p.macs.length > 1))).toBe('');
+    // It noticed the pause (and so joined again through the handback, not by answering beside the new holder).
+    expect(Number(/^edge_ccm_l2_pauses_total (\d+)$/m.exec(metrics)?.[1] ?? 0)).toBe(pausesBefore + 1);
+    expect(speakers.get(paused)!.logTail(400)).toContain('joining again as a returning speaker');
+  }, TEST_TIMEOUT_MS);
+});

@@ -53,6 +53,23 @@ describe('heartbeat packets', () => {
 });
 
 describe('Liveness', () => {
+  test('a process that did not run for longer than the timeout (a pause, a blocked event loop) learns it once its timers run again, once', async () => {
+    const [port] = await freeLoopbackPorts(1);
+    const frozen: number[] = [];
+    const l = await mesh(port!, ['n1'], KEY, everyNode, () => ({ onFrozen: (gap) => frozen.push(gap) }));
+    await Bun.sleep(300);
+    expect(frozen).toEqual([]);
+    expect(l.n1!.stalledFor()).toBeLessThan(400);
+    // The event loop blocked for 700 ms, longer than the 400 ms timeout: no timer runs meanwhile.
+    const until = performance.now() + 700;
+    while (performance.now() < until) { /* blocked */ }
+    expect(l.n1!.stalledFor()).toBeGreaterThan(400);
+    await eventually('the pause reported', () => frozen.length === 1, 5000);
+    expect(frozen[0]!).toBeGreaterThan(400);
+    await Bun.sleep(300);
+    expect(frozen.length).toBe(1);
+  });
+
   test('speakers hear each other within the timeout; a stopped one is dead within timeout + a check', async () => {
     const [port] = await freeLoopbackPorts(1);
     const l = await mesh(port!, ['n1', 'n2', 'n3']);

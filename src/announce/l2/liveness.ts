@@ -126,6 +126,12 @@ export interface LivenessOptions {
   onRefused?: (reason: string, from: string) => void;
   /** An error on a socket, a failed send, a failure while sending or judging, or a reopen (rate-limited by the caller if logged). */
   onError?: (what: LivenessErrorKind, error: string) => void;
+  /**
+   * This process did not run for longer than the timeout (SIGSTOP, a frozen cgroup, a blocked
+   * event loop): it sent no heartbeat meanwhile, so the others count it dead and have taken its
+   * addresses. Called once the timers run again, before anything else is judged.
+   */
+  onFrozen?: (gapMs: number) => void;
 }
 
 /** `unreachable`: a peer's node answered our heartbeat with ICMP port unreachable (its speaker is not running). */
@@ -166,6 +172,8 @@ export class Liveness {
   private current = new Set<string>();
   private sendTimer?: ReturnType<typeof setInterval>;
   private checkTimer?: ReturnType<typeof setInterval>;
+  /** When check() last ran (performance.now()); undefined before the start. */
+  private lastCheckAt?: number;
   private readonly counters: LivenessStats = { sent: 0, received: 0, refused: {}, errors: {} };
   private stopped = false;
   private reopenTimer?: ReturnType<typeof setTimeout>;
@@ -192,6 +200,7 @@ export class Liveness {
   async start(): Promise<void> {
     this.stopped = false;
     await this.open();
+    this.lastCheckAt = performance.now();
     this.sendTimer = setInterval(() => this.beat(), this.intervalMs);
     this.checkTimer = setInterval(() => this.check(), Math.min(CHECK_INTERVAL_MS, Math.floor(this.timeoutMs / 4)));
     this.beat();
@@ -432,8 +441,25 @@ export class Liveness {
     }
   }
 
+  /**
+   * How long since the last check ran: above the timeout, this process has just woken from a
+   * pause and has not judged anything yet (what it would answer now may be someone else's).
+   */
+  stalledFor(): number {
+    return this.lastCheckAt === undefined ? 0 : performance.now() - this.lastCheckAt;
+  }
+
   /** Reports a change of who is heard, of what a peer says, or of a refusal. */
   private check(): void {
+    const gap = this.stalledFor();
+    this.lastCheckAt = performance.now();
+    if (gap > this.timeoutMs) {
+      try {
+        this.options.onFrozen?.(gap);
+      } catch (e) {
+        this.error('internal', `onFrozen: ${errorMessage(e)}`);
+      }
+    }
     const reports = this.reports();
     const next = new Set<string>([this.options.node]);
     for (const [node, r] of reports) if (r.heard && r.state !== 'leaving') next.add(node);

@@ -16,6 +16,7 @@ export class L2AnnouncerMetrics {
   readonly alive: Gauge;
   readonly isolated: Gauge;
   readonly held: Gauge;
+  readonly pauses: Counter;
 
   constructor(registry: Registry, stats: () => { responder: ResponderStats; liveness?: LivenessStats; announcing: number }) {
     this.announcing = new Gauge({
@@ -44,6 +45,7 @@ export class L2AnnouncerMetrics {
     });
     this.alive = new Gauge({ name: 'edge_ccm_l2_speakers_alive', help: 'Speakers this one hears (itself included).', registers: [registry] });
     this.isolated = new Gauge({ name: 'edge_ccm_l2_isolated', help: '1 while this speaker hears no other speaker but other nodes are Ready: it elects by the Node objects (docs/networking/l2.md).', registers: [registry] });
+    this.pauses = new Counter({ name: 'edge_ccm_l2_pauses_total', help: 'Times this speaker woke from a pause longer than the liveness timeout (SIGSTOP, a frozen cgroup, a blocked event loop) and joined again as a returning speaker.', registers: [registry] });
     this.held = new Gauge({ name: 'edge_ccm_l2_takeovers_held', help: 'Addresses this node is elected for but does not answer yet: a speaker it hears sees other speakers alive.', registers: [registry] });
     new Gauge({
       name: 'edge_ccm_l2_takeover_announcements_pending',
@@ -71,6 +73,15 @@ export class L2AnnouncerMetrics {
       collect() {
         this.reset();
         this.inc(stats().responder.malformedFrames);
+      },
+    });
+    new Counter({
+      name: 'edge_ccm_l2_requests_dropped_total',
+      help: 'ARP requests and Neighbor Solicitations read but not answered because this process had just woken from a pause longer than the liveness timeout (they were queued while another node held the addresses).',
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(stats().responder.dropped);
       },
     });
     new Counter({

@@ -66,10 +66,18 @@ export interface ResponderStats {
   /** Reason -> count, for the malformed frames. */
   malformedReasons: Record<string, number>;
   sendErrors: number;
+  /** Requests read while answering was not allowed (just woken from a pause): dropped, never answered late. */
+  dropped: number;
 }
 
 export interface ResponderOptions {
   pollIntervalMs?: number;
+  /**
+   * False: answer nothing and send no announcement now; frames read meanwhile are dropped, not
+   * answered later (a process woken from a pause finds requests queued for the time it was out,
+   * when another node held the addresses). Default: always true.
+   */
+  mayAnswer?: () => boolean;
   announceCount?: number;
   announceIntervalMs?: number;
   onEvent?: (event: ResponderEvent) => void;
@@ -113,18 +121,20 @@ class InterfaceAnnouncer {
 export class L2Responder {
   private readonly links = new Map<string, InterfaceAnnouncer>();
   private readonly buffer = new Uint8Array(RECEIVE_BUFFER_SIZE);
-  private readonly counters: ResponderStats = { answers: {}, takeovers: {}, claims: {}, malformedFrames: 0, malformedReasons: {}, sendErrors: 0 };
+  private readonly counters: ResponderStats = { answers: {}, takeovers: {}, claims: {}, malformedFrames: 0, malformedReasons: {}, sendErrors: 0, dropped: 0 };
   private timer: ReturnType<typeof setInterval> | undefined;
   private readonly pollIntervalMs: number;
   private readonly announceCount: number;
   private readonly announceIntervalMs: number;
   private readonly onEvent: (event: ResponderEvent) => void;
+  private readonly mayAnswer: () => boolean;
 
   constructor(options: ResponderOptions = {}) {
     this.pollIntervalMs = options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
     this.announceCount = options.announceCount ?? DEFAULT_ANNOUNCE_COUNT;
     this.announceIntervalMs = options.announceIntervalMs ?? DEFAULT_ANNOUNCE_INTERVAL_MS;
     this.onEvent = options.onEvent ?? (() => {});
+    this.mayAnswer = options.mayAnswer ?? (() => true);
   }
 
   /**
@@ -279,9 +289,11 @@ export class L2Responder {
 
   private tick(): void {
     const now = performance.now();
+    const silent = !this.mayAnswer();
     for (const link of this.links.values()) {
-      if (link.arp) this.drain(link, link.arp, (frame) => handleArpFrame(frame, link.ipv4));
-      if (link.ndp) this.drain(link, link.ndp, (frame) => handleNdpFrame(frame, link.ipv6));
+      if (link.arp) this.drain(link, link.arp, (frame) => handleArpFrame(frame, link.ipv4), silent);
+      if (link.ndp) this.drain(link, link.ndp, (frame) => handleNdpFrame(frame, link.ipv6), silent);
+      if (silent) continue;
       for (const announcement of link.pending) {
         if (announcement.dueAt <= now) this.announce(link, announcement);
       }
@@ -289,7 +301,7 @@ export class L2Responder {
     }
   }
 
-  private drain(link: InterfaceAnnouncer, socket: PacketSocket, handle: (frame: Uint8Array) => FrameOutcome): void {
+  private drain(link: InterfaceAnnouncer, socket: PacketSocket, handle: (frame: Uint8Array) => FrameOutcome, silent: boolean): void {
     for (let i = 0; i < MAX_FRAMES_PER_TICK; i++) {
       let received;
       try {
@@ -302,6 +314,10 @@ export class L2Responder {
       // Our own frames come back as OUTGOING; another host's unicast as OTHERHOST in promiscuous mode.
       if (received.packetType === PACKET_OUTGOING || received.packetType === PACKET_OTHERHOST) continue;
       const outcome = handle(this.buffer.subarray(0, received.length));
+      if (silent && outcome.kind === 'answer') {
+        this.counters.dropped += 1;
+        continue;
+      }
       this.apply(link, socket, outcome);
     }
   }
