@@ -16,15 +16,19 @@ import type { LoadBalancerConfig } from '../lb/config-model.ts';
 import { loadSpeakerConfig } from '../announce/config.ts';
 import { DEFAULT_HEARTBEAT_INTERVAL_MS, DEFAULT_LIVENESS_PORT, DEFAULT_LIVENESS_TIMEOUT_MS } from '../announce/l2/liveness.ts';
 import { L2Announcer } from '../announce/l2/announcer.ts';
+import { loadNodeBgpConfig, type NodeBgpConfig } from '../announce/bgp/node-config.ts';
+import { NodeBgpAnnouncer } from '../announce/bgp/node-announcer.ts';
 import { DEFAULT_PROBE_COUNT, DEFAULT_PROBE_INTERVAL_MS } from '../net/l2/probe.ts';
 
 export const SPEAKER_USAGE = `Usage: edge-ccm speaker --cloud-config FILE --liveness-key-file FILE [flags]
 
 Answers ARP and NDP for the load-balancer addresses of announce: l2 pools that this node is
-elected for (docs/networking/l2.md). Runs on every node with host networking.
+elected for (docs/networking/l2.md); with bgp.loadBalancers.announceFrom: nodes, also announces
+the addresses of announce: bgp pools this node may serve over its own BGP sessions, each tied
+to a BFD session (docs/networking/bgp.md). Runs on every node with host networking.
 
 Flags:
-  --cloud-config FILE          the controller's config file; only its loadBalancer section is read (reloaded on change)
+  --cloud-config FILE          the controller's config file; only its loadBalancer and bgp sections are read (reloaded on change)
   --node-name NAME             this node's name (default: $NODE_NAME)
   --kubeconfig FILE            API server credentials (default: in-cluster service account)
   --liveness-key-file FILE     shared secret (at least 32 bytes) signing the speakers' heartbeats
@@ -92,6 +96,11 @@ export async function runSpeaker(argv: string[]): Promise<number> {
     console.error(formatConfigErrors(flags.cloudConfig, loaded.errors));
     return EXIT_INVALID_INPUT;
   }
+  const loadedBgp = loadNodeBgpConfig(text);
+  if (!loadedBgp.ok) {
+    console.error(formatConfigErrors(flags.cloudConfig, loadedBgp.errors));
+    return EXIT_INVALID_INPUT;
+  }
 
   const registry = createRegistry();
   let transport: BunKubeTransport;
@@ -113,6 +122,8 @@ export async function runSpeaker(argv: string[]): Promise<number> {
     events: events.recorder('edge-ccm-speaker'),
     probe: { count: flags.probes, intervalMs: DEFAULT_PROBE_INTERVAL_MS },
   });
+  const nodeBgp = new NodeBgpAnnouncer({ node: flags.nodeName, transport, config: loadedBgp.config, logger });
+  const bgpConfig = new WatchedConfig<NodeBgpConfig>({ owner: 'speaker', path: flags.cloudConfig, initialText: text, load: (t) => loadNodeBgpConfig(t), apply: (c) => nodeBgp.setConfig(c), logger });
   const config = new WatchedConfig<LoadBalancerConfig>({
     owner: 'speaker',
     path: flags.cloudConfig,
@@ -136,14 +147,16 @@ export async function runSpeaker(argv: string[]): Promise<number> {
   });
   try {
     await config.start();
+    await bgpConfig.start();
     logger.info('speaker starting', { node: flags.nodeName, pools: loaded.config.pools.filter((p) => p.announce === 'l2').map((p) => p.name).join(','), metrics: server ? `http://${flags.metrics!.hostname}:${server.port}` : 'off', livenessPort: flags.port });
-    await speaker.run(stop.signal);
+    await Promise.all([speaker.run(stop.signal), nodeBgp.run(stop.signal)]);
     return EXIT_OK;
   } catch (e) {
     logger.error('speaker failed', { error: errorMessage(e) });
     return EXIT_FAILURE;
   } finally {
     config.stop();
+    bgpConfig.stop();
     void server?.stop(true);
     await events.close(2000);
   }

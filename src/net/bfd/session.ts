@@ -184,6 +184,12 @@ export class BfdSession {
     // (RFC 5880 6.8.3), whose Final confirms it heard the new rate.
     // Leaving Up needs no Poll: a session that is not Up has no rate to keep.
     this.pollActive = to === BfdState.Up && this.o.timers.desiredMinTxMs < SLOW_TX_MS;
+    // The remote hears of the change at once, not a (slow) interval later: the handshake takes
+    // milliseconds, and the remote is Up about when we are (as BIRD and FRR's bfdd also do).
+    if (to !== BfdState.AdminDown && this.running) {
+      this.transmit(false);
+      this.scheduleTx();
+    }
     try {
       this.o.onStateChange?.({ from, to, diag });
     } catch {

@@ -1,0 +1,242 @@
+import type { V1EndpointSlice, V1Node, V1Service } from '@kubernetes/client-node';
+import { ENDPOINT_SLICES, readyEndpointNodes } from '../../kube/endpoint-slices.ts';
+import { Informer, stripManagedFields } from '../../kube/informer/index.ts';
+import { NODES, SERVICES } from '../../kube/resources.ts';
+import type { KubeTransport } from '../../kube/transport.ts';
+import type { Logger } from '../../log.ts';
+import { BfdEndpoint } from '../../net/bfd/endpoint.ts';
+import { BfdState, BfdDiag } from '../../net/bfd/packet.ts';
+import { BgpSpeaker, type PeerConfig, type SpeakerConfig } from '../../net/bgp/speaker.ts';
+import { formatIP, parseIP, type IPFamily } from '../../net/ip.ts';
+import { errorMessage } from '../../util/errors.ts';
+import { nodeLoadBalancerAnnouncements } from './announcements.ts';
+import type { NodeBgpConfig } from './node-config.ts';
+import { nodeNextHop } from './next-hop.ts';
+
+/**
+ * A node's own BGP sessions (`bgp.loadBalancers.announceFrom: nodes`), run by `edge-ccm speaker`
+ * on every node, as MetalLB's and Cilium's speakers do: each node announces the load-balancer
+ * addresses it may serve with itself as next hop, to every configured peer of a family it has an
+ * address of, from that address. A router then withdraws a node's paths when the node's session
+ * ends, which is what makes a dead node leave its table:
+ *
+ * - each BGP session goes with a BFD session to the same peer (RFC 5880/5881, src/net/bfd): a
+ *   node that dies (power, link, kernel) stops sending BFD, the router's BFD declares it down
+ *   after its detection time (3 x 200 ms by default) and the router drops the BGP session and its
+ *   paths with it (BIRD `bfd on`, FRR `neighbor X bfd`);
+ * - the BGP session opens only once BFD is Up, so a node that comes back is a next hop again
+ *   only once packets flow both ways; when BFD goes down the session is closed;
+ * - a node being drained (ToBeDeletedByClusterAutoscaler, the exclusion label, deletion)
+ *   withdraws its paths (an UPDATE) while its sessions stay, before its workloads stop; this
+ *   speaker watches its own Node for that;
+ * - the sessions offer no graceful restart: a speaker that stops (or is killed) takes its paths
+ *   with it (the other nodes serve), and SIGTERM sends a Cease and BFD AdminDown first.
+ */
+
+export interface NodeBgpOptions {
+  node: string;
+  transport: KubeTransport;
+  config: NodeBgpConfig;
+  logger: Logger;
+  /** UDP port BFD is received on (default 3784) and the peers' BFD port (default 3784); tests change them. */
+  bfdPort?: number;
+  bfdPeerPort?: number;
+}
+
+/** Where one peer stands, for the debug log and tests. */
+export interface NodePeerView {
+  address: string;
+  local: string;
+  bfd?: keyof typeof BfdState;
+  bgp?: string;
+}
+
+export class NodeBgpAnnouncer {
+  private config: NodeBgpConfig;
+  private readonly services: Informer<V1Service>;
+  private readonly self: Informer<V1Node>;
+  private readonly slices: Informer<V1EndpointSlice>;
+  private readonly log: Logger;
+  private speaker?: BgpSpeaker;
+  private appliedConfig?: string;
+  private bfd?: BfdEndpoint;
+  /** BFD sessions in place: peer -> our address in it and its timers, as text. */
+  private readonly bfdSessions = new Map<string, string>();
+  /** Peers whose BFD session is Up. */
+  private readonly bfdUp = new Set<string>();
+  private synced = false;
+  private ended = false;
+  private running?: Promise<void>;
+  private again = false;
+
+  constructor(private readonly o: NodeBgpOptions) {
+    this.config = o.config;
+    this.log = o.logger.with({ component: 'node-bgp', node: o.node });
+    const common = { transport: o.transport, logger: o.logger };
+    this.services = new Informer<V1Service>({ ...common, type: SERVICES });
+    // Only its own Node: a drain (taint, label, deletion) and its addresses.
+    this.self = new Informer<V1Node>({ ...common, type: NODES, fieldSelector: `metadata.name=${o.node}`, transform: stripManagedFields });
+    this.slices = new Informer<V1EndpointSlice>({ ...common, type: ENDPOINT_SLICES, transform: stripManagedFields });
+    const changed = { onAdd: () => this.schedule(), onUpdate: () => this.schedule(), onDelete: () => this.schedule() };
+    this.services.addHandlers(changed);
+    this.self.addHandlers(changed);
+    this.slices.addHandlers(changed);
+  }
+
+  /** The config file changed. */
+  setConfig(config: NodeBgpConfig): void {
+    this.config = config;
+    this.schedule();
+  }
+
+  /** Runs until the signal aborts; then withdraws everything (Cease, BFD AdminDown). */
+  async run(signal: AbortSignal): Promise<void> {
+    const informers = [this.services, this.self, this.slices].map((i) => i.run(signal));
+    const synced = await Promise.all([this.services, this.self, this.slices].map((i) => i.waitForSync(signal)));
+    if (synced.every(Boolean) && !signal.aborted) {
+      this.synced = true;
+      this.schedule();
+    }
+    try {
+      await Promise.all(informers);
+    } finally {
+      this.ended = true;
+      await this.running;
+      await this.shutdown();
+    }
+  }
+
+  peers(): NodePeerView[] {
+    const stats = this.speaker?.stats().peers ?? [];
+    return [...this.bfdSessions.keys()].map((address) => {
+      const session = this.bfd?.session(address);
+      const bgp = stats.find((p) => p.address === address);
+      return { address, local: this.bfdSessions.get(address)!.split(' ')[0]!, ...(session ? { bfd: BfdState[session.state] as keyof typeof BfdState } : {}), ...(bgp ? { bgp: bgp.state } : {}) };
+    });
+  }
+
+  private schedule(): void {
+    if (!this.synced || this.ended) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = (async () => {
+      do {
+        this.again = false;
+        try {
+          await this.reconcile();
+        } catch (e) {
+          this.log.error('cannot apply the node BGP sessions; retrying at the next change', { error: errorMessage(e) });
+        }
+      } while (this.again && !this.ended);
+    })().finally(() => (this.running = undefined));
+  }
+
+  private async reconcile(): Promise<void> {
+    const bgp = this.config.bgp;
+    if (!bgp || bgp.loadBalancers.announceFrom !== 'nodes') {
+      if (this.speaker || this.bfd) this.log.info('node BGP sessions stopped: the file does not ask for announceFrom: nodes');
+      await this.shutdown();
+      return;
+    }
+    const node = this.self.store.list().find((n) => n.metadata?.name === this.o.node);
+    const own: Record<IPFamily, string | undefined> = { 4: nodeNextHop(node?.status?.addresses, 4), 6: nodeNextHop(node?.status?.addresses, 6) };
+    // Each peer from this node's address of its family; none: that peer is not for this node.
+    const peers: PeerConfig[] = [];
+    for (const p of bgp.speaker.peers) {
+      const family = parseIP(p.address)!.family;
+      const local = own[family];
+      if (!local) continue;
+      const { passive: _passive, ...rest } = p;
+      peers.push({ ...rest, sourceAddress: local, families: [family] });
+    }
+    await this.reconcileBfd(bgp.loadBalancers.bfd, peers);
+    const open = bgp.loadBalancers.bfd ? peers.filter((p) => this.bfdUp.has(key(p.address))) : peers;
+    const config: SpeakerConfig = { localAsn: bgp.speaker.localAsn, routerId: own[4] ?? routerIdOf(this.o.node), listen: false, peers: open };
+    const table = nodeLoadBalancerAnnouncements(node, { services: this.services.store.list(), readyEndpointNodes: readyEndpointNodes(this.slices.store.list()) }, this.config.loadBalancer, bgp);
+    if (!this.speaker) {
+      if (this.ended) return;
+      this.speaker = await BgpSpeaker.start(config, {
+        log: this.log,
+        announcements: table,
+        onStateChange: (c) => {
+          if (c.to === 'established') this.log.info('BGP session established', { peer: c.peer });
+          else if (c.from === 'established') this.log.info('BGP session down', { peer: c.peer, reason: c.reason });
+        },
+      });
+      this.appliedConfig = JSON.stringify(config);
+      this.log.info('node BGP speaker started', { peers: open.map((p) => p.address).join(','), announcements: table.length });
+      return;
+    }
+    const text = JSON.stringify(config);
+    if (text !== this.appliedConfig) {
+      this.speaker.reconfigure(config);
+      this.appliedConfig = text;
+    }
+    this.speaker.setAnnouncements(table);
+  }
+
+  /** One BFD session per peer, from our address of its family; peers gone or moved lose theirs. */
+  private async reconcileBfd(timers: NonNullable<NodeBgpConfig['bgp']>['loadBalancers']['bfd'], peers: PeerConfig[]): Promise<void> {
+    const wanted = new Map(timers ? peers.map((p) => [key(p.address), `${p.sourceAddress} ${JSON.stringify(timers)}`]) : []);
+    for (const [peer, setting] of this.bfdSessions) {
+      if (wanted.get(peer) === setting) continue;
+      this.bfdSessions.delete(peer);
+      this.bfdUp.delete(peer);
+      await this.bfd?.removeSession(peer);
+    }
+    if (wanted.size === 0) {
+      await this.bfd?.close();
+      this.bfd = undefined;
+      return;
+    }
+    this.bfd ??= await BfdEndpoint.open({ log: this.log, ...(this.o.bfdPort !== undefined ? { port: this.o.bfdPort } : {}) });
+    for (const [peer, setting] of wanted) {
+      if (this.bfdSessions.has(peer)) continue;
+      const local = setting.split(' ')[0]!;
+      this.bfdSessions.set(peer, setting);
+      await this.bfd.addSession(peer, {
+        local,
+        timers: timers!,
+        ...(this.o.bfdPeerPort !== undefined ? { port: this.o.bfdPeerPort } : {}),
+        onStateChange: (c) => {
+          if (this.bfdSessions.get(peer) !== setting) return; // a session being replaced
+          const up = c.to === BfdState.Up;
+          this.log.info(up ? 'BFD session up' : 'BFD session down', { peer, from: BfdState[c.from], to: BfdState[c.to], ...(up ? {} : { diag: BfdDiag[c.diag] }) });
+          if (up) this.bfdUp.add(peer);
+          else this.bfdUp.delete(peer);
+          this.schedule();
+        },
+      });
+    }
+  }
+
+  private async shutdown(): Promise<void> {
+    const speaker = this.speaker;
+    this.speaker = undefined;
+    this.appliedConfig = undefined;
+    // BGP first (a Cease: the router withdraws at once), then BFD AdminDown.
+    await speaker?.stop({ graceful: false });
+    const bfd = this.bfd;
+    this.bfd = undefined;
+    this.bfdSessions.clear();
+    this.bfdUp.clear();
+    await bfd?.close();
+  }
+}
+
+function key(address: string): string {
+  return formatIP(parseIP(address)!);
+}
+
+/**
+ * The BGP identifier of a node without an IPv4 address: a non-zero 32-bit hash of its name
+ * (FNV-1a), shown dotted. Routers need only that it differs from theirs and stays put.
+ */
+function routerIdOf(name: string): string {
+  let h = 0x811c9dc5;
+  for (const c of new TextEncoder().encode(name)) h = Math.imul(h ^ c, 0x01000193) >>> 0;
+  h = h || 1;
+  return [h >>> 24, (h >>> 16) & 255, (h >>> 8) & 255, h & 255].join('.');
+}
