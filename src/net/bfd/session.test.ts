@@ -68,6 +68,17 @@ describe('BFD session state machine (RFC 5880 6.8)', () => {
     expect(h.sent.every((s) => !s.p.poll && !s.p.final)).toBe(true);
   });
 
+  test('a state change goes out at once, not an interval later', () => {
+    const h = harness();
+    h.session.start();
+    h.clock.advance(10);
+    h.sent.length = 0;
+    h.session.receive(remote({ state: BfdState.Down }));
+    expect(h.sent.map((s) => [s.at, BfdState[s.p.state]])).toEqual([[1010, 'Init']]);
+    h.session.receive(remote({ state: BfdState.Up, yourDiscriminator: 11 }));
+    expect(h.sent.map((s) => [s.at, BfdState[s.p.state], s.p.poll])).toEqual([[1010, 'Init', false], [1010, 'Up', true]]);
+  });
+
   test('Down hearing Init goes straight to Up', () => {
     const h = harness();
     h.session.start();
