@@ -70,7 +70,8 @@ try {
         await site.linkUp(1);
         await eventually('n2 back', async () => (await site.hops()).includes(v4(1)), 60_000, 10);
         linkBack.push(performance.now() - back);
-        await Bun.sleep(1_000);
+        // Past BIRD's error forget time in the lab (5 s): each round a first failure, not a flap it dampens.
+        await Bun.sleep(6_000);
       }
       console.error(`[${kind}] link down: ${JSON.stringify(summary(linkDown))}; back: ${JSON.stringify(summary(linkBack))}`);
       const killed: number[] = [];
@@ -78,7 +79,7 @@ try {
         killed.push(await site.withdrawalMs(v4(2), async () => process.kill(site.speakers.get(2)!.pid, 'SIGKILL')));
         site.startSpeaker(2);
         await eventually('n3 back', async () => (await site.hops()).includes(v4(2)), 60_000, 50);
-        await Bun.sleep(1_000);
+        await Bun.sleep(6_000);
       }
       console.error(`[${kind}] speaker SIGKILL: ${JSON.stringify(summary(killed))}`);
 

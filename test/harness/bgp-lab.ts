@@ -165,8 +165,10 @@ protocol bgp ${name} {
   hold time 9;
   graceful restart off;
   bfd on;
-  # A node back after a failure is taken again within seconds, not after the default 60 s.
+  # A node back after a failure is taken again within seconds, not after the default 60 s; a
+  # failure more than 5 s after the last starts from 1 s again (the bench takes links down in a row).
   error wait time 1, 30;
+  error forget time 5;
   ${o.password ? `password "${o.password}";` : ''}
   ${channel} { import all; export none; add paths rx; };
 }`;

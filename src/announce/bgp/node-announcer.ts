@@ -10,7 +10,7 @@ import { BgpSpeaker, type PeerConfig, type SpeakerConfig } from '../../net/bgp/s
 import { formatIP, parseIP, type IPFamily } from '../../net/ip.ts';
 import { errorMessage } from '../../util/errors.ts';
 import { nodeLoadBalancerAnnouncements } from './announcements.ts';
-import type { NodeBgpConfig } from './node-config.ts';
+import { announcesFromNodes, type NodeBgpConfig } from './node-config.ts';
 import { nodeNextHop } from './next-hop.ts';
 
 /**
@@ -53,10 +53,9 @@ export interface NodePeerView {
 
 export class NodeBgpAnnouncer {
   private config: NodeBgpConfig;
-  private readonly services: Informer<V1Service>;
-  private readonly self: Informer<V1Node>;
-  private readonly slices: Informer<V1EndpointSlice>;
   private readonly log: Logger;
+  /** The informers of the current activation (while the file asks for announceFrom: nodes). */
+  private watch?: { services: Informer<V1Service>; self: Informer<V1Node>; slices: Informer<V1EndpointSlice> };
   private speaker?: BgpSpeaker;
   private appliedConfig?: string;
   private bfd?: BfdEndpoint;
@@ -68,31 +67,67 @@ export class NodeBgpAnnouncer {
   private ended = false;
   private running?: Promise<void>;
   private again = false;
+  /** Wakes run() when the file starts asking for per-node sessions; ends an activation when it stops. */
+  private wake?: () => void;
+  private deactivate?: () => void;
 
   constructor(private readonly o: NodeBgpOptions) {
     this.config = o.config;
     this.log = o.logger.with({ component: 'node-bgp', node: o.node });
-    const common = { transport: o.transport, logger: o.logger };
-    this.services = new Informer<V1Service>({ ...common, type: SERVICES });
-    // Only its own Node: a drain (taint, label, deletion) and its addresses.
-    this.self = new Informer<V1Node>({ ...common, type: NODES, fieldSelector: `metadata.name=${o.node}`, transform: stripManagedFields });
-    this.slices = new Informer<V1EndpointSlice>({ ...common, type: ENDPOINT_SLICES, transform: stripManagedFields });
-    const changed = { onAdd: () => this.schedule(), onUpdate: () => this.schedule(), onDelete: () => this.schedule() };
-    this.services.addHandlers(changed);
-    this.self.addHandlers(changed);
-    this.slices.addHandlers(changed);
   }
 
   /** The config file changed. */
   setConfig(config: NodeBgpConfig): void {
     this.config = config;
+    if (announcesFromNodes(config)) this.wake?.();
+    else this.deactivate?.();
     this.schedule();
   }
 
-  /** Runs until the signal aborts; then withdraws everything (Cease, BFD AdminDown). */
+  /**
+   * Runs until the signal aborts. Nothing is watched and no port opened while the file does not
+   * ask for per-node sessions (an L2-only cluster pays nothing for this); when it stops asking,
+   * or at the end, everything is withdrawn (Cease, BFD AdminDown).
+   */
   async run(signal: AbortSignal): Promise<void> {
-    const informers = [this.services, this.self, this.slices].map((i) => i.run(signal));
-    const synced = await Promise.all([this.services, this.self, this.slices].map((i) => i.waitForSync(signal)));
+    while (!signal.aborted) {
+      if (!announcesFromNodes(this.config)) {
+        await new Promise<void>((resolve) => {
+          this.wake = resolve;
+          signal.addEventListener('abort', () => resolve(), { once: true });
+        });
+        this.wake = undefined;
+        continue;
+      }
+      const active = new AbortController();
+      const end = () => active.abort();
+      signal.addEventListener('abort', end, { once: true });
+      this.deactivate = end;
+      try {
+        await this.runActive(active.signal);
+      } finally {
+        signal.removeEventListener('abort', end);
+        this.deactivate = undefined;
+      }
+    }
+  }
+
+  private async runActive(signal: AbortSignal): Promise<void> {
+    const common = { transport: this.o.transport, logger: this.o.logger };
+    const watch = {
+      services: new Informer<V1Service>({ ...common, type: SERVICES }),
+      // Only its own Node: a drain (taint, label, deletion) and its addresses.
+      self: new Informer<V1Node>({ ...common, type: NODES, fieldSelector: `metadata.name=${this.o.node}`, transform: stripManagedFields }),
+      slices: new Informer<V1EndpointSlice>({ ...common, type: ENDPOINT_SLICES, transform: stripManagedFields }),
+    };
+    const changed = { onAdd: () => this.schedule(), onUpdate: () => this.schedule(), onDelete: () => this.schedule() };
+    watch.services.addHandlers(changed);
+    watch.self.addHandlers(changed);
+    watch.slices.addHandlers(changed);
+    this.watch = watch;
+    this.ended = false;
+    const informers = [watch.services.run(signal), watch.self.run(signal), watch.slices.run(signal)];
+    const synced = await Promise.all([watch.services.waitForSync(signal), watch.self.waitForSync(signal), watch.slices.waitForSync(signal)]);
     if (synced.every(Boolean) && !signal.aborted) {
       this.synced = true;
       this.schedule();
@@ -101,8 +136,10 @@ export class NodeBgpAnnouncer {
       await Promise.all(informers);
     } finally {
       this.ended = true;
+      this.synced = false;
       await this.running;
       await this.shutdown();
+      this.watch = undefined;
     }
   }
 
@@ -140,7 +177,9 @@ export class NodeBgpAnnouncer {
       await this.shutdown();
       return;
     }
-    const node = this.self.store.list().find((n) => n.metadata?.name === this.o.node);
+    const watch = this.watch;
+    if (!watch) return;
+    const node = watch.self.store.list().find((n) => n.metadata?.name === this.o.node);
     const own: Record<IPFamily, string | undefined> = { 4: nodeNextHop(node?.status?.addresses, 4), 6: nodeNextHop(node?.status?.addresses, 6) };
     // Each peer from this node's address of its family; none: that peer is not for this node.
     const peers: PeerConfig[] = [];
@@ -154,7 +193,7 @@ export class NodeBgpAnnouncer {
     await this.reconcileBfd(bgp.loadBalancers.bfd, peers);
     const open = bgp.loadBalancers.bfd ? peers.filter((p) => this.bfdUp.has(key(p.address))) : peers;
     const config: SpeakerConfig = { localAsn: bgp.speaker.localAsn, routerId: own[4] ?? routerIdOf(this.o.node), listen: false, peers: open };
-    const table = nodeLoadBalancerAnnouncements(node, { services: this.services.store.list(), readyEndpointNodes: readyEndpointNodes(this.slices.store.list()) }, this.config.loadBalancer, bgp);
+    const table = nodeLoadBalancerAnnouncements(node, { services: watch.services.store.list(), readyEndpointNodes: readyEndpointNodes(watch.slices.store.list()) }, this.config.loadBalancer, bgp);
     if (!this.speaker) {
       if (this.ended) return;
       this.speaker = await BgpSpeaker.start(config, {
