@@ -181,14 +181,16 @@ export class NodeBgpAnnouncer {
     if (!watch) return;
     const node = watch.self.store.list().find((n) => n.metadata?.name === this.o.node);
     const own: Record<IPFamily, string | undefined> = { 4: nodeNextHop(node?.status?.addresses, 4), 6: nodeNextHop(node?.status?.addresses, 6) };
-    // Each peer from this node's address of its family; none: that peer is not for this node.
+    // Each peer from this node's address of the peer's family (none: that peer is not for this
+    // node), with the families it carries that this node has a next hop of: one peer with
+    // families [4, 6] is one BGP and one BFD session per node for both.
     const peers: PeerConfig[] = [];
     for (const p of bgp.speaker.peers) {
-      const family = parseIP(p.address)!.family;
-      const local = own[family];
-      if (!local) continue;
+      const local = own[parseIP(p.address)!.family];
+      const families = (p.families ?? [4, 6]).filter((f) => own[f]);
+      if (!local || families.length === 0) continue;
       const { passive: _passive, ...rest } = p;
-      peers.push({ ...rest, sourceAddress: local, families: [family] });
+      peers.push({ ...rest, sourceAddress: local, families });
     }
     await this.reconcileBfd(bgp.loadBalancers.bfd, peers);
     const open = bgp.loadBalancers.bfd ? peers.filter((p) => this.bfdUp.has(key(p.address))) : peers;
