@@ -43,7 +43,13 @@ export interface RouterOptions {
    * IPv4 and one IPv6 each, every session tied to a BFD session (BIRD `bfd on` with `protocol
    * bfd`, FRR `neighbor X bfd profile` with bfdd), as docs/networking/bgp.md configures them.
    */
-  bfdNodes?: { nodes: SpeakerAddresses[]; intervalMs: number; multiplier: number };
+  bfdNodes?: {
+    nodes: SpeakerAddresses[];
+    intervalMs: number;
+    multiplier: number;
+    /** Accept the nodes by range (BIRD `neighbor range`, FRR `bgp listen range`: sessions made as nodes connect) instead of listing them. */
+    dynamic?: { v4: string; v6: string };
+  };
 }
 
 export interface SpeakerAddresses {
@@ -172,8 +178,10 @@ protocol bgp ${name} {
   ${o.password ? `password "${o.password}";` : ''}
   ${channel} { import all; export none; add paths rx; };
 }`;
-    const bfd = b ? `protocol bfd { interface "*" { interval ${b.intervalMs} ms; multiplier ${b.multiplier}; }; }
-${b.nodes.map((n) => `${nodeSession(birdProtocol(o, n.v4), ROUTER4, n.v4, 'ipv4')}\n${nodeSession(birdProtocol(o, n.v6), ROUTER6, n.v6, 'ipv6')}`).join('\n')}` : '';
+    const nodes = b?.dynamic
+      ? `${nodeSession('nodes4', ROUTER4, `range ${b.dynamic.v4}`, 'ipv4')}\n${nodeSession('nodes6', ROUTER6, `range ${b.dynamic.v6}`, 'ipv6')}`
+      : (b?.nodes ?? []).map((n) => `${nodeSession(birdProtocol(o, n.v4), ROUTER4, n.v4, 'ipv4')}\n${nodeSession(birdProtocol(o, n.v6), ROUTER6, n.v6, 'ipv6')}`).join('\n');
+    const bfd = b ? `protocol bfd { interface "*" { interval ${b.intervalMs} ms; multiplier ${b.multiplier}; }; }\n${nodes}` : '';
     writeFileSync(
       conf,
       `# edge-ccm BGP test router
@@ -218,6 +226,11 @@ ${bfd}
   }
 
   async sessionUp(address: string): Promise<boolean> {
+    if (this.options.bfdNodes?.dynamic && this.options.bfdNodes.nodes.some((n) => n.v4 === address || n.v6 === address)) {
+      // Sessions spawned from a range have made-up names: find the one with this neighbor.
+      const r = await this.birdc('show protocols all');
+      return r.code === 0 && r.stdout.split(/\n(?=\S)/).some((block) => new RegExp(`Neighbor address:\\s+${address.replace(/\./g, '\\.')}\\b`).test(block) && /BGP state:\s+Established/.test(block));
+    }
     const r = await this.birdc(`show protocols ${birdProtocol(this.options, address)}`);
     return r.code === 0 && /\bEstablished\b/.test(r.stdout);
   }
@@ -255,7 +268,16 @@ class Frr implements BgpRouter {
     const pw = o.password ? each((sp) => [` neighbor ${sp.v4} password ${o.password}`, ` neighbor ${sp.v6} password ${o.password}`]) : [];
     const bfdNodes = o.bfdNodes?.nodes ?? [];
     // A node's sessions: tied to BFD (profile "nodes" of bfdd).
-    const nodeNeighbors = bfdNodes.flatMap((n) => [n.v4, n.v6]).flatMap((a) => [` neighbor ${a} remote-as ${SPEAKER_ASN}`, ` neighbor ${a} timers 3 9`, ` neighbor ${a} bfd profile nodes`, ...(o.password ? [` neighbor ${a} password ${o.password}`] : [])]);
+    const dynamic = o.bfdNodes?.dynamic;
+    // Listed: one neighbor per node address. Dynamic: peer groups NODES and NODES6 taking their ranges.
+    const nodeTargets = dynamic ? ['NODES', 'NODES6'] : bfdNodes.flatMap((n) => [n.v4, n.v6]);
+    // A listen range takes a peer group that has its remote-as already (bgpd refuses the line before it).
+    const nodeNeighbors = [
+      ...(dynamic ? [' neighbor NODES peer-group', ' neighbor NODES6 peer-group'] : []),
+      ...nodeTargets.flatMap((a) => [` neighbor ${a} remote-as ${SPEAKER_ASN}`, ` neighbor ${a} timers 3 9`, ` neighbor ${a} bfd profile nodes`, ...(o.password ? [` neighbor ${a} password ${o.password}`] : [])]),
+      ...(dynamic ? [` bgp listen range ${dynamic.v4} peer-group NODES`, ` bgp listen range ${dynamic.v6} peer-group NODES6`] : []),
+    ];
+    const [nodes4, nodes6] = dynamic ? [['NODES'], ['NODES6']] : [bfdNodes.map((n) => n.v4), bfdNodes.map((n) => n.v6)];
     const conf = join(dir, 'bgpd.conf');
     writeFileSync(
       conf,
@@ -274,12 +296,13 @@ class Frr implements BgpRouter {
         ' address-family ipv4 unicast',
         '  maximum-paths 8',
         ...each((sp) => [`  neighbor ${sp.v4} activate`, `  neighbor ${sp.v4} addpath-rx-paths-limit 8`, `  no neighbor ${sp.v6} activate`]),
-        ...bfdNodes.flatMap((n) => [`  neighbor ${n.v4} activate`, `  no neighbor ${n.v6} activate`]),
+        ...nodes4.map((a) => `  neighbor ${a} activate`),
+        ...nodes6.map((a) => `  no neighbor ${a} activate`),
         ' exit-address-family',
         ' address-family ipv6 unicast',
         '  maximum-paths 8',
         ...each((sp) => [`  neighbor ${sp.v6} activate`, `  neighbor ${sp.v6} addpath-rx-paths-limit 8`]),
-        ...bfdNodes.map((n) => `  neighbor ${n.v6} activate`),
+        ...nodes6.map((a) => `  neighbor ${a} activate`),
         ' exit-address-family',
         '',
       ].join('\n'),

@@ -35,7 +35,12 @@ const LISTENER = join(import.meta.dir, '..', 'fakes', 'node-listener-main.ts');
 export interface NodeLabOptions {
   announceFrom: 'leader' | 'nodes';
   bfd: { intervalMs: number; multiplier: number };
+  /** The router accepts the nodes by range (BIRD `neighbor range`, FRR `bgp listen range`) instead of listing them. */
+  dynamicNeighbors?: boolean;
 }
+
+/** The ranges holding the nodes (.11-.13, ::11-::13) and not the edge-ccm replicas (.2-.4). */
+export const NODE_RANGES = { v4: '198.51.100.8/29', v6: '2001:db8::10/124' };
 
 export interface ProbeResult {
   sent: number;
@@ -83,7 +88,7 @@ export class NodeLab {
 
   /** Builds the lab and waits until the service's address has its three next hops in the router's kernel. */
   static async start(cp: ControlPlane, admin: BunKubeTransport, kind: RouterKind, prefix: string, o: NodeLabOptions): Promise<NodeLab> {
-    const { lab, router } = await createClusterLab(`bgpl-${kind}`, kind, { bfdNodes: { nodes: CLUSTER_NODES.map((n) => ({ v4: n.v4, v6: n.v6 })), ...o.bfd } }, [REPLICAS[0]]);
+    const { lab, router } = await createClusterLab(`bgpl-${kind}`, kind, { bfdNodes: { nodes: CLUSTER_NODES.map((n) => ({ v4: n.v4, v6: n.v6 })), ...o.bfd, ...(o.dynamicNeighbors ? { dynamic: NODE_RANGES } : {}) } }, [REPLICAS[0]]);
     const site = new NodeLab(lab, router, admin, prefix);
     site.cleanups.push(() => lab.destroy(), () => router.stop());
     try {

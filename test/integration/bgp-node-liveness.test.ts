@@ -12,12 +12,13 @@ import { transportFor } from '../harness/kubeconfig.ts';
  * namespaces each run `edge-ccm speaker` (the compiled binary) with
  * bgp.loadBalancers.announceFrom: nodes: each announces a LoadBalancer address (eTP Cluster)
  * with itself as next hop over its own sessions, tied to BFD (3 x 200 ms), to BIRD or FRR
- * (bfdd); test/harness/bgp-node-lab.ts builds it. A client behind the router probes the address
+ * (bfdd), the nodes listed as neighbors or accepted by range (dynamic neighbors: the router makes
+ * its BFD session with a node only once the node's BGP session is up); test/harness/bgp-node-lab.ts builds it. A client behind the router probes the address
  * every 100 ms. Then:
  *
  * - link down in a node's namespace (its speaker alive): its next hop leaves the router's kernel
  *   table within 1 s plus the probe period (asserted: the issue's figure), failed probes counted;
- * - the link back: the next hop returns, the speaker's BGP session opened after its BFD Up;
+ * - the link back: the next hop returns, announced by the speaker only once its BFD session is Up;
  * - SIGKILL of a node's speaker: the same bound;
  * - a drain (ToBeDeletedByClusterAutoscaler taint): the node's path is withdrawn while its
  *   sessions stay up and no probe fails.
@@ -49,10 +50,13 @@ afterAll(() => cp?.stop());
 
 const v4 = (i: number) => CLUSTER_NODES[i]!.v4;
 
-for (const kind of ['bird', 'frr'] as RouterKind[]) {
-  describe(`a dead node leaves the router's table (BGP with BFD per node), ${kind} as the router`, () => {
-    test('link down, link back, speaker SIGKILL, drain: withdrawn within 1 s, back after BFD is Up, drained first', async () => {
-      const s = (site = await NodeLab.start(cp, admin, kind, `bgpl${kind}`, { announceFrom: ANNOUNCE_FROM, bfd: BFD }));
+const CASES: [RouterKind, 'listed' | 'dynamic'][] = [['bird', 'listed'], ['bird', 'dynamic'], ['frr', 'listed'], ['frr', 'dynamic']];
+
+for (const [kind, neighbors] of CASES) {
+  describe(`a dead node leaves the router's table (BGP with BFD per node), ${kind} as the router, nodes ${neighbors === 'listed' ? 'listed' : 'accepted by range'}`, () => {
+    test('link down, link back, speaker SIGKILL, drain: withdrawn within 1 s, announced again after BFD is Up, drained first', async () => {
+      const s = (site = await NodeLab.start(cp, admin, kind, `bgpl${kind[0]}${neighbors[0]}`, { announceFrom: ANNOUNCE_FROM, bfd: BFD, dynamicNeighbors: neighbors === 'dynamic' }));
+      const tag = `${kind}, ${neighbors}`;
       if (ANNOUNCE_FROM === 'nodes') for (const n of CLUSTER_NODES) await eventually(`the router's BFD session with ${n.name} Up`, () => s.router.bfdUp!(n.v4), 10_000);
 
       // 1. Node n2's link goes down; its speaker keeps running.
@@ -61,20 +65,23 @@ for (const kind of ['bird', 'frr'] as RouterKind[]) {
         await Bun.sleep(2_000);
         return ms;
       });
-      console.log(`[${kind}] link down: next hop out of the kernel table after ${link.result.toFixed(0)} ms; ${link.failed} of ${link.sent} probes failed`);
+      console.log(`[${tag}] link down: next hop out of the kernel table after ${link.result.toFixed(0)} ms; ${link.failed} of ${link.sent} probes failed`);
       expect(link.result).toBeLessThan(WITHDRAW_BOUND_MS);
       expect(await s.hops()).toEqual([v4(0), v4(2)]);
 
-      // 2. The link back: the next hop returns; the speaker opened its BGP session after its BFD session was Up.
+      // 2. The link back: the next hop returns; the speaker announced to the router only once its BFD session was Up.
       const back = performance.now();
       await s.linkUp(1);
       await eventually('n2 back in the kernel table', async () => (await s.hops()).includes(v4(1)), 60_000, 20);
-      console.log(`[${kind}] link back: next hop back after ${(performance.now() - back).toFixed(0)} ms`);
+      console.log(`[${tag}] link back: next hop back after ${(performance.now() - back).toFixed(0)} ms`);
       await eventually('the router\'s BFD session with n2 Up', () => s.router.bfdUp!(v4(1)), 10_000);
       const log = s.speakers.get(1)!.logTail(400);
-      const lastBfdUp = log.lastIndexOf('BFD session up');
-      expect(lastBfdUp).toBeGreaterThan(log.lastIndexOf('BFD session down'));
-      expect(log.lastIndexOf('BGP session established')).toBeGreaterThan(lastBfdUp);
+      const withdrawn = log.lastIndexOf('withdrawn from the peer: its BFD session is down');
+      const bfdUp = log.lastIndexOf('BFD session up');
+      const announcing = log.lastIndexOf('announcing to the peer: its BFD session is Up');
+      expect(withdrawn).toBeGreaterThan(-1);
+      expect(bfdUp).toBeGreaterThan(withdrawn);
+      expect(announcing).toBeGreaterThan(bfdUp);
 
       // 3. SIGKILL of n3's speaker (node and link up).
       const killed = await s.probing(PROBE_MS, async () => {
@@ -82,7 +89,7 @@ for (const kind of ['bird', 'frr'] as RouterKind[]) {
         await Bun.sleep(2_000);
         return ms;
       });
-      console.log(`[${kind}] speaker SIGKILL: next hop out after ${killed.result.toFixed(0)} ms; ${killed.failed} of ${killed.sent} probes failed`);
+      console.log(`[${tag}] speaker SIGKILL: next hop out after ${killed.result.toFixed(0)} ms; ${killed.failed} of ${killed.sent} probes failed`);
       expect(killed.result).toBeLessThan(WITHDRAW_BOUND_MS);
       s.startSpeaker(2);
       await eventually('n3 back', async () => (await s.hops()).includes(v4(2)), 60_000, 100);
@@ -93,7 +100,7 @@ for (const kind of ['bird', 'frr'] as RouterKind[]) {
         await Bun.sleep(1_000);
         return ms;
       });
-      console.log(`[${kind}] drain: next hop out after ${drain.result.toFixed(0)} ms; ${drain.failed} of ${drain.sent} probes failed`);
+      console.log(`[${tag}] drain: next hop out after ${drain.result.toFixed(0)} ms; ${drain.failed} of ${drain.sent} probes failed`);
       expect(drain.result).toBeLessThan(15_000);
       expect(await s.router.sessionUp(v4(0))).toBe(true);
       expect(await s.router.bfdUp!(v4(0))).toBe(true);

@@ -24,8 +24,11 @@ import { nodeNextHop } from './next-hop.ts';
  *   node that dies (power, link, kernel) stops sending BFD, the router's BFD declares it down
  *   after its detection time (3 x 200 ms by default) and the router drops the BGP session and its
  *   paths with it (BIRD `bfd on`, FRR `neighbor X bfd`);
- * - the BGP session opens only once BFD is Up, so a node that comes back is a next hop again
- *   only once packets flow both ways; when BFD goes down the session is closed;
+ * - nothing is announced to a peer until the BFD session with it is Up, so a node that comes
+ *   back is a next hop again only once packets flow both ways; when BFD goes down its paths are
+ *   withdrawn. The BGP session itself opens regardless: a router with dynamic neighbors (BIRD
+ *   `neighbor range`, FRR `bgp listen range`) creates its BFD session for a node only once the
+ *   node's BGP session is up;
  * - a node being drained (ToBeDeletedByClusterAutoscaler, the exclusion label, deletion)
  *   withdraws its paths (an UPDATE) while its sessions stay, before its workloads stop; this
  *   speaker watches its own Node for that;
@@ -47,6 +50,8 @@ export interface NodeBgpOptions {
 export interface NodePeerView {
   address: string;
   local: string;
+  /** The node's addresses are announced to this peer (its BFD session is Up, or BFD is off). */
+  announcing: boolean;
   bfd?: keyof typeof BfdState;
   bgp?: string;
 }
@@ -56,8 +61,12 @@ export class NodeBgpAnnouncer {
   private readonly log: Logger;
   /** The informers of the current activation (while the file asks for announceFrom: nodes). */
   private watch?: { services: Informer<V1Service>; self: Informer<V1Node>; slices: Informer<V1EndpointSlice> };
-  private speaker?: BgpSpeaker;
-  private appliedConfig?: string;
+  /**
+   * One speaker per peer, so that each peer's table follows its own BFD session: a peer whose
+   * BFD session is not Up has a BGP session (a router with dynamic neighbors creates its BFD
+   * session only once BGP is up) but nothing announced on it.
+   */
+  private readonly sessions = new Map<string, { speaker: BgpSpeaker; config: string; announcing: boolean }>();
   private bfd?: BfdEndpoint;
   /** BFD sessions in place: peer -> our address in it and its timers, as text. */
   private readonly bfdSessions = new Map<string, string>();
@@ -144,11 +153,10 @@ export class NodeBgpAnnouncer {
   }
 
   peers(): NodePeerView[] {
-    const stats = this.speaker?.stats().peers ?? [];
-    return [...this.bfdSessions.keys()].map((address) => {
+    return [...this.sessions.entries()].map(([address, s]) => {
       const session = this.bfd?.session(address);
-      const bgp = stats.find((p) => p.address === address);
-      return { address, local: this.bfdSessions.get(address)!.split(' ')[0]!, ...(session ? { bfd: BfdState[session.state] as keyof typeof BfdState } : {}), ...(bgp ? { bgp: bgp.state } : {}) };
+      const bgp = s.speaker.stats().peers[0];
+      return { address, local: (JSON.parse(s.config) as SpeakerConfig).peers[0]!.sourceAddress!, announcing: s.announcing, ...(session ? { bfd: BfdState[session.state] as keyof typeof BfdState } : {}), ...(bgp ? { bgp: bgp.state } : {}) };
     });
   }
 
@@ -173,7 +181,7 @@ export class NodeBgpAnnouncer {
   private async reconcile(): Promise<void> {
     const bgp = this.config.bgp;
     if (!bgp || bgp.loadBalancers.announceFrom !== 'nodes') {
-      if (this.speaker || this.bfd) this.log.info('node BGP sessions stopped: the file does not ask for announceFrom: nodes');
+      if (this.sessions.size > 0 || this.bfd) this.log.info('node BGP sessions stopped: the file does not ask for announceFrom: nodes');
       await this.shutdown();
       return;
     }
@@ -193,29 +201,43 @@ export class NodeBgpAnnouncer {
       peers.push({ ...rest, sourceAddress: local, families });
     }
     await this.reconcileBfd(bgp.loadBalancers.bfd, peers);
-    const open = bgp.loadBalancers.bfd ? peers.filter((p) => this.bfdUp.has(key(p.address))) : peers;
-    const config: SpeakerConfig = { localAsn: bgp.speaker.localAsn, routerId: own[4] ?? routerIdOf(this.o.node), listen: false, peers: open };
     const table = nodeLoadBalancerAnnouncements(node, { services: watch.services.store.list(), readyEndpointNodes: readyEndpointNodes(watch.slices.store.list()) }, this.config.loadBalancer, bgp);
-    if (!this.speaker) {
+    const routerId = own[4] ?? routerIdOf(this.o.node);
+    const wanted = new Map(peers.map((p) => [key(p.address), p]));
+    for (const [peer, session] of this.sessions) {
+      if (wanted.has(peer)) continue;
+      this.sessions.delete(peer);
+      await session.speaker.stop({ graceful: false });
+    }
+    for (const [peer, settings] of wanted) {
       if (this.ended) return;
-      this.speaker = await BgpSpeaker.start(config, {
-        log: this.log,
-        announcements: table,
-        onStateChange: (c) => {
-          if (c.to === 'established') this.log.info('BGP session established', { peer: c.peer });
-          else if (c.from === 'established') this.log.info('BGP session down', { peer: c.peer, reason: c.reason });
-        },
-      });
-      this.appliedConfig = JSON.stringify(config);
-      this.log.info('node BGP speaker started', { peers: open.map((p) => p.address).join(','), announcements: table.length });
-      return;
+      // Nothing announced to a peer until its BFD session is Up: a path only once packets flow both ways.
+      const announcing = !bgp.loadBalancers.bfd || this.bfdUp.has(peer);
+      const config: SpeakerConfig = { localAsn: bgp.speaker.localAsn, routerId, listen: false, peers: [settings] };
+      const text = JSON.stringify(config);
+      let session = this.sessions.get(peer);
+      if (!session) {
+        const speaker = await BgpSpeaker.start(config, {
+          log: this.log,
+          announcements: announcing ? table : [],
+          onStateChange: (c) => {
+            if (c.to === 'established') this.log.info('BGP session established', { peer: c.peer });
+            else if (c.from === 'established') this.log.info('BGP session down', { peer: c.peer, reason: c.reason });
+          },
+        });
+        session = { speaker, config: text, announcing };
+        this.sessions.set(peer, session);
+        this.log.info('node BGP session started', { peer, local: settings.sourceAddress, announcing, announcements: table.length });
+        continue;
+      }
+      if (session.config !== text) {
+        session.speaker.reconfigure(config);
+        session.config = text;
+      }
+      if (session.announcing !== announcing) this.log.info(announcing ? 'announcing to the peer: its BFD session is Up' : 'withdrawn from the peer: its BFD session is down', { peer, announcements: table.length });
+      session.announcing = announcing;
+      session.speaker.setAnnouncements(announcing ? table : []);
     }
-    const text = JSON.stringify(config);
-    if (text !== this.appliedConfig) {
-      this.speaker.reconfigure(config);
-      this.appliedConfig = text;
-    }
-    this.speaker.setAnnouncements(table);
   }
 
   /** One BFD session per peer, from our address of its family; peers gone or moved lose theirs. */
@@ -254,11 +276,10 @@ export class NodeBgpAnnouncer {
   }
 
   private async shutdown(): Promise<void> {
-    const speaker = this.speaker;
-    this.speaker = undefined;
-    this.appliedConfig = undefined;
+    const sessions = [...this.sessions.values()];
+    this.sessions.clear();
     // BGP first (a Cease: the router withdraws at once), then BFD AdminDown.
-    await speaker?.stop({ graceful: false });
+    await Promise.all(sessions.map((s) => s.speaker.stop({ graceful: false })));
     const bfd = this.bfd;
     this.bfd = undefined;
     this.bfdSessions.clear();
