@@ -16,9 +16,10 @@ class RecordingTransport implements KubeTransport {
   readonly server = 'https://127.0.0.1:1';
   readonly lists: string[] = [];
   readonly watches: string[] = [];
+  constructor(private readonly nodes: object[] = []) {}
   async request<T>(req: KubeRequest): Promise<T> {
     this.lists.push(`${req.path}${req.query?.fieldSelector ? `?fieldSelector=${req.query.fieldSelector}` : ''}`);
-    return { items: [], metadata: { resourceVersion: '1' } } as T;
+    return { items: req.path === '/api/v1/nodes' ? this.nodes : [], metadata: { resourceVersion: '1' } } as T;
   }
   async *watch<T>(path: string, _query: Record<string, unknown>, signal: AbortSignal): AsyncGenerator<WatchEvent<T>> {
     this.watches.push(path);
@@ -64,6 +65,26 @@ describe('node BGP announcer activation', () => {
     announcer.setConfig(l2Only);
     await Bun.sleep(100);
     expect(transport.lists.length).toBe(seen);
+    stop.abort();
+    await running;
+  });
+
+  test('a BFD port held by another process: logged and tried again until it is free', async () => {
+    // Loopback only: the node's address and the peer are 127.0.0.1 (the peer's BGP port is closed).
+    const holder = await Bun.udpSocket({ hostname: '::', port: 0 });
+    const node = { metadata: { name: 'n1' }, status: { addresses: [{ type: 'InternalIP', address: '127.0.0.1' }] } };
+    const config: NodeBgpConfig = { ...nodesMode, bgp: { ...nodesMode.bgp!, speaker: { ...nodesMode.bgp!.speaker, peers: [{ address: '127.0.0.1', port: 9, asn: 65000, connectRetry: { minSeconds: 5, maxSeconds: 5 } }] } } };
+    const errors: string[] = [];
+    const logger: typeof silentLogger = Object.assign(Object.create(silentLogger), { with: () => logger, error: (m: string) => void errors.push(m) });
+    const announcer = new NodeBgpAnnouncer({ node: 'n1', transport: new RecordingTransport([node]), config, logger, bfdPort: holder.port, bfdPeerPort: 9, retryMs: 100 });
+    const stop = new AbortController();
+    const running = announcer.run(stop.signal);
+    await until(() => errors.length >= 2);
+    expect(errors[0]).toBe('cannot apply the node BGP sessions; retrying in 0.1 s');
+    expect(announcer.peers()).toEqual([]);
+    holder.close();
+    await until(() => announcer.peers().length === 1);
+    expect(announcer.peers()[0]).toMatchObject({ address: '127.0.0.1', local: '127.0.0.1', announcing: false, bfd: 'Down' });
     stop.abort();
     await running;
   });

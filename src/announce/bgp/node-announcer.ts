@@ -36,6 +36,9 @@ import { nodeNextHop } from './next-hop.ts';
  *   with it (the other nodes serve), and SIGTERM sends a Cease and BFD AdminDown first.
  */
 
+/** After a failed reconcile (a port taken, a socket refused), the next try. */
+const RETRY_MS = 5_000;
+
 export interface NodeBgpOptions {
   node: string;
   transport: KubeTransport;
@@ -44,6 +47,8 @@ export interface NodeBgpOptions {
   /** UDP port BFD is received on (default 3784) and the peers' BFD port (default 3784); tests change them. */
   bfdPort?: number;
   bfdPeerPort?: number;
+  /** After a failed reconcile, the next try (default RETRY_MS). */
+  retryMs?: number;
 }
 
 /** Where one peer stands, for the debug log and tests. */
@@ -79,6 +84,7 @@ export class NodeBgpAnnouncer {
   /** Wakes run() when the file starts asking for per-node sessions; ends an activation when it stops. */
   private wake?: () => void;
   private deactivate?: () => void;
+  private retry?: ReturnType<typeof setTimeout>;
 
   constructor(private readonly o: NodeBgpOptions) {
     this.config = o.config;
@@ -146,6 +152,7 @@ export class NodeBgpAnnouncer {
     } finally {
       this.ended = true;
       this.synced = false;
+      clearTimeout(this.retry);
       await this.running;
       await this.shutdown();
       this.watch = undefined;
@@ -172,7 +179,11 @@ export class NodeBgpAnnouncer {
         try {
           await this.reconcile();
         } catch (e) {
-          this.log.error('cannot apply the node BGP sessions; retrying at the next change', { error: errorMessage(e) });
+          // A BFD port held by another daemon, a peer's socket refused: tried again, not given up.
+          const retryMs = this.o.retryMs ?? RETRY_MS;
+          this.log.error(`cannot apply the node BGP sessions; retrying in ${retryMs / 1000} s`, { error: errorMessage(e) });
+          clearTimeout(this.retry);
+          this.retry = setTimeout(() => this.schedule(), retryMs);
         }
       } while (this.again && !this.ended);
     })().finally(() => (this.running = undefined));
