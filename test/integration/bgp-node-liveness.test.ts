@@ -19,7 +19,7 @@ import { transportFor } from '../harness/kubeconfig.ts';
  * - link down in a node's namespace (its speaker alive): its next hop leaves the router's kernel
  *   table within 1 s plus the probe period (asserted: the issue's figure), failed probes counted;
  * - the link back: the next hop returns, announced by the speaker only once its BFD session is Up;
- * - SIGKILL of a node's speaker: the same bound;
+ * - SIGKILL of a node's speaker: the same bound; SIGTERM (a rolling update): the same, exit 0;
  * - a drain (ToBeDeletedByClusterAutoscaler taint): the node's path is withdrawn while its
  *   sessions stay up and no probe fails.
  *
@@ -75,7 +75,8 @@ for (const [kind, neighbors] of CASES) {
       await eventually('n2 back in the kernel table', async () => (await s.hops()).includes(v4(1)), 60_000, 20);
       console.log(`[${tag}] link back: next hop back after ${(performance.now() - back).toFixed(0)} ms`);
       await eventually('the router\'s BFD session with n2 Up', () => s.router.bfdUp!(v4(1)), 10_000);
-      const log = s.speakers.get(1)!.logTail(400);
+      // The IPv4 router's lines only (the IPv6 session has its own, in any order with these).
+      const log = s.speakers.get(1)!.logTail(400).split('\n').filter((l) => / peer=198\.51\.100\.1\b/.test(l)).join('\n');
       const withdrawn = log.lastIndexOf('withdrawn from the peer: its BFD session is down');
       const bfdUp = log.lastIndexOf('BFD session up');
       const announcing = log.lastIndexOf('announcing to the peer: its BFD session is Up');
@@ -91,6 +92,14 @@ for (const [kind, neighbors] of CASES) {
       });
       console.log(`[${tag}] speaker SIGKILL: next hop out after ${killed.result.toFixed(0)} ms; ${killed.failed} of ${killed.sent} probes failed`);
       expect(killed.result).toBeLessThan(WITHDRAW_BOUND_MS);
+      s.startSpeaker(2);
+      await eventually('n3 back', async () => (await s.hops()).includes(v4(2)), 60_000, 100);
+
+      // 3b. SIGTERM of n3's speaker (a rolling update): Cease and BFD AdminDown, withdrawn at once.
+      const stopped = await s.withdrawalMs(v4(2), async () => process.kill(s.speakers.get(2)!.pid, 'SIGTERM'));
+      console.log(`[${tag}] speaker SIGTERM: next hop out after ${stopped.toFixed(0)} ms`);
+      expect(stopped).toBeLessThan(WITHDRAW_BOUND_MS);
+      expect(await s.speakers.get(2)!.exited).toBe(0);
       s.startSpeaker(2);
       await eventually('n3 back', async () => (await s.hops()).includes(v4(2)), 60_000, 100);
 

@@ -227,6 +227,14 @@ export class NodeBgpAnnouncer {
       const config: SpeakerConfig = { localAsn: bgp.speaker.localAsn, routerId, listen: false, peers: [settings] };
       const text = JSON.stringify(config);
       let session = this.sessions.get(peer);
+      if (session && announcing && !session.announcing && session.speaker.stats().peers[0]?.state !== 'established') {
+        // BFD just came Up and BGP is not: packets flow again, so connect now rather than at the
+        // end of a connect-retry backoff that grew while the link was down.
+        this.sessions.delete(peer);
+        await session.speaker.stop({ graceful: false });
+        session = undefined;
+        this.log.info('announcing to the peer: its BFD session is Up (connecting again at once)', { peer, announcements: table.length });
+      }
       if (!session) {
         const speaker = await BgpSpeaker.start(config, {
           log: this.log,
