@@ -122,7 +122,7 @@ export async function runSpeaker(argv: string[]): Promise<number> {
     events: events.recorder('edge-ccm-speaker'),
     probe: { count: flags.probes, intervalMs: DEFAULT_PROBE_INTERVAL_MS },
   });
-  const nodeBgp = new NodeBgpAnnouncer({ node: flags.nodeName, transport, config: loadedBgp.config, logger });
+  const nodeBgp = new NodeBgpAnnouncer({ node: flags.nodeName, transport, config: loadedBgp.config, logger, registry });
   const bgpConfig = new WatchedConfig<NodeBgpConfig>({ owner: 'speaker', path: flags.cloudConfig, initialText: text, load: (t) => loadNodeBgpConfig(t), apply: (c) => nodeBgp.setConfig(c), logger });
   const config = new WatchedConfig<LoadBalancerConfig>({
     owner: 'speaker',

@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'bun:test';
+import { Registry } from 'prom-client';
 import type { KubeRequest, KubeTransport, WatchEvent } from '../../kube/transport.ts';
 import { silentLogger } from '../../log.ts';
 import type { LoadBalancerConfig } from '../../lb/config-model.ts';
@@ -76,7 +77,8 @@ describe('node BGP announcer activation', () => {
     const config: NodeBgpConfig = { ...nodesMode, bgp: { ...nodesMode.bgp!, speaker: { ...nodesMode.bgp!.speaker, peers: [{ address: '127.0.0.1', port: 9, asn: 65000, connectRetry: { minSeconds: 5, maxSeconds: 5 } }] } } };
     const errors: string[] = [];
     const logger: typeof silentLogger = Object.assign(Object.create(silentLogger), { with: () => logger, error: (m: string) => void errors.push(m) });
-    const announcer = new NodeBgpAnnouncer({ node: 'n1', transport: new RecordingTransport([node]), config, logger, bfdPort: holder.port, bfdPeerPort: 9, retryMs: 100 });
+    const registry = new Registry();
+    const announcer = new NodeBgpAnnouncer({ node: 'n1', transport: new RecordingTransport([node]), config, logger, bfdPort: holder.port, bfdPeerPort: 9, retryMs: 100, registry });
     const stop = new AbortController();
     const running = announcer.run(stop.signal);
     await until(() => errors.length >= 2);
@@ -85,6 +87,11 @@ describe('node BGP announcer activation', () => {
     holder.close();
     await until(() => announcer.peers().length === 1);
     expect(announcer.peers()[0]).toMatchObject({ address: '127.0.0.1', local: '127.0.0.1', announcing: false, bfd: 'Down' });
+    // The speaker's /metrics: the peer's BGP session and its BFD session.
+    const metrics = await registry.metrics();
+    expect(metrics).toContain('edge_ccm_bfd_session_state{peer="127.0.0.1"} 1');
+    expect(metrics).toContain('edge_ccm_bfd_session_downs_total{peer="127.0.0.1"} 0');
+    expect(metrics).toMatch(/^edge_ccm_bgp_session_established\{peer="127.0.0.1",peer_asn="65000"\} 0$/m);
     stop.abort();
     await running;
   });

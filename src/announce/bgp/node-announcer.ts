@@ -9,7 +9,9 @@ import { BfdState, BfdDiag } from '../../net/bfd/packet.ts';
 import { BgpSpeaker, type PeerConfig, type SpeakerConfig } from '../../net/bgp/speaker.ts';
 import { formatIP, parseIP, type IPFamily } from '../../net/ip.ts';
 import { errorMessage } from '../../util/errors.ts';
+import type { Registry } from 'prom-client';
 import { nodeLoadBalancerAnnouncements } from './announcements.ts';
+import { registerNodeBgpMetrics, type NodeSessionStats } from './node-metrics.ts';
 import { announcesFromNodes, type NodeBgpConfig } from './node-config.ts';
 import { nodeNextHop } from './next-hop.ts';
 
@@ -49,6 +51,8 @@ export interface NodeBgpOptions {
   bfdPeerPort?: number;
   /** After a failed reconcile, the next try (default RETRY_MS). */
   retryMs?: number;
+  /** Where the per-peer BGP and BFD metrics go (the speaker's /metrics). */
+  registry?: Registry;
 }
 
 /** Where one peer stands, for the debug log and tests. */
@@ -89,6 +93,17 @@ export class NodeBgpAnnouncer {
   constructor(private readonly o: NodeBgpOptions) {
     this.config = o.config;
     this.log = o.logger.with({ component: 'node-bgp', node: o.node });
+    if (o.registry) registerNodeBgpMetrics(o.registry, () => this.stats());
+  }
+
+  /** Every peer's BGP session and BFD session; undefined while none runs. */
+  stats(): NodeSessionStats | undefined {
+    if (this.sessions.size === 0 && !this.bfd) return undefined;
+    const sessions = [...this.sessions.values()];
+    return {
+      bgp: { announcements: Math.max(0, ...sessions.map((s) => s.speaker.stats().announcements)), peers: sessions.flatMap((s) => s.speaker.stats().peers) },
+      bfd: this.bfd?.stats().sessions ?? [],
+    };
   }
 
   /** The config file changed. */
