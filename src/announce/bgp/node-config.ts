@@ -13,7 +13,8 @@ import { BgpSchema, salvageBgp, type ResolvableBgp } from './config-schema.ts';
 /**
  * What `edge-ccm speaker` reads of the controller's file for its own BGP sessions: the
  * `loadBalancer` and `bgp` sections, checked by the controller's schema and second pass (so
- * both judge one file alike; a peer's passwordFile must be readable by the speaker too). The
+ * both judge one file alike). The `bgp` section is resolved only when it asks for
+ * announceFrom: nodes (then a peer's passwordFile must be readable by the speaker too). The
  * provider's sections are not read.
  */
 export interface NodeBgpConfig {
@@ -31,6 +32,9 @@ export const loadNodeBgpConfig = yamlConfigLoader<{ loadBalancer?: ResolvableLoa
     const report = (path: ConfigIssue['path'], message: string) => issues.push({ path, message });
     const files = new SecretFiles(secrets);
     const loadBalancer = resolveLoadBalancer(raw.loadBalancer, report);
+    // Only a file asking for per-node sessions concerns the speaker's BGP: in the leader's mode its
+    // password files need not be mounted in the DaemonSet, and are not read.
+    if (raw.bgp?.loadBalancers?.announceFrom !== 'nodes') return { config: { loadBalancer }, issues, warnings: files.warnings };
     const poolIndex = new Map((raw.loadBalancer?.pools ?? []).flatMap((p, i) => (p ? [[p.name, i] as const] : [])));
     const bgp = resolveBgp(raw.bgp, loadBalancer.pools, poolIndex, report, files);
     return { config: { loadBalancer, ...(bgp ? { bgp } : {}) }, issues, warnings: files.warnings };
