@@ -22,6 +22,7 @@ const ALLOWED: [room: string, may: string[]][] = [
   ['src/names.ts', []],
   ['src/systemd', BASE],
   ['src/net/bgp', ['src/net', ...BASE]],
+  ['src/net/bfd', ['src/net', ...BASE]],
   ['src/net/l2', ['src/net', ...BASE]],
   ['src/net', BASE],
   ['src/kube', BASE],
@@ -227,6 +228,7 @@ describe('imports go one way (docs/architecture.md)', () => {
     expect(permitted('providers/proxmox/provider.ts', 'providers/static/allocator.ts')).toBe(false);
     expect(permitted('src/controllers/route/controller.ts', 'src/controllers/node/index.ts')).toBe(false);
     expect(permitted('src/net/bgp/peer.ts', 'src/kube/transport.ts')).toBe(false);
+    expect(permitted('src/net/bfd/endpoint.ts', 'src/kube/transport.ts')).toBe(false);
     expect(permitted('src/lb/compatibility.ts', 'src/controllers/service/kube-vip.ts')).toBe(false);
     // The core never reaches up into a provider or the announcers; the announcers never into the app.
     expect(permitted('src/lb/allocator.ts', 'providers/static/provider.ts')).toBe(false);

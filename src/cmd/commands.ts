@@ -28,7 +28,7 @@ export const COMMANDS: readonly CommandInfo[] = [
       'watch and delete, one line per check. Exit 0 when every check passes, 1 on the first failure, 2 when FILE\n' +
       'is missing.',
   },
-  { name: 'speaker', summary: 'the per-node announcer: answers ARP/NDP for the load-balancer addresses this node is elected for (see edge-ccm speaker --help)' },
+  { name: 'speaker', summary: 'the per-node announcer: ARP/NDP for the load-balancer addresses this node is elected for, BGP+BFD with announceFrom: nodes (see edge-ccm speaker --help)' },
   { name: 'import', summary: 'convert a MetalLB, kube-vip or Cilium configuration (see edge-ccm import --help)' },
 ];
 

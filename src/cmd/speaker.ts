@@ -15,6 +15,8 @@ import { WatchedConfig } from '../config-file/watch.ts';
 import type { LoadBalancerConfig } from '../lb/config-model.ts';
 import { loadSpeakerConfig } from '../announce/config.ts';
 import { L2Announcer } from '../announce/l2/announcer.ts';
+import { loadNodeBgpConfig, type NodeBgpConfig } from '../announce/bgp/node-config.ts';
+import { NodeBgpAnnouncer } from '../announce/bgp/node-announcer.ts';
 import { DEFAULT_PROBE_INTERVAL_MS } from '../net/l2/probe.ts';
 
 /** The heartbeat key must be long enough that guessing it is hopeless. */
@@ -58,6 +60,11 @@ export async function runSpeaker(argv: string[]): Promise<number> {
     console.error(formatConfigErrors(flags.cloudConfig, loaded.errors));
     return EXIT_INVALID_INPUT;
   }
+  const loadedBgp = loadNodeBgpConfig(text);
+  if (!loadedBgp.ok) {
+    console.error(formatConfigErrors(flags.cloudConfig, loadedBgp.errors));
+    return EXIT_INVALID_INPUT;
+  }
 
   const registry = createRegistry();
   let transport: BunKubeTransport;
@@ -79,6 +86,8 @@ export async function runSpeaker(argv: string[]): Promise<number> {
     events: events.recorder('edge-ccm-speaker'),
     probe: { count: flags.addressProbes, intervalMs: DEFAULT_PROBE_INTERVAL_MS },
   });
+  const nodeBgp = new NodeBgpAnnouncer({ node: flags.nodeName, transport, config: loadedBgp.config, logger, registry });
+  const bgpConfig = new WatchedConfig<NodeBgpConfig>({ owner: 'speaker', path: flags.cloudConfig, initialText: text, load: (t) => loadNodeBgpConfig(t), apply: (c) => nodeBgp.setConfig(c), logger });
   const config = new WatchedConfig<LoadBalancerConfig>({
     owner: 'speaker',
     path: flags.cloudConfig,
@@ -102,14 +111,16 @@ export async function runSpeaker(argv: string[]): Promise<number> {
   });
   try {
     await config.start();
+    await bgpConfig.start();
     logger.info('speaker starting', { node: flags.nodeName, pools: loaded.config.pools.filter((p) => p.announce === 'l2').map((p) => p.name).join(','), metrics: server ? `http://${flags.metrics!.hostname}:${server.port}` : 'off', livenessPort: flags.livenessPort });
-    await speaker.run(stop.signal);
+    await Promise.all([speaker.run(stop.signal), nodeBgp.run(stop.signal)]);
     return EXIT_OK;
   } catch (e) {
     logger.error('speaker failed', { error: errorMessage(e) });
     return EXIT_FAILURE;
   } finally {
     config.stop();
+    bgpConfig.stop();
     void server?.stop(true);
     await events.close(2000);
   }

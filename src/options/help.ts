@@ -49,7 +49,9 @@ export function renderSpeakerHelp(width: number): string {
 
 export const SPEAKER_DESCRIPTION =
   'Answers ARP and NDP for the load-balancer addresses of announce: l2 pools that this node is\n' +
-  'elected for (docs/networking/l2.md). Runs on every node with host networking.';
+  'elected for (docs/networking/l2.md); with bgp.loadBalancers.announceFrom: nodes, also announces\n' +
+  'the addresses of announce: bgp pools this node may serve over its own BGP sessions, each tied\n' +
+  'to a BFD session (docs/networking/bgp.md). Runs on every node with host networking.';
 
 /** One aligned block of flags, pflag's FlagUsagesWrapped: names and type, three spaces, the help and its default. */
 function renderFlagLines<D extends DescribedFlag & FlagDef>(defs: readonly D[], width: number, helpOf: (def: D) => string): string {

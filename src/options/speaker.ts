@@ -25,7 +25,7 @@ export const SPEAKER_FLAGS = [
     kind: 'string',
     default: '',
     group: 'speaker',
-    help: "The controller's config file; only its loadBalancer section is read (reloaded on change). Required.",
+    help: "The controller's config file; only its loadBalancer and bgp sections are read (reloaded on change). Required.",
   }),
   flag({ name: 'node-name', key: 'nodeName', kind: 'string', default: '', group: 'speaker', help: "This node's name. Empty: $NODE_NAME (the DaemonSet sets it from spec.nodeName)." }),
   flag({ name: 'kubeconfig', key: 'kubeconfig', kind: 'string', default: '', group: 'speaker', help: 'API server credentials. Empty: the in-cluster service account.' }),

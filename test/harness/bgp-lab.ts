@@ -38,6 +38,18 @@ export interface RouterOptions {
   password?: string;
   /** The speakers' addresses, one IPv4 and one IPv6 session each; default the one speaker at SPEAKER4 / SPEAKER6. */
   speakers?: SpeakerAddresses[];
+  /**
+   * Nodes with their own sessions (edge-ccm speaker, loadBalancers.announceFrom: nodes), one
+   * IPv4 and one IPv6 each, every session tied to a BFD session (BIRD `bfd on` with `protocol
+   * bfd`, FRR `neighbor X bfd profile` with bfdd), as docs/networking/bgp.md configures them.
+   */
+  bfdNodes?: {
+    nodes: SpeakerAddresses[];
+    intervalMs: number;
+    multiplier: number;
+    /** Accept the nodes by range (BIRD `neighbor range`, FRR `bgp listen range`: sessions made as nodes connect) instead of listing them. */
+    dynamic?: { v4: string; v6: string };
+  };
 }
 
 export interface SpeakerAddresses {
@@ -49,10 +61,12 @@ function speakersOf(o: RouterOptions): SpeakerAddresses[] {
   return o.speakers ?? [{ v4: SPEAKER4, v6: SPEAKER6 }];
 }
 
-/** BIRD's protocol name of a session: speaker4/speaker6 for the first speaker, speaker4_N/speaker6_N for the others. */
+/** BIRD's protocol name of a session: speaker4/speaker6 for the first speaker, speaker4_N/speaker6_N for the others, node4_N/node6_N for BFD nodes. */
 function birdProtocol(o: RouterOptions, address: string): string {
-  const i = speakersOf(o).findIndex((s) => s.v4 === address || s.v6 === address);
   const family = address.includes(':') ? 6 : 4;
+  const node = (o.bfdNodes?.nodes ?? []).findIndex((s) => s.v4 === address || s.v6 === address);
+  if (node >= 0) return `node${family}_${node}`;
+  const i = speakersOf(o).findIndex((s) => s.v4 === address || s.v6 === address);
   return i <= 0 ? `speaker${family}` : `speaker${family}_${i}`;
 }
 
@@ -64,6 +78,8 @@ export interface BgpRouter {
   paths(family: 4 | 6): Promise<PathTable>;
   /** The router's session with `address` is Established. */
   sessionUp(address: string): Promise<boolean>;
+  /** The router's BFD session with `address` is Up (BIRD and FRR, with bfdNodes). */
+  bfdUp?(address: string): Promise<boolean>;
   stop(): Promise<void>;
 }
 
@@ -146,6 +162,26 @@ protocol bgp ${name} {
   ${o.password ? `password "${o.password}";` : ''}
   ${channel} { import all; export none; add paths rx; };
 }`;
+    const b = o.bfdNodes;
+    // A node's sessions: BFD on, no graceful restart (its paths leave with it).
+    const nodeSession = (name: string, local: string, neighbor: string, channel: string) => `
+protocol bgp ${name} {
+  local ${local} as ${ROUTER_ASN};
+  neighbor ${neighbor} as ${SPEAKER_ASN};
+  hold time 9;
+  graceful restart off;
+  bfd on;
+  # A node back after a failure is taken again within seconds, not after the default 60 s; a
+  # failure more than 5 s after the last starts from 1 s again (the bench takes links down in a row).
+  error wait time 1, 30;
+  error forget time 5;
+  ${o.password ? `password "${o.password}";` : ''}
+  ${channel} { import all; export none; add paths rx; };
+}`;
+    const nodes = b?.dynamic
+      ? `${nodeSession('nodes4', ROUTER4, `range ${b.dynamic.v4}`, 'ipv4')}\n${nodeSession('nodes6', ROUTER6, `range ${b.dynamic.v6}`, 'ipv6')}`
+      : (b?.nodes ?? []).map((n) => `${nodeSession(birdProtocol(o, n.v4), ROUTER4, n.v4, 'ipv4')}\n${nodeSession(birdProtocol(o, n.v6), ROUTER6, n.v6, 'ipv6')}`).join('\n');
+    const bfd = b ? `protocol bfd { interface "*" { interval ${b.intervalMs} ms; multiplier ${b.multiplier}; }; }\n${nodes}` : '';
     writeFileSync(
       conf,
       `# edge-ccm BGP test router
@@ -155,6 +191,7 @@ protocol device { scan time 10; }
 protocol kernel kernel4 { ipv4 { export all; }; merge paths on; }
 protocol kernel kernel6 { ipv6 { export all; }; merge paths on; }
 ${speakersOf(o).map((sp) => `${session(birdProtocol(o, sp.v4), ROUTER4, sp.v4, 'ipv4')}\n${session(birdProtocol(o, sp.v6), ROUTER6, sp.v6, 'ipv6')}`).join('\n')}
+${bfd}
 `,
     );
     const proc = lab.spawnLogged('rtr', 'bird', ['/usr/sbin/bird', '-f', '-c', conf, '-s', socket, '-P', join(lab.dir, 'bird.pidfile')]);
@@ -189,8 +226,18 @@ ${speakersOf(o).map((sp) => `${session(birdProtocol(o, sp.v4), ROUTER4, sp.v4, '
   }
 
   async sessionUp(address: string): Promise<boolean> {
+    if (this.options.bfdNodes?.dynamic && this.options.bfdNodes.nodes.some((n) => n.v4 === address || n.v6 === address)) {
+      // Sessions spawned from a range have made-up names: find the one with this neighbor.
+      const r = await this.birdc('show protocols all');
+      return r.code === 0 && r.stdout.split(/\n(?=\S)/).some((block) => new RegExp(`Neighbor address:\\s+${address.replace(/\./g, '\\.')}\\b`).test(block) && /BGP state:\s+Established/.test(block));
+    }
     const r = await this.birdc(`show protocols ${birdProtocol(this.options, address)}`);
     return r.code === 0 && /\bEstablished\b/.test(r.stdout);
+  }
+
+  async bfdUp(address: string): Promise<boolean> {
+    const r = await this.birdc('show bfd sessions');
+    return r.code === 0 && r.stdout.split('\n').some((l) => l.trim().split(/\s+/)[0] === address && /\bUp\b/.test(l));
   }
 
   async stop(): Promise<void> {
@@ -219,6 +266,18 @@ class Frr implements BgpRouter {
     const speakers = speakersOf(o);
     const each = (f: (sp: SpeakerAddresses) => string[]) => speakers.flatMap(f);
     const pw = o.password ? each((sp) => [` neighbor ${sp.v4} password ${o.password}`, ` neighbor ${sp.v6} password ${o.password}`]) : [];
+    const bfdNodes = o.bfdNodes?.nodes ?? [];
+    // A node's sessions: tied to BFD (profile "nodes" of bfdd).
+    const dynamic = o.bfdNodes?.dynamic;
+    // Listed: one neighbor per node address. Dynamic: peer groups NODES and NODES6 taking their ranges.
+    const nodeTargets = dynamic ? ['NODES', 'NODES6'] : bfdNodes.flatMap((n) => [n.v4, n.v6]);
+    // A listen range takes a peer group that has its remote-as already (bgpd refuses the line before it).
+    const nodeNeighbors = [
+      ...(dynamic ? [' neighbor NODES peer-group', ' neighbor NODES6 peer-group'] : []),
+      ...nodeTargets.flatMap((a) => [` neighbor ${a} remote-as ${SPEAKER_ASN}`, ` neighbor ${a} timers 3 9`, ` neighbor ${a} bfd profile nodes`, ...(o.password ? [` neighbor ${a} password ${o.password}`] : [])]),
+      ...(dynamic ? [` bgp listen range ${dynamic.v4} peer-group NODES`, ` bgp listen range ${dynamic.v6} peer-group NODES6`] : []),
+    ];
+    const [nodes4, nodes6] = dynamic ? [['NODES'], ['NODES6']] : [bfdNodes.map((n) => n.v4), bfdNodes.map((n) => n.v6)];
     const conf = join(dir, 'bgpd.conf');
     writeFileSync(
       conf,
@@ -233,13 +292,17 @@ class Frr implements BgpRouter {
         o.gracefulRestart ? ' bgp graceful-restart' : ' bgp graceful-restart-disable',
         ...each((sp) => [` neighbor ${sp.v4} remote-as ${SPEAKER_ASN}`, ` neighbor ${sp.v4} timers 3 9`, ` neighbor ${sp.v6} remote-as ${SPEAKER_ASN}`, ` neighbor ${sp.v6} timers 3 9`]),
         ...pw,
+        ...nodeNeighbors,
         ' address-family ipv4 unicast',
         '  maximum-paths 8',
         ...each((sp) => [`  neighbor ${sp.v4} activate`, `  neighbor ${sp.v4} addpath-rx-paths-limit 8`, `  no neighbor ${sp.v6} activate`]),
+        ...nodes4.map((a) => `  neighbor ${a} activate`),
+        ...nodes6.map((a) => `  no neighbor ${a} activate`),
         ' exit-address-family',
         ' address-family ipv6 unicast',
         '  maximum-paths 8',
         ...each((sp) => [`  neighbor ${sp.v6} activate`, `  neighbor ${sp.v6} addpath-rx-paths-limit 8`]),
+        ...nodes6.map((a) => `  neighbor ${a} activate`),
         ' exit-address-family',
         '',
       ].join('\n'),
@@ -255,6 +318,18 @@ class Frr implements BgpRouter {
       if (!zebra.running) throw new Error(`zebra exited: ${zebra.logTail()}`);
       return (await frr.vtysh('show version')).code === 0;
     });
+    if (o.bfdNodes) {
+      const b = o.bfdNodes;
+      const bfdConf = join(dir, 'bfdd.conf');
+      writeFileSync(bfdConf, ['hostname rtr', 'log stdout debugging', 'bfd', ' profile nodes', `  detect-multiplier ${b.multiplier}`, `  receive-interval ${b.intervalMs}`, `  transmit-interval ${b.intervalMs}`, ' exit', 'exit', ''].join('\n'));
+      chownSync(bfdConf, uid, gid);
+      const bfdd = lab.spawnLogged('rtr', 'bfdd', ['/usr/lib/frr/bfdd', ...common, '-i', join(dir, 'bfdd.pid'), '-f', bfdConf]);
+      procs.push(bfdd);
+      await eventually(`bfdd up (log: ${bfdd.logPath})`, async () => {
+        if (!bfdd.running) throw new Error(`bfdd exited: ${bfdd.logTail()}`);
+        return (await frr.vtysh('show bfd peers json')).code === 0;
+      });
+    }
     const bgpd = lab.spawnLogged('rtr', 'bgpd', ['/usr/lib/frr/bgpd', ...common, '-i', join(dir, 'bgpd.pid'), '-f', conf]);
     procs.push(bgpd);
     await eventually(`bgpd up (log: ${bgpd.logPath})`, async () => {
@@ -283,6 +358,12 @@ class Frr implements BgpRouter {
     const r = await this.vtysh(`show bgp neighbors ${address} json`);
     if (r.code !== 0) return false;
     return JSON.parse(r.stdout)[address]?.bgpState === 'Established';
+  }
+
+  async bfdUp(address: string): Promise<boolean> {
+    const r = await this.vtysh('show bfd peers json');
+    if (r.code !== 0) return false;
+    return (JSON.parse(r.stdout) as { peer: string; status: string }[]).some((p) => p.peer === address && p.status === 'up');
   }
 
   async stop(): Promise<void> {

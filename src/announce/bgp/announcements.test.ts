@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import type { V1EndpointSlice, V1Node, V1Service } from '@kubernetes/client-node';
-import { loadBalancerAnnouncements, mergeAnnouncements, podCIDRAnnouncements } from './announcements.ts';
+import { loadBalancerAnnouncements, mergeAnnouncements, nodeLoadBalancerAnnouncements, podCIDRAnnouncements } from './announcements.ts';
 import type { BgpConfig } from './config-model.ts';
 import { BgpRouteTable } from './route-table.ts';
 import type { LoadBalancerConfig } from '../../lb/config-model.ts';
@@ -14,6 +14,7 @@ import { parseLabelSelector } from '../../kube/label-selector.ts';
 const bgp: BgpConfig = {
   speaker: { localAsn: 64512, routerId: '198.51.100.2', peers: [] },
   podCIDRs: { announce: true, communities: ['64512:1'] },
+  loadBalancers: { announceFrom: 'leader' },
   pools: new Map([['public', { communities: ['no-export'], localPref: 200 }]]),
 };
 
@@ -150,4 +151,28 @@ test("a pool's nodeSelector narrows its addresses' next hops", () => {
     readyEndpointNodes: new Map(),
   }, selective, bgp);
   expect(table.map((a) => a.nextHops)).toEqual([['198.51.100.11', '198.51.100.13']]);
+});
+
+describe("a node's own announcements (loadBalancers.announceFrom: nodes)", () => {
+  const services = [service('web', ['203.0.113.1', '2001:db8:f::1']), service('local', ['203.0.113.2'], { local: true }), service('l2', ['203.0.113.33'])];
+  const ready = new Map([['default/local', new Set(['n2'])]]);
+  const n1 = nodes[0]!;
+  const own = (n: V1Node | undefined, r: Map<string, Set<string>> = ready) => nodeLoadBalancerAnnouncements(n, { services, readyEndpointNodes: r }, lb, bgp).map((a) => [a.prefix, a.nextHops]);
+
+  test('every address it may serve, with itself as the only next hop; eTP Local only with a ready endpoint here', () => {
+    expect(own(n1)).toEqual([['2001:db8:f::1/128', ['2001:db8::11']], ['203.0.113.1/32', ['198.51.100.11']]]);
+    expect(own(n1, new Map([['default/local', new Set(['n1'])]]))).toEqual([['2001:db8:f::1/128', ['2001:db8::11']], ['203.0.113.1/32', ['198.51.100.11']], ['203.0.113.2/32', ['198.51.100.11']]]);
+  });
+
+  test('nothing while drained (ToBeDeleted taint, exclusion label, deletion) or unknown; readiness is not asked', () => {
+    const drained: V1Node[] = [
+      { ...n1, spec: { taints: [{ key: 'ToBeDeletedByClusterAutoscaler', effect: 'NoSchedule' }] } },
+      { ...n1, metadata: { ...n1.metadata, labels: { 'node.kubernetes.io/exclude-from-external-load-balancers': '' } } },
+      { ...n1, metadata: { ...n1.metadata, deletionTimestamp: new Date() } },
+    ];
+    for (const n of drained) expect(own(n)).toEqual([]);
+    expect(own(undefined)).toEqual([]);
+    const notReady = { ...n1, status: { ...n1.status, conditions: [{ type: 'Ready', status: 'Unknown' }] } };
+    expect(own(notReady)).toHaveLength(2);
+  });
 });

@@ -1,4 +1,6 @@
+import type { V1Node, V1Service } from '@kubernetes/client-node';
 import type { BgpClusterView } from '../../cloud/types.ts';
+import { nodeEligibleForLoadBalancer } from '../../kube/service-helpers.ts';
 import type { Announcement } from '../../net/bgp/speaker.ts';
 import type { LoadBalancerConfig } from '../../lb/config-model.ts';
 import { announcedAddresses } from '../addresses.ts';
@@ -42,6 +44,25 @@ export function loadBalancerAnnouncements(view: BgpClusterView, lb: LoadBalancer
     out.push({ prefix: `${address}/${ip.family === 4 ? 32 : 128}`, nextHops: nextHops.sort(), ...attributes(bgp.pools.get(pool.name)) });
   }
   return out;
+}
+
+/**
+ * What one node announces over its own sessions (loadBalancers.announceFrom: nodes): every
+ * address it may serve, as a host route with itself as the only next hop. The same rules as the
+ * leader's table with the node as the only candidate, when it is eligible (not being deleted,
+ * not excluded by label, not tainted ToBeDeletedByClusterAutoscaler): a node being drained
+ * announces nothing, so its paths go before its workloads stop. For externalTrafficPolicy:
+ * Local only with a ready endpoint of the service on this node. Readiness is not asked (as
+ * upstream's service controller does not): a dead node leaves with its BFD session instead.
+ */
+export function nodeLoadBalancerAnnouncements(
+  node: V1Node | undefined,
+  cluster: { services: readonly V1Service[]; readyEndpointNodes: ReadonlyMap<string, ReadonlySet<string>> },
+  lb: LoadBalancerConfig,
+  bgp: BgpConfig,
+): Announcement[] {
+  if (!node || !nodeEligibleForLoadBalancer(node)) return [];
+  return loadBalancerAnnouncements({ ...cluster, eligibleNodes: [node] }, lb, bgp);
 }
 
 /** Pod CIDRs first; a load-balancer host route equal to one (a misconfiguration) is left out. */

@@ -167,3 +167,40 @@ describe('bgp section', () => {
     expect(r.config.bgp?.speaker.peers[0]?.password).toBe('md5-secret');
   });
 });
+
+describe('bgp.loadBalancers (who announces the addresses; BFD of the per-node sessions)', () => {
+  const section = (extra: string, peer = '{ address: 198.51.100.1, asn: 65000 }') => POOLS + dedent(`
+    bgp:
+      localASN: 4200000001
+      routerID: 198.51.100.2
+      peers:
+        - ${peer}
+    ${extra}`);
+
+  test('leader by default; nodes with BFD 3 x 200 ms by default, or as set, or off', () => {
+    const bgpOf = (yaml: string) => {
+      const r = loadStaticConfig(yaml, secrets);
+      if (!r.ok) throw new Error(JSON.stringify(r.errors));
+      return r.config.bgp!.loadBalancers;
+    };
+    expect(bgpOf(section(''))).toEqual({ announceFrom: 'leader' });
+    expect(bgpOf(section('  loadBalancers: { announceFrom: nodes }'))).toEqual({ announceFrom: 'nodes', bfd: { desiredMinTxMs: 200, requiredMinRxMs: 200, detectMult: 3 } });
+    expect(bgpOf(section('  loadBalancers: { announceFrom: nodes, bfd: { transmitIntervalMilliseconds: 300, receiveIntervalMilliseconds: 250, detectMultiplier: 4 } }'))).toEqual({ announceFrom: 'nodes', bfd: { desiredMinTxMs: 300, requiredMinRxMs: 250, detectMult: 4 } });
+    expect(bgpOf(section('  loadBalancers: { announceFrom: nodes, bfd: { enabled: false } }', '{ address: 198.51.100.1, asn: 65000, multihop: 3 }'))).toEqual({ announceFrom: 'nodes' });
+  });
+
+  test('every problem named with its path', () => {
+    expect(errorsOf(section('  loadBalancers: { announceFrom: everyone, bfd: { transmitIntervalMilliseconds: 10, detectMultiplier: 0 } }')).map(located)).toEqual([
+      ['bgp.loadBalancers.announceFrom', 13, 'must be leader or nodes'],
+      ['bgp.loadBalancers.bfd.detectMultiplier', 13, 'must be a detect multiplier (1..255)'],
+      ['bgp.loadBalancers.bfd.transmitIntervalMilliseconds', 13, 'must be an interval in milliseconds (50..60000)'],
+    ]);
+    expect(errorsOf(section('  loadBalancers: { bfd: {} }')).map(located)).toEqual([
+      ['bgp.loadBalancers.bfd', 13, 'BFD runs on the per-node sessions only: set announceFrom: nodes, or remove bfd'],
+    ]);
+    expect(errorsOf(section('  loadBalancers: { announceFrom: nodes }', '{ address: 198.51.100.1, asn: 65000, multihop: 2, passive: true }')).map(located)).toEqual([
+      ['bgp.peers[0].multihop', 12, 'BFD of the per-node sessions is single hop (RFC 5881): the peer must share a subnet with the nodes; set loadBalancers.bfd.enabled: false for a multihop peer'],
+      ['bgp.peers[0].passive', 12, 'with loadBalancers.announceFrom: nodes the nodes connect to every peer (they do not listen): passive cannot be set'],
+    ]);
+  });
+});

@@ -3,7 +3,7 @@ import { parseIP } from '../../net/ip.ts';
 import type { ConfigPath, ReportIssue } from '../../config-file/issues.ts';
 import type { SecretFiles } from '../../config-file/secrets.ts';
 import type { PoolConfig } from '../../lb/config-model.ts';
-import { DEFAULT_RESTART_TIME_SECONDS, type BgpAttributes, type BgpConfig } from './config-model.ts';
+import { DEFAULT_NODE_BFD, DEFAULT_RESTART_TIME_SECONDS, type BgpAttributes, type BgpConfig } from './config-model.ts';
 import type { RawPeer, ResolvableBgp } from './config-schema.ts';
 
 /**
@@ -39,6 +39,7 @@ export function resolveBgp(
     else if (pool.announce !== 'bgp') before.report(at, `pool ${JSON.stringify(p.name)} is not announced over BGP (its announce is ${pool.announce}; set announce: bgp)`);
     poolAttributes.set(p.name, { communities: p.communities ?? [], ...(p.localPref !== undefined ? { localPref: p.localPref } : {}) });
   });
+  const loadBalancers = resolveLoadBalancers(raw, before.report);
   const gr = raw.gracefulRestart;
   const speaker = {
     localAsn: raw.localASN ?? 0,
@@ -60,7 +61,38 @@ export function resolveBgp(
   return {
     speaker,
     podCIDRs: { announce: pod.announce ?? true, communities: pod.communities ?? [], ...(pod.localPref !== undefined ? { localPref: pod.localPref } : {}) },
+    loadBalancers,
     pools: poolAttributes,
+  };
+}
+
+/**
+ * `loadBalancers`: leader (default) or nodes; BFD only for per-node sessions, which are single
+ * hop (RFC 5881) and opened by the nodes (so a peer must neither be multihop nor passive).
+ */
+function resolveLoadBalancers(raw: ResolvableBgp, report: ReportIssue): BgpConfig['loadBalancers'] {
+  const lb = raw.loadBalancers ?? {};
+  const at: ConfigPath = ['bgp', 'loadBalancers'];
+  const announceFrom = lb.announceFrom ?? 'leader';
+  if (announceFrom === 'leader') {
+    if (lb.bfd) report([...at, 'bfd'], 'BFD runs on the per-node sessions only: set announceFrom: nodes, or remove bfd');
+    return { announceFrom };
+  }
+  const bfd = lb.bfd ?? {};
+  const on = bfd.enabled ?? true;
+  (raw.peers ?? []).forEach((p, i) => {
+    if (!p) return;
+    if (p.passive) report(['bgp', 'peers', i, 'passive'], 'with loadBalancers.announceFrom: nodes the nodes connect to every peer (they do not listen): passive cannot be set');
+    if (on && p.multihop !== undefined && p.multihop > 1) report(['bgp', 'peers', i, 'multihop'], 'BFD of the per-node sessions is single hop (RFC 5881): the peer must share a subnet with the nodes; set loadBalancers.bfd.enabled: false for a multihop peer');
+  });
+  if (!on) return { announceFrom };
+  return {
+    announceFrom,
+    bfd: {
+      desiredMinTxMs: bfd.transmitIntervalMilliseconds ?? DEFAULT_NODE_BFD.desiredMinTxMs,
+      requiredMinRxMs: bfd.receiveIntervalMilliseconds ?? DEFAULT_NODE_BFD.requiredMinRxMs,
+      detectMult: bfd.detectMultiplier ?? DEFAULT_NODE_BFD.detectMult,
+    },
   };
 }
 

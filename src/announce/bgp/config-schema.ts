@@ -84,6 +84,22 @@ const GracefulRestartSchema = v.strictObject({
 
 const PodCIDRsSchema = v.strictObject({ announce: v.optional(v.boolean()), ...attributes });
 
+/** BFD of the per-node sessions (RFC 5880/5881): how fast a dead node leaves the routers' tables. */
+const BfdSchema = v.strictObject({
+  enabled: v.optional(v.boolean()),
+  /** Desired Min TX Interval once Up. */
+  transmitIntervalMilliseconds: v.optional(integer(50, 60_000, 'an interval in milliseconds')),
+  /** Required Min RX Interval. */
+  receiveIntervalMilliseconds: v.optional(integer(50, 60_000, 'an interval in milliseconds')),
+  detectMultiplier: v.optional(integer(1, 255, 'a detect multiplier')),
+});
+
+/** Who announces the load-balancer addresses: the leader for every node, or each node for itself. */
+const LoadBalancersSchema = v.strictObject({
+  announceFrom: v.optional(v.picklist(['leader', 'nodes'], 'must be leader or nodes')),
+  bfd: v.optional(BfdSchema),
+});
+
 export const BgpSchema = v.strictObject({
   localASN: asn,
   routerID,
@@ -91,6 +107,7 @@ export const BgpSchema = v.strictObject({
   gracefulRestart: v.optional(GracefulRestartSchema),
   peers: v.pipe(v.array(PeerSchema), v.minLength(1, 'must list at least one peer')),
   podCIDRs: v.optional(PodCIDRsSchema),
+  loadBalancers: v.optional(LoadBalancersSchema),
   pools: v.optional(v.array(PoolAttributesSchema)),
 });
 export type RawBgp = v.InferOutput<typeof BgpSchema>;
@@ -109,6 +126,7 @@ export function salvageBgp(input: unknown): ResolvableBgp | undefined {
     gracefulRestart: validOrUndefined(GracefulRestartSchema, b.gracefulRestart),
     peers: Array.isArray(b.peers) ? b.peers.map((p) => validOrUndefined(PeerSchema, p) ?? null) : undefined,
     podCIDRs: validOrUndefined(PodCIDRsSchema, b.podCIDRs),
+    loadBalancers: validOrUndefined(LoadBalancersSchema, b.loadBalancers),
     pools: Array.isArray(b.pools) ? b.pools.map((p) => validOrUndefined(PoolAttributesSchema, p) ?? null) : undefined,
   };
 }

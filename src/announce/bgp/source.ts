@@ -43,7 +43,9 @@ export class ProviderBgp implements BgpSource {
   announcements(view: BgpClusterView): { table: Announcement[]; clashes: string[] } {
     const config = this.config();
     if (!config.bgp) return { table: [], clashes: [] };
-    return mergeAnnouncements(podCIDRAnnouncements(this.routeTable.announced(), config.bgp), loadBalancerAnnouncements(view, config.loadBalancer, config.bgp));
+    // Per-node sessions announce the load-balancer addresses (src/announce/bgp/node-announcer.ts): the leader keeps the pod CIDRs.
+    const loadBalancers = config.bgp.loadBalancers.announceFrom === 'nodes' ? [] : loadBalancerAnnouncements(view, config.loadBalancer, config.bgp);
+    return mergeAnnouncements(podCIDRAnnouncements(this.routeTable.announced(), config.bgp), loadBalancers);
   }
 
   get routesSynced(): boolean {

@@ -1,0 +1,338 @@
+import type { V1EndpointSlice, V1Node, V1Service } from '@kubernetes/client-node';
+import { ENDPOINT_SLICES, readyEndpointNodes } from '../../kube/endpoint-slices.ts';
+import { Informer, stripManagedFields } from '../../kube/informer/index.ts';
+import { NODES, SERVICES } from '../../kube/resources.ts';
+import type { KubeTransport } from '../../kube/transport.ts';
+import type { Logger } from '../../log.ts';
+import { BfdEndpoint } from '../../net/bfd/endpoint.ts';
+import { BfdState, BfdDiag } from '../../net/bfd/packet.ts';
+import { BgpSpeaker, type PeerConfig, type SpeakerConfig } from '../../net/bgp/speaker.ts';
+import { formatIP, parseIP, type IPFamily } from '../../net/ip.ts';
+import { errorMessage } from '../../util/errors.ts';
+import type { Registry } from 'prom-client';
+import { nodeLoadBalancerAnnouncements } from './announcements.ts';
+import { registerNodeBgpMetrics, type NodeSessionStats } from './node-metrics.ts';
+import { announcesFromNodes, type NodeBgpConfig } from './node-config.ts';
+import { nodeNextHop } from './next-hop.ts';
+
+/**
+ * A node's own BGP sessions (`bgp.loadBalancers.announceFrom: nodes`), run by `edge-ccm speaker`
+ * on every node, as MetalLB's and Cilium's speakers do: each node announces the load-balancer
+ * addresses it may serve with itself as next hop, to every configured peer of a family it has an
+ * address of, from that address. A router then withdraws a node's paths when the node's session
+ * ends, which is what makes a dead node leave its table:
+ *
+ * - each BGP session goes with a BFD session to the same peer (RFC 5880/5881, src/net/bfd): a
+ *   node that dies (power, link, kernel) stops sending BFD, the router's BFD declares it down
+ *   after its detection time (3 x 200 ms by default) and the router drops the BGP session and its
+ *   paths with it (BIRD `bfd on`, FRR `neighbor X bfd`);
+ * - nothing is announced to a peer until the BFD session with it is Up, so a node that comes
+ *   back is a next hop again only once packets flow both ways; when BFD goes down its paths are
+ *   withdrawn. The BGP session itself opens regardless: a router with dynamic neighbors (BIRD
+ *   `neighbor range`, FRR `bgp listen range`) creates its BFD session for a node only once the
+ *   node's BGP session is up;
+ * - a node being drained (ToBeDeletedByClusterAutoscaler, the exclusion label, deletion)
+ *   withdraws its paths (an UPDATE) while its sessions stay, before its workloads stop; this
+ *   speaker watches its own Node for that;
+ * - the sessions offer no graceful restart: a speaker that stops (or is killed) takes its paths
+ *   with it (the other nodes serve), and SIGTERM sends a Cease and BFD AdminDown first.
+ */
+
+/** After a failed reconcile (a port taken, a socket refused), the next try. */
+const RETRY_MS = 5_000;
+
+export interface NodeBgpOptions {
+  node: string;
+  transport: KubeTransport;
+  config: NodeBgpConfig;
+  logger: Logger;
+  /** UDP port BFD is received on (default 3784) and the peers' BFD port (default 3784); tests change them. */
+  bfdPort?: number;
+  bfdPeerPort?: number;
+  /** After a failed reconcile, the next try (default RETRY_MS). */
+  retryMs?: number;
+  /** Where the per-peer BGP and BFD metrics go (the speaker's /metrics). */
+  registry?: Registry;
+}
+
+/** Where one peer stands, for the debug log and tests. */
+export interface NodePeerView {
+  address: string;
+  local: string;
+  /** The node's addresses are announced to this peer (its BFD session is Up, or BFD is off). */
+  announcing: boolean;
+  bfd?: keyof typeof BfdState;
+  bgp?: string;
+}
+
+export class NodeBgpAnnouncer {
+  private config: NodeBgpConfig;
+  private readonly log: Logger;
+  /** The informers of the current activation (while the file asks for announceFrom: nodes). */
+  private watch?: { services: Informer<V1Service>; self: Informer<V1Node>; slices: Informer<V1EndpointSlice> };
+  /**
+   * One speaker per peer, so that each peer's table follows its own BFD session: a peer whose
+   * BFD session is not Up has a BGP session (a router with dynamic neighbors creates its BFD
+   * session only once BGP is up) but nothing announced on it.
+   */
+  private readonly sessions = new Map<string, { speaker: BgpSpeaker; config: string; announcing: boolean }>();
+  private bfd?: BfdEndpoint;
+  /** BFD sessions in place: peer -> our address in it and its timers, as text. */
+  private readonly bfdSessions = new Map<string, string>();
+  /** Peers whose BFD session is Up. */
+  private readonly bfdUp = new Set<string>();
+  private synced = false;
+  private ended = false;
+  private running?: Promise<void>;
+  private again = false;
+  /** Wakes run() when the file starts asking for per-node sessions; ends an activation when it stops. */
+  private wake?: () => void;
+  private deactivate?: () => void;
+  private retry?: ReturnType<typeof setTimeout>;
+
+  constructor(private readonly o: NodeBgpOptions) {
+    this.config = o.config;
+    this.log = o.logger.with({ component: 'node-bgp', node: o.node });
+    if (o.registry) registerNodeBgpMetrics(o.registry, () => this.stats());
+  }
+
+  /** Every peer's BGP session and BFD session; undefined while none runs. */
+  stats(): NodeSessionStats | undefined {
+    if (this.sessions.size === 0 && !this.bfd) return undefined;
+    const sessions = [...this.sessions.values()];
+    return {
+      bgp: { announcements: Math.max(0, ...sessions.map((s) => s.speaker.stats().announcements)), peers: sessions.flatMap((s) => s.speaker.stats().peers) },
+      bfd: this.bfd?.stats().sessions ?? [],
+    };
+  }
+
+  /** The config file changed. */
+  setConfig(config: NodeBgpConfig): void {
+    this.config = config;
+    if (announcesFromNodes(config)) this.wake?.();
+    else this.deactivate?.();
+    this.schedule();
+  }
+
+  /**
+   * Runs until the signal aborts. Nothing is watched and no port opened while the file does not
+   * ask for per-node sessions (an L2-only cluster pays nothing for this); when it stops asking,
+   * or at the end, everything is withdrawn (Cease, BFD AdminDown).
+   */
+  async run(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      if (!announcesFromNodes(this.config)) {
+        await new Promise<void>((resolve) => {
+          this.wake = resolve;
+          signal.addEventListener('abort', () => resolve(), { once: true });
+        });
+        this.wake = undefined;
+        continue;
+      }
+      const active = new AbortController();
+      const end = () => active.abort();
+      signal.addEventListener('abort', end, { once: true });
+      this.deactivate = end;
+      try {
+        await this.runActive(active.signal);
+      } finally {
+        signal.removeEventListener('abort', end);
+        this.deactivate = undefined;
+      }
+    }
+  }
+
+  private async runActive(signal: AbortSignal): Promise<void> {
+    const common = { transport: this.o.transport, logger: this.o.logger };
+    const watch = {
+      services: new Informer<V1Service>({ ...common, type: SERVICES }),
+      // Only its own Node: a drain (taint, label, deletion) and its addresses.
+      self: new Informer<V1Node>({ ...common, type: NODES, fieldSelector: `metadata.name=${this.o.node}`, transform: stripManagedFields }),
+      slices: new Informer<V1EndpointSlice>({ ...common, type: ENDPOINT_SLICES, transform: stripManagedFields }),
+    };
+    const changed = { onAdd: () => this.schedule(), onUpdate: () => this.schedule(), onDelete: () => this.schedule() };
+    watch.services.addHandlers(changed);
+    watch.self.addHandlers(changed);
+    watch.slices.addHandlers(changed);
+    this.watch = watch;
+    this.ended = false;
+    const informers = [watch.services.run(signal), watch.self.run(signal), watch.slices.run(signal)];
+    const synced = await Promise.all([watch.services.waitForSync(signal), watch.self.waitForSync(signal), watch.slices.waitForSync(signal)]);
+    if (synced.every(Boolean) && !signal.aborted) {
+      this.synced = true;
+      this.schedule();
+    }
+    try {
+      await Promise.all(informers);
+    } finally {
+      this.ended = true;
+      this.synced = false;
+      clearTimeout(this.retry);
+      await this.running;
+      await this.shutdown();
+      this.watch = undefined;
+    }
+  }
+
+  peers(): NodePeerView[] {
+    return [...this.sessions.entries()].map(([address, s]) => {
+      const session = this.bfd?.session(address);
+      const bgp = s.speaker.stats().peers[0];
+      return { address, local: (JSON.parse(s.config) as SpeakerConfig).peers[0]!.sourceAddress!, announcing: s.announcing, ...(session ? { bfd: BfdState[session.state] as keyof typeof BfdState } : {}), ...(bgp ? { bgp: bgp.state } : {}) };
+    });
+  }
+
+  private schedule(): void {
+    if (!this.synced || this.ended) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = (async () => {
+      do {
+        this.again = false;
+        try {
+          await this.reconcile();
+        } catch (e) {
+          // A BFD port held by another daemon, a peer's socket refused: tried again, not given up.
+          const retryMs = this.o.retryMs ?? RETRY_MS;
+          this.log.error(`cannot apply the node BGP sessions; retrying in ${retryMs / 1000} s`, { error: errorMessage(e) });
+          clearTimeout(this.retry);
+          this.retry = setTimeout(() => this.schedule(), retryMs);
+        }
+      } while (this.again && !this.ended);
+    })().finally(() => (this.running = undefined));
+  }
+
+  private async reconcile(): Promise<void> {
+    const bgp = this.config.bgp;
+    if (!bgp || bgp.loadBalancers.announceFrom !== 'nodes') {
+      if (this.sessions.size > 0 || this.bfd) this.log.info('node BGP sessions stopped: the file does not ask for announceFrom: nodes');
+      await this.shutdown();
+      return;
+    }
+    const watch = this.watch;
+    if (!watch) return;
+    const node = watch.self.store.list().find((n) => n.metadata?.name === this.o.node);
+    const own: Record<IPFamily, string | undefined> = { 4: nodeNextHop(node?.status?.addresses, 4), 6: nodeNextHop(node?.status?.addresses, 6) };
+    // Each peer from this node's address of the peer's family (none: that peer is not for this
+    // node), with the families it carries that this node has a next hop of: one peer with
+    // families [4, 6] is one BGP and one BFD session per node for both.
+    const peers: PeerConfig[] = [];
+    for (const p of bgp.speaker.peers) {
+      const local = own[parseIP(p.address)!.family];
+      const families = (p.families ?? [4, 6]).filter((f) => own[f]);
+      if (!local || families.length === 0) continue;
+      const { passive: _passive, ...rest } = p;
+      peers.push({ ...rest, sourceAddress: local, families });
+    }
+    await this.reconcileBfd(bgp.loadBalancers.bfd, peers);
+    const table = nodeLoadBalancerAnnouncements(node, { services: watch.services.store.list(), readyEndpointNodes: readyEndpointNodes(watch.slices.store.list()) }, this.config.loadBalancer, bgp);
+    const routerId = own[4] ?? routerIdOf(this.o.node);
+    const wanted = new Map(peers.map((p) => [key(p.address), p]));
+    for (const [peer, session] of this.sessions) {
+      if (wanted.has(peer)) continue;
+      this.sessions.delete(peer);
+      await session.speaker.stop({ graceful: false });
+    }
+    for (const [peer, settings] of wanted) {
+      if (this.ended) return;
+      // Nothing announced to a peer until its BFD session is Up: a path only once packets flow both ways.
+      const announcing = !bgp.loadBalancers.bfd || this.bfdUp.has(peer);
+      const config: SpeakerConfig = { localAsn: bgp.speaker.localAsn, routerId, listen: false, peers: [settings] };
+      const text = JSON.stringify(config);
+      let session = this.sessions.get(peer);
+      if (session && announcing && !session.announcing && session.speaker.stats().peers[0]?.state !== 'established') {
+        // BFD just came Up and BGP is not: packets flow again, so connect now rather than at the
+        // end of a connect-retry backoff that grew while the link was down.
+        this.sessions.delete(peer);
+        await session.speaker.stop({ graceful: false });
+        session = undefined;
+        this.log.info('announcing to the peer: its BFD session is Up (connecting again at once)', { peer, announcements: table.length });
+      }
+      if (!session) {
+        const speaker = await BgpSpeaker.start(config, {
+          log: this.log,
+          announcements: announcing ? table : [],
+          onStateChange: (c) => {
+            if (c.to === 'established') this.log.info('BGP session established', { peer: c.peer });
+            else if (c.from === 'established') this.log.info('BGP session down', { peer: c.peer, reason: c.reason });
+          },
+        });
+        session = { speaker, config: text, announcing };
+        this.sessions.set(peer, session);
+        this.log.info('node BGP session started', { peer, local: settings.sourceAddress, announcing, announcements: table.length });
+        continue;
+      }
+      if (session.config !== text) {
+        session.speaker.reconfigure(config);
+        session.config = text;
+      }
+      if (session.announcing !== announcing) this.log.info(announcing ? 'announcing to the peer: its BFD session is Up' : 'withdrawn from the peer: its BFD session is down', { peer, announcements: table.length });
+      session.announcing = announcing;
+      session.speaker.setAnnouncements(announcing ? table : []);
+    }
+  }
+
+  /** One BFD session per peer, from our address of its family; peers gone or moved lose theirs. */
+  private async reconcileBfd(timers: NonNullable<NodeBgpConfig['bgp']>['loadBalancers']['bfd'], peers: PeerConfig[]): Promise<void> {
+    const wanted = new Map(timers ? peers.map((p) => [key(p.address), `${p.sourceAddress} ${JSON.stringify(timers)}`]) : []);
+    for (const [peer, setting] of this.bfdSessions) {
+      if (wanted.get(peer) === setting) continue;
+      this.bfdSessions.delete(peer);
+      this.bfdUp.delete(peer);
+      await this.bfd?.removeSession(peer);
+    }
+    if (wanted.size === 0) {
+      await this.bfd?.close();
+      this.bfd = undefined;
+      return;
+    }
+    this.bfd ??= await BfdEndpoint.open({ log: this.log, ...(this.o.bfdPort !== undefined ? { port: this.o.bfdPort } : {}) });
+    for (const [peer, setting] of wanted) {
+      if (this.bfdSessions.has(peer)) continue;
+      const local = setting.split(' ')[0]!;
+      this.bfdSessions.set(peer, setting);
+      await this.bfd.addSession(peer, {
+        local,
+        timers: timers!,
+        ...(this.o.bfdPeerPort !== undefined ? { port: this.o.bfdPeerPort } : {}),
+        onStateChange: (c) => {
+          if (this.bfdSessions.get(peer) !== setting) return; // a session being replaced
+          const up = c.to === BfdState.Up;
+          this.log.info(up ? 'BFD session up' : 'BFD session down', { peer, from: BfdState[c.from], to: BfdState[c.to], ...(up ? {} : { diag: BfdDiag[c.diag] }) });
+          if (up) this.bfdUp.add(peer);
+          else this.bfdUp.delete(peer);
+          this.schedule();
+        },
+      });
+    }
+  }
+
+  private async shutdown(): Promise<void> {
+    const sessions = [...this.sessions.values()];
+    this.sessions.clear();
+    // BGP first (a Cease: the router withdraws at once), then BFD AdminDown.
+    await Promise.all(sessions.map((s) => s.speaker.stop({ graceful: false })));
+    const bfd = this.bfd;
+    this.bfd = undefined;
+    this.bfdSessions.clear();
+    this.bfdUp.clear();
+    await bfd?.close();
+  }
+}
+
+function key(address: string): string {
+  return formatIP(parseIP(address)!);
+}
+
+/**
+ * The BGP identifier of a node without an IPv4 address: a non-zero 32-bit hash of its name
+ * (FNV-1a), shown dotted. Routers need only that it differs from theirs and stays put.
+ */
+function routerIdOf(name: string): string {
+  let h = 0x811c9dc5;
+  for (const c of new TextEncoder().encode(name)) h = Math.imul(h ^ c, 0x01000193) >>> 0;
+  h = h || 1;
+  return [h >>> 24, (h >>> 16) & 255, (h >>> 8) & 255, h & 255].join('.');
+}
