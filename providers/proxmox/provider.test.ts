@@ -194,6 +194,17 @@ describe('proxmox provider: the watched configuration file', () => {
     await eventually('the new secret to be used', async () => (await p.instances.instanceExists(worker1)) === 'exists', 10_000);
   });
 
+  test('the BGP side follows each good reload (pushed to it)', () => {
+    const r = responder();
+    const bgp = (peer: string) => ['bgp:', '  localASN: 64512', '  routerID: 198.51.100.2', `  peers: [{ address: ${peer}, asn: 65000 }]`];
+    const text = yaml(r.url, { top: bgp('198.51.100.1') });
+    const p = make(text, configFile(text));
+    const peers = () => p.bgp.speakerConfig()?.peers.map((x) => x.address);
+    expect(peers()).toEqual(['198.51.100.1']);
+    expect(p.reload(yaml(r.url, { top: bgp('198.51.100.9') })).ok).toBe(true);
+    expect(peers()).toEqual(['198.51.100.9']);
+  });
+
   test('topologyLabelResync needs a restart: relabelNodes stays, the change is logged', () => {
     const r = responder();
     const { logger, lines } = recordingLogger();

@@ -95,7 +95,7 @@ export class ProxmoxProvider extends FileBackedProvider<ProxmoxConfig> implement
     this.allocator = new AddressAllocator(initial.loadBalancer.pools, initial.loadBalancer);
     this.loadBalancer = new PoolLoadBalancer(this.allocator, () => this.generation.config.loadBalancer.classes, options.logger.with({ component: 'proxmox-lb' }),
       () => this.generation.config.loadBalancer.compatibility ?? []);
-    this.bgp = new ProviderBgp(() => this.generation.config);
+    this.bgp = new ProviderBgp(this.generation.config);
     this.routes = this.bgp.routesAtStart();
     this.file = watchProviderConfig('proxmox provider', options, (text) => loadProxmoxConfig(text, options.secrets ?? processSecrets), (config) => this.apply(config));
   }
@@ -175,6 +175,7 @@ export class ProxmoxProvider extends FileBackedProvider<ProxmoxConfig> implement
     const previous = this.generation;
     this.generation = this.build(config, previous);
     this.allocator.setPools(config.loadBalancer.pools, config.loadBalancer);
+    this.bgp.use(config);
     if (config.topologyLabelResync !== this.relabelNodes) {
       this.logger.warn('topologyLabelResync changed in the configuration file; it takes effect after a restart', { inForce: this.relabelNodes, inFile: config.topologyLabelResync });
     }

@@ -86,6 +86,19 @@ describe('static provider', () => {
     expect(make(bgp('  podCIDRs: { announce: false }\n')).routes).toBeUndefined();
   });
 
+  test('the BGP side follows each good reload (pushed to it), and keeps the last good one through a bad one', () => {
+    const bgp = (peer: string) => `${CONFIG('z1')}bgp:\n  localASN: 64512\n  routerID: 198.51.100.2\n  peers: [{ address: ${peer}, asn: 65000 }]\n`;
+    const p = make(bgp('198.51.100.1'));
+    const peers = () => p.bgp.speakerConfig()?.peers.map((x) => x.address);
+    expect(peers()).toEqual(['198.51.100.1']);
+    expect(p.reload(bgp('198.51.100.9')).ok).toBe(true);
+    expect(peers()).toEqual(['198.51.100.9']);
+    expect(p.reload(bgp('not-an-address')).ok).toBe(false);
+    expect(peers()).toEqual(['198.51.100.9']);
+    expect(p.reload(CONFIG('z1')).ok).toBe(true);
+    expect(p.bgp.speakerConfig()).toBeUndefined();
+  });
+
   test('an invalid initial file is an error naming every problem with its line', () => {
     expect(() => make('inventory:\n  machines:\n    - id: a\n      colour: red\n', 'inv.yaml')).toThrow(
       'invalid static provider configuration:\ninv.yaml:4: inventory.machines[0].colour: unknown key "colour"',

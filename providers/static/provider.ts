@@ -68,7 +68,7 @@ export class StaticProvider extends FileBackedProvider<StaticConfig> implements 
     this.instances = new StaticInstances(() => this.inventory, this.redfish);
     this.loadBalancer = new PoolLoadBalancer(this.allocator, () => this.config.loadBalancer.classes, options.logger.with({ component: 'static-lb' }),
       () => this.config.loadBalancer.compatibility ?? []);
-    this.bgp = new ProviderBgp(() => this.config);
+    this.bgp = new ProviderBgp(initial);
     this.routes = this.bgp.routesAtStart();
     this.file = watchProviderConfig('static provider', options, (text) => loadStaticConfig(text, options.secrets ?? processSecrets), (config) => this.apply(config));
   }
@@ -112,6 +112,7 @@ export class StaticProvider extends FileBackedProvider<StaticConfig> implements 
     this.config = config;
     this.inventory = inventory;
     this.allocator.setPools(config.loadBalancer.pools, config.loadBalancer);
+    this.bgp.use(config);
     void this.redfish.retain(config.inventory.machines.flatMap((m) => (m.redfish ? [m.redfish] : [])));
     this.logger.info('static provider configuration loaded', {
       machines: config.inventory.machines.length,

@@ -5,16 +5,36 @@ import type { BgpConfig } from './config-model.ts';
 import { loadBalancerAnnouncements, mergeAnnouncements, podCIDRAnnouncements } from './announcements.ts';
 import { BgpRouteTable } from './route-table.ts';
 
+/** What the BGP side reads of a provider's configuration. */
+export interface ProviderSections {
+  loadBalancer: LoadBalancerConfig;
+  bgp?: BgpConfig;
+}
+
 /**
  * A provider's BGP side, the same for every provider: the `bgp` section in force, the pod CIDR
  * route table (its Routes implementation) and the table to announce. The provider creates one
- * with a reader of its configuration in force; the app's announcer runs the speaker.
+ * with its configuration at start and hands it each new one (use); the app's announcer runs the speaker.
  */
 export class ProviderBgp implements BgpSource {
   readonly routeTable = new BgpRouteTable();
 
-  /** `config` reads the provider's sections in force (SharedSections of src/config-sections.ts). */
-  constructor(private readonly config: () => { loadBalancer: LoadBalancerConfig; bgp?: BgpConfig }) {}
+  private sections: ProviderSections;
+
+  /**
+   * `initial`: the provider's sections at start (SharedSections of src/config-sections.ts); the
+   * provider hands every later configuration in force to use(). Pushed, not read back through a
+   * getter: the table is computed here from what this room holds, without a call into the provider.
+   */
+  constructor(initial: ProviderSections) {
+    this.sections = initial;
+  }
+
+  /** The sections in force from now on (the provider's last good configuration). */
+  use(sections: ProviderSections): void {
+    this.sections = sections;
+  }
+
 
   /**
    * The Routes implementation when the configuration at start announces pod CIDRs, else
@@ -23,7 +43,7 @@ export class ProviderBgp implements BgpSource {
    * are chosen at start.
    */
   routesAtStart(): BgpRouteTable | undefined {
-    return this.config().bgp?.podCIDRs.announce ? this.routeTable : undefined;
+    return this.sections.bgp?.podCIDRs.announce ? this.routeTable : undefined;
   }
 
   /**
@@ -37,11 +57,11 @@ export class ProviderBgp implements BgpSource {
   }
 
   speakerConfig(): SpeakerConfig | undefined {
-    return this.config().bgp?.speaker;
+    return this.sections.bgp?.speaker;
   }
 
   announcements(view: BgpClusterView): { table: Announcement[]; clashes: string[] } {
-    const config = this.config();
+    const config = this.sections;
     if (!config.bgp) return { table: [], clashes: [] };
     // Per-node sessions announce the load-balancer addresses (src/announce/bgp/node-announcer.ts): the leader keeps the pod CIDRs.
     const loadBalancers = config.bgp.loadBalancers.announceFrom === 'nodes' ? [] : loadBalancerAnnouncements(view, config.loadBalancer, config.bgp);
