@@ -1,4 +1,4 @@
-import { dlopen, FFIType, read } from 'bun:ffi';
+import { dlopen, FFIType, ptr, read } from 'bun:ffi';
 
 /**
  * The libc socket calls Bun does not offer, over bun:ffi, in one binding for every user: the BGP
@@ -84,4 +84,33 @@ export class SocketError extends Error {
     this.name = 'SocketError';
     this.errno = code;
   }
+}
+
+/** One classic BPF instruction (struct sock_filter). */
+export interface BpfInstruction {
+  code: number;
+  jt: number;
+  jf: number;
+  k: number;
+}
+
+/**
+ * Attaches a classic BPF program to a socket (SO_ATTACH_FILTER): the kernel drops what it rejects
+ * before anything is queued. `what` names the filter in the error.
+ */
+export function attachSocketFilter(fd: number, program: readonly BpfInstruction[], what: string): void {
+  const instructions = new Uint8Array(program.length * 8);
+  const view = new DataView(instructions.buffer);
+  program.forEach((op, i) => {
+    view.setUint16(i * 8, op.code, true);
+    instructions[i * 8 + 2] = op.jt;
+    instructions[i * 8 + 3] = op.jf;
+    view.setUint32(i * 8 + 4, op.k, true);
+  });
+  // struct sock_fprog: unsigned short len, (padding), struct sock_filter *filter.
+  const fprog = new Uint8Array(16);
+  const fview = new DataView(fprog.buffer);
+  fview.setUint16(0, program.length, true);
+  fview.setBigUint64(8, BigInt(ptr(instructions)), true);
+  if (libc().setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, ptr(fprog), fprog.length) !== 0) throw new SocketError(`attaching ${what}`);
 }

@@ -2,7 +2,7 @@ import type { udp } from 'bun';
 import { ptr } from 'bun:ffi';
 import { formatIP, parseIP, type IP } from '../ip.ts';
 import { type Logger, silentLogger } from '../../log.ts';
-import { IP_TTL, IPPROTO_IP, IPPROTO_IPV6, IPV6_UNICAST_HOPS, libc, SO_ATTACH_FILTER, SocketError, SOL_SOCKET } from '../../util/libc.ts';
+import { attachSocketFilter, IP_TTL, IPPROTO_IP, IPPROTO_IPV6, IPV6_UNICAST_HOPS, libc, SocketError, type BpfInstruction } from '../../util/libc.ts';
 import { systemClock, type Clock } from '../../util/time.ts';
 import { decodeControlPacket } from './packet.ts';
 import { BfdSession, type BfdSessionStats, type BfdStateChange, type BfdTimers } from './session.ts';
@@ -81,7 +81,7 @@ export class BfdEndpoint {
     } catch (e) {
       throw new Error(`cannot receive BFD on UDP port ${port}: ${e instanceof Error ? e.message : String(e)} (another BFD daemon on this host?)`);
     }
-    attachTtlFilter(descriptorOf(endpoint.rx));
+    attachSocketFilter(descriptorOf(endpoint.rx), TTL_FILTER, 'the BFD TTL filter');
     return endpoint;
   }
 
@@ -227,7 +227,7 @@ const NET = 0xfff00000;
  * Accepts only datagrams whose IPv4 TTL or IPv6 hop limit is 255: the receive side of RFC 5881
  * 5, done in the kernel because Bun's UDP sockets do not hand the TTL (IP_RECVTTL) to JavaScript.
  */
-export const TTL_FILTER = [
+export const TTL_FILTER: BpfInstruction[] = [
   { code: BPF_LDB_ABS, jt: 0, jf: 0, k: NET }, // A = version << 4 | IHL (IPv4) or version << 4 | traffic class (IPv6)
   { code: BPF_RSH_K, jt: 0, jf: 0, k: 4 },
   { code: BPF_JEQ_K, jt: 0, jf: 2, k: 4 },
@@ -239,19 +239,3 @@ export const TTL_FILTER = [
   { code: BPF_RET_K, jt: 0, jf: 0, k: 0xffff },
 ];
 
-function attachTtlFilter(fd: number): void {
-  const instructions = new Uint8Array(TTL_FILTER.length * 8);
-  const view = new DataView(instructions.buffer);
-  TTL_FILTER.forEach((op, i) => {
-    view.setUint16(i * 8, op.code, true);
-    instructions[i * 8 + 2] = op.jt;
-    instructions[i * 8 + 3] = op.jf;
-    view.setUint32(i * 8 + 4, op.k, true);
-  });
-  // struct sock_fprog: unsigned short len, (padding), struct sock_filter *filter.
-  const fprog = new Uint8Array(16);
-  const fview = new DataView(fprog.buffer);
-  fview.setUint16(0, TTL_FILTER.length, true);
-  fview.setBigUint64(8, BigInt(ptr(instructions)), true);
-  if (libc().setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, ptr(fprog), fprog.length) !== 0) throw new SocketError('attaching the BFD TTL filter');
-}

@@ -1,7 +1,7 @@
 import { ptr } from 'bun:ffi';
 import {
-  AF_INET6, AF_PACKET, EAGAIN, errno, IPPROTO_IPV6, IPV6_ADD_MEMBERSHIP, IPV6_DROP_MEMBERSHIP, libc, SO_ATTACH_FILTER, SOCK_CLOEXEC, SOCK_DGRAM, SOCK_NONBLOCK,
-  SOCK_RAW, SocketError, SOL_SOCKET,
+  AF_INET6, AF_PACKET, attachSocketFilter, EAGAIN, errno, IPPROTO_IPV6, IPV6_ADD_MEMBERSHIP, IPV6_DROP_MEMBERSHIP, libc, SOCK_CLOEXEC, SOCK_DGRAM, SOCK_NONBLOCK,
+  SOCK_RAW, SocketError, type BpfInstruction,
 } from '../../util/libc.ts';
 
 /**
@@ -34,13 +34,7 @@ export function interfaceIndex(name: string): number {
   return index;
 }
 
-/** One classic BPF instruction (struct sock_filter). */
-export interface BpfInstruction {
-  code: number;
-  jt: number;
-  jf: number;
-  k: number;
-}
+export type { BpfInstruction } from '../../util/libc.ts';
 
 export interface ReceivedFrame {
   length: number;
@@ -104,22 +98,7 @@ export class PacketSocket {
   }
 
   private attachFilter(program: BpfInstruction[]): void {
-    const instructions = new Uint8Array(program.length * 8);
-    const view = new DataView(instructions.buffer);
-    program.forEach((op, i) => {
-      view.setUint16(i * 8, op.code, true);
-      instructions[i * 8 + 2] = op.jt;
-      instructions[i * 8 + 3] = op.jf;
-      view.setUint32(i * 8 + 4, op.k, true);
-    });
-    // struct sock_fprog: unsigned short len, (padding), struct sock_filter *filter.
-    const fprog = new Uint8Array(16);
-    const fview = new DataView(fprog.buffer);
-    fview.setUint16(0, program.length, true);
-    fview.setBigUint64(8, BigInt(ptr(instructions)), true);
-    if (libc().setsockopt(this.fd, SOL_SOCKET, SO_ATTACH_FILTER, ptr(fprog), fprog.length) !== 0) {
-      throw new SocketError(`attaching the frame filter on ${this.interfaceName}`);
-    }
+    attachSocketFilter(this.fd, program, `the frame filter on ${this.interfaceName}`);
   }
 
   /**
