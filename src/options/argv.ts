@@ -9,6 +9,7 @@
 import type { FlagError } from './errors.ts';
 import { FLAGS, flagLabel, type AnyFlagDef } from './flags.ts';
 import { parseFlagValue } from './values.ts';
+import { didYouMean } from '../util/did-you-mean.ts';
 
 export interface ScannedArgv {
   /** Every flag's value: its default unless given. */
@@ -72,7 +73,7 @@ function scanLongFlag(scan: ScannedArgv, arg: string, nextArg: () => string | un
   const name = eq < 0 ? body : body.slice(0, eq);
   const def = byName.get(name.replaceAll('_', '-'));
   if (!def) {
-    scan.errors.push({ flag: `--${name}`, message: 'unknown flag' });
+    scan.errors.push({ flag: `--${name}`, message: `unknown flag${didYouMean(name, byName.keys(), (known) => `--${known}`)}` });
     return;
   }
   let text: string | undefined = eq < 0 ? undefined : body.slice(eq + 1);
