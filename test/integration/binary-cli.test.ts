@@ -62,7 +62,7 @@ describe('dist/edge-ccm', () => {
     ].join('\n'));
     const { exitCode, output } = await run(['validate', '--cloud-provider', 'static', '--cloud-config', path]);
     expect(exitCode).toBe(2);
-    expect(output).toContain(`${path}:4: inventory.machines[0].zoen: unknown key "zoen"`);
+    expect(output).toContain(`${path}:4: inventory.machines[0].zoen: unknown key "zoen" (did you mean "zone"?)`);
     expect(output).toMatch(new RegExp(`${path.replaceAll('.', '\\.')}:8: loadBalancer\\.pools\\[0\\]\\.addresses\\[0\\]: .*host bits`));
     expect(output).toContain('2 problems found');
   });
