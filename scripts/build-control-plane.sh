@@ -128,7 +128,7 @@ if $with_kubectl; then
   if [ -x "$BIN_DIR/kubectl" ]; then
     step_say "$step" "$total" "kubectl $K8S_VERSION: built already ($BIN_DIR/kubectl)"
   else
-    step_run "$step" "$total" "building kubectl $K8S_VERSION from the same module (a few minutes; cached in $BIN_DIR)" \
+    step_run "$step" "$total" "building kubectl $K8S_VERSION from the same module (about a minute after the API server's build; cached in $BIN_DIR)" \
       "$EDGE_CCM_LOG_DIR/build-kubectl-$K8S_VERSION.log" k8s_build kubectl
   fi
 fi

@@ -7,7 +7,7 @@ test('a kubectl built beside the API server first; else one on PATH within one m
   expect(chooseKubectl('v1.36.3', undefined, { minor: 37 }).command).toBe('kubectl');
   const old = chooseKubectl('v1.36.3', undefined, { minor: 32 });
   expect(old.command).toBeUndefined();
-  expect(old.note).toBe('the kubectl on PATH is v1.32, outside the supported skew of the API server v1.36.3; to get one: bash scripts/build-control-plane.sh kubectl (builds kubectl v1.36.3 from the same Go module, a few minutes once, cached beside the API server), or any kubectl v1.35 to v1.37');
+  expect(old.note).toBe('the kubectl on PATH is v1.32, outside the supported skew of the API server v1.36.3; to get one: bash scripts/build-control-plane.sh kubectl (builds kubectl v1.36.3 from the same Go module, about a minute once, cached beside the API server), or any kubectl v1.35 to v1.37');
   expect(chooseKubectl('v1.36.3', undefined, undefined).note).toStartWith('no kubectl on PATH; to get one: bash scripts/build-control-plane.sh kubectl');
 });
 

@@ -25,7 +25,7 @@ export function clientMinor(versionJson: string): number | undefined {
 export function chooseKubectl(k8sVersion: string, built: string | undefined, onPath: { minor: number | undefined } | undefined): KubectlChoice {
   const serverMinor = Number.parseInt(k8sVersion.split('.')[1] ?? '', 10);
   if (built) return { command: built, note: `kubectl ${k8sVersion}, built beside the API server` };
-  const how = `bash scripts/build-control-plane.sh kubectl (builds kubectl ${k8sVersion} from the same Go module, a few minutes once, cached beside the API server), or any kubectl v1.${serverMinor - 1} to v1.${serverMinor + 1}`;
+  const how = `bash scripts/build-control-plane.sh kubectl (builds kubectl ${k8sVersion} from the same Go module, about a minute once, cached beside the API server), or any kubectl v1.${serverMinor - 1} to v1.${serverMinor + 1}`;
   if (onPath?.minor !== undefined && Math.abs(onPath.minor - serverMinor) <= 1) return { command: 'kubectl', note: `the kubectl on PATH (v1.${onPath.minor}, within one minor version of the API server ${k8sVersion})` };
   const found = onPath ? `the kubectl on PATH is ${onPath.minor === undefined ? 'of an unknown version' : `v1.${onPath.minor}`}, outside the supported skew of the API server ${k8sVersion}` : `no kubectl on PATH`;
   return { command: undefined, note: `${found}; to get one: ${how}` };
