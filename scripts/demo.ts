@@ -20,6 +20,7 @@ import { freeLoopbackPorts } from '../test/harness/ports.ts';
 import { eventually } from '../test/harness/eventually.ts';
 import { LoggedProcess } from '../test/harness/processes.ts';
 import { EVENTS, NODES, ResourceClient, SERVICES } from '../src/kube/resources.ts';
+import { findKubectl } from './demo-kubectl.ts';
 
 const root = resolve(import.meta.dir, '..');
 const once = process.argv.includes('--once');
@@ -35,6 +36,13 @@ if (!existsSync(binary)) {
   process.exit(1);
 }
 const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
+// What a reader of the node table would otherwise take for a fault of edge-ccm.
+const NO_KUBELET_NOTE = [
+  '  (No kubelet runs in this demo: the nodes are API objects only. Ready=Unknown because no kubelet',
+  '   reports the Ready condition, and the node.kubernetes.io/not-ready taint is put on at registration',
+  '   by the API server and taken off by kube-controller-manager once a kubelet reports Ready. Neither',
+  '   is edge-ccm\'s: its work is the providerID, the labels, the addresses and the removed uninitialized taint.)',
+].join('\n');
 const DEMO_NODES = [
   { name: 'node-a', ip: '10.0.0.11', podCIDR: '10.244.1.0/24' },
   { name: 'node-b', ip: '10.0.0.12', podCIDR: '10.244.2.0/24' },
@@ -138,8 +146,10 @@ try {
       const l = n.metadata?.labels ?? {};
       const addrs = (n.status?.addresses ?? []).map((a) => `${a.type}=${a.address}`).join(' ');
       const ready = n.status?.conditions?.find((c) => c.type === 'Ready')?.status ?? 'Unknown';
-      console.log(`  ${n.metadata?.name}  ${n.spec?.providerID}  type=${l['node.kubernetes.io/instance-type']}  zone=${l['topology.kubernetes.io/zone']}  region=${l['topology.kubernetes.io/region']}  ready=${ready}  ${addrs}`);
+      const taints = (n.spec?.taints ?? []).map((t) => `${t.key}:${t.effect}`).join(',') || 'none';
+      console.log(`  ${n.metadata?.name}  ${n.spec?.providerID}  type=${l['node.kubernetes.io/instance-type']}  zone=${l['topology.kubernetes.io/zone']}  region=${l['topology.kubernetes.io/region']}  ready=${ready}  taints=${taints}  ${addrs}`);
     }
+    console.log(NO_KUBELET_NOTE);
   };
   const createService = async (name: string) =>
     services.create({ metadata: { name, namespace: 'default' }, spec: { type: 'LoadBalancer', ports: [{ name: 'http', port: 80, protocol: 'TCP', targetPort: 8080 }] } });
@@ -201,7 +211,9 @@ try {
   console.log(`  health:  curl -k ${quote(`https://127.0.0.1:${port}/healthz?verbose`)}`);
   console.log(`  ready:   curl -k ${quote(`https://127.0.0.1:${port}/readyz`)}`);
   console.log(`  metrics: curl -k -H ${quote(`Authorization: Bearer ${token}`)} ${quote(`https://127.0.0.1:${port}/metrics`)}`);
-  console.log(`  kubectl: KUBECONFIG=${quote(cp.adminKubeconfig)} kubectl get nodes,services,events -A`);
+  const kubectl = findKubectl();
+  if (kubectl.command) console.log(`  kubectl: KUBECONFIG=${quote(cp.adminKubeconfig)} ${quote(kubectl.command)} get nodes,services,events -A   (${kubectl.note})`);
+  else console.log(`  kubectl: ${kubectl.note}; then: KUBECONFIG=${quote(cp.adminKubeconfig)} kubectl get nodes,services,events -A`);
   if (once) await shutdown(0);
   console.log('Press Ctrl-C to stop everything.');
   const code = await ccm.exited;

@@ -1,13 +1,38 @@
 #!/usr/bin/env bash
-# Installs everything the project needs on a fresh machine, idempotently: Bun (pinned), the
-# packages from the lockfile, and the control-plane binaries the tests and the demo run.
+# Installs what the project needs on a fresh machine, idempotently, one numbered step at a time
+# (what each does, its log, and every 15 s that it is alive: scripts/lib.sh step_run).
+#   bash scripts/install.sh --demo   what the demo runs, nothing more: Bun (pinned), the packages
+#                                    from the lockfile, etcd and kube-apiserver (scripts/demo.sh)
+#   bash scripts/install.sh          that, and what the tests use besides: the Debian packages and
+#                                    promtool and helm (install-test-deps.sh), the routing daemons
+#                                    and L2 tools (install-network-tools.sh), the aarch64 Bun
+#                                    runtime for the arm64 build (scripts/test.sh runs this)
+# EDGE_CCM_STEP_TOTAL: the caller's number of steps, when these are its first ones (demo.sh).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 . "$root/scripts/lib.sh"
-ensure_bun
-ensure_packages "$root"
-bash "$root/scripts/build-control-plane.sh" >/dev/null
-bash "$root/scripts/install-test-deps.sh"
-bash "$root/scripts/install-network-tools.sh"
+
+demo_only=false
+case "${1:-}" in
+  '') ;;
+  --demo) demo_only=true ;;
+  *) echo "usage: $0 [--demo]" >&2; exit 2 ;;
+esac
+total=${EDGE_CCM_STEP_TOTAL:-$($demo_only && echo 4 || echo 7)}
+
+if bun_ready; then step_say 1 "$total" "Bun $BUN_VERSION: installed already ($BUN)"
+else step_run 1 "$total" "installing Bun $BUN_VERSION from the npm registry, verified against its pinned sha512" "$EDGE_CCM_LOG_DIR/install-bun.log" ensure_bun
+fi
+if packages_ready "$root"; then step_say 2 "$total" "packages: as bun.lock says already"
+else step_run 2 "$total" "installing the packages of bun.lock" "$EDGE_CCM_LOG_DIR/install-packages.log" ensure_packages "$root"
+fi
+EDGE_CCM_STEP_FIRST=3 EDGE_CCM_STEP_TOTAL="$total" bash "$root/scripts/build-control-plane.sh" >/dev/null
+$demo_only && exit 0
+
+step_run 5 "$total" "the tests' tools: Debian packages (podman, qemu, systemd tools...), promtool and helm built from their Go modules" \
+  "$EDGE_CCM_LOG_DIR/install-test-deps.log" bash "$root/scripts/install-test-deps.sh"
+step_run 6 "$total" "the network tests' tools: bird2, frr, gobgpd, arping, ndisc6" \
+  "$EDGE_CCM_LOG_DIR/install-network-tools.log" bash "$root/scripts/install-network-tools.sh"
 # The aarch64 Bun runtime, so `bun run build` cross-compiles dist/edge-ccm-linux-arm64 offline.
-bash "$root/scripts/fetch-bun-runtime.sh" linux-aarch64 >/dev/null
+step_run 7 "$total" "the aarch64 Bun runtime for the arm64 build" \
+  "$EDGE_CCM_LOG_DIR/fetch-bun-runtime.log" bash "$root/scripts/fetch-bun-runtime.sh" linux-aarch64

@@ -71,6 +71,15 @@ verified_package_present() {
   [ -f "$1/.integrity" ] && [ "$(cat "$1/.integrity")" = "$2" ]
 }
 
+# True when the pinned Bun is installed (verified, linked, reporting its version): nothing to do.
+bun_ready() {
+  local platform integrity dir
+  platform=$(bun_host_platform) && integrity=$(bun_integrity "$platform") || return 1
+  dir="$BUN_HOME/verified/bun-$platform"
+  verified_package_present "$dir" "$integrity" && [ "$(readlink "$BUN")" = "../../verified/bun-$platform/package/bin/bun" ] &&
+    [ "$("$BUN" --version 2>/dev/null)" = "$BUN_VERSION" ]
+}
+
 # Installs the pinned Bun, once: its platform package's tarball from the npm registry, verified
 # against bun_integrity. Not `npm install bun`, whose postinstall script would run unverified code.
 # $BUN stays a symlink, swapped in one step, so a Bun already running from the cache is not disturbed.
@@ -78,8 +87,7 @@ ensure_bun() {
   local platform integrity dir
   platform=$(bun_host_platform) && integrity=$(bun_integrity "$platform") || return 1
   dir="$BUN_HOME/verified/bun-$platform"
-  if verified_package_present "$dir" "$integrity" && [ "$(readlink "$BUN")" = "../../verified/bun-$platform/package/bin/bun" ] &&
-    [ "$("$BUN" --version 2>/dev/null)" = "$BUN_VERSION" ]; then return 0; fi
+  if bun_ready; then return 0; fi
   command -v npm >/dev/null || { echo "npm is required to install Bun $BUN_VERSION (apt-get install npm)" >&2; return 1; }
   echo "[install] Bun $BUN_VERSION into $BUN_HOME" >&2
   if ! verified_package_present "$dir" "$integrity"; then
@@ -95,10 +103,15 @@ ensure_bun() {
   [ "$("$BUN" --version)" = "$BUN_VERSION" ] || { echo "[install] $BUN does not report version $BUN_VERSION" >&2; return 1; }
 }
 
+# True when the project's packages match bun.lock: nothing to install.
+packages_ready() {
+  [ -f "$1/node_modules/.edge-ccm-lock" ] && cmp -s "$1/bun.lock" "$1/node_modules/.edge-ccm-lock"
+}
+
 # Installs the project's packages from bun.lock, only when they are missing or stale.
 ensure_packages() {
   local root="$1"
-  if [ ! -f "$root/node_modules/.edge-ccm-lock" ] || ! cmp -s "$root/bun.lock" "$root/node_modules/.edge-ccm-lock"; then
+  if ! packages_ready "$root"; then
     echo "[install] packages from bun.lock" >&2
     (cd "$root" && "$BUN" install --frozen-lockfile >&2)
     cp "$root/bun.lock" "$root/node_modules/.edge-ccm-lock"
@@ -136,3 +149,50 @@ apt_install() (
   apt-get -o DPkg::Lock::Timeout=600 update -qq >&2
   apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "$@" >&2
 )
+
+# --- Progress of the long steps of a first run (scripts/install.sh, demo.sh, build-control-plane.sh) ---
+# Each step says which of how many it is and what it does; a step that runs a while puts its
+# detail in a log (named on its first line) and says every EDGE_CCM_PROGRESS_SECONDS (15) that it
+# is alive: the time so far and the log's last line. On the console: a few lines per step, never
+# the tools' own output (e.g. hundreds of "go: downloading" lines).
+PROGRESS_SECONDS="${EDGE_CCM_PROGRESS_SECONDS:-15}"
+EDGE_CCM_LOG_DIR="${EDGE_CCM_LOG_DIR:-$EDGE_CCM_CACHE/logs}"
+
+# "8 min 48 s" or "12 s".
+format_seconds() {
+  if [ "$1" -ge 60 ]; then echo "$(($1 / 60)) min $(($1 % 60)) s"; else echo "$1 s"; fi
+}
+
+# step_say N TOTAL TEXT: one progress line, "[N/TOTAL] TEXT", on stderr.
+step_say() {
+  echo "[$1/$2] $3" >&2
+}
+
+# step_run N TOTAL WHAT LOG COMMAND...: runs COMMAND (a shell function too) with all its output
+# in LOG; says WHAT and where the log is, that it is alive while it runs, and how long it took.
+# On failure: the end of the log, and COMMAND's exit status.
+step_run() {
+  local n="$1" total="$2" what="$3" log="$4" start=$SECONDS next pid rc last
+  shift 4
+  mkdir -p "$(dirname "$log")"
+  : >"$log"
+  step_say "$n" "$total" "$what (log: $log)"
+  next=$PROGRESS_SECONDS
+  ( "$@" ) >>"$log" 2>&1 </dev/null &
+  pid=$!
+  while kill -0 "$pid" 2>/dev/null; do
+    sleep 1
+    if [ $((SECONDS - start)) -ge "$next" ]; then
+      next=$((next + PROGRESS_SECONDS))
+      last=$(tail -n 1 "$log" 2>/dev/null | tr -d '\r' | cut -c1-110)
+      echo "      ... $(format_seconds $((SECONDS - start)))${last:+, last: $last}" >&2
+    fi
+  done
+  if wait "$pid"; then rc=0; else rc=$?; fi
+  if [ "$rc" -ne 0 ]; then
+    step_say "$n" "$total" "FAILED after $(format_seconds $((SECONDS - start))): $what; the end of $log:"
+    tail -n 20 "$log" | sed 's/^/      /' >&2
+    return "$rc"
+  fi
+  step_say "$n" "$total" "done in $(format_seconds $((SECONDS - start)))"
+}

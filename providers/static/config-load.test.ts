@@ -46,6 +46,40 @@ describe('static config: valid files', () => {
   });
 });
 
+describe('static config: every independent problem in one run', () => {
+  test("a machine with a field error still has its rack, site and other addresses checked", () => {
+    expect(errorsOf(dedent(`
+    inventory:
+      sites: { s1: {} }
+      machines:
+        - { id: a, rack: r9, site: s9, zone: 7, addresses: [{ type: InternalIP, address: 10.0.0.300 }, { type: InternalIP, address: 10.0.0.2 }] }
+        - { id: b, rack: r8, addresses: [{ type: InternalIP, address: 10.0.0.2 }] }
+        - { id: c, zoen: z, rack: r7 }
+    `))).toEqual([
+      { path: 'inventory.machines[0].addresses[0].address', line: 4, message: 'invalid IP address "10.0.0.300"' },
+      { path: 'inventory.machines[0].rack', line: 4, message: 'unknown rack "r9" (not in inventory.racks)' },
+      { path: 'inventory.machines[0].site', line: 4, message: 'unknown site "s9" (not in inventory.sites)' },
+      { path: 'inventory.machines[0].zone', line: 4, message: 'wrong type: Expected string but received 7' },
+      { path: 'inventory.machines[1].addresses[0].address', line: 5, message: 'duplicate address "10.0.0.2" (also in inventory.machines[0])' },
+      { path: 'inventory.machines[1].rack', line: 5, message: 'unknown rack "r8" (not in inventory.racks)' },
+      { path: 'inventory.machines[2].rack', line: 6, message: 'unknown rack "r7" (not in inventory.racks)' },
+      { path: 'inventory.machines[2].zoen', line: 6, message: 'unknown key "zoen" (did you mean "zone"?)' },
+    ]);
+  });
+
+  test('a machine whose own redfish block is broken is not also told its merged redfish settings are incomplete', () => {
+    expect(errorsOf(dedent(`
+    inventory:
+      defaults: { redfish: { endpoint: "https://10.0.1.1" } }
+      machines:
+        - { id: a, redfish: { usrname: admin }, rack: r9 }
+    `))).toEqual([
+      { path: 'inventory.machines[0].rack', line: 4, message: 'unknown rack "r9" (not in inventory.racks)' },
+      { path: 'inventory.machines[0].redfish.usrname', line: 4, message: 'unknown key "usrname" (did you mean "username"?)' },
+    ]);
+  });
+});
+
 describe('static config: each kind of bad input', () => {
   test('unknown key', () => {
     expect(errorsOf(dedent(`
@@ -53,7 +87,16 @@ describe('static config: each kind of bad input', () => {
       machines:
         - id: a
           zoen: z1
-    `))).toEqual([{ path: 'inventory.machines[0].zoen', line: 4, message: 'unknown key "zoen"' }]);
+    `))).toEqual([{ path: 'inventory.machines[0].zoen', line: 4, message: 'unknown key "zoen" (did you mean "zone"?)' }]);
+  });
+
+  test('an unknown key far from every known one gets no suggestion', () => {
+    expect(errorsOf(dedent(`
+    inventory:
+      machines:
+        - id: a
+          location: z1
+    `))).toEqual([{ path: 'inventory.machines[0].location', line: 4, message: 'unknown key "location"' }]);
   });
 
   test('wrong type', () => {
@@ -392,6 +435,19 @@ describe('static config: what the daemon could not use is refused', () => {
     expect(loadStaticConfig('loadBalancer:\n  pools:\n    - { name: p, addresses: [10.0.0.0-10.0.0.3, 127.0.0.1], exclude: [127.0.0.1] }\n').ok).toBe(true);
   });
 
+  test('an exclude entry with no address in its pool is refused (a typo); one inside, or reaching into it, is fine', () => {
+    expect(errorsOf(dedent(`
+    loadBalancer:
+      pools:
+        - name: p
+          addresses: [203.0.113.0/28, 203.0.113.100]
+          exclude: [203.0.113.1, 203.0.13.5, 203.0.113.8-203.0.113.40, 2001:db8::1]
+    `))).toEqual([
+      { path: 'loadBalancer.pools[0].exclude[1]', line: 5, message: '"203.0.13.5" is outside pool "p"\'s addresses (203.0.113.0/28, 203.0.113.100): it would exclude nothing' },
+      { path: 'loadBalancer.pools[0].exclude[3]', line: 5, message: '"2001:db8::1" is outside pool "p"\'s addresses (203.0.113.0/28, 203.0.113.100): it would exclude nothing' },
+    ]);
+  });
+
   test('a CIDR pool keeps its network and broadcast addresses out unless includeNetworkAndBroadcast', () => {
     const ranges = (yaml: string) => {
       const r = loadStaticConfig(`loadBalancer:\n  pools:\n    - ${yaml}\n`);
@@ -435,10 +491,10 @@ describe('static config: what the daemon could not use is refused', () => {
           redfish: { endpoint: "https://10.0.1.1", usrname: admin, pasword: x }
       extra: 1
     `))).toEqual([
-      { path: 'inventory.machines[0].zoen', line: 4, message: 'unknown key "zoen"' },
-      { path: 'inventory.machines[0].rgion', line: 5, message: 'unknown key "rgion"' },
-      { path: 'inventory.machines[0].redfish.pasword', line: 6, message: 'unknown key "pasword"' },
-      { path: 'inventory.machines[0].redfish.usrname', line: 6, message: 'unknown key "usrname"' },
+      { path: 'inventory.machines[0].zoen', line: 4, message: 'unknown key "zoen" (did you mean "zone"?)' },
+      { path: 'inventory.machines[0].rgion', line: 5, message: 'unknown key "rgion" (did you mean "region"?)' },
+      { path: 'inventory.machines[0].redfish.pasword', line: 6, message: 'unknown key "pasword" (did you mean "password"?)' },
+      { path: 'inventory.machines[0].redfish.usrname', line: 6, message: 'unknown key "usrname" (did you mean "username"?)' },
       { path: 'inventory.extra', line: 7, message: 'unknown key "extra"' },
     ]);
   });

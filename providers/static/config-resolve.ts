@@ -5,7 +5,7 @@ import type { ConfigIssue, ConfigPath, ReportIssue } from '../../src/config-file
 import { SecretFiles, type ConfigWarningIssue, type SecretSource } from '../../src/config-file/secrets.ts';
 import { resolveSharedSections } from '../../src/config-sections.ts';
 import { STATIC_PROVIDER_ID_PREFIX, type Machine, type RedfishTarget, type StaticConfig } from './config-model.ts';
-import { STATIC_MATCH_CRITERIA, type RawDefaults, type RawMachine, type RawRedfish, type ResolvableStaticConfig } from './config-schema.ts';
+import { STATIC_MATCH_CRITERIA, type RawDefaults, type RawRedfish, type ResolvableStaticConfig, type SalvagedMachine } from './config-schema.ts';
 
 /**
  * Second pass over a config that has the right shape: gives it meaning (group defaults merged,
@@ -73,7 +73,7 @@ function resolveMachines(raw: ResolvableStaticConfig, readSecret: SecretFiles, r
 }
 
 function buildMachine(
-  m: RawMachine,
+  m: SalvagedMachine,
   site: string | undefined,
   layers: RawDefaults[],
   path: ConfigPath,
@@ -84,6 +84,7 @@ function buildMachine(
   const addresses: V1NodeAddress[] = [];
   const addressPaths: ConfigPath[] = [];
   (m.addresses ?? []).forEach((a, j) => {
+    if (!a) return; // a shape error, already reported
     const at = [...path, 'addresses', j, 'address'];
     let address = a.address;
     // Canonical text, so matching compares addresses, not spellings (the schema checked they parse).
@@ -95,7 +96,9 @@ function buildMachine(
     addresses.push({ type: 'Hostname', address: m.hostname });
     addressPaths.push([...path, 'hostname']);
   }
-  const redfishLayers = layers.map((l) => l.redfish).filter((r): r is RawRedfish => r !== undefined);
+  // A machine whose own redfish block failed the schema: its merged settings would be guesses, their errors echoes.
+  const redfishBroken = m.invalidKeys?.includes('redfish') ?? false;
+  const redfishLayers = redfishBroken ? [] : layers.map((l) => l.redfish).filter((r): r is RawRedfish => r !== undefined);
   const redfishPath = m.redfish ? [...path, 'redfish'] : path;
   const redfish = redfishLayers.length ? resolveRedfish(Object.assign({}, ...redfishLayers) as RawRedfish, redfishPath, report, readSecret) : undefined;
   const machine: Machine = {
@@ -185,7 +188,7 @@ class DuplicateTracker {
     return this.claim(`id:${id}`, `machines[${path.at(-1)}]`, [...path, 'id'], `duplicate machine id ${JSON.stringify(id)}`);
   }
 
-  check(machine: Machine, path: ConfigPath, raw: RawMachine, addressPaths: ConfigPath[]): void {
+  check(machine: Machine, path: ConfigPath, raw: SalvagedMachine, addressPaths: ConfigPath[]): void {
     const where = `machines[${path.at(-1)}]`;
     // A repeated id says it all: its node name (the id by default) and addresses would only echo it.
     if (!this.claimId(machine.id, path)) return;

@@ -99,10 +99,43 @@ export type RawStaticConfig = v.InferOutput<typeof StaticConfigSchema>;
  */
 export interface ResolvableStaticConfig extends ResolvableSharedSections {
   inventory?: Omit<NonNullable<RawStaticConfig['inventory']>, 'machines'> & {
-    machines?: (RawMachine | null)[];
+    machines?: (SalvagedMachine | null)[];
     /** The id of every machine whose id is well formed, holes included, so a duplicate id is reported with its machine's other errors. */
     machineIds?: (string | undefined)[];
   };
+}
+
+type RawAddress = v.InferOutput<typeof AddressSchema>;
+
+/**
+ * A machine as the second pass sees it: valid, or one with a field error, keeping its valid
+ * fields (an invalid address is a null hole, so the others keep their paths) and naming the keys
+ * it lost, so its references and duplicates are still checked in the same run.
+ */
+export type SalvagedMachine = Omit<RawMachine, 'addresses'> & {
+  addresses?: (RawAddress | null)[];
+  /** Keys whose value failed the schema (already reported), left out above. */
+  invalidKeys?: readonly string[];
+};
+
+/** A machine's valid fields, or null when even its id is not usable. */
+function salvageMachine(input: unknown): SalvagedMachine | null {
+  const whole = validOrUndefined(MachineSchema, input);
+  if (whole) return whole;
+  const raw = asRecord(input);
+  const id = validOrUndefined(machineId, raw.id);
+  if (id === undefined) return null;
+  const machine: Record<string, unknown> = { id };
+  const invalidKeys: string[] = [];
+  for (const [key, schema] of Object.entries(MachineSchema.entries)) {
+    if (key === 'id' || key === 'addresses' || raw[key] === undefined) continue;
+    const value = validOrUndefined(schema as v.GenericSchema<unknown, unknown>, raw[key]);
+    if (value === undefined) invalidKeys.push(key);
+    else machine[key] = value;
+  }
+  if (Array.isArray(raw.addresses)) machine.addresses = raw.addresses.map((a) => validOrUndefined(AddressSchema, a) ?? null);
+  else if (raw.addresses !== undefined) invalidKeys.push('addresses');
+  return { ...(machine as Omit<SalvagedMachine, 'invalidKeys'>), invalidKeys };
 }
 
 /**
@@ -126,7 +159,7 @@ export function salvageStaticConfig(input: unknown): ResolvableStaticConfig {
   const racks = entries(inv.racks, RackSchema, brokenRacks);
   const machines = Array.isArray(inv.machines)
     ? inv.machines.map((m) => {
-        const machine = validOrUndefined(MachineSchema, m);
+        const machine = salvageMachine(m);
         if (!machine || !defaults) return null;
         const site = machine.site ?? (machine.rack !== undefined ? racks[machine.rack]?.site : undefined);
         if ((machine.rack !== undefined && brokenRacks.has(machine.rack)) || (site !== undefined && brokenSites.has(site))) return null;

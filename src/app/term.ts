@@ -79,11 +79,12 @@ export async function runTerm(deps: TermDeps, term: Term, signal: AbortSignal, e
     logger: logger.with({ provider: cloud.providerName }),
     signal,
     registry,
-    recorder: events.recorder(`${cloud.providerName}-cloud-provider`),
+    recorder: events.recorder(`${cloud.providerName}-cloud-provider`, term.fence),
   });
   // A rejected config edit is logged and counted by the provider; an event makes it visible
   // with kubectl. It is recorded on our Lease, the one object this process is known by.
-  const configEvents = events.recorder('cloud-controller-manager');
+  // The term's events pass its fence, as its writes do: none is sent once the term has ended.
+  const configEvents = events.recorder('cloud-controller-manager', term.fence);
   const lease = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { namespace: leaderElection.namespace, name: leaderElection.name } };
   const unsubscribeConfig = cloud.onConfigRejected?.((problems) =>
     configEvents.event(lease, 'Warning', 'CloudConfigRejected', `cloud config edit rejected, the last good configuration stays in force:\n${problems}`));
@@ -105,7 +106,7 @@ export async function runTerm(deps: TermDeps, term: Term, signal: AbortSignal, e
   const { informers, controllers } = buildControllers(settings.controllers, {
     transport: termClient('shared-informers'),
     transportFor: (component) => controllerTransports.get(component) ?? termClient(component),
-    recorderFor: (component) => events.recorder(component),
+    recorderFor: (component) => events.recorder(component, term.fence),
     logger,
     registry,
     cloud,

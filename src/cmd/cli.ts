@@ -8,6 +8,7 @@ import { runSelfTest } from './selftest.ts';
 import { runSpeaker } from './speaker.ts';
 import { runValidate } from './validate.ts';
 import { versionLine } from '../version.ts';
+import { didYouMean } from '../util/did-you-mean.ts';
 
 /**
  * The command line: flags -> subcommand (one module each in src/cmd) or the controller manager
@@ -43,7 +44,7 @@ export async function runCli(argv: string[], providers: ProviderRegistry): Promi
     case undefined:
       break;
     case 'validate':
-      return runValidate(argv.filter((a) => a !== 'validate'), providers);
+      return runValidate(argv.filter((a) => a !== 'validate'), providers, args);
     case 'selftest': {
       const i = args.indexOf('--kubeconfig');
       const path = i >= 0 ? args[i + 1] : args.find((a) => a.startsWith('--kubeconfig='))?.slice('--kubeconfig='.length);
@@ -58,7 +59,7 @@ export async function runCli(argv: string[], providers: ProviderRegistry): Promi
     case 'import':
       return runImport(argv.slice(argv.indexOf('import') + 1));
     default:
-      console.error(`error: unknown command "${command}" (commands: ${commandNames()})`);
+      console.error(`error: unknown command "${command}"${didYouMean(command, COMMANDS.map((c) => c.name), (n) => `"${n}"`)} (commands: ${commandNames()})`);
       return FLAG_ERROR_EXIT_CODE;
   }
 

@@ -1,13 +1,34 @@
 import { readCloudConfigFile } from '../cloud/config-file.ts';
 import type { ProviderRegistry } from '../cloud/registry.ts';
 import { EXIT_INVALID_INPUT, EXIT_OK } from '../options/exit-codes.ts';
+import { didYouMean } from '../util/did-you-mean.ts';
+
+const VALIDATE_FLAGS = ['cloud-provider', 'cloud-config'];
+
+/** The flags after `validate` that it does not know, each with "did you mean" when one is near. */
+function unknownFlags(words: readonly string[]): string[] {
+  const unknown: string[] = [];
+  for (let i = 0; i < words.length; i++) {
+    const word = words[i]!;
+    if (!word.startsWith('--')) continue;
+    const name = word.slice(2).split('=')[0]!;
+    if (VALIDATE_FLAGS.includes(name)) {
+      if (!word.includes('=')) i++; // its value
+      continue;
+    }
+    unknown.push(`--${name}${didYouMean(name, VALIDATE_FLAGS, (n) => `--${n}`)}`);
+  }
+  return unknown;
+}
 
 /**
  * `edge-ccm validate --cloud-provider NAME --cloud-config FILE`: checks a provider's config
  * without a cluster; prints every problem with its path and line. Exit 0 when valid; 2 when
  * invalid or misused, the code the controller manager exits with on the same file.
  */
-export async function runValidate(argv: string[], providers: ProviderRegistry): Promise<number> {
+export async function runValidate(argv: string[], providers: ProviderRegistry, after: readonly string[] = []): Promise<number> {
+  const unknown = unknownFlags(after);
+  for (const flag of unknown) console.error(`error: validate: unknown flag ${flag}`);
   const flag = (name: string): string | undefined => {
     const i = argv.indexOf(`--${name}`);
     if (i >= 0) return argv[i + 1];
@@ -15,6 +36,7 @@ export async function runValidate(argv: string[], providers: ProviderRegistry): 
   };
   const provider = flag('cloud-provider');
   const configPath = flag('cloud-config');
+  if (unknown.length > 0) return EXIT_INVALID_INPUT; // a missing flag may be one of them, misspelt
   if (!provider || !configPath) {
     console.error('error: validate needs --cloud-provider and --cloud-config');
     return EXIT_INVALID_INPUT;

@@ -3,6 +3,7 @@ import { LineCounter, isMap, isScalar, isSeq, parseDocument, type Document, type
 import type { ConfigIssue, ConfigPath } from './issues.ts';
 import { MAX_CONFIG_STRING_LENGTH, MAX_YAML_ALIAS_COUNT, capStrings } from './limits.ts';
 import { isSecretPath, processSecrets, type ConfigWarningIssue, type SecretSource } from './secrets.ts';
+import { didYouMean } from '../util/did-you-mean.ts';
 
 /**
  * Reads a provider's YAML config file: every problem at once, each with the path of the value at
@@ -73,8 +74,9 @@ function loadYamlConfig<Raw, Config>(text: string, spec: YamlConfigSpec<Raw, Con
     for (const issue of parsed.issues) {
       const path = (issue.path ?? []).map((p) => p.key as string | number);
       if (capped.has(formatPath(path))) continue; // reported above, by its length
-      errors.push(located(path, issueMessage(issue, path)));
-      for (const key of otherUnknownKeys(spec.schema, issue)) errors.push(located([...path.slice(0, -1), key], `unknown key ${JSON.stringify(key)}`));
+      const known = knownKeysOf(spec.schema, issue);
+      errors.push(located(path, issueMessage(issue, path, known)));
+      for (const key of otherUnknownKeys(issue, known)) errors.push(located([...path.slice(0, -1), key], unknownKeyMessage(key, known)));
     }
   }
   // The second pass runs on the valid parts too, so one run reports every problem.
@@ -103,9 +105,14 @@ export function formatConfigErrors(file: string | undefined, errors: readonly Co
   return errors.map((e) => `${file ?? '<cloud-config>'}:${e.line}: ${e.path ? e.path + ': ' : ''}${e.message}`).join('\n');
 }
 
-function issueMessage(issue: v.BaseIssue<unknown>, path: ConfigPath): string {
+/** `unknown key "zoen"`, with " (did you mean "zone"?)" when a key of that mapping is 2 edits away or less. */
+function unknownKeyMessage(key: string | number | undefined, known: readonly string[]): string {
+  return `unknown key ${JSON.stringify(key)}${didYouMean(String(key), known, (k) => JSON.stringify(k))}`;
+}
+
+function issueMessage(issue: v.BaseIssue<unknown>, path: ConfigPath, known: readonly string[]): string {
   const key = path.at(-1);
-  if (issue.type === 'strict_object' && issue.expected === 'never') return `unknown key ${JSON.stringify(key)}`;
+  if (issue.type === 'strict_object' && issue.expected === 'never') return unknownKeyMessage(key, known);
   if (issue.input === undefined && issue.kind === 'schema' && typeof key === 'string') return `missing required key ${JSON.stringify(key)}`;
   // valibot's type messages end "but received VALUE": never for a secret (our own messages do not repeat values).
   if (issue.kind === 'schema' && isSecretPath(path)) return `wrong type: expected ${issue.expected ?? 'another type'} (the value is a secret and is not shown)`;
@@ -120,23 +127,27 @@ interface SchemaNode {
   value?: SchemaNode;
 }
 
-/**
- * valibot reports only the first unknown key of a strict mapping: the others of the same mapping,
- * found by walking the schema to that mapping, so every unknown key is reported in one run.
- */
-function otherUnknownKeys(schema: v.GenericSchema<unknown, unknown>, issue: v.BaseIssue<unknown>): string[] {
+/** For an unknown-key issue, the keys its mapping knows (found by walking the schema to it); else none. */
+function knownKeysOf(schema: v.GenericSchema<unknown, unknown>, issue: v.BaseIssue<unknown>): string[] {
   const items = issue.path ?? [];
-  const reported = items.at(-1);
-  if (issue.type !== 'strict_object' || issue.expected !== 'never' || !reported) return [];
+  if (issue.type !== 'strict_object' || issue.expected !== 'never' || items.length === 0) return [];
   let node: SchemaNode | undefined = schema as unknown as SchemaNode;
   for (const { key } of items.slice(0, -1)) {
     while (node?.wrapped) node = node.wrapped;
     node = node?.entries ? node.entries[key as string] : (node?.item ?? node?.value);
   }
   while (node?.wrapped) node = node.wrapped;
-  const known = node?.entries;
-  if (!known) return [];
-  return Object.keys(reported.input as Record<string, unknown>).filter((k) => k !== reported.key && !Object.hasOwn(known, k));
+  return node?.entries ? Object.keys(node.entries) : [];
+}
+
+/**
+ * valibot reports only the first unknown key of a strict mapping: the others of the same mapping
+ * (`known` are its keys), so every unknown key is reported in one run.
+ */
+function otherUnknownKeys(issue: v.BaseIssue<unknown>, known: readonly string[]): string[] {
+  const reported = issue.path?.at(-1);
+  if (issue.type !== 'strict_object' || issue.expected !== 'never' || !reported || known.length === 0) return [];
+  return Object.keys(reported.input as Record<string, unknown>).filter((k) => k !== reported.key && !known.includes(k));
 }
 
 function sortErrors(errors: ConfigError[]): ConfigError[] {

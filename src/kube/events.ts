@@ -7,6 +7,7 @@ import { isAlreadyExists, isNotFound, KubeApiError } from './errors.ts';
 import type { EventRecorder, EventSubject, EventType } from './event-recorder.ts';
 import { EVENTS, ResourceClient } from './resources.ts';
 import type { KubeTransport } from './transport.ts';
+import type { RequestFence } from './request-fence.ts';
 import { sleep } from '../util/time.ts';
 import { errorMessage } from '../util/errors.ts';
 
@@ -260,10 +261,23 @@ export interface EventBroadcasterOptions {
   correlator?: CorrelatorOptions;
 }
 
-interface PendingWrite extends CorrelatedEvent { tries: number }
+/**
+ * What events recorded during a leadership term pass, as the term's own writes do: none is
+ * written once the term has ended (closed: dropped and counted), none while its write guard
+ * refuses (tried again later), and one in flight is aborted when the term ends. Not tracked for
+ * cut-off writes: an Event landing late says nothing about who owns what, and counting it would
+ * keep the lease from being released.
+ */
+export type EventFence = Pick<RequestFence, 'closed' | 'signal' | 'refusal'>;
+
+interface PendingWrite extends CorrelatedEvent {
+  tries: number;
+  /** The fence of the term that recorded it (the latest state's), if any. */
+  fence?: EventFence;
+}
 
 /** Why an event was not written (edge_ccm_events_dropped_total's cause label). */
-export type DropCause = 'spam-filter' | 'overflow-full' | 'write-failed' | 'rejected' | 'name-taken' | 'closed' | 'no-name';
+export type DropCause = 'spam-filter' | 'overflow-full' | 'write-failed' | 'rejected' | 'name-taken' | 'closed' | 'no-name' | 'term-ended';
 
 /** Events recorded while the queue was full, waiting to be written as one. */
 interface OverflowGroup {
@@ -275,6 +289,8 @@ interface OverflowGroup {
   lastMessage: string;
   firstMs: number;
   lastMs: number;
+  /** The fence of the latest event's term. */
+  fence?: EventFence;
 }
 
 /** Object names a combined Event's message lists; the rest are counted. */
@@ -294,7 +310,7 @@ class EventMetrics {
     });
     this.dropped = new Counter({
       name: 'edge_ccm_events_dropped_total',
-      help: 'Events not written, by cause: spam-filter (client-go\'s per-object filter), overflow-full (too many kinds of combined events waiting), write-failed (retries exhausted), rejected (by the API server), name-taken (another writer\'s Event has its name), closed, no-name.',
+      help: 'Events not written, by cause: spam-filter (client-go\'s per-object filter), overflow-full (too many kinds of combined events waiting), write-failed (retries exhausted), rejected (by the API server), name-taken (another writer\'s Event has its name), closed, no-name, term-ended (recorded by a leadership term that ended before it was written).',
       labelNames: ['cause'],
       registers,
     });
@@ -341,9 +357,12 @@ export class EventBroadcaster {
     this.metrics = EventMetrics.for(options.registry);
   }
 
-  /** A recorder whose events name this component as their source (e.g. "cloud-node-controller"). */
-  recorder(component: string): EventRecorder {
-    return { event: (subject, type, reason, message) => this.record(component, subject, type, reason, message) };
+  /**
+   * A recorder whose events name this component as their source (e.g. "cloud-node-controller");
+   * with a term's fence, its events pass that fence (see EventFence).
+   */
+  recorder(component: string, fence?: EventFence): EventRecorder {
+    return { event: (subject, type, reason, message) => this.record(component, subject, type, reason, message, fence) };
   }
 
   /** Resolves once every event recorded so far has been written (or given up on). */
@@ -367,11 +386,16 @@ export class EventBroadcaster {
     }
   }
 
-  private record(component: string, subject: EventSubject, type: EventType, reason: string, message: string): void {
+  private record(component: string, subject: EventSubject, type: EventType, reason: string, message: string, fence?: EventFence): void {
     const what = { kind: subject.kind, name: subject.metadata?.name, reason };
     if (this.closed) {
       this.log.debug(4, 'event dropped: recorder closed', what);
       this.metrics.dropped.inc({ cause: 'closed' });
+      return;
+    }
+    if (fence?.closed) {
+      this.log.debug(4, 'event dropped: its leadership term has ended', what);
+      this.metrics.dropped.inc({ cause: 'term-ended' });
       return;
     }
     const { ref, namespace } = objectReference(subject);
@@ -389,12 +413,13 @@ export class EventBroadcaster {
     const key = `${namespace}/${correlated.event.metadata.name}`;
     const queued = this.pending.get(key);
     if (queued) {
-      // Not written yet: write the newer state instead (a create stays a create).
+      // Not written yet: write the newer state instead (a create stays a create), under its term.
       queued.event = correlated.event;
+      queued.fence = fence;
     } else if (this.pending.size >= this.queueSize) {
-      this.combine(correlated.event, what);
+      this.combine(correlated.event, what, fence);
     } else {
-      this.pending.set(key, { ...correlated, tries: 0 });
+      this.pending.set(key, { ...correlated, tries: 0, fence });
     }
     this.draining ??= this.drain().finally(() => {
       this.draining = undefined;
@@ -407,7 +432,7 @@ export class EventBroadcaster {
    * a count rather than lost. Only when there are as many keys waiting as the queue is long is an
    * event dropped (and counted).
    */
-  private combine(event: CoreEvent, what: LogFields): void {
+  private combine(event: CoreEvent, what: LogFields, fence: EventFence | undefined): void {
     const o = event.involvedObject;
     const key = [event.metadata.namespace, o.apiVersion, o.kind, event.type, event.reason, event.source.component].join('\u0000');
     const nowMs = Date.now();
@@ -422,6 +447,7 @@ export class EventBroadcaster {
       this.overflow.set(key, group);
     }
     group.count++;
+    group.fence = fence;
     group.lastMessage = event.message;
     group.lastMs = nowMs;
     const name = o.name ?? '';
@@ -437,7 +463,7 @@ export class EventBroadcaster {
     if (this.overflow.size === 0 || this.pending.size > this.queueSize / 2) return;
     for (const group of this.overflow.values()) {
       const event = combinedEvent(group);
-      this.pending.set(`${event.metadata.namespace}/${event.metadata.name}`, { event, update: false, tries: 0 });
+      this.pending.set(`${event.metadata.namespace}/${event.metadata.name}`, { event, update: false, tries: 0, fence: group.fence });
     }
     this.overflow.clear();
   }
@@ -466,11 +492,15 @@ export class EventBroadcaster {
     }
   }
 
-  /** One attempt; true when done with this write (written, or rejected for good). */
+  /** One attempt; true when done with this write (written, rejected for good, or its term ended). */
   private async write(write: PendingWrite): Promise<boolean> {
+    const { event, fence } = write;
+    if (fence?.closed) return this.dropTermEnded(write);
     write.tries++;
-    const { event } = write;
-    const opts = { namespace: event.metadata.namespace, signal: this.stopping.signal };
+    // The term's write guard refuses (its lease not renewed in time): not now, maybe after the retry delay.
+    if (fence?.refusal() !== undefined) return false;
+    const signal = fence ? AbortSignal.any([this.stopping.signal, fence.signal]) : this.stopping.signal;
+    const opts = { namespace: event.metadata.namespace, signal };
     try {
       if (write.update) {
         try {
@@ -486,6 +516,7 @@ export class EventBroadcaster {
       return true;
     } catch (e) {
       if (this.stopping.signal.aborted) return true;
+      if (fence?.closed) return this.dropTermEnded(write);
       if (!(e instanceof KubeApiError)) {
         this.log.debug(2, 'failed to write event, will retry', { reason: event.reason, error: errorMessage(e) });
         return false;
@@ -502,6 +533,13 @@ export class EventBroadcaster {
       }
       return true;
     }
+  }
+
+  /** A write whose term ended before it was written: dropped and counted, never sent. */
+  private dropTermEnded(write: PendingWrite): true {
+    this.log.debug(2, 'event dropped: its leadership term ended before it was written', { reason: write.event.reason, object: write.event.involvedObject.name });
+    this.metrics.dropped.inc({ cause: 'term-ended' });
+    return true;
   }
 }
 

@@ -46,7 +46,13 @@ function resolvePool(p: RawPool, path: ConfigPath, report: ReportIssue): PoolCon
   // The schema checked every entry and the selector parse.
   const parseAll = (texts: string[]) => texts.map((text) => parseAddressRange(text) as AddressRange);
   const addresses = p.addresses;
-  const written = subtractRanges(parseAll(addresses), parseAll(p.exclude ?? []));
+  const poolRanges = parseAll(addresses);
+  // An exclusion with no address in the pool excludes nothing: always a typo (a wrong octet, another pool's range).
+  (p.exclude ?? []).forEach((text, j) => {
+    if (firstOverlap(parseAll([text]), poolRanges)) return;
+    report([...path, 'exclude', j], `${JSON.stringify(text)} is outside pool ${JSON.stringify(p.name)}'s addresses (${addresses.join(', ')}): it would exclude nothing`);
+  });
+  const written = subtractRanges(poolRanges, parseAll(p.exclude ?? []));
   if (!p.allowSpecialAddresses) {
     const special = SPECIAL_ADDRESS_BLOCKS.flatMap((block) => {
       const at = firstOverlap(written, [block.prefix]);

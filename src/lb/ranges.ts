@@ -2,7 +2,7 @@ import { formatIP, parseIP, parsePrefix, type IP, type IPFamily } from '../net/i
 
 /**
  * Inclusive address ranges (first..last of one family): what pools and their exclusions are made
- * of. Written as a CIDR (`192.0.2.0/28`), a range (`192.0.2.10-192.0.2.20`) or one address.
+ * of. Written as a CIDR (`203.0.113.0/28`), a range (`203.0.113.10-203.0.113.20`) or one address.
  */
 export interface AddressRange {
   family: IPFamily;
@@ -24,7 +24,7 @@ export function parseAddressRange(text: string): AddressRange | string {
   if (dash >= 0) {
     const a = parseIP(s.slice(0, dash));
     const b = parseIP(s.slice(dash + 1));
-    if (!a || !b) return `invalid address range ${JSON.stringify(text)}: expected FIRST-LAST, e.g. 192.0.2.10-192.0.2.20`;
+    if (!a || !b) return `invalid address range ${JSON.stringify(text)}: expected FIRST-LAST, e.g. 203.0.113.10-203.0.113.20`;
     if (a.family !== b.family) return `invalid address range ${JSON.stringify(text)}: both ends must be of one IP family`;
     if (a.value > b.value) return `invalid address range ${JSON.stringify(text)}: the first address is after the last`;
     return { family: a.family, first: a.value, last: b.value };

@@ -10,6 +10,7 @@ import type { FlagError } from './errors.ts';
 import type { FlagDef } from './flag-def.ts';
 import { FLAGS, flagLabel } from './flags.ts';
 import { parseFlagValue } from './values.ts';
+import { didYouMean } from '../util/did-you-mean.ts';
 
 export interface ScannedArgv {
   /** Every flag's value: its default unless given. */
@@ -91,7 +92,7 @@ function scanLongFlag(scan: ScannedArgv, arg: string, nextArg: () => string | un
   const name = eq < 0 ? body : body.slice(0, eq);
   const def = byName.get(name.replaceAll('_', '-'));
   if (!def) {
-    scan.errors.push({ flag: `--${name}`, message: 'unknown flag' });
+    scan.errors.push({ flag: `--${name}`, message: `unknown flag${didYouMean(name, byName.keys(), (known) => `--${known}`)}` });
     return;
   }
   let text: string | undefined = eq < 0 ? undefined : body.slice(eq + 1);

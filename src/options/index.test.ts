@@ -328,9 +328,27 @@ describe('argument grammar', () => {
     expect(flagErrors([PROVIDER, '--cluster-name'])).toEqual([{ flag: '--cluster-name', message: 'flag needs an argument' }]);
   });
 
-  test.each([['--bogus'], ['--bogus=1'], ['--Cloud-Provider=x']])('unknown flag %p', (arg) => {
+  test.each([['--bogus'], ['--bogus=1']])('unknown flag %p', (arg) => {
     const name = arg.split('=')[0];
     expect(flagErrors([PROVIDER, arg])).toEqual([{ flag: name as string, message: 'unknown flag' }]);
+  });
+
+  test.each([
+    ['--Cloud-Provider=x', '--cloud-provider'],
+    ['--cloud-provder=static', '--cloud-provider'],
+    ['--kube-config=x', '--kubeconfig'],
+    ['--node-monitor-perod=5s', '--node-monitor-period'],
+  ])('an unknown flag near a known one (2 edits or less) %p: did you mean it?', (arg, known) => {
+    const name = arg.split('=')[0];
+    expect(flagErrors([PROVIDER, arg])).toEqual([{ flag: name as string, message: `unknown flag (did you mean ${known}?)` }]);
+  });
+
+  test('an unknown flag alone is one line: --cloud-provider is not also reported missing (the unknown one may be it)', () => {
+    expect(flagErrors(['--cloud-provder=static'])).toEqual([{ flag: '--cloud-provder', message: 'unknown flag (did you mean --cloud-provider?)' }]);
+    expect(flagErrors(['--bogus'])).toEqual([{ flag: '--bogus', message: 'unknown flag' }]);
+    expect(flagErrors(['-cloud-provider=static'])).toEqual([{ flag: '-c', message: "unknown shorthand flag: 'c' in -cloud-provider=static" }]);
+    // Every flag known: the missing one is a real problem again.
+    expect(flagErrors(['--v=x'])).toEqual([{ flag: '--v', message: 'invalid integer "x"' }, { flag: '--cloud-provider', message: 'is required' }]);
   });
 
   test.each(['---x', '--=x'])('bad syntax %p', (arg) => {
@@ -424,16 +442,15 @@ describe('validation', () => {
       { flag: '--bind-address', message: 'invalid IP address "not-an-ip"' },
       { flag: '--secure-port', message: '65536 must be between 0 and 65535, inclusive. 0 for turning off secure port' },
       { flag: '--logging-format', message: 'unsupported log format "xml" (permitted: json, text)' },
-      { flag: '--cloud-provider', message: 'is required' },
     ]);
   });
 
   test('FlagErrors prints one "flag: message" line per problem', () => {
     try {
-      parseArgs(['--bogus', '--v=x']);
+      parseArgs(['--bogus', '--v=x', '--concurrent-node-syncs=0']);
       throw new Error('no error');
     } catch (error) {
-      expect((error as Error).message).toBe('--bogus: unknown flag\n--v: invalid integer "x"\n--cloud-provider: is required');
+      expect((error as Error).message).toBe('--bogus: unknown flag\n--v: invalid integer "x"\n--concurrent-node-syncs: must be a positive number, got 0');
     }
   });
 

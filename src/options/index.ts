@@ -25,7 +25,8 @@ export interface ParsedArgs {
 }
 
 /**
- * Parses and validates flags. --cloud-provider is required only to run the manager (no command).
+ * Parses and validates flags. --cloud-provider is required only to run the manager (no command),
+ * and is not reported missing beside an unknown flag (which may be it, misspelt).
  * With --help or --version only unreadable or unknown flags are errors, as upstream prints help
  * or version before validating; the other values are then returned unchecked.
  */
@@ -37,8 +38,11 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
     return { ...rest, options: withEnabledControllers(scan.values as FlagValues, scan.given) };
   }
 
+  // An unknown flag may be the missing --cloud-provider misspelt: "is required" would then be a
+  // second line for one mistake, so it waits until every flag is known.
+  const unknownFlag = scan.errors.some((e) => e.message.startsWith('unknown'));
   const validation = validateFlagValues(scan.values, {
-    requireCloudProvider: scan.command === undefined,
+    requireCloudProvider: scan.command === undefined && !unknownFlag,
     unreadable: scan.unreadable,
   });
   if (!validation.ok) throw new FlagErrors([...scan.errors, ...validation.errors]);

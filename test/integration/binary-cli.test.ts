@@ -40,6 +40,15 @@ describe('dist/edge-ccm', () => {
     expect(output).toContain('--node-label-resync');
   });
 
+  test('a misspelt validate flag or command: exit 2, named, with the one it is near', async () => {
+    const flag = await run(['validate', '--cloud-provder', 'static', '--cloud-config', 'examples/inventory.yaml']);
+    expect(flag.exitCode).toBe(2);
+    expect(flag.output.trim().split('\n')).toEqual(['error: validate: unknown flag --cloud-provder (did you mean --cloud-provider?)']);
+    const command = await run(['valdate']);
+    expect(command.exitCode).toBe(2);
+    expect(command.output).toContain('error: unknown command "valdate" (did you mean "validate"?)');
+  });
+
   test('a bad flag value exits 2 naming the flag', async () => {
     const { exitCode, output } = await run(['--cloud-provider=static', '--node-monitor-period=5']);
     expect(exitCode).toBe(2);
@@ -62,7 +71,7 @@ describe('dist/edge-ccm', () => {
     ].join('\n'));
     const { exitCode, output } = await run(['validate', '--cloud-provider', 'static', '--cloud-config', path]);
     expect(exitCode).toBe(2);
-    expect(output).toContain(`${path}:4: inventory.machines[0].zoen: unknown key "zoen"`);
+    expect(output).toContain(`${path}:4: inventory.machines[0].zoen: unknown key "zoen" (did you mean "zone"?)`);
     expect(output).toMatch(new RegExp(`${path.replaceAll('.', '\\.')}:8: loadBalancer\\.pools\\[0\\]\\.addresses\\[0\\]: .*host bits`));
     expect(output).toContain('2 problems found');
   });

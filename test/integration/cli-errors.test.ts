@@ -14,6 +14,13 @@ test('an unknown --cloud-provider exits 2 naming the known ones', async () => {
   expect(output).toContain('--cloud-provider: unknown cloud provider "nimbus" (known: proxmox, static)');
 });
 
+test('a misspelt flag alone: one line, with the flag it is near (not also "--cloud-provider: is required")', async () => {
+  const { exitCode, output } = await run(ccmBinaryCommand(['--cloud-provder=static', '--kubeconfig=/nonexistent']));
+  expect(exitCode).toBe(2);
+  const problems = output.split('\n').filter((line) => /^\s*--/.test(line) || line.includes(': unknown flag') || line.includes('is required'));
+  expect(problems.map((line) => line.replace(/^.*?(--)/, '$1'))).toEqual(['--cloud-provder: unknown flag (did you mean --cloud-provider?)']);
+});
+
 test('an unreadable --cloud-config exits 2 naming the file', async () => {
   const { exitCode, output } = await run(ccmBinaryCommand(['--cloud-provider=static', '--cloud-config=/nonexistent/inventory.yaml']));
   expect(exitCode).toBe(2);

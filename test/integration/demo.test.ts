@@ -27,7 +27,12 @@ test('the demo initialises the nodes from the example inventory and gives the se
   const { exitCode, output } = await runDemo(['--once']);
   expect(exitCode, output).toBe(0);
   for (const node of ['node-a', 'node-b', 'node-c']) expect(output).toMatch(new RegExp(`${node}\\s+static://${node}\\s+type=\\S+\\s+zone=lab-1\\s+region=demo`));
-  expect(output).toMatch(/default\/demo-web\s+type=LoadBalancer\s+external IP=192\.0\.2\.\d+/);
+  expect(output).toMatch(/default\/demo-web\s+type=LoadBalancer\s+external IP=203\.0\.113\.\d+/);
+  // Ready=Unknown and the not-ready taint are said to be the missing kubelet's, where they are printed.
+  expect(output).toMatch(/node-a .*ready=Unknown\s+taints=node\.kubernetes\.io\/not-ready:NoSchedule\s/);
+  expect(output).toContain('No kubelet runs in this demo');
+  // A kubectl that fits the API server, or exactly how to get one (the demo works without).
+  expect(output).toMatch(/kubectl: (KUBECONFIG=\S+ \S*kubectl\S* get nodes|.*bash scripts\/build-control-plane\.sh kubectl)/);
   // The URLs are quoted for the shell ("?" is a glob character).
   expect(output).toMatch(/curl -k 'https:\/\/127\.0\.0\.1:\d+\/healthz\?verbose'/);
   expect(output).toMatch(/-H 'Authorization: Bearer \S+' 'https:\/\/127\.0\.0\.1:\d+\/metrics'/);

@@ -4,6 +4,8 @@ import { AGGREGATE_PREFIX, type CoreEvent, EventBroadcaster } from '../../src/ku
 import { EVENTS, NODES, ResourceClient, SERVICES } from '../../src/kube/resources.ts';
 import type { KubeTransport } from '../../src/kube/transport.ts';
 import { silentLogger } from '../../src/log.ts';
+import { RequestFence } from '../../src/kube/request-fence.ts';
+import { Registry } from 'prom-client';
 import { sharedControlPlane } from '../harness/control-plane.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
 
@@ -113,5 +115,62 @@ describe('events against a real API server', () => {
     expect(written.filter((e) => !e.message.startsWith(AGGREGATE_PREFIX)).map((e) => e.message).sort()).toEqual(
       Array.from({ length: 9 }, (_, i) => `error ${i}`).sort(),
     );
+  }, 60_000);
+});
+
+describe('events of a leadership term pass its fence (issue 26: an Event of the lost term was sent after the lease was lost)', () => {
+  async function droppedTermEnded(registry: Registry): Promise<number> {
+    const values = (await registry.getSingleMetric('edge_ccm_events_dropped_total')?.get())?.values ?? [];
+    return values.find((v) => v.labels.cause === 'term-ended')?.value ?? 0;
+  }
+
+  test('an event queued by a term that ends before it is written is never sent, and is counted', async () => {
+    const svc = await createService('fenced');
+    const registry = new Registry();
+    const b = new EventBroadcaster({ transport: api, logger: silentLogger, instance: 'ccm-test-host', registry });
+    broadcasters.push(b);
+    const term = new RequestFence();
+    const rec = b.recorder('service-controller', term);
+    rec.event(svc, 'Normal', 'EnsuringLoadBalancer', 'queued by the old term');
+    // The lease lost before the writer got to it (it writes on a later tick).
+    await term.close('the leader lease was lost', 1_000);
+    await b.flush();
+    // Recorded after the term ended: dropped at once.
+    rec.event(svc, 'Normal', 'EnsuredLoadBalancer', 'recorded after the term ended');
+    // The next term's events go out as usual (and show the writer is not stuck).
+    const next = new RequestFence();
+    b.recorder('service-controller', next).event(svc, 'Normal', 'EnsuredLoadBalancer', 'the new term');
+    await b.flush();
+    const written = await eventsAbout(namespace, 'fenced', 'service-controller');
+    expect(written.map((e) => e.message)).toEqual(['the new term']);
+    expect(await droppedTermEnded(registry)).toBe(2);
+  }, 60_000);
+
+  test('an event whose write failed without an answer is not retried once its term has ended', async () => {
+    const svc = await createService('fenced-retry');
+    const registry = new Registry();
+    let requests = 0;
+    let failing = true;
+    // The API server unreachable at first (as in an outage), back after the term has ended.
+    const flaky: KubeTransport = {
+      server: api.server,
+      request: async <T>(req: Parameters<KubeTransport['request']>[0]): Promise<T> => {
+        requests++;
+        if (failing) throw new TypeError('fetch failed: connection refused');
+        return api.request<T>(req);
+      },
+      watch: (path, query, signal) => api.watch(path, query, signal),
+    };
+    const b = new EventBroadcaster({ transport: flaky, logger: silentLogger, instance: 'ccm-test-host', registry, retryDelayMs: 200 });
+    broadcasters.push(b);
+    const term = new RequestFence();
+    b.recorder('service-controller', term).event(svc, 'Warning', 'SyncLoadBalancerFailed', 'from the lost term');
+    while (requests === 0) await Bun.sleep(10); // the first try went out and failed
+    await term.close('the leader lease was lost', 1_000);
+    failing = false;
+    await b.flush();
+    expect(await eventsAbout(namespace, 'fenced-retry', 'service-controller')).toEqual([]);
+    expect(requests).toBe(1);
+    expect(await droppedTermEnded(registry)).toBe(1);
   }, 60_000);
 });

@@ -194,6 +194,11 @@ test('no write of the lost term lands after the lease is lost (slow API server, 
   const termEnd = lastRenewal! + 2_000;
   const late = writes.filter((e) => at(e) > termEnd && at(e) < reacquired!);
   expect(late.map((e) => `${e.verb} ${e.requestURI} ${e.requestReceivedTimestamp}`)).toEqual([]);
+  // Nor an Event of the lost term: its events pass the term's fence as its writes do (issue 26).
+  // Those about nodes go to "default"; the elector's own LeaderElection event on the Lease
+  // (kube-system), "stopped leading", reports the loss itself and is written after it by design.
+  const lateEvents = audit.filter((e) => e.objectRef?.resource === 'events' && e.objectRef.namespace !== 'kube-system' && (e.verb === 'create' || e.verb === 'patch') && at(e) > termEnd && at(e) < reacquired!);
+  expect(lateEvents.map((e) => `${e.verb} ${e.requestURI} ${e.requestReceivedTimestamp}`)).toEqual([]);
   expect(writes.length).toBeGreaterThan(0); // the new term's initialisation, after `reacquired`
   expect(proxy.abandoned.some((r) => r.path.startsWith(`/api/v1/nodes/${node}`))).toBe(true);
 }, 180_000);

@@ -5,6 +5,8 @@ import { parsePrefix } from '../../net/ip.ts';
 import { HandFedInformer, controllerContext } from '../../../test/fakes/controller-context.ts';
 import { FakeCloud } from '../../../test/fakes/fake-cloud.ts';
 import { eventually } from '../../../test/harness/eventually.ts';
+import { RecordingEventRecorder } from '../../../test/fakes/event-recorder.ts';
+import { recordingLogger } from '../../../test/fakes/proxmox-fixtures.ts';
 
 const node = (name: string, podCIDR: string, managed: boolean): V1Node => ({
   metadata: { name, uid: `uid-${name}`, labels: managed ? { 'edge-ccm.io/managed': 'true' } : {} },
@@ -33,6 +35,25 @@ test('routes to nodes this CCM does not manage are left alone; ours are created;
   await s.controller.reconcile();
   const table = [...s.cloud.routeTable.values()].map((r) => `${r.route.targetNode} ${r.route.destinationCIDR}`).sort();
   expect(table).toEqual(['ours 10.244.1.0/24', 'theirs 10.244.2.0/24']);
+});
+
+test('a node without addresses yet is a wait (info, no event), not an error; a node with addresses whose route fails is an error', async () => {
+  const cloud = new FakeCloud();
+  const informer = new HandFedInformer<V1Node>();
+  const fresh = node('fresh', '10.244.1.0/24', true);
+  fresh.status = {}; // just registered: the node controller has not set its addresses yet
+  informer.set(fresh);
+  informer.set(node('broken', '10.244.2.0/24', true));
+  // As the BGP route table answers: no address of the family to announce the prefix with.
+  cloud.failWith('createRoute', new Error('node has no InternalIP or ExternalIP of IPv4 to announce'), { times: 10 });
+  const { logger, lines } = recordingLogger();
+  const recorder = new RecordingEventRecorder();
+  const ctx = controllerContext({ cloud, logger, recorder, nodeInformer: informer.asInformer(), isManagedNode: () => true });
+  await new RouteController(ctx, { clusterCIDRs: [parsePrefix('10.244.0.0/16')!], reconciliationPeriodMs: 10_000 }).reconcile();
+  const about = (name: string) => lines.filter((l) => l.includes(` node=${name}`));
+  expect(about('fresh').map((l) => l.replace(/^\S+ (\w+) ("[^"]*").*$/, '$1 $2'))).toEqual(['INFO "waiting for the node\'s addresses before creating its route"']);
+  expect(about('broken').join('\n')).toContain('could not create route');
+  expect(recorder.events.map((e) => `${e.name} ${e.reason}`)).toEqual(['broken FailedToCreateRoute']);
 });
 
 test('a node change that arrives while a round runs is kept: another round follows without waiting out the period', async () => {

@@ -144,6 +144,12 @@ export class RouteController implements Controller {
       actions.get(route.targetNode)?.set(route.destinationCIDR, 'keep');
       this.ctx.logger.info('created route', { controller: this.name, node: route.targetNode, cidr: route.destinationCIDR });
     } catch (e) {
+      if (addressesPending(route)) {
+        // A node the node controller has not given its addresses yet (just registered): a provider
+        // that routes to an address cannot yet. Their arrival starts another round; not an error.
+        this.ctx.logger.info('waiting for the node\'s addresses before creating its route', { controller: this.name, node: route.targetNode, cidr: route.destinationCIDR, reason: errorMessage(e) });
+        return;
+      }
       const msg = `Could not create route ${nameHint} ${route.destinationCIDR} for node ${route.targetNode}: ${errorMessage(e)}`;
       const node = nodes.find((n) => n.metadata?.name === route.targetNode);
       this.ctx.recorder.event(
@@ -168,4 +174,9 @@ export class RouteController implements Controller {
       this.ctx.logger.error('error updating node network condition', { controller: this.name, node: name, error: errorMessage(e) });
     }
   }
+}
+
+/** True while the route's node has no InternalIP or ExternalIP (its addresses are not set yet). */
+function addressesPending(route: Route): boolean {
+  return !route.targetNodeAddresses.some((a) => a.type === 'InternalIP' || a.type === 'ExternalIP');
 }
