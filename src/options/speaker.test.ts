@@ -80,6 +80,15 @@ describe('edge-ccm speaker flags', () => {
     expect(problems([...REQUIRED, 'extra'])).toEqual(['(arguments): unexpected argument "extra"']);
   });
 
+  test('a misspelt required flag is one line, its suggestion; the other missing ones are still named', () => {
+    expect(problems(['--cloud-confg=/etc/edge-ccm/config.yaml', '--liveness-key-file=/k', '--node-name=n1'])).toEqual(['--cloud-confg: unknown flag (did you mean --cloud-config?)']);
+    expect(problems(['--cloud-confg=/etc/edge-ccm/config.yaml'])).toEqual([
+      '--cloud-confg: unknown flag (did you mean --cloud-config?)',
+      '--node-name: required (or set NODE_NAME, as the DaemonSet does from spec.nodeName)',
+      '--liveness-key-file: required (a shared Secret signing the heartbeats)',
+    ]);
+  });
+
   test('--help and docs/flags.md list every speaker flag with its default, in the manager\'s layout', () => {
     const help = renderSpeakerHelp(100_000);
     const markdown = renderFlagsMarkdown();

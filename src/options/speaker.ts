@@ -133,9 +133,13 @@ export function parseSpeakerArgs(argv: readonly string[], env: Record<string, st
     if (!result.success) for (const issue of result.issues) errors.push({ flag: `--${def.name}`, message: issue.message });
   }
   const nodeName = values.nodeName || env.NODE_NAME || '';
-  if (!nodeName) errors.push({ flag: '--node-name', message: 'required (or set NODE_NAME, as the DaemonSet does from spec.nodeName)' });
-  if (!values.cloudConfig) errors.push({ flag: '--cloud-config', message: 'required (the file with the loadBalancer pools)' });
-  if (!values.livenessKeyFile) errors.push({ flag: '--liveness-key-file', message: 'required (a shared Secret signing the heartbeats)' });
+  // A required flag an unknown one is the misspelling of ("did you mean" names it) is one mistake: one line.
+  const missing = (flag: string, message: string) => {
+    if (!scan.errors.some((e) => e.message.includes(`did you mean ${flag}?`))) errors.push({ flag, message });
+  };
+  if (!nodeName) missing('--node-name', 'required (or set NODE_NAME, as the DaemonSet does from spec.nodeName)');
+  if (!values.cloudConfig) missing('--cloud-config', 'required (the file with the loadBalancer pools)');
+  if (!values.livenessKeyFile) missing('--liveness-key-file', 'required (a shared Secret signing the heartbeats)');
   const timing = ['heartbeatIntervalMs', 'livenessTimeoutMs'] as const;
   if (!timing.some((key) => scan.unreadable.has(key)) && values.livenessTimeoutMs <= values.heartbeatIntervalMs) {
     errors.push({
