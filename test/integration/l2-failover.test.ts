@@ -318,3 +318,36 @@ describe('a paused speaker', () => {
     expect(speakers.get(paused)!.logTail(400)).toContain('joining again as a returning speaker');
   }, TEST_TIMEOUT_MS);
 });
+
+describe('a link that comes back', () => {
+  test('the holder\'s switch port goes down for 3 s and comes back with its speaker running (a cable, a switch port): the next takes over; at the heal the holder answers nothing until it hears the others, then takes the address back by the handback: never two answers', async () => {
+    const holder = owner(ROLES);
+    const next = owner(ROLES.filter((r) => r !== holder));
+    const prober = ArpProber.start(site, SERVICE_IPV4, `prober-${probeSeq++}`);
+    let probes: Probe[] = [];
+    let downAt = 0;
+    let upAt = 0;
+    try {
+      await eventually(`probes answered by ${holder}`, () => prober.probes().filter((p) => p.macs.includes(macOf(holder))).length >= 5, 20_000);
+      downAt = Date.now();
+      // Its switch port goes down (a cable, a port): its eth0 stays up without carrier, its speaker runs.
+      await site.lab.ip('sw', 'link', 'set', `${holder}-lan`, 'down');
+      try {
+        await eventually(`${next} answering for 1 s while ${holder}'s link is down (${speakerLogs()})`, () =>
+          prober.probes().filter((p) => p.t >= downAt && p.macs.includes(macOf(next))).length >= 10, 30_000);
+        await Bun.sleep(Math.max(0, downAt + 3000 - Date.now()));
+      } finally {
+        await site.lab.ip('sw', 'link', 'set', `${holder}-lan`, 'up');
+      }
+      upAt = Date.now();
+      await eventually(`${holder} answering again for 1 s after its link came back (${speakerLogs()})`, () =>
+        prober.probes().filter((p) => p.t >= upAt && p.macs.includes(macOf(holder))).length >= 10, 30_000);
+    } finally {
+      probes = await prober.stop();
+    }
+    const healed = probes.filter((p) => p.t >= upAt);
+    console.log(`l2 link back: ${holder}'s link down ${upAt - downAt} ms; ${probes.filter((p) => p.macs.length > 1).length} probes answered twice, ` +
+      `${healed.filter((p) => p.macs.length === 0).length} unanswered after the link came back`);
+    expect(show(probes.filter((p) => p.macs.length > 1))).toBe('');
+  }, TEST_TIMEOUT_MS);
+});
