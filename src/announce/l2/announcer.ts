@@ -11,9 +11,10 @@ import type { Logger } from '../../log.ts';
 import type { IP } from '../../net/ip.ts';
 import { DEFAULT_PROBE_COUNT, DEFAULT_PROBE_INTERVAL_MS, probeAddress } from '../../net/l2/probe.ts';
 import { L2Responder, type ResponderEvent } from '../../net/l2/responder.ts';
+import { rankNodes } from '../../net/l2/election.ts';
 import { errorMessage } from '../../util/errors.ts';
 import { LogLimiter } from '../../util/log-limiter.ts';
-import { announcementTable, electAddresses, standbyInterfaces, type AddressElection } from './election.ts';
+import { announcementTable, electAddresses, standbyInterfaces, type AddressElection, type ClusterView } from './election.ts';
 import { subnetInterface } from './interfaces.ts';
 import { Liveness, type LivenessOptions } from './liveness.ts';
 import { decodeView, disagreeing, electionView, takeoverBlocker } from './view.ts';
@@ -91,6 +92,9 @@ export class L2Announcer {
   private stopping = false;
   /** Heard peers again after hearing none: what it answered alone is answered again only once the views agree. */
   private rejoining = false;
+  /** When this speaker last heard a peer again after hearing none (isolation over). */
+  private rejoinedAt?: number;
+  private rejoinTimer?: ReturnType<typeof setTimeout>;
 
   constructor(private readonly opts: L2AnnouncerOptions) {
     this.log = opts.logger.with({ component: 'speaker', node: opts.node });
@@ -145,6 +149,7 @@ export class L2Announcer {
       await Promise.all(informers);
     } finally {
       clearTimeout(this.warmupTimer);
+      clearTimeout(this.rejoinTimer);
       for (const abort of this.probing.values()) abort.abort();
       // Silent first, then "leaving": the others never answer while this node still does.
       this.stopping = true;
@@ -232,7 +237,13 @@ export class L2Announcer {
       if (view.isolated) this.log.warn('hearing no other speaker: trusting the Node objects\' Ready condition until one is heard (docs/networking/l2.md#asymmetric-loss)', { alive: [...alive].sort().join(',') });
       else this.log.info('hearing other speakers again');
     }
-    if (this.wasIsolated && !view.isolated) this.rejoining = true;
+    if (this.wasIsolated && !view.isolated) {
+      this.rejoining = true;
+      this.rejoinedAt = performance.now();
+      // The hold below ends by itself: reconcile again once every live peer has had time to be heard.
+      clearTimeout(this.rejoinTimer);
+      this.rejoinTimer = setTimeout(() => this.schedule(), this.liveness.timeoutMs + 10);
+    }
     this.wasIsolated = view.isolated;
     const elections = electAddresses({
       pools: this.pools.pools,
@@ -281,6 +292,22 @@ export class L2Announcer {
           const blocker = takeoverBlocker(a, this.opts.node, view.digest, peers, ownersUnder);
           if (!blocker) return true;
           held.push(a);
+          waitingFor.add(blocker);
+          return false;
+        }));
+      }
+    }
+    // Back from isolation, the peers are heard one by one (a heartbeat each interval): a peer not
+    // heard yet may still answer what this node would take (seen in the soak: a node whose link came
+    // back took an address from a peer it had not heard yet, 94 ms of two answers). For one liveness
+    // timeout it takes nothing it does not answer already; the barrier above then judges.
+    if (this.rejoinedAt !== undefined && performance.now() - this.rejoinedAt < this.liveness.timeoutMs) {
+      const unheard = unheardHolders(cluster, this.opts.node, this.liveness.alive());
+      for (const [iface, addresses] of table) {
+        table.set(iface, addresses.filter((a) => {
+          const blocker = unheard.get(a);
+          if (answering.has(`${iface} ${a}`) || !blocker) return true;
+          if (!held.includes(a)) held.push(a);
           waitingFor.add(blocker);
           return false;
         }));
@@ -388,6 +415,21 @@ export class L2Announcer {
       if (service) this.opts.events?.event({ apiVersion: 'v1', kind: 'Service', metadata: service.metadata }, type, reason, message);
     }
   }
+}
+
+/**
+ * Address -> a Ready node not heard from that may answer it now: the node that ranks first for the
+ * address among the eligible Ready nodes other than `self` (a peer that does not hear `self` yet
+ * elects among those), when this speaker has not heard it. Read while rejoining after isolation.
+ */
+function unheardHolders(cluster: Omit<ClusterView, 'alive'>, self: string, heard: ReadonlySet<string>): Map<string, string> {
+  const ready = new Set(cluster.nodes.filter(isNodeReady).map(nodeName));
+  const out = new Map<string, string>();
+  for (const e of electAddresses({ ...cluster, alive: ready })) {
+    const first = rankNodes(e.address, e.eligible.filter((n) => n !== self))[0];
+    if (first && !heard.has(first)) out.set(e.address, first);
+  }
+  return out;
 }
 
 /** Only what the election and the heartbeats read: a node's images and volumes are most of its size. */
