@@ -57,12 +57,12 @@ export async function runSpeaker(argv: string[]): Promise<number> {
   }
   const loaded = loadSpeakerConfig(text);
   if (!loaded.ok) {
-    console.error(formatConfigErrors(flags.cloudConfig, loaded.errors));
+    console.error(`error: speaker: --cloud-config: invalid configuration:\n${formatConfigErrors(flags.cloudConfig, loaded.errors)}`);
     return EXIT_INVALID_INPUT;
   }
   const loadedBgp = loadNodeBgpConfig(text);
   if (!loadedBgp.ok) {
-    console.error(formatConfigErrors(flags.cloudConfig, loadedBgp.errors));
+    console.error(`error: speaker: --cloud-config: invalid configuration:\n${formatConfigErrors(flags.cloudConfig, loadedBgp.errors)}`);
     return EXIT_INVALID_INPUT;
   }
 

@@ -8,7 +8,7 @@ import type { SoakReport } from '../soak/report.ts';
 import { randomSeed } from '../soak/random.ts';
 
 /**
- * The fault soak's CI profile (docs/reliability.md) on every change: 5 minutes of workload and
+ * The fault soak's CI profile (docs/reliability.md) on every change: 4.5 minutes of workload and
  * faults (the network faults dealt first) plus about a minute of set-up, 2+2 replicas of the
  * compiled binary, a GoBGP router and three L2 speakers in network namespaces (root), an L2 prober
  * on the switch every 100 ms. The seed is random
@@ -17,7 +17,17 @@ import { randomSeed } from '../soak/random.ts';
  * however this test ends), its output kept in a file and shown on failure.
  */
 const ROOT = resolve(import.meta.dir, '../..');
-const MINUTES = 5;
+// 4.5, not 5: the whole CI run came to 20 min 19 s with 5 (session 8); the network faults are
+// dealt first and about 16 faults fit, so each of the 7 network kinds still comes.
+const MINUTES = 4.5;
+/**
+ * Two MACs answering one address for at most this long is not a violation here: one heartbeat
+ * interval (250 ms) and a probe round, the partition-heal limit docs/networking/l2.md states (a
+ * node whose link comes back may answer until it hears its first peer). Every split this profile
+ * exists to catch lasted longer (survivors splitting: 0.7-7.5 s; a woken speaker: 0.8 s). The full
+ * profile and the L2 tests judge at zero.
+ */
+const L2_TWO_MACS_TOLERANCE_MS = 350;
 
 test('the CI soak profile reports no invariant violation', async () => {
   const binary = join(ROOT, 'dist/edge-ccm');
@@ -35,7 +45,7 @@ test('the CI soak profile reports no invariant violation', async () => {
 async function runCiSoak(dir: string, seed: number): Promise<void> {
   const reportPath = join(dir, 'report.json');
   const logPath = join(dir, 'soak.log');
-  const soak = Bun.spawn([process.execPath, join(ROOT, 'test/soak/main.ts'), '--profile', 'ci', '--minutes', String(MINUTES), '--seed', String(seed), '--report', reportPath], {
+  const soak = Bun.spawn([process.execPath, join(ROOT, 'test/soak/main.ts'), '--profile', 'ci', '--minutes', String(MINUTES), '--seed', String(seed), '--report', reportPath, '--l2-two-macs-tolerance-ms', String(L2_TWO_MACS_TOLERANCE_MS)], {
     cwd: ROOT, stdout: Bun.file(logPath), stderr: 'pipe',
   });
   writeFileSync(join(dir, 'soak.pid'), String(soak.pid));

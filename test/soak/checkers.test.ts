@@ -1,3 +1,4 @@
+import { CONFIG_REPAIR_GRACE_MS, refusedBrokenConfig } from './replicas.ts';
 import { describe, expect, test } from 'bun:test';
 import type { V1Node, V1Service } from '@kubernetes/client-node';
 import { auditTime } from './audit-tail.ts';
@@ -245,5 +246,19 @@ describe('never two MACs for one address (the prober\'s rounds)', () => {
     const quiet = watch(0);
     for (const [r, m] of [[1, 'm1'], [2, 'm1'], [3, 'm2'], [4, 'm2']] as const) quiet.w.observe(round(r, [m]));
     expect(quiet.violations).toEqual([]);
+  });
+});
+
+describe('an exit refusing a config the soak holds broken', () => {
+  const refusal = { code: 2, at: 10_000, logTail: 'error: --cloud-config: invalid proxmox provider configuration:\n/tmp/x/proxmox.yaml:3: clusters[0].url: must be a URL' };
+  test('exit 2 with the invalid-configuration message, while held or within the grace after the repair: expected', () => {
+    expect(refusedBrokenConfig(refusal, true, -Infinity)).toBe(true);
+    expect(refusedBrokenConfig(refusal, false, 10_000 - CONFIG_REPAIR_GRACE_MS + 1)).toBe(true);
+    expect(refusedBrokenConfig({ ...refusal, logTail: 'error: speaker: --cloud-config: invalid configuration:\nx.yaml:1: y' }, true, -Infinity)).toBe(true);
+  });
+  test('any other exit, or one long after the repair: a violation as before', () => {
+    expect(refusedBrokenConfig(refusal, false, 10_000 - CONFIG_REPAIR_GRACE_MS - 1)).toBe(false);
+    expect(refusedBrokenConfig({ ...refusal, code: 1 }, true, -Infinity)).toBe(false);
+    expect(refusedBrokenConfig({ ...refusal, logTail: 'panic: something else' }, true, -Infinity)).toBe(false);
   });
 });

@@ -20,6 +20,19 @@ export interface ExitRecord {
   logTail: string;
 }
 
+/** How long after the soak repaired a config file a start that read the broken one may still exit. */
+export const CONFIG_REPAIR_GRACE_MS = 5_000;
+
+/**
+ * An exit that is the product refusing a broken config file at start (exit 2, "invalid ...
+ * configuration", docs/flags.md's exit codes) while a fault of the soak holds that file broken, or
+ * just after it was repaired: a replica or speaker restarted meanwhile (after a leader or speaker
+ * fault) must refuse to start, as upstream does; the next start, with the file repaired, runs.
+ */
+export function refusedBrokenConfig(e: Pick<ExitRecord, 'code' | 'at' | 'logTail'>, held: boolean, heldEndedAt: number): boolean {
+  return e.code === 2 && (held || e.at - heldEndedAt < CONFIG_REPAIR_GRACE_MS) && /invalid .*configuration/.test(e.logTail);
+}
+
 export interface ReplicaConfig {
   binary: string;
   group: Group;

@@ -44,7 +44,7 @@ export interface SoakReport {
   recovery: Record<string, { n: number; medianMs: number; maxMs: number }>;
   replicas: ReplicaFigures[];
   /** Exits by the soak's signals, and unexpected ones; terms a replica ended in-process after losing its lease (it campaigns again, no exit). */
-  exits: { signalled: number; termsLost: number; unexpected: number };
+  exits: { signalled: number; termsLost: number; unexpected: number; configRefused: number };
   network: NetworkFigures;
   auditEvents: number;
 }
@@ -64,7 +64,7 @@ export function formatReport(r: SoakReport): string {
     `faults injected: ${r.faultsTotal} (${Object.entries(r.faults).map(([k, v]) => `${k} ${v}`).join(', ')}); skipped: ${r.faultsSkipped}`,
     `objects churned: ${r.churnTotal} (${Object.entries(r.churn).map(([k, v]) => `${k} ${v}`).join(', ')}); operations refused during faults: ${r.failedOperations}`,
     `invariant checks: ${r.checksTotal} (${Object.entries(r.checks).map(([k, v]) => `${k} ${v}`).join(', ')}); audit events read: ${r.auditEvents}`,
-    `replica exits: ${r.exits.signalled} by the soak's signals, ${r.exits.unexpected} unexpected; terms ended in-process after a lost lease: ${r.exits.termsLost}`,
+    `replica exits: ${r.exits.signalled} by the soak's signals, ${r.exits.unexpected} unexpected, ${r.exits.configRefused} refusing a config the soak held broken; terms ended in-process after a lost lease: ${r.exits.termsLost}`,
     `network: longest condition per kind: ${Object.entries(r.network.longestConditionMs).map(([k, v]) => `${k} ${sec(v)}`).join(', ') || 'none'}; speakers: ${r.network.speakers.map((x) => `${x.slot} starts ${x.starts}`).join(', ')}`,
     `L2 probe: ${r.network.l2Probe.rounds} rounds every ${r.network.l2Probe.periodMs} ms; two MACs answering one probe: ${r.network.l2Probe.twoMacEpisodes} episodes, ${r.network.l2Probe.twoMacRounds} rounds, longest ${sec(r.network.l2Probe.longestTwoMacMs)} (tolerated: ${sec(r.network.l2Probe.toleranceMs)})`,
     'recovery (fault end to canary served): ' + Object.entries(r.recovery).map(([k, v]) => `${k} n=${v.n} median ${sec(v.medianMs)} max ${sec(v.maxMs)}`).join('; '),
@@ -94,7 +94,7 @@ export function formatMarkdown(r: SoakReport): string {
     ...r.replicas.map((x) => `| ${x.slot} | ${x.starts} | ${x.rssStartMiB} MiB | ${x.rssEndMiB} MiB | ${x.rssMaxMiB} MiB | ${x.socketsMax} |`),
     '',
     `Checks: ${Object.entries(r.checks).map(([k, v]) => `${k} ${v}`).join(', ')}. Churn: ${Object.entries(r.churn).map(([k, v]) => `${k} ${v}`).join(', ')}. ` +
-      `Replica exits: ${r.exits.signalled} signalled, ${r.exits.unexpected} unexpected; terms ended in-process after a lost lease: ${r.exits.termsLost}. ` +
+      `Replica exits: ${r.exits.signalled} signalled, ${r.exits.unexpected} unexpected, ${r.exits.configRefused} refusing a config the soak held broken; terms ended in-process after a lost lease: ${r.exits.termsLost}. ` +
       `Longest network condition: ${Object.entries(r.network.longestConditionMs).map(([k, v]) => `${k} ${sec(v)}`).join(', ') || 'none'}. ` +
       `L2 probe: ${r.network.l2Probe.rounds} rounds (every ${r.network.l2Probe.periodMs} ms), two MACs answering one probe in ${r.network.l2Probe.twoMacEpisodes} episodes (${r.network.l2Probe.twoMacRounds} rounds, longest ${sec(r.network.l2Probe.longestTwoMacMs)}; tolerated ${sec(r.network.l2Probe.toleranceMs)}). ` +
       `Writes within the term tolerance: ${r.nearMisses.length}.`,

@@ -21,7 +21,7 @@ import { NetSwitch } from './net-switch.ts';
 import { bgpSection, SoakNetwork } from './network.ts';
 import { TIMING, TOLERANCE, type SoakOptions } from './options.ts';
 import { Random } from './random.ts';
-import { type ExitRecord, leaseName, ReplicaSlot } from './replicas.ts';
+import { type ExitRecord, leaseName, refusedBrokenConfig, ReplicaSlot } from './replicas.ts';
 import { median, type NetworkFigures, type ReplicaFigures, type SoakReport, type Violation } from './report.ts';
 import { GROUPS, L2_NODES, present, type Group, World } from './world.ts';
 import { NAMESPACES, Workload } from './workload.ts';
@@ -79,7 +79,7 @@ export async function runSoak(opts: SoakOptions, log: (line: string) => void = c
   const faultCounts: Record<string, number> = {};
   let faultsSkipped = 0;
   const recoveries = new Map<string, number[]>();
-  const exits = { signalled: 0, termsLost: 0, unexpected: 0 };
+  const exits = { signalled: 0, termsLost: 0, unexpected: 0, configRefused: 0 };
   const longest = new Map<string, number>();
   const samples = new Map<string, Sample[]>();
   let running = true;
@@ -132,6 +132,8 @@ export async function runSoak(opts: SoakOptions, log: (line: string) => void = c
       proxmox: () => world.proxmoxConfig({ url: proxmoxLink.url, tokenSecretFile }),
     };
     const configHeld: Record<Group, boolean> = { static: false, proxmox: false };
+    /** When each config file was last repaired after a fault held it broken. */
+    const configRepairedAt: Record<Group, number> = { static: -Infinity, proxmox: -Infinity };
     const writeConfig = (g: Group) => {
       if (!configHeld[g]) replaceFile(configPath[g], configText[g]());
     };
@@ -155,6 +157,12 @@ export async function runSoak(opts: SoakOptions, log: (line: string) => void = c
     // Replicas campaign again in-process after losing the lease (no exit): an exit not signalled is unexpected.
     const onExit = (e: ExitRecord) => {
       if (!running) return;
+      const group: Group = e.slot.includes('proxmox') ? 'proxmox' : 'static';
+      if (!e.signalled && refusedBrokenConfig(e, configHeld[group], configRepairedAt[group])) {
+        exits.configRefused++;
+        log(`${e.slot} (pid ${e.pid}) refused the ${group} config the soak holds broken (exit 2), as it must; started again`);
+        return;
+      }
       if (e.signalled) {
         exits.signalled++;
         if (e.signalled === 'SIGTERM' && e.code !== 0) violation('unclean-sigterm', `${e.slot} (pid ${e.pid}) exited ${e.code} after SIGTERM:\n${e.logTail}`, e.at);
@@ -459,6 +467,7 @@ export async function runSoak(opts: SoakOptions, log: (line: string) => void = c
       config: (g) => ({ path: configPath[g], text: configText[g] }),
       setConfigHeld: (g, held) => {
         configHeld[g] = held;
+        if (!held) configRepairedAt[g] = Date.now();
         if (g === 'static') netFaults.staticConfig = held;
       },
       router: {

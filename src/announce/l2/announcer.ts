@@ -15,7 +15,7 @@ import { rankNodes } from '../../net/l2/election.ts';
 import { errorMessage } from '../../util/errors.ts';
 import { LogLimiter } from '../../util/log-limiter.ts';
 import { announcementTable, electAddresses, standbyInterfaces, type AddressElection, type ClusterView } from './election.ts';
-import { subnetInterface } from './interfaces.ts';
+import { linkUp, subnetInterface } from './interfaces.ts';
 import { Liveness, type LivenessOptions } from './liveness.ts';
 import { decodeView, disagreeing, electionView, takeoverBlocker } from './view.ts';
 import { L2AnnouncerMetrics } from './metrics.ts';
@@ -49,6 +49,8 @@ export interface L2AnnouncerOptions {
   events?: EventRecorder;
   /** The interface holding an address's subnet (default: this host's interfaces). */
   subnetInterface?: (ip: IP) => string | undefined;
+  /** Whether an interface has its link (default: its operstate in /sys/class/net). */
+  linkUp?: (name: string) => boolean;
   pollIntervalMs?: number;
   /** Probes of a newly assigned address before it is first announced (count 0: none); default 3, 1 s apart. */
   probe?: { count: number; intervalMs: number };
@@ -95,6 +97,8 @@ export class L2Announcer {
   /** When this speaker last heard a peer again after hearing none (isolation over). */
   private rejoinedAt?: number;
   private rejoinTimer?: ReturnType<typeof setTimeout>;
+  /** Interfaces that lost their link while this speaker was isolated -> when it came back (undefined: still down). */
+  private readonly linkLost = new Map<string, number | undefined>();
 
   constructor(private readonly opts: L2AnnouncerOptions) {
     this.log = opts.logger.with({ component: 'speaker', node: opts.node });
@@ -313,6 +317,25 @@ export class L2Announcer {
         }));
       }
     }
+    // Isolated, an interface that lost its link answers nothing from then on, and keeps silent once
+    // the link is back until a peer is heard (the rejoin above then orders the handover) or one
+    // liveness timeout has passed (nobody else is there). Without this, a node whose cable came back
+    // answered its old addresses beside their new holders until the first heartbeat (the soak's
+    // node-link-down heals, one probe round of two answers).
+    if (view.isolated) {
+      const now = performance.now();
+      for (const iface of table.keys()) {
+        if (!(this.opts.linkUp ?? linkUp)(iface)) this.linkLost.set(iface, undefined);
+        else if (this.linkLost.has(iface) && this.linkLost.get(iface) === undefined) {
+          this.linkLost.set(iface, now);
+          setTimeout(() => this.schedule(), this.liveness.timeoutMs + 10).unref();
+        }
+      }
+      for (const [iface, backAt] of this.linkLost) {
+        if (backAt !== undefined && now - backAt >= this.liveness.timeoutMs) this.linkLost.delete(iface);
+        else if (table.has(iface)) table.set(iface, []);
+      }
+    } else this.linkLost.clear();
     this.metrics.held.set(held.length);
     const heldText = held.length ? `${held.sort().join(',')} until ${[...waitingFor].sort().join(',')} agree` : '';
     if (heldText !== this.lastHeld && heldText) this.log.info('takeover held: a speaker heard may still answer', { addresses: held.join(','), waitingFor: [...waitingFor].sort().join(',') });

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
 import { parsePrefix, prefixContains, type IP } from '../../net/ip.ts';
 
@@ -17,4 +18,18 @@ export function subnetInterface(ip: IP, interfaces = networkInterfaces()): strin
     }
   }
   return best?.name;
+}
+
+/**
+ * Whether `name` has a link (operstate up, or unknown as some virtual interfaces report): false
+ * without carrier (a cable, a switch port: operstate down or lowerlayerdown). Unreadable: true
+ * (nothing known against it).
+ */
+export function linkUp(name: string): boolean {
+  try {
+    const state = readFileSync(`/sys/class/net/${name}/operstate`, 'utf8').trim();
+    return state === 'up' || state === 'unknown';
+  } catch {
+    return true;
+  }
 }
