@@ -9,10 +9,11 @@
  *
  *   bun bench/bfd-scale.ts [--nodes=100] [--routers=bird,frr] [--interval-ms=200] [--multiplier=3] [--steady-seconds=20]
  */
-import { chmodSync, chownSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chownSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { eventually } from '../test/harness/eventually.ts';
 import { mustRun, NetnsLab } from '../test/harness/netns.ts';
+import { frrDirectory } from '../test/harness/bgp-lab.ts';
 
 const args = Object.fromEntries(process.argv.slice(2).filter((a) => a.startsWith('--') && a.includes('=')).map((a) => a.slice(2).split('=') as [string, string]));
 const N = Number(args.nodes ?? 100);
@@ -46,12 +47,7 @@ for (const kind of ROUTERS) {
       lab.spawnLogged('rtr', 'bird', ['/usr/sbin/bird', '-f', '-c', conf, '-s', join(lab.dir, 'bird.ctl'), '-P', join(lab.dir, 'bird.pidfile')]);
       daemon = 'bird';
     } else {
-      chmodSync(lab.dir, 0o711);
-      const dir = join(lab.dir, 'frr');
-      mkdirSync(dir);
-      const uid = Number((await mustRun(['id', '-u', 'frr'])).trim());
-      const gid = Number((await mustRun(['id', '-g', 'frr'])).trim());
-      chownSync(dir, uid, gid);
+      const { dir, uid, gid } = await frrDirectory(lab);
       const conf = join(dir, 'bfdd.conf');
       writeFileSync(conf, ['hostname rtr', 'bfd', ...nodes.flatMap((a) => [` peer ${a} local-address ${ROUTER}`, `  detect-multiplier ${MULT}`, `  receive-interval ${INTERVAL}`, `  transmit-interval ${INTERVAL}`, ' exit']), 'exit', ''].join('\n'));
       writeFileSync(join(dir, 'zebra.conf'), 'hostname rtr\n');

@@ -256,13 +256,7 @@ class Frr implements BgpRouter {
   ) {}
 
   static async start(lab: NetnsLab, o: RouterOptions): Promise<Frr> {
-    // The daemons drop to user frr: their dir and every parent must be traversable by it.
-    chmodSync(lab.dir, 0o711);
-    const dir = join(lab.dir, 'frr');
-    mkdirSync(dir);
-    const uid = Number((await mustRun(['id', '-u', 'frr'])).trim());
-    const gid = Number((await mustRun(['id', '-g', 'frr'])).trim());
-    chownSync(dir, uid, gid);
+    const { dir, uid, gid } = await frrDirectory(lab);
     const speakers = speakersOf(o);
     const each = (f: (sp: SpeakerAddresses) => string[]) => speakers.flatMap(f);
     const pw = o.password ? each((sp) => [` neighbor ${sp.v4} password ${o.password}`, ` neighbor ${sp.v6} password ${o.password}`]) : [];
@@ -482,3 +476,17 @@ export class GoBgp implements BgpRouter {
 }
 
 export { runCommand };
+
+/**
+ * The folder FRR's daemons run from, owned by user frr: they drop to it, so the folder and every
+ * parent must be traversable by it. Files written into it must be chowned to uid:gid too.
+ */
+export async function frrDirectory(lab: NetnsLab): Promise<{ dir: string; uid: number; gid: number }> {
+  chmodSync(lab.dir, 0o711);
+  const dir = join(lab.dir, 'frr');
+  mkdirSync(dir);
+  const uid = Number((await mustRun(['id', '-u', 'frr'])).trim());
+  const gid = Number((await mustRun(['id', '-g', 'frr'])).trim());
+  chownSync(dir, uid, gid);
+  return { dir, uid, gid };
+}

@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import type { Announcement, SpeakerConfig, SpeakerStats, StateChange } from '../../src/net/bgp/speaker.ts';
 import { eventually } from './eventually.ts';
 import type { NetnsLab, PipedProcess } from './netns.ts';
+import { forEachLine } from './lines.ts';
 
 const MAIN = join(import.meta.dir, '..', 'fakes', 'bgp-speaker-main.ts');
 
@@ -27,19 +28,12 @@ export class SpeakerProcess {
     return s;
   }
 
-  private async read(): Promise<void> {
-    let buffered = '';
-    for await (const chunk of this.proc.stdout) {
-      buffered += new TextDecoder().decode(chunk);
-      let nl: number;
-      while ((nl = buffered.indexOf('\n')) >= 0) {
-        const line = buffered.slice(0, nl);
-        buffered = buffered.slice(nl + 1);
-        const m = JSON.parse(line);
-        if (m.event === 'state') this.states.push(m);
-        else this.waiting.get(m.id)?.(m);
-      }
-    }
+  private read(): Promise<void> {
+    return forEachLine(this.proc.stdout, (line) => {
+      const m = JSON.parse(line);
+      if (m.event === 'state') this.states.push(m);
+      else this.waiting.get(m.id)?.(m);
+    });
   }
 
   async call(op: string, args: object = {}): Promise<Record<string, unknown>> {

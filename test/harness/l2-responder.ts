@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import type { AnnouncementProblem, ResponderEvent, ResponderStats } from '../../src/net/l2/responder.ts';
 import { eventually } from './eventually.ts';
 import type { NetnsLab, PipedProcess } from './netns.ts';
+import { forEachLine } from './lines.ts';
 
 const MAIN = join(import.meta.dir, '..', 'fakes', 'l2-responder-main.ts');
 
@@ -70,20 +71,13 @@ export class ResponderChild {
     return reply;
   }
 
-  private async read(): Promise<void> {
-    const decoder = new TextDecoder();
-    let pending = '';
-    for await (const chunk of this.proc.stdout) {
-      pending += decoder.decode(chunk, { stream: true });
-      for (let newline = pending.indexOf('\n'); newline >= 0; newline = pending.indexOf('\n')) {
-        const line = pending.slice(0, newline);
-        pending = pending.slice(newline + 1);
-        this.output += `${line}\n`;
-        const message = JSON.parse(line) as Reply & { ready?: boolean; event?: ResponderEvent };
-        if (message.ready) this.ready = true;
-        else if (message.event) this.events.push(message.event);
-        else if (message.id !== undefined) this.replies.get(message.id)?.(message);
-      }
-    }
+  private read(): Promise<void> {
+    return forEachLine(this.proc.stdout, (line) => {
+      this.output += `${line}\n`;
+      const message = JSON.parse(line) as Reply & { ready?: boolean; event?: ResponderEvent };
+      if (message.ready) this.ready = true;
+      else if (message.event) this.events.push(message.event);
+      else if (message.id !== undefined) this.replies.get(message.id)?.(message);
+    });
   }
 }

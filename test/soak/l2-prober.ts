@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import type { NetnsLab, PipedProcess } from '../harness/netns.ts';
+import { forEachLine } from '../harness/lines.ts';
 
 const MAIN = join(import.meta.dir, 'l2-prober-main.ts');
 
@@ -48,24 +49,17 @@ export class L2Prober {
     await this.proc.exited;
   }
 
-  private async read(): Promise<void> {
-    const decoder = new TextDecoder();
-    let pending = '';
-    for await (const chunk of this.proc.stdout) {
-      pending += decoder.decode(chunk, { stream: true });
-      for (let newline = pending.indexOf('\n'); newline >= 0; newline = pending.indexOf('\n')) {
-        const line = pending.slice(0, newline);
-        pending = pending.slice(newline + 1);
-        let parsed: { r: number; t: number; a: Record<string, string[]> };
-        try {
-          parsed = JSON.parse(line);
-        } catch {
-          continue;
-        }
-        const round = { round: parsed.r, sentAt: parsed.t, answers: new Map(Object.entries(parsed.a)) };
-        this.last = round;
-        this.onRound(round);
+  private read(): Promise<void> {
+    return forEachLine(this.proc.stdout, (line) => {
+      let parsed: { r: number; t: number; a: Record<string, string[]> };
+      try {
+        parsed = JSON.parse(line);
+      } catch {
+        return;
       }
-    }
+      const round = { round: parsed.r, sentAt: parsed.t, answers: new Map(Object.entries(parsed.a)) };
+      this.last = round;
+      this.onRound(round);
+    });
   }
 }
