@@ -49,8 +49,6 @@ export interface L2AnnouncerOptions {
   events?: EventRecorder;
   /** The interface holding an address's subnet (default: this host's interfaces). */
   subnetInterface?: (ip: IP) => string | undefined;
-  /** Whether an interface has its link (default: its operstate in /sys/class/net). */
-  linkUp?: (name: string) => boolean;
   pollIntervalMs?: number;
   /** Probes of a newly assigned address before it is first announced (count 0: none); default 3, 1 s apart. */
   probe?: { count: number; intervalMs: number };
@@ -329,7 +327,7 @@ export class L2Announcer {
     if (view.isolated) {
       const now = performance.now();
       for (const iface of table.keys()) {
-        if (!(this.opts.linkUp ?? linkUp)(iface)) this.linkLost.set(iface, undefined);
+        if (!linkUp(iface)) this.linkLost.set(iface, undefined);
         else if (this.linkLost.has(iface) && this.linkLost.get(iface) === undefined) {
           this.linkLost.set(iface, now);
           setTimeout(() => this.schedule(), this.liveness.timeoutMs + 10).unref();
