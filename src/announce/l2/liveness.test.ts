@@ -56,7 +56,12 @@ describe('Liveness', () => {
   test('a process that did not run for longer than the timeout (a pause, a blocked event loop) learns it once its timers run again, once', async () => {
     const [port] = await freeLoopbackPorts(1);
     const frozen: number[] = [];
-    const l = await mesh(port!, ['n1'], KEY, everyNode, () => ({ onFrozen: (gap) => frozen.push(gap) }));
+    // What onFrozen does still sees the pause (the announcer's responder drops what queued meanwhile).
+    const stalledInside: number[] = [];
+    const l: Record<string, Liveness> = await mesh(port!, ['n1'], KEY, everyNode, () => ({ onFrozen: (gap) => {
+      frozen.push(gap);
+      stalledInside.push(l.n1!.stalledFor());
+    } }));
     await Bun.sleep(300);
     expect(frozen).toEqual([]);
     expect(l.n1!.stalledFor()).toBeLessThan(400);
@@ -66,6 +71,8 @@ describe('Liveness', () => {
     expect(l.n1!.stalledFor()).toBeGreaterThan(400);
     await eventually('the pause reported', () => frozen.length === 1, 5000);
     expect(frozen[0]!).toBeGreaterThan(400);
+    expect(stalledInside[0]!).toBeGreaterThan(400);
+    expect(l.n1!.stalledFor()).toBeLessThan(400);
     await Bun.sleep(300);
     expect(frozen.length).toBe(1);
   });

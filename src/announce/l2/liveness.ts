@@ -452,7 +452,10 @@ export class Liveness {
   /** Reports a change of who is heard, of what a peer says, or of a refusal. */
   private check(): void {
     const gap = this.stalledFor();
-    this.lastCheckAt = performance.now();
+    // onFrozen runs while stalledFor() still says stalled: what it does (the announcer empties the
+    // responder's table, which first drains the frames queued meanwhile) must see the pause. Reset
+    // first, the requests queued during a 3 s SIGSTOP were answered beside the new holder (CI run,
+    // the paused-speaker test: one probe round answered by two nodes).
     if (gap > this.timeoutMs) {
       try {
         this.options.onFrozen?.(gap);
@@ -460,6 +463,7 @@ export class Liveness {
         this.error('internal', `onFrozen: ${errorMessage(e)}`);
       }
     }
+    this.lastCheckAt = performance.now();
     const reports = this.reports();
     const next = new Set<string>([this.options.node]);
     for (const [node, r] of reports) if (r.heard && r.state !== 'leaving') next.add(node);
