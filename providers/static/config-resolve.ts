@@ -4,8 +4,10 @@ import { formatIP, parseIP } from '../../src/net/ip.ts';
 import type { ConfigIssue, ConfigPath, ReportIssue } from '../../src/config-file/issues.ts';
 import { SecretFiles, type ConfigWarningIssue, type SecretSource } from '../../src/config-file/secrets.ts';
 import { resolveSharedSections } from '../../src/config-sections.ts';
+import { unmatchedRules } from '../../src/node-rules/index.ts';
 import { STATIC_PROVIDER_ID_PREFIX, type Machine, type RedfishTarget, type StaticConfig } from './config-model.ts';
 import { STATIC_MATCH_CRITERIA, type RawDefaults, type RawRedfish, type ResolvableStaticConfig, type SalvagedMachine } from './config-schema.ts';
+import { STATIC_FACTS, machineFacts } from './facts.ts';
 
 /**
  * Second pass over a config that has the right shape: gives it meaning (group defaults merged,
@@ -22,14 +24,27 @@ export function resolveStaticConfig(raw: ResolvableStaticConfig, secrets: Secret
   const files = new SecretFiles(secrets);
   const machines = resolveMachines(raw, files, report);
   const inv = raw.inventory ?? {};
+  const shared = resolveSharedSections(raw, report, files, STATIC_FACTS);
   return {
     config: {
       inventory: { authoritative: inv.authoritative ?? false, matchBy: inv.matchBy ?? STATIC_MATCH_CRITERIA, machines },
-      ...resolveSharedSections(raw, report, files),
+      ...shared,
     },
     issues,
-    warnings: files.warnings,
+    warnings: [...files.warnings, ...unmatchedRuleWarnings(shared.nodeRules, machines)],
   };
+}
+
+/** The event reason (and `validate` warning) of a node rule that no machine in service matches: a typo in a selector would otherwise go unnoticed. */
+export const NODE_RULE_MATCHES_NO_MACHINE = 'NodeRuleMatchesNoMachine';
+
+function unmatchedRuleWarnings(rules: StaticConfig['nodeRules'], machines: readonly Machine[]): ConfigWarningIssue[] {
+  const inService = machines.filter((m) => !m.decommissioned).map(machineFacts);
+  return unmatchedRules(rules, inService).map((rule) => ({
+    reason: NODE_RULE_MATCHES_NO_MACHINE,
+    path: ['nodeRules', rule.index, 'name'],
+    message: `node rule ${JSON.stringify(rule.name)} matches no machine in service of the inventory`,
+  }));
 }
 
 function resolveMachines(raw: ResolvableStaticConfig, readSecret: SecretFiles, report: ReportIssue): Machine[] {
