@@ -57,3 +57,8 @@ export const NODE_ROLE_PREFIX = 'node-role.kubernetes.io/';
 export function isNodeRoleKey(key: string): boolean {
   return key.startsWith(NODE_ROLE_PREFIX);
 }
+
+/** Whether node rules may not write `key` (label, annotation or taint key): reserved, and not a role. */
+export function isReservedForRules(key: string): boolean {
+  return isKubernetesNamespacedLabel(key) && !isNodeRoleKey(key);
+}

@@ -1,6 +1,6 @@
 import { EDGE_CCM_NODE_ANNOTATION_PREFIX, LABEL_FACT_PREFIX, taintId, type NodeRuleEffects } from '../cloud/node-rules.ts';
 import type { ConfigPath, ReportIssue } from '../config-file/issues.ts';
-import { NODE_ROLE_PREFIX, isKubernetesNamespacedLabel, isNodeRoleKey, labelKeyError, labelValueError } from '../kube/labels.ts';
+import { NODE_ROLE_PREFIX, isReservedForRules, labelKeyError, labelValueError } from '../kube/labels.ts';
 import { didYouMean } from '../util/did-you-mean.ts';
 import type { RawNodeRule, RawTerm } from './config-schema.ts';
 import type { NodeRule } from './model.ts';
@@ -123,7 +123,7 @@ function resolveEffects(rule: RawNodeRule, path: ConfigPath, report: ReportIssue
 export function writableKeyError(key: string, kind: 'label' | 'annotation' | 'taint'): string | undefined {
   const problem = labelKeyError(key);
   if (problem !== undefined) return `invalid ${kind} key ${JSON.stringify(key)}: ${problem}`;
-  if (isKubernetesNamespacedLabel(key) && !isNodeRoleKey(key)) {
+  if (isReservedForRules(key)) {
     return `${kind} key ${JSON.stringify(key)} is in a namespace Kubernetes reserves (kubernetes.io, k8s.io and their subdomains); of those, rules may set only ${NODE_ROLE_PREFIX}*`;
   }
   return undefined;
