@@ -65,7 +65,7 @@ function requirements(term: RawTerm, path: ConfigPath, facts: FactVocabulary, re
         try {
           new RegExp(pattern);
         } catch (err) {
-          fail([...at, 'values', j], `invalid regular expression: ${(err as Error).message}`);
+          fail([...at, 'values', j], `invalid regular expression: ${(err as Error).message.replace(/^invalid regular expression: /i, '')}`);
         }
       });
     }
