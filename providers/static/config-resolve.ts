@@ -1,5 +1,5 @@
 import type { V1NodeAddress } from '@kubernetes/client-node';
-import { isKubernetesNamespacedLabel, labelKeyError, labelValueError } from '../../src/kube/labels.ts';
+import { isKubernetesNamespacedLabel, isNodeRoleKey, labelKeyError, labelValueError } from '../../src/kube/labels.ts';
 import { formatIP, parseIP } from '../../src/net/ip.ts';
 import type { ConfigIssue, ConfigPath, ReportIssue } from '../../src/config-file/issues.ts';
 import { SecretFiles, type ConfigWarningIssue, type SecretSource } from '../../src/config-file/secrets.ts';
@@ -184,7 +184,9 @@ function checkLabels(layer: RawDefaults, path: ConfigPath, report: ReportIssue):
     if (keyError !== undefined) report([...path, 'labels', key], `invalid label key ${JSON.stringify(key)}: ${keyError}`);
     else if (isKubernetesNamespacedLabel(key)) {
       // The node controller's own rule: such a label would be dropped at every initialisation.
-      report([...path, 'labels', key], `label key ${JSON.stringify(key)} is in a namespace Kubernetes reserves (kubernetes.io, k8s.io and their subdomains): the node controller never sets it`);
+      // Upstream's rule for a provider's additional labels; the role labels have their own way in.
+      const instead = isNodeRoleKey(key) ? ` as an inventory label; set role labels with a nodeRules rule (docs/operations.md, "Node rules")` : '';
+      report([...path, 'labels', key], `label key ${JSON.stringify(key)} is in a namespace Kubernetes reserves (kubernetes.io, k8s.io and their subdomains): the node controller never sets it${instead}`);
     }
     if (valueError !== undefined) report([...path, 'labels', key], `invalid value of label ${JSON.stringify(key)}: ${valueError}`);
   }
