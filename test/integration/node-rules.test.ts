@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { V1Node, V1Taint } from '@kubernetes/client-node';
-import { NODES, ResourceClient } from '../../src/kube/resources.ts';
+import type { CoreV1Event, V1Node, V1Taint } from '@kubernetes/client-node';
+import { EVENTS, NODES, ResourceClient } from '../../src/kube/resources.ts';
 import type { KubeTransport } from '../../src/kube/transport.ts';
 import { replaceFile } from '../harness/files.ts';
 import { CcmProcess, ccmBinaryCommand, tempDir } from '../harness/ccm-process.ts';
@@ -61,6 +61,9 @@ const SECOND_RULES = `nodeRules:
     nodeSelector: [{ matchExpressions: [{ key: label:example.com/disks, operator: Exists }] }]
     labels: { node-role.kubernetes.io/storage: "" }
     taints: [{ key: example.com/storage, effect: PreferNoSchedule }]
+  - name: nobody
+    nodeSelector: [{ matchExpressions: [{ key: name, operator: Glob, values: ["db-*"] }] }]
+    labels: { node-role.kubernetes.io/db: "" }
 `;
 
 let admin: KubeTransport;
@@ -189,6 +192,13 @@ describe('node rules with the compiled binary', () => {
     expect(after2.metadata?.annotations).toMatchObject({ 'node.edge-ccm.io/rule-labels': 'node-role.kubernetes.io/storage', 'node.edge-ccm.io/rule-taints': 'example.com/storage:PreferNoSchedule' });
     expect(ccm!.pid).toBe(pid);
     expect(ccm!.logs()).not.toContain('error re-syncing node rules');
+    // The rule no machine matches: a Warning event on edge-ccm's Lease, as validate would say.
+    const events = new ResourceClient<CoreV1Event>(admin, EVENTS);
+    const warning = await eventually('NodeRuleMatchesNoMachine event', async () => {
+      const list = await events.list({ namespace: 'kube-system', query: { fieldSelector: `involvedObject.kind=Lease,involvedObject.name=${ID},reason=NodeRuleMatchesNoMachine` } });
+      return list.items[0];
+    }, { timeoutMs: 10_000, ...ccmLog });
+    expect(warning.message).toContain('nodeRules[2].name: node rule "nobody" matches no machine in service of the inventory');
   }, 60_000);
 
   test('validate: a reserved key refused with its path and line; a rule that matches no machine is a warning', async () => {
