@@ -8,6 +8,7 @@ import { replaceFile } from '../harness/files.ts';
 import { CcmProcess, ccmBinaryCommand, tempDir } from '../harness/ccm-process.ts';
 import { sharedControlPlane } from '../harness/control-plane.ts';
 import { eventually } from '../harness/eventually.ts';
+import { kubeletNode } from '../harness/nodes.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
 import { runToEnd } from '../harness/run-to-end.ts';
 
@@ -97,17 +98,6 @@ afterAll(async () => {
   }
 }, 60_000);
 
-/** A node as a kubelet with --cloud-provider=external registers it. */
-function kubeletNode(name: string, labels: Record<string, string> = {}): V1Node {
-  return {
-    apiVersion: 'v1',
-    kind: 'Node',
-    metadata: { name, labels: { 'kubernetes.io/hostname': name, ...labels } },
-    spec: { taints: [{ key: UNINITIALIZED, value: 'true', effect: 'NoSchedule' }] },
-    status: { addresses: [{ type: 'Hostname', address: name }] },
-  };
-}
-
 const hasTaint = (n: V1Node, key: string) => (n.spec?.taints ?? []).some((t) => t.key === key);
 /** The taints outside Kubernetes' namespaces (the API server's TaintNodesByCondition adds node.kubernetes.io/not-ready to a new node). */
 const ownTaints = (n: V1Node) => (n.spec?.taints ?? []).filter((t) => !t.key.includes('kubernetes.io/'));
@@ -136,7 +126,7 @@ describe('node rules with the compiled binary', () => {
     const watching = new AbortController();
     const versions = recordVersions(nodeName(1), watching.signal);
     await Bun.sleep(200); // the watch is open before the node exists
-    await nodes.create(kubeletNode(nodeName(1), { 'example.com/owner': 'ops', 'example.com/accelerator': 'mine' }));
+    await nodes.create(kubeletNode(nodeName(1), { labels: { 'example.com/owner': 'ops', 'example.com/accelerator': 'mine' } }));
     await nodes.create(kubeletNode(nodeName(2)));
     const [n1, n2] = await Promise.all([initialised(nodeName(1)), initialised(nodeName(2))]);
     watching.abort();
