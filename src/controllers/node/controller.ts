@@ -285,7 +285,7 @@ export class CloudNodeController implements Controller {
     let latest = cached;
     try {
       await retryOnConflict(async (attempt) => {
-        if (attempt > 1) latest = await this.labelWriter.get(name, signal);
+        if (attempt > 1) latest = await this.writer.get(name, signal);
         // Tainted again meanwhile? Initialisation owns it then.
         if (attempt > 1 && isUninitialized(latest)) return;
         const write = plan(latest);

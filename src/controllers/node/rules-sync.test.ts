@@ -4,8 +4,14 @@ import type { V1Node, V1Taint } from '@kubernetes/client-node';
 import type { NodeRuleEffects, RuleTaint } from '../../cloud/node-rules.ts';
 import { TAINT_EXTERNAL_CLOUD_PROVIDER } from '../../kube/node-helpers.ts';
 import { RULE_ANNOTATIONS_ANNOTATION, RULE_LABELS_ANNOTATION, RULE_TAINTS_ANNOTATION, planNodeRules, type NodeRulesPatch } from './rules-sync.ts';
-import { planInitialization } from './initialize.ts';
-import { fakeMetadata } from '../../../test/fakes/fake-cloud.ts';
+import { planInitialization, type InitializationPatch } from './initialize.ts';
+import { CloudNodeController } from './controller.ts';
+import type { CloudNodeWriter, NodeLabelWriter, NodeRuleWriter } from './writer.ts';
+import type { CloudLabelsPatch } from './label-resync.ts';
+import { KubeApiError } from '../../kube/errors.ts';
+import type { Informer } from '../../kube/informer/index.ts';
+import { FakeCloud, fakeMetadata } from '../../../test/fakes/fake-cloud.ts';
+import { controllerContext } from '../../../test/fakes/controller-context.ts';
 import { UNINITIALIZED, makeNode } from '../../../test/fakes/node-fixtures.ts';
 
 // What the node rules' effects mean for one node: the plan (pure), at initialisation and after.
@@ -146,5 +152,96 @@ describe('planNodeRules properties', () => {
       }),
       { numRuns: 300 },
     );
+  });
+});
+
+/** A store-backed writer: merge patches applied as the API would, each write a new resourceVersion, 409 on a stale one. */
+class StoreWriter implements CloudNodeWriter, NodeLabelWriter, NodeRuleWriter {
+  readonly ruleWrites: { resourceVersion?: string; patch: NodeRulesPatch }[] = [];
+  constructor(readonly store: Map<string, V1Node>) {}
+  async get(name: string): Promise<V1Node> {
+    return this.store.get(name)!;
+  }
+  private write(name: string, resourceVersion: string | undefined, change: (n: V1Node) => V1Node): V1Node {
+    const current = this.store.get(name)!;
+    if (resourceVersion !== undefined && resourceVersion !== current.metadata?.resourceVersion) throw new KubeApiError(409, 'Conflict', 'the object has been modified', 'PATCH', `/api/v1/nodes/${name}`);
+    const next = change(structuredClone(current));
+    next.metadata!.resourceVersion = String(Number(current.metadata?.resourceVersion ?? 0) + 1);
+    this.store.set(name, next);
+    return next;
+  }
+  async initialize(name: string, _patch: InitializationPatch): Promise<V1Node> {
+    return this.store.get(name)!;
+  }
+  async setLabels(name: string): Promise<V1Node> {
+    return this.store.get(name)!;
+  }
+  async setAddresses(name: string, resourceVersion: string | undefined): Promise<V1Node> {
+    return this.write(name, resourceVersion, (n) => n);
+  }
+  async patchCloudLabels(name: string, resourceVersion: string | undefined, patch: CloudLabelsPatch): Promise<V1Node> {
+    return this.write(name, resourceVersion, (n) => applied(n, { labels: patch.labels, annotations: patch.annotations }));
+  }
+  async patchNodeRules(name: string, resourceVersion: string | undefined, patch: NodeRulesPatch): Promise<V1Node> {
+    this.ruleWrites.push({ resourceVersion, patch });
+    return this.write(name, resourceVersion, (n) => applied(n, patch));
+  }
+}
+
+function controllerWith(n: V1Node, ruleEffects: NodeRuleEffects | undefined, relabelNodes = false) {
+  const store = new Map([[n.metadata!.name!, n]]);
+  const nodeInformer = {
+    store: { get: (key: string) => store.get(key), list: () => [...store.values()] },
+    addHandlers: () => () => {},
+    waitForSync: async () => true,
+  } as unknown as Informer<V1Node>;
+  const cloud = new FakeCloud();
+  cloud.setNode(n.metadata!.name!, { metadata: { ...fakeMetadata(n.metadata!.name!, { zone: 'z1' }), additionalLabels: { 'example.com/rack': 'r1' }, ruleEffects } });
+  const writer = new StoreWriter(store);
+  const controller = new CloudNodeController(controllerContext({ cloud, nodeInformer }), { workers: 1, nodeStatusUpdateFrequencyMs: 3_600_000, relabelNodes }, { writer, labelWriter: writer, ruleWriter: writer });
+  return { controller, writer, store };
+}
+
+describe('the periodic pass', () => {
+  const initialised = () => makeNode({ tainted: false, taints: [], labels: { 'topology.kubernetes.io/zone': 'z1', 'failure-domain.beta.kubernetes.io/zone': 'z1' } });
+
+  test('applies the rules after the label re-sync, on the node that write returned (no needless conflict)', async () => {
+    const s = controllerWith(initialised(), effects({ labels: { [WORKER]: '' }, taints: [GPU_TAINT] }), true);
+    await s.controller.updateNodeStatus();
+    expect(s.writer.ruleWrites.map((w) => w.resourceVersion)).toEqual(['2']); // the label re-sync wrote version 2
+    const n = s.store.get('node0')!;
+    expect(n.metadata?.labels).toMatchObject({ [WORKER]: '', 'example.com/rack': 'r1' });
+    expect(n.spec?.taints).toEqual([{ key: 'example.com/gpu', value: 'a100', effect: 'NoSchedule' }]);
+    await s.controller.updateNodeStatus();
+    expect(s.writer.ruleWrites).toHaveLength(1); // in line: nothing more
+  });
+
+  test('a conflict is planned again from the node as the API has it: a taint added meanwhile stays', async () => {
+    const s = controllerWith(initialised(), effects({ taints: [GPU_TAINT] }));
+    let once = false;
+    // Someone taints the node between the controller's read and its write.
+    s.writer.patchNodeRules = (async (name: string, rv: string | undefined, patch: NodeRulesPatch) => {
+      if (!once) {
+        once = true;
+        const n = structuredClone(s.store.get(name)!);
+        n.spec!.taints = [{ key: 'example.com/maintenance', effect: 'NoSchedule' }];
+        n.metadata!.resourceVersion = '7';
+        s.store.set(name, n);
+      }
+      return StoreWriter.prototype.patchNodeRules.call(s.writer, name, rv, patch);
+    }) as typeof s.writer.patchNodeRules;
+    await s.controller.updateNodeStatus();
+    expect(s.writer.ruleWrites.map((w) => w.resourceVersion)).toEqual(['1', '7']);
+    expect(s.store.get('node0')!.spec?.taints).toEqual([{ key: 'example.com/maintenance', effect: 'NoSchedule' }, { key: 'example.com/gpu', value: 'a100', effect: 'NoSchedule' }]);
+  });
+
+  test('a provider without rules (no ruleEffects): nothing is written or removed', async () => {
+    const n = initialised();
+    n.metadata!.labels![WORKER] = '';
+    n.metadata!.annotations = { [RULE_LABELS_ANNOTATION]: WORKER };
+    const s = controllerWith(n, undefined);
+    await s.controller.updateNodeStatus();
+    expect(s.writer.ruleWrites).toEqual([]);
+    expect(s.store.get('node0')!.metadata?.labels?.[WORKER]).toBe('');
   });
 });
