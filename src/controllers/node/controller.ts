@@ -66,7 +66,8 @@ export type NodeControllerContext = Pick<ControllerContext, 'transport' | 'recor
  * Beyond upstream: when the provider reports a change (onChange), the periodic pass runs soon
  * (debounced) instead of at its next period, and nodes still tainted are tried again; a node the
  * provider had no metadata for is tried again with backoff (1 s doubling up to the status update
- * period); with relabelNodes the pass also re-syncs cloud labels.
+ * period); with relabelNodes the pass also re-syncs cloud labels; node rules (the provider's
+ * ruleEffects) are applied at initialisation and kept in step by the pass.
  */
 export class CloudNodeController implements Controller {
   readonly name = CLOUD_NODE_CONTROLLER;
@@ -232,7 +233,8 @@ export class CloudNodeController implements Controller {
   /**
    * The periodic pass (upstream UpdateNodeStatus): every initialised managed node gets one
    * metadata call and an address write when its addresses changed; `statusWorkers` at a time. With
-   * relabelNodes, the same answer also re-syncs its cloud labels.
+   * relabelNodes, the same answer also re-syncs its cloud labels; when it carries ruleEffects (a
+   * provider with node rules), what the rules set is brought in line too.
    */
   async updateNodeStatus(signal?: AbortSignal): Promise<void> {
     const started = performance.now();
