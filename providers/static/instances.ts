@@ -72,5 +72,6 @@ export function machineMetadata(machine: Machine): InstanceMetadata {
     zone: machine.zone,
     region: machine.region,
     additionalLabels,
+    ...(machine.podCIDRs ? { podCIDRs: [...machine.podCIDRs] } : {}),
   };
 }

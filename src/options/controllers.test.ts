@@ -28,7 +28,7 @@ describe('resolveControllers (upstream IsControllerEnabled)', () => {
     [['node-route-controller', '-route', '*'], ALL],
     [['cloud-node-lifecycle'], ['cloud-node-lifecycle-controller']],
     // disabled by default: `*` leaves it off, naming it (or its alias) turns it on
-    [['*', 'nodeipam'], [...ALL, 'node-ipam-controller'].sort()],
+    [['*', 'nodeipam'], [...ALL, 'node-ipam-controller' as const].sort()],
     [['node-ipam-controller'], ['node-ipam-controller']],
     [['*', '-nodeipam'], ALL],
   ])('%p enables %p', (list, expected) => {
