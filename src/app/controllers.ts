@@ -84,7 +84,8 @@ export const CONTROLLERS = [
   {
     name: NODE_IPAM_CONTROLLER,
     eventSource: 'node-ipam-controller',
-    serviceAccount: 'node-ipam-controller',
+    // Upstream's nodeipam controller acts as node-controller (its ClientBuilder name): patching nodes is in that role.
+    serviceAccount: 'node-controller',
     // As upstream's startNodeIpamController: named in --controllers and --allocate-node-cidrs.
     unavailable: (cloud, s) => (!s.nodeIPAM ? '--allocate-node-cidrs=false' : s.nodeIPAM.allocatorType === 'CloudAllocator' && !cloud.instances ? `--cidr-allocator-type=CloudAllocator: provider ${cloud.providerName} has no instances` : undefined),
     start: (ctx, s) => new NodeIPAMController(ctx, s.nodeIPAM!),
@@ -167,6 +168,7 @@ export function buildControllers(settings: ControllerSettings, deps: ControllerD
   const workQueueMetrics = workQueueMetricsFor(deps.registry);
   const context = (spec: ControllerSpec): ControllerContext => ({
     transport: deps.transportFor?.(spec.name) ?? deps.transport,
+    ownTransport: deps.transport,
     recorder: deps.recorderFor(spec.eventSource),
     logger: log.with({ controller: spec.name }),
     registry: deps.registry,

@@ -213,6 +213,7 @@ function nodeIPAMFromFlags(options: Options, clusterCIDRs: Prefix[]): NodeIPAMOp
       maskSizeIPv4: options.nodeCIDRMaskSizeIPv4,
       maskSizeIPv6: options.nodeCIDRMaskSizeIPv6,
       namespace: options.leaderElectResourceNamespace,
+      leaseName: options.leaderElectResourceName,
     });
   } catch (e) {
     throw new ConfigurationError(errorMessage(e));

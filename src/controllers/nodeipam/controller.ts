@@ -20,7 +20,7 @@ import { StickyRecord } from './sticky-record.ts';
 
 export { NODE_IPAM_CONTROLLER };
 
-export type NodeIPAMContext = Pick<ControllerContext, 'transport' | 'recorder' | 'logger' | 'registry' | 'nodeInformer' | 'isManagedNode' | 'workQueueMetrics'> & {
+export type NodeIPAMContext = Pick<ControllerContext, 'transport' | 'ownTransport' | 'recorder' | 'logger' | 'registry' | 'nodeInformer' | 'isManagedNode' | 'workQueueMetrics'> & {
   cloud: Pick<CloudProvider, 'instances' | 'onChange'>;
 };
 
@@ -63,7 +63,7 @@ export class NodeIPAMController implements Controller {
     this.metrics = nodeIPAMMetrics(ctx.registry);
     this.log = ctx.logger.with({ controller: this.name });
     this.queue = new WorkQueue<string>('node_ipam_controller', { rateLimiter: defaultControllerRateLimiter<string>(), metrics: ctx.workQueueMetrics });
-    if (opts.allocatorType === 'CloudAllocator') this.record = new StickyRecord(ctx.transport, opts.recordNamespace, opts.recordName);
+    if (opts.allocatorType === 'CloudAllocator') this.record = new StickyRecord(ctx.ownTransport ?? ctx.transport, opts.recordNamespace, opts.recordName);
   }
 
   private get cloudAllocator(): boolean {

@@ -14,8 +14,10 @@ export type CIDRAllocatorType = (typeof CIDR_ALLOCATOR_TYPES)[number];
 /** Upstream's defaults when no mask size flag is given. */
 export const DEFAULT_NODE_MASK_SIZE = { 4: 24, 6: 64 } as const;
 
-/** The ConfigMap the CloudAllocator keeps each machine's pod CIDRs in (see sticky-store.ts). */
-export const DEFAULT_RECORD_NAME = 'edge-ccm-node-ipam';
+/** The ConfigMap the CloudAllocator keeps each machine's pod CIDRs in (see sticky-record.ts): named after the Lease, one per instance. */
+export function recordName(leaseName: string): string {
+  return `${leaseName}-node-ipam`;
+}
 
 export interface NodeIPAMOptions {
   allocatorType: CIDRAllocatorType;
@@ -37,7 +39,9 @@ export interface NodeIPAMFlags {
   maskSize: number;
   maskSizeIPv4: number;
   maskSizeIPv6: number;
+  /** The leader-election Lease's namespace and name: the record lives beside it. */
   namespace: string;
+  leaseName: string;
 }
 
 /** The settings, or a thrown Error listing every problem (one a line). */
@@ -62,7 +66,7 @@ export function resolveNodeIPAMOptions(flags: NodeIPAMFlags): NodeIPAMOptions {
     maskSizes,
     serviceCIDRs: flags.serviceCIDRs,
     recordNamespace: flags.namespace,
-    recordName: DEFAULT_RECORD_NAME,
+    recordName: recordName(flags.leaseName),
   };
 }
 
