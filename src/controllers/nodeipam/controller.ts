@@ -25,7 +25,10 @@ export type NodeIPAMContext = Pick<ControllerContext, 'transport' | 'ownTranspor
 };
 
 export interface NodeIPAMControllerOptions extends NodeIPAMOptions {
-  /** Nodes synced at once; default 10 (decisions are in memory, the writes are what waits). */
+  /**
+   * Nodes synced at once; default 30, upstream's cidrUpdateWorkers. Decisions are in memory, the
+   * writes are what waits; the CloudAllocator's record writes group what the workers ask for meanwhile.
+   */
   workers?: number;
 }
 
@@ -82,7 +85,7 @@ export class NodeIPAMController implements Controller {
       if (!(await this.rebuild(signal))) return;
       this.log.info('starting node IPAM', { allocator: this.opts.allocatorType, clusterCIDRs: this.opts.clusterCIDRs.map(formatPrefix).join(',') });
       for (const node of this.ctx.nodeInformer.store.list()) this.enqueue(node);
-      const workers = Array.from({ length: Math.max(1, this.opts.workers ?? 10) }, () => this.runWorker(signal));
+      const workers = Array.from({ length: Math.max(1, this.opts.workers ?? 30) }, () => this.runWorker(signal));
       await new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
       this.queue.shutDown();
       await Promise.all(workers);
