@@ -6,7 +6,7 @@
  * --cluster-cidr (src/controllers/nodeipam/options.ts).
  */
 import * as v from 'valibot';
-import { parseClusterCIDRs } from './cluster-cidr.ts';
+import { cidrListSchema } from './cluster-cidr.ts';
 import { flag } from './flag-def.ts';
 
 const maskSize = v.pipe(
@@ -54,13 +54,6 @@ export const NODE_IPAM_FLAGS = [
     help:
       'CIDR Range for Services in cluster: at most one IPv4 and one IPv6 CIDR, comma separated. Requires ' +
       '--allocate-node-cidrs to be true. The part inside --cluster-cidr is never given to a node.',
-    schema: v.pipe(
-      v.string(),
-      v.rawCheck(({ dataset, addIssue }) => {
-        if (!dataset.typed || dataset.value.trim() === '') return;
-        const parsed = parseClusterCIDRs(dataset.value);
-        if (!parsed.ok) for (const message of parsed.errors) addIssue({ message });
-      }),
-    ),
+    schema: cidrListSchema,
   }),
 ] as const;

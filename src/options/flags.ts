@@ -11,7 +11,7 @@ import type { FlagKind } from './values.ts';
 import { flag, type FlagDef } from './flag-def.ts';
 import { parseIP } from '../net/ip.ts';
 import { alwaysAllowPathError } from '../server/auth/path-matcher.ts';
-import { parseClusterCIDRs } from './cluster-cidr.ts';
+import { cidrListSchema } from './cluster-cidr.ts';
 import { NODE_IPAM_FLAGS } from './flags-nodeipam.ts';
 import { DEFAULT_LIFECYCLE_OPTIONS, DELETION_POLICIES } from '../controllers/nodelifecycle/options.ts';
 import { AUTH_FLAGS } from './flags-auth.ts';
@@ -226,14 +226,7 @@ export const FLAGS = [
       'routes are configured (--configure-cloud-routes and a provider with routes) and by --allocate-node-cidrs; ' +
       'checked whenever given.',
     // Checked whenever given, routes or not: a typo should not wait for the day routes are turned on.
-    schema: v.pipe(
-      v.string(),
-      v.rawCheck(({ dataset, addIssue }) => {
-        if (!dataset.typed || dataset.value.trim() === '') return;
-        const parsed = parseClusterCIDRs(dataset.value);
-        if (!parsed.ok) for (const message of parsed.errors) addIssue({ message });
-      }),
-    ),
+    schema: cidrListSchema,
   }),
   flag({
     name: 'allocate-node-cidrs',
