@@ -22,13 +22,22 @@ afterEach(() => {
   for (const s of stops.splice(0)) s.abort();
 });
 
+/** Records every request; a written ConfigMap is answered with itself, as the API server does. */
+class EchoingTransport extends RecordingTransport {
+  override async request<T>(req: KubeRequest): Promise<T> {
+    const answer = await super.request<T>(req);
+    return (req.method === 'POST' || req.method === 'PUT') && req.path.includes('/configmaps') ? (req.body as T) : answer;
+  }
+}
+
 function node(name: string, spec: V1Node['spec'] = {}): V1Node {
   return { metadata: { name, uid: `uid-${name}` }, spec };
 }
 
-function setup(allocatorType: CIDRAllocatorType, cluster = '10.244.0.0/30', mask = 31) {
+function setup(allocatorType: CIDRAllocatorType, cluster = '10.244.0.0/30', mask = 31, before: V1Node[] = []) {
   const informer = new HandFedInformer<V1Node>();
-  const transport = new RecordingTransport();
+  for (const n of before) informer.set(n);
+  const transport = new EchoingTransport();
   const recorder = new RecordingEventRecorder();
   const cloud = new FakeCloud();
   const ctx = controllerContext({ nodeInformer: informer.asInformer(), transport, recorder, cloud });
@@ -122,5 +131,15 @@ describe('CloudAllocator', () => {
     t.cloud.notifyChange();
     await eventually('the patch', () => t.patches().length === 1);
     expect(t.patches()[0]![1]).toEqual({ spec: { podCIDR: '10.244.0.64/26', podCIDRs: ['10.244.0.64/26'] } });
+  });
+
+  test('the nodes waiting at the start of a term are recorded in one write, then patched', async () => {
+    const waiting = ['w1', 'w2', 'w3'].map((name) => node(name, { providerID: `fake://${name}` }));
+    const t = setup('CloudAllocator', '10.244.0.0/24', 26, waiting);
+    await eventually('three patches', () => t.patches().length === 3);
+    const writes = t.transport.requests.filter((r) => r.method !== 'GET').map((r) => `${r.method} ${r.path}`);
+    expect(writes[0]).toBe('POST /api/v1/namespaces/kube-system/configmaps');
+    expect(writes.filter((w) => w.includes('configmaps'))).toHaveLength(1);
+    expect(Object.keys((t.transport.requests.find((r) => r.method === 'POST')!.body as { data: object }).data)).toHaveLength(3);
   });
 });

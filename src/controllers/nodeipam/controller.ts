@@ -9,6 +9,7 @@ import { formatPrefix, type Prefix } from '../../net/ip.ts';
 import { NODE_IPAM_CONTROLLER } from '../../names.ts';
 import { Backoff } from '../../util/backoff.ts';
 import { errorMessage } from '../../util/errors.ts';
+import { forEachLimited } from '../../util/parallel.ts';
 import { sleep } from '../../util/time.ts';
 import type { Controller, ControllerContext } from '../types.ts';
 import { nodeOwner, type Allocations } from './allocations.ts';
@@ -19,6 +20,9 @@ import { rebuildAllocations } from './rebuild.ts';
 import { StickyRecord } from './sticky-record.ts';
 
 export { NODE_IPAM_CONTROLLER };
+
+/** Provider questions in flight while the start-of-term backlog is decided. */
+const BACKLOG_PROVIDER_CALLS = 30;
 
 export type NodeIPAMContext = Pick<ControllerContext, 'transport' | 'ownTransport' | 'recorder' | 'logger' | 'registry' | 'nodeInformer' | 'isManagedNode' | 'workQueueMetrics'> & {
   cloud: Pick<CloudProvider, 'instances' | 'onChange'>;
@@ -83,6 +87,7 @@ export class NodeIPAMController implements Controller {
     try {
       if (!(await this.ctx.nodeInformer.waitForSync(signal))) return;
       if (!(await this.rebuild(signal))) return;
+      await this.recordBacklog(signal);
       this.log.info('starting node IPAM', { allocator: this.opts.allocatorType, clusterCIDRs: this.opts.clusterCIDRs.map(formatPrefix).join(',') });
       for (const node of this.ctx.nodeInformer.store.list()) this.enqueue(node);
       const workers = Array.from({ length: Math.max(1, this.opts.workers ?? 30) }, () => this.runWorker(signal));
@@ -123,6 +128,36 @@ export class NodeIPAMController implements Controller {
     for (const node of nodes) this.report(node, rebuilt.nodeProblems.get(nodeName(node)) ?? []);
     this.log.info('node IPAM state rebuilt', { nodes: nodes.length, machines: records.size, problems: rebuilt.nodeProblems.size });
     return true;
+  }
+
+  /**
+   * CloudAllocator: the nodes waiting at the start of a term (a new leader's backlog, machines
+   * registered while none led) decided at once and recorded in one write, instead of one write
+   * per worker round; their syncs then find the record says it already and only patch the nodes.
+   * A node refused here is refused and reported again by its sync.
+   */
+  private async recordBacklog(signal: AbortSignal): Promise<void> {
+    const record = this.record;
+    const state = this.state;
+    if (!record || !state) return;
+    const waiting = this.ctx.nodeInformer.store.list().filter((n) => this.ctx.isManagedNode(n) && podCIDRs(n).length === 0 && n.spec?.providerID);
+    const owners = new Set<string>();
+    await forEachLimited(waiting, BACKLOG_PROVIDER_CALLS, async (node) => {
+      const pin = await this.pinOf(node, signal).catch(() => undefined); // its sync asks again, and retries
+      const request = this.request(node, pin);
+      if (decide(state, request).kind === 'assign') owners.add(request.owner);
+    });
+    if (owners.size === 0 || signal.aborted) return;
+    try {
+      await Promise.all([...owners].map((owner) => this.writeRecord(owner, state, signal)));
+      this.log.info('recorded the pod CIDRs of the nodes waiting at start', { machines: owners.size });
+    } catch (e) {
+      this.log.info('could not record the waiting nodes\' pod CIDRs at once; each sync tries again', { error: errorMessage(e) });
+    }
+  }
+
+  private pinOf(node: V1Node, signal?: AbortSignal): Promise<readonly string[] | undefined> {
+    return this.ctx.cloud.instances!.instanceMetadata(node, signal).then((m) => m?.podCIDRs);
   }
 
   private request(node: V1Node, pin?: readonly string[]): NodeRequest {
@@ -199,7 +234,7 @@ export class NodeIPAMController implements Controller {
     // CloudAllocator: the CIDRs are the machine's, so a node waits for the cloud node controller
     // to name its machine (spec.providerID); until then it still carries the uninitialized taint.
     if (this.cloudAllocator && empty && !node.spec?.providerID) return;
-    const pin = this.cloudAllocator && empty ? (await this.ctx.cloud.instances!.instanceMetadata(node, signal))?.podCIDRs : undefined;
+    const pin = this.cloudAllocator && empty ? await this.pinOf(node, signal) : undefined;
     const request = this.request(node, pin);
     const decision = decide(state, request);
     if (decision.kind === 'refuse') {

@@ -52,17 +52,22 @@ describe('the record\'s keys', () => {
 });
 
 describe('StickyRecord', () => {
-  test('created on the first write; entries asked for during a write go together in the next', async () => {
+  test('created on the first write; entries asked for in one turn, or during a write, go together', async () => {
     const server = new ConfigMapServer();
     const record = new StickyRecord(server, 'kube-system', 'ccm-node-ipam');
     expect((await record.load()).entries.size).toBe(0);
-    await Promise.all(Array.from({ length: 50 }, (_, i) => record.write(`static://m${i}`, [`10.244.${i}.0/24`])));
-    expect(server.writes).toBe(2); // the first alone, the 49 asked for meanwhile in one more
-    expect(Object.keys(server.stored!.data!)).toHaveLength(50);
+    await Promise.all(Array.from({ length: 10 }, (_, i) => record.write(`static://m${i}`, [`10.244.${i}.0/24`])));
+    expect(server.writes).toBe(1);
+    const first = record.write('static://m10', ['10.244.10.0/24']);
+    await Promise.resolve();
+    await Promise.resolve(); // that write is in flight now
+    await Promise.all([first, ...Array.from({ length: 40 }, (_, i) => record.write(`static://m${i + 11}`, [`10.244.${i + 11}.0/24`]))]);
+    expect(server.writes).toBe(3); // the 40 asked for meanwhile in one more
+    expect(Object.keys(server.stored!.data!)).toHaveLength(51);
     expect(record.says('static://m7', ['10.244.7.0/24'])).toBe(true);
     expect(record.says('static://m7', ['10.244.8.0/24'])).toBe(false);
     const again = new StickyRecord(server, 'kube-system', 'ccm-node-ipam');
-    expect((await again.load()).entries.get('static://m49')).toEqual(['10.244.49.0/24']);
+    expect((await again.load()).entries.get('static://m50')).toEqual(['10.244.50.0/24']);
   });
 
   test('someone else\'s write in between: read again, written once more, nothing of theirs lost', async () => {

@@ -109,6 +109,7 @@ export class StickyRecord {
   private async flush(signal?: AbortSignal): Promise<void> {
     this.flushing = true;
     try {
+      await Promise.resolve(); // entries asked for in the same turn go in the first write too
       while (this.pending.size > 0) {
         const batch = this.pending;
         const waiters = this.waiters;
