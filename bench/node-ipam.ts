@@ -9,7 +9,10 @@
  * CIDRs are checked distinct. Both sides get the same raised client budget (--kube-api-qps and
  * --kube-api-burst), so the API server, not a client's rate limit, sets the pace; --qps=20 gives
  * both upstream's default. Not part of scripts/bench, nor of CI.
- * Usage: bun bench/node-ipam.ts [--nodes=5000] [--qps=1000] [--sides=kcm-range,edge-range,edge-cloud] [--repeat=1]
+ * --registered=before (default): the nodes exist when the allocator starts (a new leader's
+ * backlog, timed from the process start); after: the allocator is started and settled first, then
+ * the nodes are created, 32 at a time (a registration burst, timed from the first creation).
+ * Usage: bun bench/node-ipam.ts [--nodes=5000] [--qps=1000] [--sides=kcm-range,edge-range,edge-cloud] [--repeat=1] [--registered=before|after]
  */
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -31,6 +34,7 @@ const COUNT = Number(arg('nodes', '5000'));
 const QPS = arg('qps', '1000');
 const SIDES = arg('sides', 'kcm-range,edge-range,edge-cloud').split(',');
 const REPEAT = Number(arg('repeat', '1'));
+const AFTER = arg('registered', 'before') === 'after';
 const CLUSTER_CIDR = '10.0.0.0/8';
 const MASK = 24;
 const KCM = join(controlPlaneBinDir(), 'kube-controller-manager');
@@ -70,8 +74,11 @@ async function runOnce(cp: ControlPlane, side: string): Promise<Result> {
   const admin = transportFor(cp.adminKubeconfig);
   const nodes = new ResourceClient<V1Node>(admin, NODES);
   // Registered as initialised nodes of their machines (providerID set): node IPAM is all that runs.
-  await createAll(COUNT, (i) => nodes.create({ metadata: { name: nodeName(i) }, spec: { providerID: `static://m${i}` } }));
-  await Bun.sleep(2000);
+  const register = () => createAll(COUNT, (i) => nodes.create({ metadata: { name: nodeName(i) }, spec: { providerID: `static://m${i}` } }));
+  if (!AFTER) {
+    await register();
+    await Bun.sleep(2000);
+  }
   const done = new Map<string, string[]>();
   const stop = new AbortController();
   const informer = new Informer<V1Node>({ transport: admin, type: NODES, logger: silentLogger });
@@ -83,8 +90,13 @@ async function runOnce(cp: ControlPlane, side: string): Promise<Result> {
   await informer.waitForSync(stop.signal);
   const auditFrom = readAuditLog(cp.auditLogPath).length;
   const dir = tempDir('edge-ccm-bench-ipam-');
-  const started = performance.now();
+  let started = performance.now();
   const proc = start(side, cp, dir);
+  if (AFTER) {
+    await Bun.sleep(5000); // started, synced, idle
+    started = performance.now();
+    await register();
+  }
   while (done.size < COUNT) {
     if (performance.now() - started > 600_000) throw new Error(`${side}: ${done.size} of ${COUNT} nodes after 600 s`);
     await Bun.sleep(50);
@@ -119,7 +131,7 @@ async function runOnce(cp: ControlPlane, side: string): Promise<Result> {
 // The audit log counts the writes: no rotation (lumberjack's default 100 MB is reached within a few runs).
 const cp = await startControlPlane({ extraApiServerFlags: ['--audit-log-maxsize=100000'] });
 try {
-  console.log(`node IPAM, ${COUNT} nodes, --cluster-cidr=${CLUSTER_CIDR} /${MASK}, --kube-api-qps=--kube-api-burst=${QPS}`);
+  console.log(`node IPAM, ${COUNT} nodes registered ${AFTER ? 'after' : 'before'} the start, --cluster-cidr=${CLUSTER_CIDR} /${MASK}, --kube-api-qps=--kube-api-burst=${QPS}`);
   console.log('| run | side | all nodes with podCIDRs, s | API writes (by kind) | writes/node | load avg |');
   console.log('|---|---|---|---|---|---|');
   for (let r = 0; r < REPEAT; r++) {
