@@ -231,8 +231,8 @@ for (const [index, source] of SOURCES.entries()) describe(source.label, () => {
     expect(forbidden(entries, users)).toEqual([]);
     const ccmSeen = requestKinds(entries, ccmUser);
     for (const want of ['create serviceaccounts/token', 'get serviceaccounts']) expect(ccmSeen).toContain(want);
-    // The node IPAM record (written in the first test) is updated by edge-ccm's own account.
-    expect(ccmSeen).toContain('update configmaps');
+    // The node IPAM record (created in the first test) is patched by edge-ccm's own account.
+    expect(ccmSeen).toContain('patch configmaps');
     expect(requestKinds(entries, SA('node-controller'))).toContain('patch nodes');
     expect(requestKinds(entries, SA('node-controller'))).toContain('delete nodes');
     expect(requestKinds(entries, SA('service-controller'))).toContain('patch services/status');

@@ -24,9 +24,13 @@ afterEach(() => {
 
 /** Records every request; a written ConfigMap is answered with itself, as the API server does. */
 class EchoingTransport extends RecordingTransport {
+  private configMap?: { data: Record<string, string> };
   override async request<T>(req: KubeRequest): Promise<T> {
     const answer = await super.request<T>(req);
-    return (req.method === 'POST' || req.method === 'PUT') && req.path.includes('/configmaps') ? (req.body as T) : answer;
+    if (!req.path.includes('/configmaps') || req.method === 'GET') return answer;
+    const written = req.body as { data: Record<string, string> };
+    this.configMap = req.method === 'POST' ? written : { ...this.configMap, data: { ...this.configMap?.data, ...written.data } };
+    return this.configMap as T;
   }
 }
 

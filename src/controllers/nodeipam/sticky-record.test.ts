@@ -20,9 +20,20 @@ class ConfigMapServer implements KubeTransport {
     }
     this.writes++;
     const body = req.body as V1ConfigMap;
-    if (req.method === 'POST' && this.stored) throw new KubeApiError(409, 'AlreadyExists', 'exists', req.method, req.path);
-    if (req.method === 'PUT' && body.metadata?.resourceVersion !== this.stored?.metadata?.resourceVersion) throw new KubeApiError(409, 'Conflict', 'stale', req.method, req.path);
-    this.stored = { ...body, metadata: { ...body.metadata, resourceVersion: String(++this.version) } };
+    if (req.method === 'POST') {
+      if (this.stored) throw new KubeApiError(409, 'AlreadyExists', 'exists', req.method, req.path);
+      this.stored = body;
+    } else if (req.method === 'PATCH') {
+      if (!this.stored) throw new KubeApiError(404, 'NotFound', 'not found', req.method, req.path);
+      expect(req.contentType).toBe('application/merge-patch+json');
+      const data: Record<string, string> = { ...this.stored.data };
+      for (const [k, v] of Object.entries((body as { data: Record<string, string | null> }).data)) {
+        if (v === null) delete data[k];
+        else data[k] = v;
+      }
+      this.stored = { ...this.stored, data };
+    } else throw new Error(`unexpected ${req.method}`);
+    this.stored = { ...this.stored, metadata: { ...this.stored.metadata, resourceVersion: String(++this.version) } };
     return structuredClone(this.stored) as T;
   }
 
@@ -70,14 +81,25 @@ describe('StickyRecord', () => {
     expect((await again.load()).entries.get('static://m50')).toEqual(['10.244.50.0/24']);
   });
 
-  test('someone else\'s write in between: read again, written once more, nothing of theirs lost', async () => {
+  test('a write carries only its keys: someone else\'s keys stay; an emptied machine is removed', async () => {
     const server = new ConfigMapServer();
     const record = new StickyRecord(server, 'kube-system', 'ccm-node-ipam');
     await record.load();
     await record.write('static://a', ['10.244.1.0/24']);
-    server.stored = { ...server.stored!, data: { ...server.stored!.data, other: 'x' }, metadata: { ...server.stored!.metadata, resourceVersion: '99' } };
+    server.stored = { ...server.stored!, data: { ...server.stored!.data, other: 'x' } };
     await record.write('static://b', ['10.244.2.0/24']);
     expect(server.stored.data).toEqual({ static_3A_2F_2Fa: '10.244.1.0/24', static_3A_2F_2Fb: '10.244.2.0/24', other: 'x' });
+    await record.write('static://a', []);
+    expect(server.stored.data).toEqual({ static_3A_2F_2Fb: '10.244.2.0/24', other: 'x' });
+  });
+
+  test('made by someone else after it was read: the create that finds it patches it', async () => {
+    const server = new ConfigMapServer();
+    const record = new StickyRecord(server, 'kube-system', 'ccm-node-ipam');
+    await record.load();
+    server.stored = { metadata: { name: 'ccm-node-ipam' }, data: { other: 'x' } };
+    await record.write('static://a', ['10.244.1.0/24']);
+    expect(server.stored.data).toEqual({ static_3A_2F_2Fa: '10.244.1.0/24', other: 'x' });
   });
 
   test('a failed write rejects its callers; the next write carries on', async () => {

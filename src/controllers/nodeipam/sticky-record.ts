@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { V1ConfigMap } from '@kubernetes/client-node';
-import { isAlreadyExists, isConflict, isNotFound } from '../../kube/errors.ts';
+import { isAlreadyExists, isNotFound } from '../../kube/errors.ts';
 import { CONFIGMAPS, ResourceClient } from '../../kube/resources.ts';
 import type { KubeTransport } from '../../kube/transport.ts';
 
@@ -127,24 +127,27 @@ export class StickyRecord {
     }
   }
 
-  /** One write of the batch; a conflict (someone else wrote it) reads it again and retries once. */
+  /**
+   * One write of the batch: a merge patch of its keys only (the request carries the batch, not the
+   * whole record; no resourceVersion, so nothing of anyone else's is replaced). The first write
+   * creates the ConfigMap; one that finds it made meanwhile patches it.
+   */
   private async commit(batch: ReadonlyMap<string, readonly string[]>, signal?: AbortSignal): Promise<void> {
-    for (let attempt = 0; ; attempt++) {
-      const data = { ...this.current?.data };
-      for (const [owner, cidrs] of batch) {
-        const key = recordKey(owner);
-        if (cidrs.length === 0) delete data[key];
-        else data[key] = recordValue(owner, key, cidrs);
-      }
+    const data: Record<string, string | null> = {};
+    for (const [owner, cidrs] of batch) {
+      const key = recordKey(owner);
+      data[key] = cidrs.length === 0 ? null : recordValue(owner, key, cidrs);
+    }
+    const opts = { namespace: this.namespace, signal };
+    if (!this.current) {
       try {
-        this.current = this.current
-          ? await this.client.update({ ...this.current, data }, { namespace: this.namespace, signal })
-          : await this.client.create({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: this.name, namespace: this.namespace }, data }, { namespace: this.namespace, signal });
+        const created = Object.fromEntries(Object.entries(data).filter((e): e is [string, string] => e[1] !== null));
+        this.current = await this.client.create({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: this.name, namespace: this.namespace }, data: created }, opts);
         return;
       } catch (e) {
-        if (attempt > 0 || !(isConflict(e) || isAlreadyExists(e))) throw e;
-        await this.load(signal);
+        if (!isAlreadyExists(e)) throw e;
       }
     }
+    this.current = await this.client.patch(this.name, 'merge', { data }, opts);
   }
 }
