@@ -58,6 +58,9 @@ export class NodeIPAMController implements Controller {
   private readonly waiting = new Set<string>();
   /** The problems last reported per node, so an unchanged one is not reported at every update. */
   private readonly reported = new Map<string, string>();
+  /** Nodes whose record write (then node write) is in flight, and those writes, awaited at the end of the term. */
+  private readonly recording = new Set<string>();
+  private readonly completions = new Set<Promise<void>>();
   /** Node names per machine (CloudAllocator): a machine's CIDRs are on one Node at a time. */
   private readonly byMachine = new Map<string, Set<string>>();
 
@@ -94,6 +97,7 @@ export class NodeIPAMController implements Controller {
       await new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
       this.queue.shutDown();
       await Promise.all(workers);
+      await Promise.all([...this.completions]);
     } finally {
       unsubscribeNodes();
       unsubscribeCloud?.();
@@ -230,6 +234,8 @@ export class NodeIPAMController implements Controller {
     const node = this.ctx.nodeInformer.store.get(name);
     const state = this.state;
     if (!node || !state || !this.ctx.isManagedNode(node)) return;
+    // Its record write is on the way, the node write after it; a failure queues it again.
+    if (this.recording.has(name)) return;
     const empty = podCIDRs(node).length === 0;
     // CloudAllocator: the CIDRs are the machine's, so a node waits for the cloud node controller
     // to name its machine (spec.providerID); until then it still carries the uninitialized taint.
@@ -245,16 +251,32 @@ export class NodeIPAMController implements Controller {
     this.waiting.delete(name);
     if (decision.kind === 'hold') this.report(node, decision.problems);
     else this.report(node, []);
-    await this.writeRecord(request.owner, state, signal);
-    if (decision.kind === 'assign') await this.assign(node, decision.cidrs, signal);
+    const write = decision.kind === 'assign' ? () => this.assign(node, decision.cidrs, signal) : async () => {};
+    if (!this.needsRecord(request.owner, state)) return write();
+    // The record first. The worker moves on meanwhile, so each record write takes every node
+    // decided while the one before was in flight (a registration burst), not one per worker.
+    this.recording.add(name);
+    const pending = this.writeRecord(request.owner, state, signal)
+      .then(write)
+      .catch((e: unknown) => {
+        this.log.info('error recording or writing node pod CIDRs, requeuing', { node: name, error: errorMessage(e) });
+        this.queue.addRateLimited(name);
+      })
+      .finally(() => {
+        this.recording.delete(name);
+        this.completions.delete(pending);
+      });
+    this.completions.add(pending);
+  }
+
+  private needsRecord(owner: string, state: Allocations): boolean {
+    return this.record !== undefined && !owner.startsWith('node/') && !this.record.says(owner, state.held(owner).map(formatPrefix));
   }
 
   /** CloudAllocator: the machine's CIDRs in the record before they are on a node (a new leader must find them). */
   private async writeRecord(owner: string, state: Allocations, signal?: AbortSignal): Promise<void> {
-    if (!this.record || owner.startsWith('node/')) return;
-    const held = state.held(owner).map(formatPrefix);
-    if (this.record.says(owner, held)) return;
-    await this.record.write(owner, held, signal);
+    if (!this.needsRecord(owner, state)) return;
+    await this.record!.write(owner, state.held(owner).map(formatPrefix), signal);
   }
 
   private async assign(node: V1Node, cidrs: Prefix[], signal?: AbortSignal): Promise<void> {
