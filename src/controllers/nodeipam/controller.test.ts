@@ -12,9 +12,9 @@ import { NodeIPAMController } from './controller.ts';
 import type { CIDRAllocatorType } from './options.ts';
 
 /**
- * The controller's own work on a hand-fed informer: which writes it makes (a merge patch of
- * both pod CIDR fields; the CloudAllocator's record first), what it reports (one Warning event
- * and one count per problem, not one per node update), and what wakes a waiting node.
+ * The controller's own work on a hand-fed informer: which writes it makes (a patch of both pod
+ * CIDR fields, the node's uid tested; the CloudAllocator's record first), what it reports (one
+ * Warning event and one count per problem, not one per node update), and what wakes a waiting node.
  */
 
 const stops: AbortController[] = [];
@@ -32,6 +32,12 @@ class EchoingTransport extends RecordingTransport {
     this.configMap = req.method === 'POST' ? written : { ...this.configMap, data: { ...this.configMap?.data, ...written.data } };
     return this.configMap as T;
   }
+}
+
+function cidrsOf(patch: unknown): unknown {
+  const ops = patch as { op: string; path: string; value: unknown }[];
+  expect(ops[0]).toMatchObject({ op: 'test', path: '/metadata/uid' });
+  return { spec: Object.fromEntries(ops.slice(1).map((o) => [o.path.slice('/spec/'.length), o.value])) };
 }
 
 function node(name: string, spec: V1Node['spec'] = {}): V1Node {
@@ -59,7 +65,8 @@ function setup(allocatorType: CIDRAllocatorType, cluster = '10.244.0.0/30', mask
   const stop = new AbortController();
   stops.push(stop);
   const running = controller.run(stop.signal);
-  const patches = () => transport.requests.filter((r) => r.method === 'PATCH').map((r) => [r.path, r.body]);
+  // A node's pod CIDRs as its JSON patch writes them, after the uid test.
+  const patches = () => transport.requests.filter((r) => r.method === 'PATCH' && r.path.startsWith('/api/v1/nodes/')).map((r) => [r.path, cidrsOf(r.body)]);
   return { informer, transport, recorder, cloud, registry: ctx.registry, running, patches };
 }
 
@@ -69,7 +76,7 @@ async function metric(registry: Registry, name: string, labels: Record<string, s
 }
 
 describe('RangeAllocator', () => {
-  test('a node without CIDRs gets one by a merge patch of podCIDR and podCIDRs; one with CIDRs is left alone', async () => {
+  test('a node without CIDRs gets one by a patch of podCIDR and podCIDRs (the node\'s uid tested); one with CIDRs is left alone', async () => {
     const t = setup('RangeAllocator');
     t.informer.set(node('held', { podCIDRs: ['10.244.0.0/31'] }));
     t.informer.set(node('new'));

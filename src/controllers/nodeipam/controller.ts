@@ -282,14 +282,22 @@ export class NodeIPAMController implements Controller {
   private async assign(node: V1Node, cidrs: Prefix[], signal?: AbortSignal): Promise<void> {
     const name = nodeName(node);
     const texts = cidrs.map(formatPrefix);
+    const uid = node.metadata?.uid;
     try {
-      // Both fields, as upstream's PatchNodeCIDRs: older readers take spec.podCIDR.
-      await this.nodes.patch(name, 'merge', { spec: { podCIDR: texts[0], podCIDRs: texts } }, { signal });
+      // Both fields, as upstream's PatchNodeCIDRs (older readers take spec.podCIDR), on the very
+      // Node decided for: one deleted and registered again meanwhile (another uid) is refused,
+      // else the CIDRs its deletion released would be on it and free in the set at once.
+      await this.nodes.patch(name, 'json', [
+        ...(uid ? [{ op: 'test', path: '/metadata/uid', value: uid }] : []),
+        { op: 'add', path: '/spec/podCIDR', value: texts[0] },
+        { op: 'add', path: '/spec/podCIDRs', value: texts },
+      ], { signal });
     } catch (e) {
       if (isNotFound(e)) return; // deleted meanwhile: the delete handler releases
-      if (e instanceof KubeApiError && e.status === 422) {
-        // Someone else set the node's CIDRs first (they cannot change): the next sync holds theirs.
-        this.log.warn('the node already has pod CIDRs; holding those instead', { node: name, error: errorMessage(e) });
+      if (e instanceof KubeApiError && (e.status === 422 || e.status === 409)) {
+        // Another Node by that name now, or someone else set its CIDRs first (they cannot change):
+        // the next sync decides for the node as it is.
+        this.log.warn('the node changed before its pod CIDRs were written; deciding again', { node: name, error: errorMessage(e) });
         this.releaseRefused(nodeOwner(name), cidrs);
       }
       throw new Error(`failed to patch the pod CIDRs ${texts.join(',')} of node ${name}: ${errorMessage(e)}`);
