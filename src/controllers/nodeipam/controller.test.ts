@@ -153,4 +153,13 @@ describe('CloudAllocator', () => {
     expect(writes.filter((w) => w.includes('configmaps'))).toHaveLength(1);
     expect(Object.keys((t.transport.requests.find((r) => r.method === 'POST')!.body as { data: object }).data)).toHaveLength(3);
   });
+
+  test('taking over from another allocator: the nodes\' CIDRs recorded as their machines\' in one write, no node written', async () => {
+    const nodes = ['k1', 'k2'].map((name, i) => node(name, { providerID: `fake://${name}`, podCIDRs: [`10.244.0.${i * 64}/26`] }));
+    const t = setup('CloudAllocator', '10.244.0.0/24', 26, [...nodes, node('not-yet', { podCIDRs: ['10.244.0.128/26'] })]);
+    await eventually('the record', () => t.transport.requests.some((r) => r.method === 'POST'));
+    await Bun.sleep(50);
+    expect(t.transport.requests.find((r) => r.method === 'POST')!.body).toMatchObject({ data: { fake_3A_2F_2Fk1: '10.244.0.0/26', fake_3A_2F_2Fk2: '10.244.0.64/26' } });
+    expect(t.transport.requests.filter((r) => r.method !== 'GET').map((r) => r.method)).toEqual(['POST']);
+  });
 });

@@ -145,16 +145,17 @@ export class NodeIPAMController implements Controller {
     const state = this.state;
     if (!record || !state) return;
     const waiting = this.ctx.nodeInformer.store.list().filter((n) => this.ctx.isManagedNode(n) && podCIDRs(n).length === 0 && n.spec?.providerID);
-    const owners = new Set<string>();
     await forEachLimited(waiting, BACKLOG_PROVIDER_CALLS, async (node) => {
       const pin = await this.pinOf(node, signal).catch(() => undefined); // its sync asks again, and retries
-      const request = this.request(node, pin);
-      if (decide(state, request).kind === 'assign') owners.add(request.owner);
+      decide(state, this.request(node, pin));
     });
-    if (owners.size === 0 || signal.aborted) return;
+    // With them, the machines whose Nodes have CIDRs the record does not say yet (the first term
+    // after kube-controller-manager's allocator, a lost record).
+    const owners = state.owners().filter((owner) => this.needsRecord(owner, state));
+    if (owners.length === 0 || signal.aborted) return;
     try {
-      await Promise.all([...owners].map((owner) => this.writeRecord(owner, state, signal)));
-      this.log.info('recorded the pod CIDRs of the nodes waiting at start', { machines: owners.size });
+      await Promise.all(owners.map((owner) => this.writeRecord(owner, state, signal)));
+      this.log.info('recorded the machines\' pod CIDRs at the start of the term', { machines: owners.length });
     } catch (e) {
       this.log.info('could not record the waiting nodes\' pod CIDRs at once; each sync tries again', { error: errorMessage(e) });
     }
