@@ -8,10 +8,12 @@ import type { SecretFiles } from './config-file/secrets.ts';
 import type { LoadBalancerConfig } from './lb/config-model.ts';
 import { resolveLoadBalancer } from './lb/config-resolve.ts';
 import { LoadBalancerSchema, salvageLoadBalancer, type ResolvableLoadBalancer } from './lb/config-schema.ts';
+import { NodeRulesSchema, resolveNodeRules, salvageNodeRules, type FactVocabulary, type NodeRule, type RawNodeRule } from './node-rules/index.ts';
 
 /**
  * The top-level sections every provider's config file has, whatever the provider: today
- * `loadBalancer` (address pools) and `bgp` (the BGP speaker's peers and what it announces). A provider's schema spreads SHARED_SECTIONS into its own,
+ * `loadBalancer` (address pools), `bgp` (the BGP speaker's peers and what it announces) and
+ * `nodeRules` (labels, annotations and taints by rule over the provider's facts). A provider's schema spreads SHARED_SECTIONS into its own,
  * its salvage calls salvageSharedSections and its resolve resolveSharedSections, so a section
  * added here (BGP and L2 announcement are next) reaches every provider with the same keys,
  * checks and paths.
@@ -21,12 +23,14 @@ import { LoadBalancerSchema, salvageLoadBalancer, type ResolvableLoadBalancer } 
 export const SHARED_SECTIONS = {
   loadBalancer: v.optional(LoadBalancerSchema),
   bgp: v.optional(BgpSchema),
+  nodeRules: v.optional(NodeRulesSchema),
 };
 
 /** The shared sections as the second pass sees them: valid, or the valid parts of each. */
 export interface ResolvableSharedSections {
   loadBalancer?: ResolvableLoadBalancer;
   bgp?: ResolvableBgp;
+  nodeRules?: (RawNodeRule | null)[];
 }
 
 /** The shared sections after validation, part of every provider's config. */
@@ -34,18 +38,25 @@ export interface SharedSections {
   loadBalancer: LoadBalancerConfig;
   /** Absent: no BGP speaker. */
   bgp?: BgpConfig;
+  /** In the file's order (later rules override earlier ones); empty: none. */
+  nodeRules: NodeRule[];
 }
 
 /** The valid parts of the shared sections of a file (its root mapping) that failed its schema. */
 export function salvageSharedSections(root: unknown): ResolvableSharedSections {
   const r = asRecord(root);
-  return { loadBalancer: salvageLoadBalancer(r.loadBalancer), bgp: salvageBgp(r.bgp) };
+  return { loadBalancer: salvageLoadBalancer(r.loadBalancer), bgp: salvageBgp(r.bgp), nodeRules: salvageNodeRules(r.nodeRules) };
 }
 
-/** Second pass over the shared sections: their meaning, every problem reported with its path; `files` reads the secret files they name. */
-export function resolveSharedSections(raw: ResolvableSharedSections, report: ReportIssue, files: SecretFiles): SharedSections {
+/**
+ * Second pass over the shared sections: their meaning, every problem reported with its path;
+ * `files` reads the secret files they name; `facts` are what the provider knows of a machine
+ * (the names node rules may select on).
+ */
+export function resolveSharedSections(raw: ResolvableSharedSections, report: ReportIssue, files: SecretFiles, facts: FactVocabulary): SharedSections {
   const loadBalancer = resolveLoadBalancer(raw.loadBalancer, report);
   const poolIndex = new Map((raw.loadBalancer?.pools ?? []).flatMap((p, i) => (p ? [[p.name, i] as const] : [])));
   const bgp = resolveBgp(raw.bgp, loadBalancer.pools, poolIndex, report, files);
-  return { loadBalancer, ...(bgp ? { bgp } : {}) };
+  const nodeRules = resolveNodeRules(raw.nodeRules, facts, report);
+  return { loadBalancer, ...(bgp ? { bgp } : {}), nodeRules };
 }

@@ -4,6 +4,7 @@ import type { ConfigIssue, ConfigPath, ReportIssue } from '../../src/config-file
 import { SecretFiles, type ConfigWarningIssue, type SecretSource } from '../../src/config-file/secrets.ts';
 import { parseAddressRange, type AddressRange } from '../../src/lb/ranges.ts';
 import { resolveSharedSections } from '../../src/config-sections.ts';
+import { PROXMOX_FACTS } from './facts.ts';
 import { PROXMOX_MATCH_CRITERIA, type ClusterAuth, type ProxmoxCluster, type ProxmoxConfig } from './config-model.ts';
 import type { RawCluster, ResolvableProxmoxConfig } from './config-schema.ts';
 import { INSTANCE_TYPE_PLACEHOLDERS, instanceTypeOf } from './instance-type.ts';
@@ -73,7 +74,7 @@ export function resolveProxmoxConfig(raw: ResolvableProxmoxConfig, secrets: Secr
       addresses: { include: ranges(a.include), exclude: ranges(a.exclude), families: [...new Set(families)], guestAgent: a.guestAgent ?? true, hostname: a.hostname ?? true },
       topologyLabelResync: raw.topologyLabelResync ?? false,
       resyncPeriodMs: (raw.resyncPeriodSeconds ?? DEFAULTS.resyncPeriodSeconds) * 1000,
-      ...resolveSharedSections(raw, report, files),
+      ...resolveSharedSections(raw, report, files, PROXMOX_FACTS),
     },
     issues,
     warnings: files.warnings,

@@ -83,6 +83,36 @@ describe('instances against a Proxmox VE API', () => {
         { type: 'InternalIP', address: 'fd00:1::11' },
         { type: 'Hostname', address: 'k8s-worker-1' },
       ],
+      ruleEffects: { labels: {}, annotations: {}, taints: [] },
+    });
+  });
+
+  test('node rules select VMs by their tags, pool, host and name: the metadata carries what they give', async () => {
+    const { instances } = start({
+      top: [
+        'nodeRules:',
+        '  - name: workers',
+        '    nodeSelector: [{ matchExpressions: [{ key: name, operator: Glob, values: ["k8s-worker-*"] }] }]',
+        '    labels: { node-role.kubernetes.io/worker: "" }',
+        '  - name: storage',
+        '    nodeSelector:',
+        '      - matchExpressions: [{ key: pool, operator: In, values: [storage] }, { key: tags, operator: In, values: [ceph] }]',
+        '    labels: { example.com/storage: ceph }',
+        '    taints: [{ key: example.com/storage, effect: NoSchedule }]',
+        '  - name: on-pve1',
+        '    nodeSelector: [{ matchExpressions: [{ key: host, operator: In, values: [pve1] }, { key: id, operator: In, values: ["101"] }] }]',
+        '    annotations: { example.com/host: pve1 }',
+      ],
+    });
+    expect((await instances.instanceMetadata(node('k8s-worker-1')))?.ruleEffects).toEqual({
+      labels: { 'node-role.kubernetes.io/worker': '' },
+      annotations: { 'example.com/host': 'pve1' },
+      taints: [],
+    });
+    expect((await instances.instanceMetadata(node('k8s-worker-2')))?.ruleEffects).toEqual({
+      labels: { 'node-role.kubernetes.io/worker': '', 'example.com/storage': 'ceph' },
+      annotations: {},
+      taints: [{ key: 'example.com/storage', value: '', effect: 'NoSchedule' }],
     });
   });
 

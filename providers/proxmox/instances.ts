@@ -6,6 +6,8 @@ import type { ProxmoxConfig } from './config-model.ts';
 import { instanceTypeOf } from './instance-type.ts';
 import { SnapshotPass, matchNode, providerIDOf, type ProxmoxClusterView, type VmMatch } from './matching.ts';
 import type { Vm } from './snapshot.ts';
+import { ruleEffects } from '../../src/node-rules/index.ts';
+import { vmFacts } from './facts.ts';
 
 /**
  * InstancesV2 over the clusters' VM snapshots: exists when the VM is listed, not-found when a
@@ -45,12 +47,11 @@ export class ProxmoxInstances implements Instances {
     if (m.kind === 'absent') return null;
     if (m.kind === 'unknown') throw new Error(`cannot tell which VM is node ${node.metadata?.name}: ${m.reason}`);
     const { view, vm } = m;
+    const identity = { providerID: providerIDOf(view.cluster.region, vm.vmid), instanceType: instanceTypeOf(vm, this.config.instanceType), zone: zoneOf(view, vm), region: view.cluster.region };
     return {
-      providerID: providerIDOf(view.cluster.region, vm.vmid),
-      instanceType: instanceTypeOf(vm, this.config.instanceType),
+      ...identity,
       nodeAddresses: vmNodeAddresses(await this.addresses(view, vm, signal), vm.name, this.config.addresses),
-      zone: zoneOf(view, vm),
-      region: view.cluster.region,
+      ruleEffects: ruleEffects(this.config.nodeRules, vmFacts(vm, identity)),
     };
   }
 

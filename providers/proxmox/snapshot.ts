@@ -17,6 +17,8 @@ export interface Vm {
   cores: number;
   memoryBytes: number;
   tags: string[];
+  /** The resource pool the VM is in, if any (node rules may select on it). */
+  pool?: string;
   /** With zoneFrom haGroup: the VM's HA group, if it has one. */
   haGroup?: string;
 }
@@ -39,6 +41,7 @@ interface ResourceRow {
   maxcpu?: number;
   maxmem?: number;
   tags?: string;
+  pool?: string;
   template?: number | boolean;
 }
 
@@ -58,6 +61,7 @@ export function parseResources(rows: unknown, haGroups?: ReadonlyMap<number, str
       cores: Number(r.maxcpu ?? 0),
       memoryBytes: Number(r.maxmem ?? 0),
       tags: (r.tags ?? '').split(/[;, ]/).filter((t) => t !== ''),
+      ...(typeof r.pool === 'string' && r.pool !== '' ? { pool: r.pool } : {}),
       haGroup: haGroups?.get(vmid),
     });
   }

@@ -422,7 +422,7 @@ describe('static config: what the daemon could not use is refused', () => {
     `);
     const reserved = (key: string) => `label key ${JSON.stringify(key)} is in a namespace Kubernetes reserves (kubernetes.io, k8s.io and their subdomains): the node controller never sets it`;
     expect(errorsOf(yaml)).toEqual([
-      { path: 'inventory.defaults.labels["node-role.kubernetes.io/worker"]', line: 4, message: reserved('node-role.kubernetes.io/worker') },
+      { path: 'inventory.defaults.labels["node-role.kubernetes.io/worker"]', line: 4, message: `${reserved('node-role.kubernetes.io/worker')} as an inventory label; set role labels with a nodeRules rule (docs/operations.md, "Node rules")` },
       { path: 'inventory.defaults.labels["kubernetes.io/arch"]', line: 5, message: reserved('kubernetes.io/arch') },
       { path: 'inventory.defaults.labels["storage.k8s.io/tier"]', line: 6, message: reserved('storage.k8s.io/tier') },
     ]);

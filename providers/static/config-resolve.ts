@@ -1,11 +1,13 @@
 import type { V1NodeAddress } from '@kubernetes/client-node';
-import { isKubernetesNamespacedLabel, labelKeyError, labelValueError } from '../../src/kube/labels.ts';
+import { isKubernetesNamespacedLabel, isNodeRoleKey, labelKeyError, labelValueError } from '../../src/kube/labels.ts';
 import { formatIP, formatPrefix, parseIP, parsePrefix, type Prefix } from '../../src/net/ip.ts';
 import type { ConfigIssue, ConfigPath, ReportIssue } from '../../src/config-file/issues.ts';
 import { SecretFiles, type ConfigWarningIssue, type SecretSource } from '../../src/config-file/secrets.ts';
 import { resolveSharedSections } from '../../src/config-sections.ts';
+import { unmatchedRules } from '../../src/node-rules/index.ts';
 import { STATIC_PROVIDER_ID_PREFIX, type Machine, type RedfishTarget, type StaticConfig } from './config-model.ts';
 import { STATIC_MATCH_CRITERIA, type RawDefaults, type RawRedfish, type ResolvableStaticConfig, type SalvagedMachine } from './config-schema.ts';
+import { STATIC_FACTS, machineFacts } from './facts.ts';
 
 /**
  * Second pass over a config that has the right shape: gives it meaning (group defaults merged,
@@ -22,14 +24,27 @@ export function resolveStaticConfig(raw: ResolvableStaticConfig, secrets: Secret
   const files = new SecretFiles(secrets);
   const machines = resolveMachines(raw, files, report);
   const inv = raw.inventory ?? {};
+  const shared = resolveSharedSections(raw, report, files, STATIC_FACTS);
   return {
     config: {
       inventory: { authoritative: inv.authoritative ?? false, matchBy: inv.matchBy ?? STATIC_MATCH_CRITERIA, machines },
-      ...resolveSharedSections(raw, report, files),
+      ...shared,
     },
     issues,
-    warnings: files.warnings,
+    warnings: [...files.warnings, ...unmatchedRuleWarnings(shared.nodeRules, machines)],
   };
+}
+
+/** The event reason (and `validate` warning) of a node rule that no machine in service matches: a typo in a selector would otherwise go unnoticed. */
+export const NODE_RULE_MATCHES_NO_MACHINE = 'NodeRuleMatchesNoMachine';
+
+function unmatchedRuleWarnings(rules: StaticConfig['nodeRules'], machines: readonly Machine[]): ConfigWarningIssue[] {
+  const inService = machines.filter((m) => !m.decommissioned).map(machineFacts);
+  return unmatchedRules(rules, inService).map((rule) => ({
+    reason: NODE_RULE_MATCHES_NO_MACHINE,
+    path: ['nodeRules', rule.index, 'name'],
+    message: `node rule ${JSON.stringify(rule.name)} matches no machine in service of the inventory`,
+  }));
 }
 
 function resolveMachines(raw: ResolvableStaticConfig, readSecret: SecretFiles, report: ReportIssue): Machine[] {
@@ -179,7 +194,9 @@ function checkLabels(layer: RawDefaults, path: ConfigPath, report: ReportIssue):
     if (keyError !== undefined) report([...path, 'labels', key], `invalid label key ${JSON.stringify(key)}: ${keyError}`);
     else if (isKubernetesNamespacedLabel(key)) {
       // The node controller's own rule: such a label would be dropped at every initialisation.
-      report([...path, 'labels', key], `label key ${JSON.stringify(key)} is in a namespace Kubernetes reserves (kubernetes.io, k8s.io and their subdomains): the node controller never sets it`);
+      // Upstream's rule for a provider's additional labels; the role labels have their own way in.
+      const instead = isNodeRoleKey(key) ? ` as an inventory label; set role labels with a nodeRules rule (docs/operations.md, "Node rules")` : '';
+      report([...path, 'labels', key], `label key ${JSON.stringify(key)} is in a namespace Kubernetes reserves (kubernetes.io, k8s.io and their subdomains): the node controller never sets it${instead}`);
     }
     if (valueError !== undefined) report([...path, 'labels', key], `invalid value of label ${JSON.stringify(key)}: ${valueError}`);
   }

@@ -1,6 +1,8 @@
 import type { V1Node } from '@kubernetes/client-node';
 import type { Existence, InstanceMetadata, Instances } from '../../src/cloud/types.ts';
+import { ruleEffects, type NodeRule } from '../../src/node-rules/index.ts';
 import type { Machine } from './config-model.ts';
+import { machineFacts } from './facts.ts';
 import type { Inventory } from './inventory.ts';
 import { isShutdown, type RedfishClientPool } from './redfish.ts';
 import { FULFILLED_FALSE, FULFILLED_TRUE, FULFILLED_UNDEFINED } from '../../src/util/settled.ts';
@@ -17,6 +19,8 @@ export class StaticInstances implements Instances {
   constructor(
     private readonly inventory: () => Inventory,
     private readonly redfish: RedfishClientPool,
+    /** The node rules in force, read on every call as the inventory is. */
+    private readonly rules: () => readonly NodeRule[] = () => [],
   ) {}
 
   async instanceExists(node: V1Node): Promise<Existence> {
@@ -57,11 +61,11 @@ export class StaticInstances implements Instances {
   async instanceMetadata(node: V1Node): Promise<InstanceMetadata | null> {
     const machine = this.inventory().match(node);
     if (!machine || machine.decommissioned) return null;
-    return machineMetadata(machine);
+    return machineMetadata(machine, this.rules());
   }
 }
 
-export function machineMetadata(machine: Machine): InstanceMetadata {
+export function machineMetadata(machine: Machine, rules: readonly NodeRule[] = []): InstanceMetadata {
   const additionalLabels: Record<string, string> = { ...machine.labels };
   if (machine.site !== undefined) additionalLabels[SITE_LABEL] = machine.site;
   if (machine.rack !== undefined) additionalLabels[RACK_LABEL] = machine.rack;
@@ -72,6 +76,7 @@ export function machineMetadata(machine: Machine): InstanceMetadata {
     zone: machine.zone,
     region: machine.region,
     additionalLabels,
+    ruleEffects: ruleEffects(rules, machineFacts(machine)),
     ...(machine.podCIDRs ? { podCIDRs: [...machine.podCIDRs] } : {}),
   };
 }

@@ -111,6 +111,8 @@ describe('static instances', () => {
       zone: 'paris-1',
       region: 'eu',
       additionalLabels: { city: 'paris', 'rack-power': 'b', 'edge-ccm.io/site': 'paris', 'edge-ccm.io/rack': 'r7' },
+      // No nodeRules: nothing to apply, and whatever rules applied before is to be removed.
+      ruleEffects: { labels: {}, annotations: {}, taints: [] },
     });
     expect((await instances.instanceMetadata(node('some-other-name')))?.nodeAddresses).toEqual([{ type: 'Hostname', address: 'host-b.example' }]);
     expect(await instances.instanceMetadata(node('stranger'))).toBeNull();

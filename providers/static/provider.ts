@@ -65,7 +65,7 @@ export class StaticProvider extends FileBackedProvider<StaticConfig> implements 
     this.inventory = new Inventory(initial.inventory);
     this.allocator = new AddressAllocator(initial.loadBalancer.pools, initial.loadBalancer);
     this.redfish = new RedfishClientPool(options.logger.with({ component: 'redfish' }));
-    this.instances = new StaticInstances(() => this.inventory, this.redfish);
+    this.instances = new StaticInstances(() => this.inventory, this.redfish, () => this.config.nodeRules);
     this.loadBalancer = new PoolLoadBalancer(this.allocator, () => this.config.loadBalancer.classes, options.logger.with({ component: 'static-lb' }),
       () => this.config.loadBalancer.compatibility ?? []);
     this.bgp = new ProviderBgp(initial);

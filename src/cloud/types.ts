@@ -4,6 +4,7 @@ import type { EventRecorder } from '../kube/event-recorder.ts';
 import type { KubeTransport } from '../kube/transport.ts';
 import type { Logger } from '../log.ts';
 import type { Announcement, SpeakerConfig } from '../net/bgp/speaker.ts';
+import type { NodeRuleEffects } from './node-rules.ts';
 
 /**
  * The provider contract: the TypeScript mirror of k8s.io/cloud-provider's cloud.go (InstancesV2,
@@ -22,6 +23,13 @@ export interface InstanceMetadata {
   zone: string;
   region: string;
   additionalLabels?: Record<string, string>;
+  /**
+   * Beyond upstream: the labels, annotations and taints the node rules of the provider's config
+   * give this machine (src/cloud/node-rules.ts). Undefined: the provider has no rules, and the
+   * node controller neither applies nor removes anything; empty: whatever rules applied before
+   * is removed.
+   */
+  ruleEffects?: NodeRuleEffects;
   /**
    * Beyond upstream: the pod CIDRs the inventory pins for this machine (one per family), which
    * node IPAM's CloudAllocator gives its Node; undefined: none pinned. Checked against

@@ -46,3 +46,19 @@ const KUBERNETES_NAMESPACED = /(^|\.)(kubernetes|k8s)\.io\//;
 export function isKubernetesNamespacedLabel(key: string): boolean {
   return KUBERNETES_NAMESPACED.test(key);
 }
+
+/**
+ * The role labels (`node-role.kubernetes.io/worker`): in a reserved namespace, yet meant to be
+ * set by a controller, since the NodeRestriction admission plugin refuses them from a kubelet.
+ * The one reserved namespace node rules may write.
+ */
+export const NODE_ROLE_PREFIX = 'node-role.kubernetes.io/';
+
+export function isNodeRoleKey(key: string): boolean {
+  return key.startsWith(NODE_ROLE_PREFIX);
+}
+
+/** Whether node rules may not write `key` (label, annotation or taint key): reserved, and not a role. */
+export function isReservedForRules(key: string): boolean {
+  return isKubernetesNamespacedLabel(key) && !isNodeRoleKey(key);
+}

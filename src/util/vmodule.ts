@@ -1,3 +1,4 @@
+import { globToRegExp } from './glob.ts';
 import { INT32_MAX } from './strconv.ts';
 /**
  * --vmodule: klog's `pattern=N,...`, each pattern a glob (`*`, `?`). klog matches it against Go
@@ -22,7 +23,7 @@ export function parseVModule(text: string): VModuleResult {
     const level = item.slice(eq + 1).trim();
     if (pattern === '') return { ok: false, error: 'File pattern must not be empty' };
     if (!/^\d+$/.test(level) || Number(level) > INT32_MAX) return { ok: false, error: `${JSON.stringify(level)} in ${JSON.stringify(item)} is not a verbosity level (0 to ${INT32_MAX})` };
-    const glob = new RegExp(`^${pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replaceAll('*', '.*').replaceAll('?', '.')}$`);
+    const glob = globToRegExp(pattern);
     rules.push({ pattern, verbosity: Number(level), matches: (name) => glob.test(name) });
   }
   return { ok: true, rules };

@@ -81,7 +81,7 @@ export function node(name: string, opts: { providerID?: string; systemUUID?: str
 export function sampleVms(): FakeVm[] {
   return [
     { vmid: 101, name: 'k8s-worker-1', node: 'pve1', cores: 4, memoryMiB: 8192, uuid: '3F2504E0-4F89-11D3-9A0C-0305E82C3301', ipconfig: ['ip=10.0.1.11/24,gw=10.0.1.1,ip6=fd00:1::11/64'] },
-    { vmid: 102, name: 'k8s-worker-2', node: 'pve2', cores: 2, memoryMiB: 1536, agent: true, agentRunning: true, interfaces: { eth0: ['10.0.1.12', 'fe80::be24:11ff:fe00:1'], cni0: ['10.244.1.1'] } },
+    { vmid: 102, name: 'k8s-worker-2', node: 'pve2', pool: 'storage', tags: ['ceph'], cores: 2, memoryMiB: 1536, agent: true, agentRunning: true, interfaces: { eth0: ['10.0.1.12', 'fe80::be24:11ff:fe00:1'], cni0: ['10.244.1.1'] } },
     { vmid: 103, name: 'k8s-worker-3', node: 'pve1', status: 'stopped', ipconfig: ['ip=10.0.1.13/24'] },
     { vmid: 104, name: 'k8s-gpu-1', node: 'pve2', cores: 16, memoryMiB: 65536, tags: ['k8s', 'instance-type.gpu-large'], ipconfig: ['ip=dhcp'], agent: true, agentRunning: false },
     { vmid: 900, name: 'ubuntu-template', node: 'pve1', template: true },

@@ -25,6 +25,8 @@ export interface FakeVm {
   cores?: number;
   memoryMiB?: number;
   tags?: string[];
+  /** The resource pool, as /cluster/resources lists it. */
+  pool?: string;
   template?: boolean;
   /** smbios1 uuid; none when undefined. */
   uuid?: string;
@@ -276,6 +278,7 @@ export class ProxmoxResponder {
           diskread: 0,
           diskwrite: 0,
           ...(vm.tags?.length ? { tags: vm.tags.join(';') } : {}),
+          ...(vm.pool ? { pool: vm.pool } : {}),
           ...(vm.haGroup ? { hastate: 'started' } : {}),
         });
       }

@@ -49,6 +49,8 @@ export interface RouterOptions {
     multiplier: number;
     /** Accept the nodes by range (BIRD `neighbor range`, FRR `bgp listen range`: sessions made as nodes connect) instead of listing them. */
     dynamic?: { v4: string; v6: string };
+    /** IPv4 sessions only (BIRD): the router has no IPv6 address on the nodes' LAN (the soak's L2 lab). */
+    ipv4Only?: boolean;
   };
 }
 
@@ -180,7 +182,7 @@ protocol bgp ${name} {
 }`;
     const nodes = b?.dynamic
       ? `${nodeSession('nodes4', ROUTER4, `range ${b.dynamic.v4}`, 'ipv4')}\n${nodeSession('nodes6', ROUTER6, `range ${b.dynamic.v6}`, 'ipv6')}`
-      : (b?.nodes ?? []).map((n) => `${nodeSession(birdProtocol(o, n.v4), ROUTER4, n.v4, 'ipv4')}\n${nodeSession(birdProtocol(o, n.v6), ROUTER6, n.v6, 'ipv6')}`).join('\n');
+      : (b?.nodes ?? []).map((n) => [nodeSession(birdProtocol(o, n.v4), ROUTER4, n.v4, 'ipv4'), ...(b?.ipv4Only ? [] : [nodeSession(birdProtocol(o, n.v6), ROUTER6, n.v6, 'ipv6')])].join('\n')).join('\n');
     const bfd = b ? `protocol bfd { interface "*" { interval ${b.intervalMs} ms; multiplier ${b.multiplier}; }; }\n${nodes}` : '';
     writeFileSync(
       conf,

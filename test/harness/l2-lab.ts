@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { ROUTER4 } from './bgp-lab.ts';
 import { eventually } from './eventually.ts';
 import { NetnsLab, requireTools } from './netns.ts';
 import type { LoggedProcess } from './processes.ts';
@@ -19,6 +20,9 @@ import type { LoggedProcess } from './processes.ts';
  * responder. (IPv6 needs nothing: Linux answers a solicitation only for addresses on the
  * receiving interface.) arp_announce=2 keeps the kernel from using a service address as the
  * sender of its own ARP requests. A listener on each node answers HTTP with the node's name.
+ *
+ * Built with `router: true`, a namespace "rtr" joins the lan at ROUTER4 (198.51.100.1/24): a BGP
+ * router for the nodes' own sessions (the soak's BIRD, started by the caller with startRouter).
  */
 export const SERVICE_IPV4 = '198.51.100.200';
 export const SERVICE_IPV6 = '2001:db8:1::200';
@@ -80,12 +84,17 @@ export class L2Lab {
 
   private constructor(readonly lab: NetnsLab) {}
 
-  static async build(): Promise<L2Lab> {
+  static async build(o: { router?: boolean } = {}): Promise<L2Lab> {
     requireTools(NETWORK_TOOLS);
     const lab = NetnsLab.create('l2');
     const site = new L2Lab(lab);
     try {
       await site.wire();
+      if (o.router) {
+        await lab.addNamespace('rtr');
+        await lab.addVeth({ from: 'sw', fromName: 'rtr-lan', to: 'rtr', toName: 'eth0', bridge: 'lan' });
+        await lab.ip('rtr', 'addr', 'add', `${ROUTER4}/24`, 'dev', 'eth0');
+      }
     } catch (e) {
       await lab.destroy();
       throw e;

@@ -5,6 +5,21 @@ import type { ResourceClient } from '../../src/kube/resources.ts';
 /** The taint a kubelet with --cloud-provider=external registers its node with. */
 export const UNINITIALIZED: V1Taint = { key: 'node.cloudprovider.kubernetes.io/uninitialized', value: 'true', effect: 'NoSchedule' };
 
+/**
+ * A node as a kubelet with --cloud-provider=external registers it: the uninitialized taint, its
+ * hostname label and Hostname address (status in the same request).
+ */
+export function kubeletNode(name: string, opts: { hostname?: string; labels?: Record<string, string> } = {}): V1Node {
+  const hostname = opts.hostname ?? name;
+  return {
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: { name, labels: { 'kubernetes.io/hostname': hostname, ...opts.labels } },
+    spec: { taints: [{ ...UNINITIALIZED }] },
+    status: { addresses: [{ type: 'Hostname', address: hostname }] },
+  };
+}
+
 /** Sets the node's Ready condition as a kubelet would (no kubelet runs in these tests). */
 export async function setReady(nodes: ResourceClient<V1Node>, name: string, status: 'True' | 'False'): Promise<void> {
   const now = new Date().toISOString();

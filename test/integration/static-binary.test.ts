@@ -9,6 +9,7 @@ import { replaceFile } from '../harness/files.ts';
 import { CcmProcess, tempDir } from '../harness/ccm-process.ts';
 import { sharedControlPlane } from '../harness/control-plane.ts';
 import { eventually } from '../harness/eventually.ts';
+import { kubeletNode } from '../harness/nodes.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
 
 /**
@@ -154,17 +155,6 @@ async function listOurServices(): Promise<V1Service[]> {
   return (await services.list({ namespace: NS, query: { labelSelector: `edge-ccm-test=${ID}` } })).items;
 }
 
-/** A node as a kubelet with --cloud-provider=external registers it (status in the same request). */
-function kubeletNode(name: string, hostname = name, labels: Record<string, string> = {}): V1Node {
-  return {
-    apiVersion: 'v1',
-    kind: 'Node',
-    metadata: { name, labels: { 'kubernetes.io/hostname': hostname, ...labels } },
-    spec: { taints: [{ key: UNINITIALIZED, value: 'true', effect: 'NoSchedule' }] },
-    status: { addresses: [{ type: 'Hostname', address: hostname }] },
-  };
-}
-
 const isInitialised = (n: V1Node) => !!n.spec?.providerID && !(n.spec.taints ?? []).some((t) => t.key === UNINITIALIZED) && (n.status?.addresses ?? []).some((a) => a.type === 'InternalIP');
 
 async function initialised(name: string, timeoutMs = 60_000): Promise<V1Node> {
@@ -214,8 +204,8 @@ describe('the compiled binary with the static provider', () => {
     const created = performance.now();
     // n1 matches its machine by node name, n2 by hostname.
     await Promise.all([
-      nodes.create(kubeletNode(nodeName(1), nodeName(1), { 'example.com/owner': 'ops' })),
-      nodes.create(kubeletNode(nodeName(2), `${ID}-host2`)),
+      nodes.create(kubeletNode(nodeName(1), { labels: { 'example.com/owner': 'ops' } })),
+      nodes.create(kubeletNode(nodeName(2), { hostname: `${ID}-host2` })),
     ]);
     const [n1, n2] = await Promise.all([initialised(nodeName(1)), initialised(nodeName(2))]);
     console.log(`static-binary: node creation to initialised (2 nodes, taint gone, addresses written): ${(performance.now() - created).toFixed(0)} ms`);

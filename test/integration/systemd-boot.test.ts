@@ -105,9 +105,12 @@ test('systemctl start returns once edge-ccm is ready (Type=notify); its status s
   expect({ active: state.ActiveState, sub: state.SubState }).toEqual({ active: 'active', sub: 'running' });
   expect(state.StatusText).toMatch(/^(standby: waiting for the leader lease|leading: running the controllers)/);
   await eventually('status text "leading"', async () => (await activeState()).StatusText?.startsWith('leading'), 60_000);
-  const node = await eventually(`node ${NODE} initialised`, async () => {
+  // The addresses are a second write, on the status, after the one that removes the taint (as
+  // upstream's syncNode: initialise, then updateNodeAddress): wait for both (CI run of 616db82
+  // read the node between the two).
+  const node = await eventually(`node ${NODE} initialised, its addresses written`, async () => {
     const n = await nodes.get(NODE);
-    return n.spec?.providerID && !n.spec.taints?.some((t) => t.key === UNINITIALIZED.key) ? n : undefined;
+    return n.spec?.providerID && !n.spec.taints?.some((t) => t.key === UNINITIALIZED.key) && n.status?.addresses?.length ? n : undefined;
   }, 90_000);
   expect(node.spec?.providerID).toBe(`static://${NODE}`);
   expect(node.status?.addresses).toContainEqual({ type: 'InternalIP', address: '10.5.0.1' });

@@ -8,14 +8,18 @@ import { BGP_POOLS, EXTRA_POOL, GROUP_LABEL, inCidr, L2_POOL, MAIN_POOL } from '
  * check-services.ts turns one that lasts into a violation). Written from docs/networking/bgp.md
  * and l2.md, not imported from edge-ccm's announcement code: this is the oracle.
  *
- * BGP: every address a LoadBalancer service of ours holds in an `announce: bgp` pool, and the
- * pod CIDR of every static node that has an InternalIP, is in the router's RIB from the lease
- * holder; nothing else is there, and no other replica has a path in it.
+ * BGP, the replicas' router (GoBGP): the pod CIDR of every static node that has an InternalIP is
+ * in its RIB from the lease holder; nothing else is there (the load-balancer addresses are the
+ * nodes' own, with announceFrom: nodes), and no other replica has a path in it.
+ * BGP, the nodes' router (BIRD): every address a LoadBalancer service of ours holds in an
+ * `announce: bgp` pool has a path through every speaker node that serves (runs, is reachable, is
+ * not drained); nothing else is there; and a dead node's next hop is gone within 1 s of its death
+ * plus the sampling period (DeadHopWatch: a violation at once, no settle time).
  * L2: every address a service holds in the L2 pool is answered by exactly one speaker; an
  * address nobody holds, by none.
  */
 
-export type NetworkConditionKind = 'bgp-missing' | 'bgp-unexpected' | 'bgp-not-leader' | 'l2-silent' | 'l2-double' | 'l2-stray';
+export type NetworkConditionKind = 'bgp-missing' | 'bgp-unexpected' | 'bgp-not-leader' | 'bgp-node-missing' | 'l2-silent' | 'l2-double' | 'l2-stray';
 
 export interface RibPathView {
   prefix: string;
@@ -52,25 +56,33 @@ export interface BgpInput {
   judgeMissing: boolean;
 }
 
-export function bgpConditions(input: BgpInput): { conditions: Condition[]; checks: number } {
-  const conditions: Condition[] = [];
-  let checks = 0;
-  const statics = input.nodes.filter((n) => n.metadata?.labels?.[GROUP_LABEL] === 'static');
-  // Next hops exist (an initialised static node): else an address is not announced at all.
-  const hasNextHop = statics.some((n) => !n.metadata?.deletionTimestamp && internalIPv4(n));
+/**
+ * The load-balancer addresses of the BGP pools: `expected` (held by a service announced now, its
+ * pool in force) and `allowed` (also those whose pool was taken out of the file or excluded
+ * meanwhile: whether they are still announced depends on the service's next sync, so they are
+ * judged only not to be strays).
+ */
+function loadBalancerPrefixes(input: Pick<BgpInput, 'services' | 'extraPool' | 'excluded'>): { expected: Map<string, string>; allowed: Set<string> } {
   const expected = new Map<string, string>();
   const allowed = new Set<string>();
   for (const s of input.services) {
     const who = `service ${s.metadata?.namespace}/${s.metadata?.name}`;
     for (const ip of ips(s)) {
       if (!BGP_POOLS.some((p) => inCidr(ip, p.cidr))) continue;
-      // An address of a pool taken out of the file, or excluded meanwhile: whether it is still
-      // announced depends on the service's next sync; judged only not to be a stray.
       if (announced(s)) allowed.add(`${ip}/32`);
       const inForce = inCidr(ip, EXTRA_POOL.cidr) ? input.extraPool : !(inCidr(ip, MAIN_POOL.cidr) && input.excluded.includes(ip));
-      if (announced(s) && inForce && hasNextHop) expected.set(`${ip}/32`, `${ip} of ${who}`);
+      if (announced(s) && inForce) expected.set(`${ip}/32`, `${ip} of ${who}`);
     }
   }
+  return { expected, allowed };
+}
+
+export function bgpConditions(input: BgpInput): { conditions: Condition[]; checks: number } {
+  const conditions: Condition[] = [];
+  let checks = 0;
+  const statics = input.nodes.filter((n) => n.metadata?.labels?.[GROUP_LABEL] === 'static');
+  const expected = new Map<string, string>();
+  const allowed = new Set<string>();
   for (const n of statics) {
     const cidrs = n.spec?.podCIDRs?.length ? n.spec.podCIDRs : n.spec?.podCIDR ? [n.spec.podCIDR] : [];
     for (const cidr of cidrs) {
@@ -99,6 +111,112 @@ export function bgpConditions(input: BgpInput): { conditions: Condition[]; check
     conditions.push({ key: `bgp-not-leader:${neighbor}`, kind: 'bgp-not-leader', detail: `${n} paths from ${neighbor}, which does not hold the lease (leader: ${input.leader ?? 'none'})` });
   }
   return { conditions, checks };
+}
+
+/**
+ * Whether a node may carry load-balancer traffic (docs/networking/bgp.md): its Node object exists,
+ * is not being deleted, has no exclusion label and no ToBeDeletedByClusterAutoscaler taint.
+ */
+export function servesLoadBalancers(node: V1Node | undefined): boolean {
+  if (!node || node.metadata?.deletionTimestamp) return false;
+  if (node.metadata?.labels?.['node.kubernetes.io/exclude-from-external-load-balancers'] !== undefined) return false;
+  return !node.spec?.taints?.some((t) => t.key === 'ToBeDeletedByClusterAutoscaler');
+}
+
+export interface NodeBgpInput {
+  services: readonly V1Service[];
+  /** The nodes' router's table: prefix -> next hops. */
+  table: ReadonlyMap<string, readonly string[]>;
+  /** The addresses of the speaker nodes serving now (running, reachable, not drained). */
+  serving: readonly string[];
+  extraPool: boolean;
+  excluded: readonly string[];
+  /** Whether a missing path counts (not while a fault holds the static file). */
+  judgeMissing: boolean;
+}
+
+/** The nodes' router (announceFrom: nodes): each expected address through each serving node; no stray prefix. */
+export function nodeBgpConditions(input: NodeBgpInput): { conditions: Condition[]; checks: number } {
+  const conditions: Condition[] = [];
+  let checks = 0;
+  const { expected, allowed } = loadBalancerPrefixes(input);
+  if (input.judgeMissing) {
+    for (const [prefix, what] of expected) {
+      const hops = input.table.get(prefix) ?? [];
+      for (const node of input.serving) {
+        checks++;
+        if (!hops.includes(node)) conditions.push({ key: `bgp-node-missing:${prefix}:${node}`, kind: 'bgp-node-missing', detail: `${what} has no path through serving node ${node} in the nodes' router` });
+      }
+    }
+  }
+  for (const [prefix, hops] of input.table) {
+    checks++;
+    if (!allowed.has(prefix)) conditions.push({ key: `bgp-unexpected:${prefix}:nodes`, kind: 'bgp-unexpected', detail: `${prefix} via ${hops.join(', ')} is in the nodes' router, but no service holds it` });
+  }
+  return { conditions, checks };
+}
+
+/** A dead node's next hop seen in the router later than the limit after its death. */
+export interface DeadHop {
+  node: string;
+  prefixes: string[];
+  deadSince: number;
+  /** From the death to the sample that still saw it. */
+  lateMs: number;
+}
+
+/**
+ * "A dead node leaves the router's table within 1 s" (issue 29), from samples of the nodes'
+ * router: a node dead since t (its speaker killed or paused, its link down) whose next hop is
+ * still there in a sample started after t + limit is a violation, once per death. The first
+ * sample without its next hops, of a node that had some when it died, gives the withdrawal time
+ * (an upper bound: samples are `period` apart).
+ */
+export class DeadHopWatch {
+  /** node@deadSince -> state of that death. */
+  private readonly deaths = new Map<string, { reported: boolean; withdrawn: boolean; measurable: boolean }>();
+  /** Nodes that had a next hop in the last sample. */
+  private hadHops = new Set<string>();
+
+  constructor(
+    private readonly limitMs: number,
+    private readonly onViolation: (d: DeadHop) => void,
+    private readonly onWithdrawn: (node: string, ms: number) => void,
+  ) {}
+
+  /** Judges one sample taken at `at` (Date.now() when the read started); returns the number of checks. */
+  observe(table: ReadonlyMap<string, readonly string[]>, dead: ReadonlyMap<string, number>, at: number): number {
+    let checks = 0;
+    const withHops = new Map<string, string[]>();
+    for (const [prefix, hops] of table) for (const hop of hops) withHops.set(hop, [...(withHops.get(hop) ?? []), prefix]);
+    for (const [node, since] of dead) {
+      if (since > at) continue;
+      checks++;
+      const key = `${node}@${since}`;
+      let death = this.deaths.get(key);
+      if (!death) {
+        death = { reported: false, withdrawn: false, measurable: this.hadHops.has(node) };
+        this.deaths.set(key, death);
+      }
+      const prefixes = withHops.get(node) ?? [];
+      if (!prefixes.length) {
+        if (!death.withdrawn && death.measurable) this.onWithdrawn(node, at - since);
+        death.withdrawn = true;
+        continue;
+      }
+      death.measurable = true;
+      if (!death.reported && at - since > this.limitMs) {
+        death.reported = true;
+        this.onViolation({ node, prefixes: prefixes.sort(), deadSince: since, lateMs: at - since });
+      }
+    }
+    for (const key of this.deaths.keys()) {
+      const [node, since] = key.split('@') as [string, string];
+      if (dead.get(node) !== Number(since)) this.deaths.delete(key);
+    }
+    this.hadHops = new Set(withHops.keys());
+    return checks;
+  }
 }
 
 export interface L2Input {

@@ -2,7 +2,7 @@ import { CONFIG_REPAIR_GRACE_MS, refusedBrokenConfig } from './replicas.ts';
 import { describe, expect, test } from 'bun:test';
 import type { V1Node, V1Service } from '@kubernetes/client-node';
 import { auditTime } from './audit-tail.ts';
-import { bgpConditions, l2Conditions, TwoMacWatch, type RibPathView, type TwoMacEpisode } from './check-network.ts';
+import { bgpConditions, DeadHopWatch, l2Conditions, nodeBgpConditions, TwoMacWatch, type DeadHop, type RibPathView, type TwoMacEpisode } from './check-network.ts';
 import { Persistence, serviceConditions } from './check-services.ts';
 import { insertSorted, judgeWrite, type LeaseWrite } from './check-terms.ts';
 import { parseSoakArgs } from './options.ts';
@@ -140,29 +140,66 @@ describe('network invariants', () => {
   const base = { nodes: [node('s-01', '198.51.100.21', '203.0.113.162/31'), node('s-02', undefined, '203.0.113.164/31')], leader: '198.51.100.2', extraPool: false, excluded: [], judgeMissing: true };
   const kinds = (r: { conditions: { kind: string; key: string }[] }) => r.conditions.map((c) => c.key).sort();
 
-  test('the RIB holding exactly the services\' addresses and the pod CIDRs of nodes with an address, from the leader, is clean', () => {
-    const r = bgpConditions({ ...base, services: [lb('a', ['203.0.113.5']), lb('l2', ['198.51.100.240'])], paths: [path('203.0.113.5/32'), path('203.0.113.162/31')] });
+  test('the replicas\' router holding exactly the pod CIDRs of nodes with an address, from the leader, is clean; a load-balancer address there is a stray (the nodes announce those)', () => {
+    const r = bgpConditions({ ...base, services: [lb('a', ['203.0.113.5']), lb('l2', ['198.51.100.240'])], paths: [path('203.0.113.162/31')] });
     expect(r.conditions).toEqual([]);
-    expect(r.checks).toBe(4);
+    expect(r.checks).toBe(2);
+    expect(kinds(bgpConditions({ ...base, services: [lb('a', ['203.0.113.5'])], paths: [path('203.0.113.5/32'), path('203.0.113.162/31')] }))).toEqual(['bgp-unexpected:203.0.113.5/32:198.51.100.2']);
   });
 
-  test('a missing address, a stray one, and a path of another replica are each a condition', () => {
-    const r = bgpConditions({
-      ...base,
-      services: [lb('a', ['203.0.113.5']), lb('b', ['203.0.113.6'])],
-      paths: [path('203.0.113.5/32'), path('203.0.113.162/31'), path('203.0.113.9/32'), path('203.0.113.5/32', '198.51.100.3', true)],
-    });
-    expect(kinds(r)).toEqual(['bgp-missing:203.0.113.6/32', 'bgp-not-leader:198.51.100.3', 'bgp-unexpected:203.0.113.9/32:198.51.100.2']);
-  });
-
-  test('a deleted service\'s address must be gone; an address of the extra pool taken out of the file may linger; missing is not judged while told not to', () => {
-    const deleting = lb('a', ['203.0.113.5'], { deletionTimestamp: new Date() });
-    expect(kinds(bgpConditions({ ...base, services: [deleting], paths: [path('203.0.113.5/32'), path('203.0.113.162/31')] }))).toEqual(['bgp-unexpected:203.0.113.5/32:198.51.100.2']);
-    expect(bgpConditions({ ...base, services: [lb('x', ['203.0.113.70'])], paths: [path('203.0.113.70/32'), path('203.0.113.162/31')] }).conditions).toEqual([]);
-    expect(bgpConditions({ ...base, services: [lb('x', ['203.0.113.70'])], paths: [path('203.0.113.162/31')] }).conditions).toEqual([]);
-    expect(bgpConditions({ ...base, services: [lb('a', ['203.0.113.5'])], paths: [], judgeMissing: false }).conditions).toEqual([]);
+  test('a missing pod CIDR, a stray prefix, and a path of another replica are each a condition; missing is not judged while told not to', () => {
+    const r = bgpConditions({ ...base, services: [], paths: [path('203.0.113.9/32'), path('203.0.113.162/31', '198.51.100.3', true)] });
+    expect(kinds(r)).toEqual(['bgp-missing:203.0.113.162/31', 'bgp-not-leader:198.51.100.3', 'bgp-unexpected:203.0.113.9/32:198.51.100.2']);
+    expect(bgpConditions({ ...base, services: [], paths: [], judgeMissing: false }).conditions).toEqual([]);
     // No leader: every expected prefix is missing, and a path of any replica is another's.
     expect(kinds(bgpConditions({ ...base, leader: undefined, services: [], paths: [path('203.0.113.162/31')] }))).toEqual(['bgp-missing:203.0.113.162/31', 'bgp-not-leader:198.51.100.2']);
+  });
+
+  describe('the nodes\' router (announceFrom: nodes)', () => {
+    const nodesBase = { serving: ['198.51.100.11', '198.51.100.12'], extraPool: false, excluded: [], judgeMissing: true };
+    const table = (entries: [string, string[]][]) => new Map(entries);
+
+    test('each held address through each serving node is clean; a path missing through one serving node, or a stray prefix, is a condition', () => {
+      expect(nodeBgpConditions({ ...nodesBase, services: [lb('a', ['203.0.113.5'])], table: table([['203.0.113.5/32', ['198.51.100.11', '198.51.100.12']]]) }).conditions).toEqual([]);
+      const r = nodeBgpConditions({ ...nodesBase, services: [lb('a', ['203.0.113.5'])], table: table([['203.0.113.5/32', ['198.51.100.11']], ['203.0.113.9/32', ['198.51.100.12']]]) });
+      expect(kinds(r)).toEqual(['bgp-node-missing:203.0.113.5/32:198.51.100.12', 'bgp-unexpected:203.0.113.9/32:nodes']);
+      // A node not serving (dead, drained) is not expected; missing is not judged while told not to.
+      expect(nodeBgpConditions({ ...nodesBase, serving: ['198.51.100.11'], services: [lb('a', ['203.0.113.5'])], table: table([['203.0.113.5/32', ['198.51.100.11']]]) }).conditions).toEqual([]);
+      expect(nodeBgpConditions({ ...nodesBase, judgeMissing: false, services: [lb('a', ['203.0.113.5'])], table: table([]) }).conditions).toEqual([]);
+    });
+
+    test('a deleted service\'s address must be gone; an address of the extra pool taken out of the file may linger, and is not expected', () => {
+      const deleting = lb('a', ['203.0.113.5'], { deletionTimestamp: new Date() });
+      expect(kinds(nodeBgpConditions({ ...nodesBase, services: [deleting], table: table([['203.0.113.5/32', ['198.51.100.11']]]) }))).toEqual(['bgp-unexpected:203.0.113.5/32:nodes']);
+      expect(nodeBgpConditions({ ...nodesBase, services: [lb('x', ['203.0.113.70'])], table: table([['203.0.113.70/32', ['198.51.100.11']]]) }).conditions).toEqual([]);
+      expect(nodeBgpConditions({ ...nodesBase, services: [lb('x', ['203.0.113.70'])], table: table([]) }).conditions).toEqual([]);
+    });
+
+    test('a dead node\'s next hop seen later than the limit after its death is a violation, once per death; its withdrawal time is told once', () => {
+      const violations: DeadHop[] = [];
+      const withdrawn: [string, number][] = [];
+      const watch = new DeadHopWatch(1_200, (d) => violations.push(d), (node, ms) => withdrawn.push([node, ms]));
+      const both = table([['203.0.113.5/32', ['198.51.100.11', '198.51.100.12']]]);
+      const one = table([['203.0.113.5/32', ['198.51.100.12']]]);
+      watch.observe(both, new Map(), 0);
+      expect(watch.observe(both, new Map([['198.51.100.11', 100]]), 1_000)).toBe(1);
+      watch.observe(both, new Map([['198.51.100.11', 100]]), 1_300);
+      expect(violations).toEqual([]);
+      watch.observe(both, new Map([['198.51.100.11', 100]]), 1_400);
+      watch.observe(both, new Map([['198.51.100.11', 100]]), 1_600);
+      expect(violations).toEqual([{ node: '198.51.100.11', prefixes: ['203.0.113.5/32'], deadSince: 100, lateMs: 1_300 }]);
+      watch.observe(one, new Map([['198.51.100.11', 100]]), 1_800);
+      watch.observe(one, new Map([['198.51.100.11', 100]]), 2_000);
+      expect(withdrawn).toEqual([['198.51.100.11', 1_700]]);
+      // Back, then dead again: a new death, judged afresh; withdrawn in time, no violation.
+      watch.observe(both, new Map(), 5_000);
+      watch.observe(one, new Map([['198.51.100.11', 5_100]]), 5_700);
+      expect(violations.length).toBe(1);
+      expect(withdrawn).toEqual([['198.51.100.11', 1_700], ['198.51.100.11', 600]]);
+      // A node dead with no next hop before it died tells no withdrawal time.
+      watch.observe(one, new Map([['198.51.100.11', 9_000]]), 9_500);
+      expect(withdrawn.length).toBe(2);
+    });
   });
 
   test('L2: a held address answered once is clean; silent, twice, or answered though unheld are conditions', () => {

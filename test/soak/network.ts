@@ -3,7 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ApiBridge } from '../harness/api-bridge.ts';
 import { createClusterLab, REPLICA_SLOTS, type ReplicaHost } from '../harness/bgp-cluster-lab.ts';
-import { GoBgp, ROUTER4, ROUTER_ASN, SPEAKER_ASN, startRouter, type RibPath, type RouterOptions } from '../harness/bgp-lab.ts';
+import { GoBgp, ROUTER4, ROUTER_ASN, SPEAKER_ASN, startRouter, type BgpRouter, type PathTable, type RibPath, type RouterOptions } from '../harness/bgp-lab.ts';
 import type { ControlPlane } from '../harness/control-plane.ts';
 import { L2Lab } from '../harness/l2-lab.ts';
 import type { NetnsLab } from '../harness/netns.ts';
@@ -23,7 +23,10 @@ import { L2_NODES, L2_POOL } from './world.ts';
  * - the L2 lab (test/harness/l2-lab.ts): a switch with nodes n1, n2 and n3, each running
  *   `edge-ccm speaker` for the static nodes l2-n1, l2-n2 and l2-n3, and a client whose prober
  *   (l2-prober-main.ts) sends an ARP request or Neighbor Solicitation for each of the L2 pool's
- *   addresses every 100 ms, real frames, and reports which MACs answered each probe.
+ *   addresses every 100 ms, real frames, and reports which MACs answered each probe. BIRD on the
+ *   same switch (rtr, 198.51.100.1) is the router of the speakers' own BGP sessions
+ *   (bgp.loadBalancers.announceFrom: nodes, BFD 3 x 200 ms): each speaker announces the BGP
+ *   pools' addresses with its node as next hop, and a dead node's next hop must leave it.
  */
 
 export interface NetworkOptions {
@@ -44,12 +47,23 @@ const ROUTER_OPTIONS: RouterOptions = { gracefulRestart: true };
 /** GoBGP's FSM state of a neighbour it refuses sessions from (after a reset or an enable, for up to 30 s). */
 const GOBGP_IDLE = 1;
 
-/** The static group's bgp section: every replica peers with the router over IPv4; only the leader speaks. */
+/** BFD on the speakers' own sessions, as docs/networking/bgp.md suggests: a dead node is detected in 600 ms. */
+export const NODE_BFD = { intervalMs: 200, multiplier: 3 };
+
+/**
+ * The static group's bgp section: every replica peers with the router at ROUTER4 over IPv4 (in
+ * the BGP lab: GoBGP; only the leader speaks, pod CIDRs); every speaker with the router at the
+ * same address on its own LAN (the L2 lab: BIRD; the load-balancer addresses, from each node).
+ */
 export function bgpSection(): Record<string, unknown> {
   return {
     localASN: SPEAKER_ASN,
     routerID: REPLICA_SLOTS[0]!.v4,
     gracefulRestart: { restartTimeSeconds: TIMING.bgpRestartTimeSeconds },
+    loadBalancers: {
+      announceFrom: 'nodes',
+      bfd: { transmitIntervalMilliseconds: NODE_BFD.intervalMs, receiveIntervalMilliseconds: NODE_BFD.intervalMs, detectMultiplier: NODE_BFD.multiplier },
+    },
     peers: [{ address: ROUTER4, asn: ROUTER_ASN, holdTimeSeconds: TIMING.bgpHoldTimeSeconds, families: [4], connectRetry: { minSeconds: 0.2, maxSeconds: 2 } }],
   };
 }
@@ -58,6 +72,10 @@ export class SoakNetwork {
   readonly speakers: ProcessSlot[] = [];
   private readonly routerOptions: RouterOptions;
   private readonly cleanups: (() => Promise<void>)[] = [];
+  /** Speaker node role -> since when its switch port is down. */
+  private readonly linkDownSince = new Map<string, number>();
+  /** The router of the speakers' own sessions (BIRD in the L2 lab). */
+  nodeRouter?: BgpRouter;
 
   private constructor(
     readonly bgpLab: NetnsLab,
@@ -75,9 +93,13 @@ export class SoakNetwork {
     let l2: L2Lab | undefined;
     try {
       if (!(router instanceof GoBgp)) throw new Error('the soak drives GoBGP');
-      l2 = await L2Lab.build();
+      l2 = await L2Lab.build({ router: true });
       const net = new SoakNetwork(lab, router, replicas, l2);
-      net.cleanups.push(() => lab.destroy(), () => l2!.destroy(), async () => net.router?.stop());
+      net.cleanups.push(() => lab.destroy(), () => l2!.destroy(), async () => net.router?.stop(), async () => net.nodeRouter?.stop());
+      net.nodeRouter = await startRouter(l2.lab, 'bird', {
+        speakers: [],
+        bfdNodes: { nodes: L2_NODES.map((n) => ({ v4: l2!.nodes[n.role].lanIPv4, v6: l2!.nodes[n.role].lanIPv6 })), ...NODE_BFD, ipv4Only: true },
+      });
       const bgpBridge = await ApiBridge.start(lab, o.cp.server, o.loopback);
       net.cleanups.push(() => bgpBridge.stop());
       for (const r of replicas) await bgpBridge.into(lab, r.role);
@@ -156,7 +178,27 @@ export class SoakNetwork {
 
   /** A speaker node's port on the switch down or up (its cable pulled or plugged back in). */
   async setSpeakerLink(role: string, up: boolean): Promise<void> {
+    if (!up) this.linkDownSince.set(role, Date.now());
     await this.l2.lab.ip('sw', 'link', 'set', `${role}-lan`, up ? 'up' : 'down');
+    if (up) this.linkDownSince.delete(role);
+  }
+
+  /** The BIRD table of the speakers' sessions (prefix -> next hops); undefined when BIRD does not answer. */
+  async nodeRib(): Promise<PathTable | undefined> {
+    return this.nodeRouter?.paths(4).catch(() => undefined);
+  }
+
+  /**
+   * Speaker node address -> since when it is dead for BGP (Date.now()): its speaker killed,
+   * stopped or paused, or its switch port down. Nodes serving are not listed.
+   */
+  deadNodes(): Map<string, number> {
+    const dead = new Map<string, number>();
+    for (const [i, n] of L2_NODES.entries()) {
+      const since = [this.speakers[i]?.downSince, this.linkDownSince.get(n.role)].filter((t): t is number => t !== undefined);
+      if (since.length) dead.set(n.address, Math.min(...since));
+    }
+    return dead;
   }
 
   /** The speaker node a MAC belongs to (its LAN interface). */

@@ -77,6 +77,13 @@ export const TIMING = {
  *   not): a split, which no failure may cause (issue 29). 0: the first such probe round is a
  *   violation. Not the l2-double condition above, which waits l2SettleMs and is kept for the
  *   figures: this one judges every probe, 10 a second.
+ * - deadHopLimitMs: a node dead (its speaker killed or paused, its link down) is still a next
+ *   hop in the nodes' router later than this plus one sampling period (DEAD_HOP_SAMPLE_MS) after
+ *   its death: issue 29's "out of the routes within a second". BFD (3 x 200 ms) detects a silent
+ *   node in 600 ms; a killed process's TCP session ends at once; SIGTERM withdraws first.
+ *   No settle time: the first such sample is a violation.
+ * The nodes' router's other conditions (an address without a path through a serving node, a
+ *   stray prefix) use bgpSettleMs: a restarted speaker warms up and connects (retry <= 2 s).
  */
 export const TOLERANCE = {
   termToleranceMs: 1_000,
@@ -86,9 +93,13 @@ export const TOLERANCE = {
   bgpSettleMs: 30_000,
   l2SettleMs: 15_000,
   l2TwoMacsToleranceMs: 0,
+  deadHopLimitMs: 1_000,
   rssLimitBytes: 400 * 1024 * 1024,
   socketLimit: 128,
 };
+
+/** How often the soak reads the nodes' router for the dead-next-hop invariant (the "probe period" of issue 29). */
+export const DEAD_HOP_SAMPLE_MS = 200;
 
 export interface SoakOptions {
   seed: number;

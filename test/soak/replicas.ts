@@ -79,6 +79,11 @@ export class ProcessSlot {
   proc?: LoggedProcess;
   paused = false;
   starts = 0;
+  /**
+   * Since when (Date.now()) it has not been serving: SIGKILL, SIGTERM or SIGSTOP sent, or an exit
+   * nobody asked for; undefined while it runs. The BGP dead-next-hop check counts from here.
+   */
+  downSince?: number;
   private signalled?: NodeJS.Signals;
   private supervising = true;
   private restartTimer?: ReturnType<typeof setTimeout>;
@@ -101,10 +106,12 @@ export class ProcessSlot {
     this.starts++;
     this.signalled = undefined;
     this.paused = false;
+    this.downSince = undefined;
     const proc = LoggedProcess.spawn(this.name, this.cmd, this.dir);
     this.proc = proc;
     void proc.exited.then((code) => {
       this.paused = false;
+      this.downSince ??= Date.now();
       this.onExit({ slot: this.name, pid: proc.pid, code, signalled: this.signalled, at: Date.now(), logTail: proc.logTail(30) });
       if (!this.supervising) return;
       const delay = this.nextDelayMs ?? this.restartDelayMs();
@@ -131,9 +138,13 @@ export class ProcessSlot {
     const pid = this.pid;
     if (pid === undefined) return false;
     if (sig === 'SIGKILL' || sig === 'SIGTERM') this.signalled = sig;
+    if (sig === 'SIGKILL' || sig === 'SIGTERM' || sig === 'SIGSTOP') this.downSince ??= Date.now();
     process.kill(pid, sig);
     if (sig === 'SIGSTOP') this.paused = true;
-    if (sig === 'SIGCONT') this.paused = false;
+    if (sig === 'SIGCONT') {
+      this.paused = false;
+      this.downSince = undefined;
+    }
     return true;
   }
 

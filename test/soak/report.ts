@@ -22,6 +22,8 @@ export interface NetworkFigures {
   speakers: { slot: string; starts: number }[];
   /** The L2 prober: rounds judged, and the episodes in which two MACs answered one probe (count, rounds in all, longest). */
   l2Probe: { rounds: number; periodMs: number; toleranceMs: number; twoMacEpisodes: number; twoMacRounds: number; longestTwoMacMs: number };
+  /** The nodes' router sampled against the speakers' deaths: how long a dead node's next hops stayed (deaths with next hops before). */
+  deadHop: { samplePeriodMs: number; limitMs: number; checks: number; withdrawals: number; medianMs: number; maxMs: number };
 }
 
 export interface SoakReport {
@@ -67,6 +69,7 @@ export function formatReport(r: SoakReport): string {
     `replica exits: ${r.exits.signalled} by the soak's signals, ${r.exits.unexpected} unexpected, ${r.exits.configRefused} refusing a config the soak held broken; terms ended in-process after a lost lease: ${r.exits.termsLost}`,
     `network: longest condition per kind: ${Object.entries(r.network.longestConditionMs).map(([k, v]) => `${k} ${sec(v)}`).join(', ') || 'none'}; speakers: ${r.network.speakers.map((x) => `${x.slot} starts ${x.starts}`).join(', ')}`,
     `L2 probe: ${r.network.l2Probe.rounds} rounds every ${r.network.l2Probe.periodMs} ms; two MACs answering one probe: ${r.network.l2Probe.twoMacEpisodes} episodes, ${r.network.l2Probe.twoMacRounds} rounds, longest ${sec(r.network.l2Probe.longestTwoMacMs)} (tolerated: ${sec(r.network.l2Probe.toleranceMs)})`,
+    `BGP dead next hops: ${deadHopText(r.network.deadHop)}`,
     'recovery (fault end to canary served): ' + Object.entries(r.recovery).map(([k, v]) => `${k} n=${v.n} median ${sec(v.medianMs)} max ${sec(v.maxMs)}`).join('; '),
     'replicas: ' + r.replicas.map((x) => `${x.slot} starts ${x.starts} RSS ${x.rssStartMiB}->${x.rssEndMiB} MiB (max ${x.rssMaxMiB}), sockets max ${x.socketsMax}, fds max ${x.fdsMax}`).join('; '),
     `near misses (writes within the term tolerance): ${r.nearMisses.length}`,
@@ -97,7 +100,12 @@ export function formatMarkdown(r: SoakReport): string {
       `Replica exits: ${r.exits.signalled} signalled, ${r.exits.unexpected} unexpected, ${r.exits.configRefused} refusing a config the soak held broken; terms ended in-process after a lost lease: ${r.exits.termsLost}. ` +
       `Longest network condition: ${Object.entries(r.network.longestConditionMs).map(([k, v]) => `${k} ${sec(v)}`).join(', ') || 'none'}. ` +
       `L2 probe: ${r.network.l2Probe.rounds} rounds (every ${r.network.l2Probe.periodMs} ms), two MACs answering one probe in ${r.network.l2Probe.twoMacEpisodes} episodes (${r.network.l2Probe.twoMacRounds} rounds, longest ${sec(r.network.l2Probe.longestTwoMacMs)}; tolerated ${sec(r.network.l2Probe.toleranceMs)}). ` +
+      `BGP dead next hops: ${deadHopText(r.network.deadHop)}. ` +
       `Writes within the term tolerance: ${r.nearMisses.length}.`,
   ];
   return rows.join('\n');
+}
+
+function deadHopText(d: NetworkFigures['deadHop']): string {
+  return `${d.withdrawals} deaths of a node with next hops, withdrawn after median ${sec(d.medianMs)}, max ${sec(d.maxMs)} (sampled every ${d.samplePeriodMs} ms; limit ${sec(d.limitMs)} + the sampling)`;
 }

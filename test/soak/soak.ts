@@ -13,13 +13,13 @@ import { ProxmoxResponder } from '../fakes/proxmox-responder.ts';
 import { RedfishResponder } from '../fakes/redfish-responder.ts';
 import { AuditTail, auditTime, isWriteVerb, type AuditEvent } from './audit-tail.ts';
 import { CANARY_NAMESPACE, Canaries } from './canary.ts';
-import { bgpConditions, l2Conditions, TwoMacWatch, type L2ProbeRound } from './check-network.ts';
+import { bgpConditions, DeadHopWatch, l2Conditions, nodeBgpConditions, servesLoadBalancers, TwoMacWatch, type L2ProbeRound } from './check-network.ts';
 import { insertSorted, judgeWrite, type LeaseWrite, type ReplicaWrite } from './check-terms.ts';
 import { type Condition, Persistence, serviceConditions } from './check-services.ts';
 import { FAULT_KINDS, groupOf, inject, NETWORK_FAULT_KINDS, resourceOf, type FaultKind, type FaultTargets, type RecoveryProbe } from './faults.ts';
 import { NetSwitch } from './net-switch.ts';
 import { bgpSection, SoakNetwork } from './network.ts';
-import { TIMING, TOLERANCE, type SoakOptions } from './options.ts';
+import { DEAD_HOP_SAMPLE_MS, TIMING, TOLERANCE, type SoakOptions } from './options.ts';
 import { Random } from './random.ts';
 import { type ExitRecord, leaseName, refusedBrokenConfig, ReplicaSlot } from './replicas.ts';
 import { median, type NetworkFigures, type ReplicaFigures, type SoakReport, type Violation } from './report.ts';
@@ -379,11 +379,12 @@ export async function runSoak(opts: SoakOptions, log: (line: string) => void = c
         bgpPersistence.observe([], at);
         return;
       }
-      const { conditions, checks: n } = bgpConditions({
+      const leaderRib = bgpConditions({
         services: view.services, nodes: view.nodes, paths, leader: leaseHolder('static')?.config.address,
         extraPool: world.extraPool, excluded: world.excluded, judgeMissing: !netFaults.router && !netFaults.staticConfig,
       });
-      count('bgp-rib', n);
+      count('bgp-rib', leaderRib.checks);
+      const conditions = [...leaderRib.conditions, ...(checkNodeBgp() ?? [])];
       track(bgpPersistence, conditions, at);
       lastRound.bgp = { at, clean: conditions.length === 0 };
     };
@@ -398,6 +399,35 @@ export async function runSoak(opts: SoakOptions, log: (line: string) => void = c
       twoMacFigures.longestMs = Math.max(twoMacFigures.longestMs, e.lastedMs);
       log(`note: l2-two-macs for ${e.rounds} probe rounds (${(e.lastedMs / 1000).toFixed(1)} s) from ${new Date(e.firstAt).toISOString()}: ${e.address} answered by ${e.who}`);
     });
+    // "A dead node leaves the router's table within 1 s" (issue 29): the nodes' router (BIRD)
+    // sampled every DEAD_HOP_SAMPLE_MS against the speakers' deaths (killed, paused, link down).
+    const deadHopFigures = { checks: 0, withdrawalsMs: [] as number[] };
+    const deadHops = new DeadHopWatch(TOLERANCE.deadHopLimitMs + DEAD_HOP_SAMPLE_MS, (d) => {
+      violation('bgp-dead-next-hop', `node ${d.node}, dead since ${new Date(d.deadSince).toISOString()}, is still a next hop of ${d.prefixes.join(', ')} in the nodes' router ${d.lateMs} ms later (limit ${TOLERANCE.deadHopLimitMs} ms + ${DEAD_HOP_SAMPLE_MS} ms sampling)`, d.deadSince);
+    }, (node, ms) => {
+      deadHopFigures.withdrawalsMs.push(ms);
+      if (ms > TOLERANCE.deadHopLimitMs / 2) log(`note: dead node ${node}'s next hops left the nodes' router ${ms} ms after its death`);
+    });
+    /** The nodes' router's table at the last sample (for the per-second conditions). */
+    let nodeTable: Map<string, string[]> | undefined;
+    every(DEAD_HOP_SAMPLE_MS, async () => {
+      const at = Date.now();
+      const table = await net.nodeRib();
+      if (!table) return;
+      nodeTable = table;
+      const n = deadHops.observe(table, net.deadNodes(), at);
+      deadHopFigures.checks += n;
+      count('bgp-dead-hop', n);
+    }, () => finished);
+    const checkNodeBgp = () => {
+      const table = nodeTable;
+      if (!table) return;
+      const dead = net.deadNodes();
+      const serving = L2_NODES.filter((n) => !dead.has(n.address) && servesLoadBalancers(view.nodes.find((x) => x.metadata?.name === n.id))).map((n) => n.address);
+      const { conditions, checks: n } = nodeBgpConditions({ services: view.services, table, serving, extraPool: world.extraPool, excluded: world.excluded, judgeMissing: !netFaults.staticConfig });
+      count('bgp-node-rib', n);
+      return conditions;
+    };
     /** The prober's latest round (each round complete: see l2-prober-main.ts). */
     let lastProbe: L2ProbeRound | undefined;
     const prober = net.startProber(TIMING.l2ProbePeriodMs, (r) => {
@@ -628,6 +658,12 @@ export async function runSoak(opts: SoakOptions, log: (line: string) => void = c
       longestConditionMs: Object.fromEntries([...longest].sort()),
       speakers: net.speakers.map((x) => ({ slot: x.name, starts: x.starts })),
       l2Probe: { rounds: twoMacFigures.rounds, periodMs: TIMING.l2ProbePeriodMs, toleranceMs: opts.l2TwoMacsToleranceMs, twoMacEpisodes: twoMacFigures.episodes, twoMacRounds: twoMacFigures.doubleRounds, longestTwoMacMs: twoMacFigures.longestMs },
+      deadHop: {
+        samplePeriodMs: DEAD_HOP_SAMPLE_MS, limitMs: TOLERANCE.deadHopLimitMs, checks: deadHopFigures.checks,
+        withdrawals: deadHopFigures.withdrawalsMs.length,
+        medianMs: deadHopFigures.withdrawalsMs.length ? Math.round(median(deadHopFigures.withdrawalsMs)) : 0,
+        maxMs: Math.max(0, ...deadHopFigures.withdrawalsMs),
+      },
     };
     return {
       seed: opts.seed,

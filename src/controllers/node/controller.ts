@@ -1,5 +1,6 @@
 import type { V1Node, V1NodeAddress } from '@kubernetes/client-node';
 import type { CloudProvider, InstanceMetadata, Instances } from '../../cloud/types.ts';
+import type { NodeRuleEffects } from '../../cloud/node-rules.ts';
 import { isNotFound } from '../../kube/errors.ts';
 import { isUninitialized, nodeAgeMs, nodeEventSubject, nodeName } from '../../kube/node-helpers.ts';
 import { DEFAULT_RETRY, retryOnConflict, type RetryOptions } from '../../kube/retry-on-conflict.ts';
@@ -11,7 +12,8 @@ import { fetchInstanceMetadata, planInitialization, type InitializationPlan } fr
 import { labelsToReconcile } from './labels.ts';
 import { nodeControllerMetrics, type NodeControllerMetrics } from './metrics.ts';
 import { planLabelResync } from './label-resync.ts';
-import { ApiCloudNodeWriter, type NodeLabelWriter, type CloudNodeWriter } from './writer.ts';
+import { planNodeRules } from './rules-sync.ts';
+import { ApiCloudNodeWriter, type NodeLabelWriter, type NodeRuleWriter, type CloudNodeWriter } from './writer.ts';
 import { ResyncTrigger } from '../../util/resync-trigger.ts';
 import { forEachLimited } from '../../util/parallel.ts';
 import { errorMessage } from '../../util/errors.ts';
@@ -38,6 +40,7 @@ export interface CloudNodeControllerOptions {
 export interface CloudNodeControllerDeps {
   writer?: CloudNodeWriter;
   labelWriter?: NodeLabelWriter;
+  ruleWriter?: NodeRuleWriter;
 }
 
 /** Its name in logs, health checks and metrics: src/names.ts, the one list of names. */
@@ -63,7 +66,8 @@ export type NodeControllerContext = Pick<ControllerContext, 'transport' | 'recor
  * Beyond upstream: when the provider reports a change (onChange), the periodic pass runs soon
  * (debounced) instead of at its next period, and nodes still tainted are tried again; a node the
  * provider had no metadata for is tried again with backoff (1 s doubling up to the status update
- * period); with relabelNodes the pass also re-syncs cloud labels.
+ * period); with relabelNodes the pass also re-syncs cloud labels; node rules (the provider's
+ * ruleEffects) are applied at initialisation and kept in step by the pass.
  */
 export class CloudNodeController implements Controller {
   readonly name = CLOUD_NODE_CONTROLLER;
@@ -71,6 +75,7 @@ export class CloudNodeController implements Controller {
   private readonly instances: Instances;
   private readonly writer: CloudNodeWriter;
   private readonly labelWriter: NodeLabelWriter;
+  private readonly ruleWriter: NodeRuleWriter;
   private readonly resync: ResyncTrigger;
   private readonly metrics: NodeControllerMetrics;
   private readonly log: Logger;
@@ -88,6 +93,7 @@ export class CloudNodeController implements Controller {
     const api = new ApiCloudNodeWriter(ctx.transport);
     this.writer = deps.writer ?? api;
     this.labelWriter = deps.labelWriter ?? api;
+    this.ruleWriter = deps.ruleWriter ?? api;
     this.resync = new ResyncTrigger(opts.changeDebounceMs ?? 1000);
     this.metrics = nodeControllerMetrics(ctx.registry);
     this.log = ctx.logger.with({ controller: this.name });
@@ -197,6 +203,7 @@ export class CloudNodeController implements Controller {
       if (attempt > 1 && !isUninitialized(node)) return undefined;
       const plan = this.planOrWarn(node, metadata);
       for (const { key, reason } of plan.discardedLabels) log.warn('discarding node label from cloud provider', { label: key, reason });
+      for (const { kind, key, reason } of plan.discardedByRules) log.warn('not applying node rule', { kind, key, reason });
       return this.writer.initialize(name, plan.patch, signal).catch((e: unknown) => {
         if (isNotFound(e)) return undefined;
         throw e;
@@ -226,7 +233,8 @@ export class CloudNodeController implements Controller {
   /**
    * The periodic pass (upstream UpdateNodeStatus): every initialised managed node gets one
    * metadata call and an address write when its addresses changed; `statusWorkers` at a time. With
-   * relabelNodes, the same answer also re-syncs its cloud labels.
+   * relabelNodes, the same answer also re-syncs its cloud labels; when it carries ruleEffects (a
+   * provider with node rules), what the rules set is brought in line too.
    */
   async updateNodeStatus(signal?: AbortSignal): Promise<void> {
     const started = performance.now();
@@ -237,8 +245,11 @@ export class CloudNodeController implements Controller {
         const metadata = await this.instances.instanceMetadata(node, signal);
         // No metadata, nothing to compare the addresses with.
         if (metadata === null) return;
-        if (this.opts.relabelNodes) await this.resyncLabels(node, metadata, log, signal);
-        await this.updateNodeAddresses(node, metadata.nodeAddresses, log, signal);
+        // Each write hands on the node it wrote, so the next one's precondition is not stale.
+        let latest = node;
+        if (this.opts.relabelNodes) latest = await this.resyncLabels(latest, metadata, log, signal);
+        if (metadata.ruleEffects) latest = await this.syncNodeRules(latest, metadata.ruleEffects, log, signal);
+        await this.updateNodeAddresses(latest, metadata.nodeAddresses, log, signal);
       } catch (e) {
         log.error('error getting instance metadata for node addresses', { error: errorMessage(e) });
       }
@@ -246,27 +257,46 @@ export class CloudNodeController implements Controller {
     this.log.debug(2, 'updated node status', { nodes: nodes.length, ms: Math.round(performance.now() - started) });
   }
 
+  /** Brings the node's cloud labels in line with the metadata (label-resync.ts). */
+  private resyncLabels(cached: V1Node, metadata: InstanceMetadata, log: Logger, signal?: AbortSignal): Promise<V1Node> {
+    return this.keepInStep('node labels', cached, log, signal, (node) => {
+      const plan = planLabelResync(node, metadata);
+      for (const { key, reason } of plan.discarded) log.debug(4, 'not re-syncing node label from cloud provider', { label: key, reason });
+      return plan.patch && (() => this.labelWriter.patchCloudLabels(nodeName(node), node.metadata?.resourceVersion, plan.patch!, signal)
+        .then((written) => (log.info('re-synced node labels with cloud provider', { labels: JSON.stringify(plan.patch!.labels) }), written)));
+    });
+  }
+
+  /** Brings what the node rules set on the node in line with what they give it now (rules-sync.ts). */
+  private syncNodeRules(cached: V1Node, effects: NodeRuleEffects, log: Logger, signal?: AbortSignal): Promise<V1Node> {
+    return this.keepInStep('node rules', cached, log, signal, (node) => {
+      const plan = planNodeRules(node, effects);
+      for (const { kind, key, reason } of plan.discarded) log.debug(4, 'not applying node rule', { kind, key, reason });
+      return plan.patch && (() => this.ruleWriter.patchNodeRules(nodeName(node), node.metadata?.resourceVersion, plan.patch!, signal)
+        .then((written) => (log.info('applied node rules', { changes: JSON.stringify(plan.patch) }), written)));
+    });
+  }
+
   /**
-   * Brings the node's cloud labels in line with the metadata. On a conflict the plan is made
-   * again from the node as the API has it; errors are logged and left to the next pass.
+   * One metadata write of an initialised node, planned from the node as read and made under its
+   * resourceVersion: on a conflict it is planned again from the node as the API has it; errors
+   * are logged and left to the next pass. Returns the node as written (or as last read).
    */
-  private async resyncLabels(cached: V1Node, metadata: InstanceMetadata, log: Logger, signal?: AbortSignal): Promise<void> {
+  private async keepInStep(what: string, cached: V1Node, log: Logger, signal: AbortSignal | undefined, plan: (node: V1Node) => (() => Promise<V1Node>) | undefined): Promise<V1Node> {
     const name = nodeName(cached);
+    let latest = cached;
     try {
       await retryOnConflict(async (attempt) => {
-        const node = attempt === 1 ? cached : await this.labelWriter.get(name, signal);
+        if (attempt > 1) latest = await this.writer.get(name, signal);
         // Tainted again meanwhile? Initialisation owns it then.
-        if (attempt > 1 && isUninitialized(node)) return;
-        const plan = planLabelResync(node, metadata);
-        for (const { key, reason } of plan.discarded) log.debug(4, 'not re-syncing node label from cloud provider', { label: key, reason });
-        if (!plan.patch) return;
-        await this.labelWriter.patchCloudLabels(name, node.metadata?.resourceVersion, plan.patch, signal);
-        log.info('re-synced node labels with cloud provider', { labels: JSON.stringify(plan.patch.labels) });
+        if (attempt > 1 && isUninitialized(latest)) return;
+        const write = plan(latest);
+        if (write) latest = await write();
       }, RELABEL_RETRY, signal);
     } catch (e) {
-      if (isNotFound(e)) return;
-      log.error('error re-syncing node labels', { error: errorMessage(e) });
+      if (!isNotFound(e)) log.error(`error re-syncing ${what}`, { error: errorMessage(e) });
     }
+    return latest;
   }
 
   /**

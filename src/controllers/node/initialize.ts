@@ -1,9 +1,10 @@
 import type { V1Node, V1Taint } from '@kubernetes/client-node';
 import type { InstanceMetadata, Instances } from '../../cloud/types.ts';
-import { TAINT_EXTERNAL_CLOUD_PROVIDER, nodeName, taintsWithout } from '../../kube/node-helpers.ts';
+import { TAINT_EXTERNAL_CLOUD_PROVIDER, nodeLabels, nodeName, taintsWithout } from '../../kube/node-helpers.ts';
 import { applyProvidedNodeIP } from './addresses.ts';
 import { CLOUD_LABELS_ANNOTATION, formatCloudLabelKeys, ownedCloudLabelKeys } from './label-resync.ts';
 import { cloudLabels, type CloudLabels } from './labels.ts';
+import { planNodeRules, type RuleDiscard } from './rules-sync.ts';
 
 /**
  * The decisions of initialising a tainted node (upstream syncNode, getInstanceMetadata,
@@ -32,7 +33,7 @@ export async function fetchInstanceMetadata(instances: Instances, node: V1Node, 
 
 /** The node write of initialisation: a JSON merge patch (ApiCloudNodeWriter.initialize says why). */
 export interface InitializationPatch {
-  metadata: { resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  metadata: { resourceVersion?: string; labels?: Record<string, string | null>; annotations?: Record<string, string | null> };
   spec: { providerID?: string; taints: V1Taint[] };
 }
 
@@ -40,6 +41,8 @@ export interface InitializationPlan {
   patch: InitializationPatch;
   /** Additional labels from the provider that were left out (reserved namespace, key already set). */
   discardedLabels: CloudLabels['discarded'];
+  /** What the node rules give that was left out (a key someone else set). */
+  discardedByRules: RuleDiscard[];
 }
 
 /**
@@ -65,6 +68,25 @@ export function planInitialization(node: V1Node, metadata: InstanceMetadata, opt
   // With label re-sync on, record which additional labels are ours, so a later re-sync may
   // change or remove them (and never the ones someone else set).
   if (opts.trackCloudLabels) patch.metadata.annotations = { [CLOUD_LABELS_ANNOTATION]: formatCloudLabelKeys(ownedCloudLabelKeys(labels, metadata)) };
-  return { patch, discardedLabels: discarded };
+  const discardedByRules = metadata.ruleEffects ? applyNodeRules(node, patch, metadata.ruleEffects) : [];
+  return { patch, discardedLabels: discarded, discardedByRules };
+}
+
+/**
+ * Adds the node rules' labels, annotations and taints to the initialisation write, planned on the
+ * node as it will be after it (the cloud labels set, the uninitialized taint gone): so the cloud
+ * labels keep precedence, and a rule's taint is there in the same write that lets pods schedule.
+ */
+function applyNodeRules(node: V1Node, patch: InitializationPatch, effects: NonNullable<InstanceMetadata['ruleEffects']>): RuleDiscard[] {
+  const after: V1Node = {
+    metadata: { labels: { ...nodeLabels(node), ...patch.metadata.labels } as Record<string, string>, annotations: node.metadata?.annotations },
+    spec: { taints: patch.spec.taints },
+  };
+  const { patch: rules, discarded } = planNodeRules(after, effects);
+  if (!rules) return discarded;
+  if (Object.keys(rules.labels).length > 0) patch.metadata.labels = { ...patch.metadata.labels, ...rules.labels };
+  if (Object.keys(rules.annotations).length > 0) patch.metadata.annotations = { ...patch.metadata.annotations, ...rules.annotations };
+  if (rules.taints) patch.spec.taints = rules.taints;
+  return discarded;
 }
 

@@ -116,7 +116,7 @@ describe('initialisation with label re-sync on', () => {
     const node = makeNode();
     const metadata = meta({ additionalLabels: { 'example.com/rack': 'r7' } });
     const { patch } = planInitialization(node, metadata, { trackCloudLabels: true });
-    const after = untainted({ ...node, metadata: { ...node.metadata, labels: patch.metadata.labels, annotations: patch.metadata.annotations } });
+    const after = untainted({ ...node, metadata: { ...node.metadata, labels: patch.metadata.labels as Record<string, string>, annotations: patch.metadata.annotations as Record<string, string> } });
     expect(planLabelResync(after, metadata).patch).toBeUndefined();
   });
 });
@@ -173,7 +173,8 @@ class StoreWriter implements CloudNodeWriter, NodeLabelWriter {
     const node = this.store.get(name)!;
     const next = untainted({
       ...node,
-      metadata: { ...node.metadata, labels: { ...node.metadata?.labels, ...patch.metadata.labels }, annotations: { ...node.metadata?.annotations, ...patch.metadata.annotations } },
+      // No null in these patches: nothing here has node rules.
+      metadata: { ...node.metadata, labels: { ...node.metadata?.labels, ...patch.metadata.labels } as Record<string, string>, annotations: { ...node.metadata?.annotations, ...patch.metadata.annotations } as Record<string, string> },
       spec: { ...node.spec, providerID: patch.spec.providerID ?? node.spec?.providerID },
     });
     this.store.set(name, next);

@@ -2,6 +2,7 @@ import type { V1Node } from '@kubernetes/client-node';
 import type { InstanceMetadata } from '../../cloud/types.ts';
 import { nodeLabels } from '../../kube/node-helpers.ts';
 import { cloudLabels, isKubernetesNamespacedLabel, type CloudLabels } from './labels.ts';
+import { formatManagedKeys, managedKeys } from './managed-keys.ts';
 
 /**
  * Label re-sync of initialised nodes (beyond upstream, which labels a node once, at
@@ -34,15 +35,11 @@ export interface LabelResyncPlan {
 
 /** The additional label keys the annotation lists; undefined when the node has no annotation. */
 export function trackedCloudLabelKeys(node: V1Node): Set<string> | undefined {
-  const value = node.metadata?.annotations?.[CLOUD_LABELS_ANNOTATION];
-  if (value === undefined) return undefined;
-  return new Set(value.split(',').map((k) => k.trim()).filter(Boolean));
+  return managedKeys(node, CLOUD_LABELS_ANNOTATION);
 }
 
-/** The annotation value for a set of keys: sorted, comma separated (label keys hold no commas). */
-export function formatCloudLabelKeys(keys: Iterable<string>): string {
-  return [...keys].sort().join(',');
-}
+/** The annotation value for a set of keys: sorted, comma separated (managed-keys.ts). */
+export const formatCloudLabelKeys = formatManagedKeys;
 
 export function planLabelResync(node: V1Node, metadata: InstanceMetadata): LabelResyncPlan {
   const current = nodeLabels(node);

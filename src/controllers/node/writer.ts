@@ -1,8 +1,9 @@
-import type { V1Node, V1NodeAddress } from '@kubernetes/client-node';
+import type { V1Node, V1NodeAddress, V1Taint } from '@kubernetes/client-node';
 import { NODES, ResourceClient } from '../../kube/resources.ts';
 import type { KubeTransport } from '../../kube/transport.ts';
 import type { InitializationPatch } from './initialize.ts';
 import type { CloudLabelsPatch } from './label-resync.ts';
+import type { NodeRulesPatch } from './rules-sync.ts';
 
 /**
  * The cloud node controller's writes to the API, one method each, so the reason for each patch
@@ -24,7 +25,14 @@ export interface NodeLabelWriter {
   patchCloudLabels(name: string, resourceVersion: string | undefined, patch: CloudLabelsPatch, signal?: AbortSignal): Promise<V1Node>;
 }
 
-export class ApiCloudNodeWriter implements CloudNodeWriter, NodeLabelWriter {
+/** The node rules' write (rules-sync.ts), apart for the same reason. */
+export interface NodeRuleWriter {
+  get(name: string, signal?: AbortSignal): Promise<V1Node>;
+  /** Applies the patch if the node is still at `resourceVersion` (409 otherwise). */
+  patchNodeRules(name: string, resourceVersion: string | undefined, patch: NodeRulesPatch, signal?: AbortSignal): Promise<V1Node>;
+}
+
+export class ApiCloudNodeWriter implements CloudNodeWriter, NodeLabelWriter, NodeRuleWriter {
   private readonly nodes: ResourceClient<V1Node>;
 
   constructor(transport: KubeTransport) {
@@ -65,6 +73,20 @@ export class ApiCloudNodeWriter implements CloudNodeWriter, NodeLabelWriter {
     const metadata: Record<string, unknown> = { resourceVersion, labels: patch.labels };
     if (Object.keys(patch.annotations).length > 0) metadata.annotations = patch.annotations;
     return this.nodes.patch(name, 'merge', { metadata }, { signal });
+  }
+
+  /**
+   * Merge patch of metadata.labels and metadata.annotations (null removes a key) and, when the
+   * rules changed a taint, of spec.taints (a merge patch replaces the list whole), under a
+   * resourceVersion precondition: the list was computed from the node as read, and a taint
+   * someone added meanwhile must not be replaced away (409, read again, plan again).
+   */
+  patchNodeRules(name: string, resourceVersion: string | undefined, patch: NodeRulesPatch, signal?: AbortSignal): Promise<V1Node> {
+    const body: { metadata: Record<string, unknown>; spec?: { taints: V1Taint[] } } = { metadata: { resourceVersion } };
+    if (Object.keys(patch.labels).length > 0) body.metadata.labels = patch.labels;
+    if (Object.keys(patch.annotations).length > 0) body.metadata.annotations = patch.annotations;
+    if (patch.taints) body.spec = { taints: patch.taints };
+    return this.nodes.patch(name, 'merge', body, { signal });
   }
 
   /**
