@@ -4,6 +4,9 @@
 # Usage: scripts/build-control-plane.sh            builds what is missing, prints the bin dir
 #        scripts/build-control-plane.sh kubectl    also a kubectl of the same Kubernetes version
 #                                                  (the demo prints its path; nothing needs it)
+#        scripts/build-control-plane.sh kube-controller-manager
+#                                                  also kube-controller-manager (bench/node-ipam.ts
+#                                                  runs its node IPAM allocator; nothing else needs it)
 # Each build is a numbered step with its log in ~/.cache/edge-ccm/logs (scripts/lib.sh step_run);
 # EDGE_CCM_STEP_FIRST and EDGE_CCM_STEP_TOTAL number them within a caller's steps (install.sh).
 set -euo pipefail
@@ -15,14 +18,15 @@ CACHE_ROOT="$EDGE_CCM_CACHE"
 BIN_DIR="$CACHE_ROOT/control-plane/k8s-$K8S_VERSION-etcd-$ETCD_VERSION"
 mkdir -p "$BIN_DIR"
 
-with_kubectl=false
+extra_cmd=''
 case "${1:-}" in
   '') ;;
-  kubectl) with_kubectl=true ;;
-  *) echo "usage: $0 [kubectl]" >&2; exit 2 ;;
+  kubectl) extra_cmd=kubectl ;;
+  kube-controller-manager) extra_cmd=kube-controller-manager ;;
+  *) echo "usage: $0 [kubectl|kube-controller-manager]" >&2; exit 2 ;;
 esac
 step=${EDGE_CCM_STEP_FIRST:-1}
-total=${EDGE_CCM_STEP_TOTAL:-$($with_kubectl && echo 3 || echo 2)}
+total=${EDGE_CCM_STEP_TOTAL:-$([ -n "$extra_cmd" ] && echo 3 || echo 2)}
 
 command -v go >/dev/null || { echo "go is required to build kube-apiserver and etcd (install the Go toolchain)" >&2; exit 1; }
 
@@ -123,13 +127,13 @@ else
   step_run "$step" "$total" "building kube-apiserver $K8S_VERSION from its Go module (first run only, about 9 minutes on 2 cores; cached in $BIN_DIR)" \
     "$EDGE_CCM_LOG_DIR/build-kube-apiserver-$K8S_VERSION.log" apiserver_build
 fi
-if $with_kubectl; then
+if [ -n "$extra_cmd" ]; then
   step=$((step + 1))
-  if [ -x "$BIN_DIR/kubectl" ]; then
-    step_say "$step" "$total" "kubectl $K8S_VERSION: built already ($BIN_DIR/kubectl)"
+  if [ -x "$BIN_DIR/$extra_cmd" ]; then
+    step_say "$step" "$total" "$extra_cmd $K8S_VERSION: built already ($BIN_DIR/$extra_cmd)"
   else
-    step_run "$step" "$total" "building kubectl $K8S_VERSION from the same module (about a minute after the API server's build; cached in $BIN_DIR)" \
-      "$EDGE_CCM_LOG_DIR/build-kubectl-$K8S_VERSION.log" k8s_build kubectl
+    step_run "$step" "$total" "building $extra_cmd $K8S_VERSION from the same module (a few minutes after the API server's build; cached in $BIN_DIR)" \
+      "$EDGE_CCM_LOG_DIR/build-$extra_cmd-$K8S_VERSION.log" k8s_build "$extra_cmd"
   fi
 fi
 # Only after a build: a run that found everything built says so in its step lines already.

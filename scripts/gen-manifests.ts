@@ -67,6 +67,11 @@ export const MANIFESTS: Manifest[] = [
     set: ['kubeVip.enabled=true'],
   },
   {
+    file: 'rbac-node-ipam.yaml',
+    templates: ['rbac-node-ipam.yaml'],
+    set: ['nodeIPAM.enabled=true', 'nodeIPAM.cidrAllocatorType=CloudAllocator'],
+  },
+  {
     file: 'speaker.yaml',
     templates: ['speaker-rbac.yaml', 'speaker-daemonset.yaml'],
     set: ['speaker.enabled=true'],

@@ -8,10 +8,14 @@ export const CLOUD_NODE_CONTROLLER = 'cloud-node-controller';
 export const CLOUD_NODE_LIFECYCLE_CONTROLLER = 'cloud-node-lifecycle-controller';
 export const SERVICE_LB_CONTROLLER = 'service-lb-controller';
 export const NODE_ROUTE_CONTROLLER = 'node-route-controller';
+export const NODE_IPAM_CONTROLLER = 'node-ipam-controller';
 
 /** The controllers --controllers selects from, in the controller table's order. */
-export const CONTROLLER_NAMES = [CLOUD_NODE_CONTROLLER, CLOUD_NODE_LIFECYCLE_CONTROLLER, SERVICE_LB_CONTROLLER, NODE_ROUTE_CONTROLLER] as const;
+export const CONTROLLER_NAMES = [CLOUD_NODE_CONTROLLER, CLOUD_NODE_LIFECYCLE_CONTROLLER, SERVICE_LB_CONTROLLER, NODE_ROUTE_CONTROLLER, NODE_IPAM_CONTROLLER] as const;
 export type ControllerName = (typeof CONTROLLER_NAMES)[number];
+
+/** Upstream's ControllersDisabledByDefault: `*` leaves them off; only naming one turns it on. */
+export const CONTROLLERS_DISABLED_BY_DEFAULT: ReadonlySet<ControllerName> = new Set([NODE_IPAM_CONTROLLER]);
 
 /** Upstream's short aliases (names.CCMControllerAliases). */
 export const CONTROLLER_ALIASES: Readonly<Record<string, ControllerName>> = {
@@ -19,6 +23,7 @@ export const CONTROLLER_ALIASES: Readonly<Record<string, ControllerName>> = {
   'cloud-node-lifecycle': CLOUD_NODE_LIFECYCLE_CONTROLLER,
   service: SERVICE_LB_CONTROLLER,
   route: NODE_ROUTE_CONTROLLER,
+  nodeipam: NODE_IPAM_CONTROLLER,
 };
 
 /** Beyond upstream and always on while leading (src/status), so not in --controllers. */

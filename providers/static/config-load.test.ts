@@ -67,6 +67,26 @@ describe('static config: every independent problem in one run', () => {
     ]);
   });
 
+  test('pinned pod CIDRs: CIDRs, one per family, no overlap between machines in service; canonical text', () => {
+    expect(errorsOf(dedent(`
+    inventory:
+      machines:
+        - { id: a, podCIDRs: [10.244.1.0/24, "2001:db8:0:1::/64"] }
+        - { id: b, podCIDRs: [10.244.1.128/25] }
+        - { id: c, podCIDRs: [10.244.2.0/24, 10.244.3.0/24] }
+        - { id: d, podCIDRs: [10.244.4.1/24] }
+        - { id: e, podCIDRs: [] }
+        - { id: f, podCIDRs: [10.244.1.0/24], decommissioned: true }
+    `))).toEqual([
+      { path: 'inventory.machines[1].podCIDRs[0]', line: 4, message: 'pod CIDR 10.244.1.128/25 overlaps 10.244.1.0/24 (also in inventory.machines[0])' },
+      { path: 'inventory.machines[2].podCIDRs[1]', line: 5, message: 'two IPv4 pod CIDRs: give at most one IPv4 and one IPv6 CIDR' },
+      { path: 'inventory.machines[3].podCIDRs[0]', line: 6, message: 'invalid CIDR "10.244.4.1/24" (a network address and its length, host bits zero, such as 10.244.3.0/24)' },
+      { path: 'inventory.machines[4].podCIDRs', line: 7, message: 'must list at least one CIDR (or leave podCIDRs out)' },
+    ]);
+    const loaded = loadStaticConfig('inventory:\n  machines:\n    - { id: a, podCIDRs: ["2001:DB8:0:1:0::/64"] }\n', noSecrets);
+    expect(loaded.ok && loaded.config.inventory.machines[0]!.podCIDRs).toEqual(['2001:db8:0:1::/64']);
+  });
+
   test('a machine whose own redfish block is broken is not also told its merged redfish settings are incomplete', () => {
     expect(errorsOf(dedent(`
     inventory:

@@ -31,6 +31,8 @@ export interface Machine {
   site?: string;
   rack?: string;
   addresses: V1NodeAddress[];
+  /** The pod CIDRs node IPAM's CloudAllocator gives this machine's Node, canonical; undefined: none pinned. */
+  podCIDRs?: string[];
   instanceType: string;
   zone: string;
   region: string;

@@ -1,6 +1,6 @@
 import type { V1NodeAddress } from '@kubernetes/client-node';
 import { isKubernetesNamespacedLabel, isNodeRoleKey, labelKeyError, labelValueError } from '../../src/kube/labels.ts';
-import { formatIP, parseIP } from '../../src/net/ip.ts';
+import { formatIP, formatPrefix, parseIP, parsePrefix, type Prefix } from '../../src/net/ip.ts';
 import type { ConfigIssue, ConfigPath, ReportIssue } from '../../src/config-file/issues.ts';
 import { SecretFiles, type ConfigWarningIssue, type SecretSource } from '../../src/config-file/secrets.ts';
 import { resolveSharedSections } from '../../src/config-sections.ts';
@@ -124,6 +124,7 @@ function buildMachine(
     site,
     rack: m.rack,
     addresses,
+    podCIDRs: resolvePodCIDRs(m, path, report),
     instanceType: nearest('instanceType') ?? '',
     zone: nearest('zone') ?? '',
     region: nearest('region') ?? '',
@@ -133,6 +134,15 @@ function buildMachine(
     redfish,
   };
   return { machine, addressPaths };
+}
+
+/** The machine's pinned pod CIDRs, canonical: at most one per family (the cluster CIDR is the controller's to check). */
+function resolvePodCIDRs(m: SalvagedMachine, path: ConfigPath, report: ReportIssue): string[] | undefined {
+  if (!m.podCIDRs) return undefined;
+  const prefixes = m.podCIDRs.map((c) => parsePrefix(c)!);
+  const second = prefixes.findIndex((p, j) => prefixes.findIndex((q) => q.family === p.family) !== j);
+  if (second >= 0) report([...path, 'podCIDRs', second], `two IPv${prefixes[second]!.family} pod CIDRs: give at most one IPv4 and one IPv6 CIDR`);
+  return prefixes.map(formatPrefix);
 }
 
 /** Merged Redfish settings of one machine; undefined (no Redfish) when no layer names an endpoint. */
@@ -198,6 +208,7 @@ function checkLabels(layer: RawDefaults, path: ConfigPath, report: ReportIssue):
  */
 class DuplicateTracker {
   private readonly owners = new Map<string, string>();
+  private readonly podCIDRs: { prefix: Prefix; where: string }[] = [];
   constructor(private readonly report: ReportIssue) {}
 
   /** False (and reported) when an earlier machine has this id. */
@@ -211,11 +222,19 @@ class DuplicateTracker {
     if (!this.claimId(machine.id, path)) return;
     if (machine.decommissioned) return;
     this.claim(`node:${machine.nodeName}`, where, [...path, raw.nodeName !== undefined ? 'nodeName' : 'id'], `duplicate node name ${JSON.stringify(machine.nodeName)}`);
+    machine.podCIDRs?.forEach((cidr, j) => this.claimPodCIDR(parsePrefix(cidr)!, where, [...path, 'podCIDRs', j]));
     machine.addresses.forEach((a, j) => {
       const isIP = a.type === 'InternalIP' || a.type === 'ExternalIP';
       const key = isIP ? `ip:${a.address}` : a.type === 'Hostname' ? `host:${a.address}` : undefined;
       if (key) this.claim(key, where, addressPaths[j]!, `duplicate ${isIP ? 'address' : 'hostname'} ${JSON.stringify(a.address)}`);
     });
+  }
+
+  /** Pinned pod CIDRs must not overlap (two nodes would route the same pods). */
+  private claimPodCIDR(prefix: Prefix, where: string, path: ConfigPath): void {
+    const clash = this.podCIDRs.find((c) => c.prefix.family === prefix.family && c.prefix.first <= prefix.last && prefix.first <= c.prefix.last);
+    if (clash) this.report(path, `pod CIDR ${formatPrefix(prefix)} overlaps ${formatPrefix(clash.prefix)} (also in inventory.${clash.where})`);
+    else this.podCIDRs.push({ prefix, where });
   }
 
   /** False (and reported) when another machine has the key already. */

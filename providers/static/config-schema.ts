@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { parseIP } from '../../src/net/ip.ts';
+import { parseIP, parsePrefix } from '../../src/net/ip.ts';
 import { KUBERNETES_NAME_MAX_LENGTH } from '../../src/config-file/limits.ts';
 import { asRecord, labelValue, nonEmpty, simpleName, validOrUndefined, withoutUserinfo } from '../../src/config-file/schema.ts';
 import { SHARED_SECTIONS, salvageSharedSections, type ResolvableSharedSections } from '../../src/config-sections.ts';
@@ -66,6 +66,12 @@ const nodeNameLength = v.maxLength<string, number, string>(KUBERNETES_NAME_MAX_L
 
 const machineId = v.pipe(nonEmpty, nodeNameLength, v.regex(/^[^\s/]+$/, 'must not contain spaces or slashes (it becomes providerID static://ID)'));
 
+/** A pod CIDR the machine's Node gets (node IPAM's CloudAllocator): a network address and its length. */
+const podCIDR = v.pipe(
+  v.string(),
+  v.check((s: string) => parsePrefix(s) !== undefined, (issue) => `invalid CIDR ${JSON.stringify(issue.input)} (a network address and its length, host bits zero, such as 10.244.3.0/24)`),
+);
+
 const MachineSchema = v.strictObject({
   ...inheritable,
   id: machineId,
@@ -74,6 +80,7 @@ const MachineSchema = v.strictObject({
   site: v.optional(simpleName),
   rack: v.optional(simpleName),
   addresses: v.optional(v.array(AddressSchema)),
+  podCIDRs: v.optional(v.pipe(v.array(podCIDR), v.minLength(1, 'must list at least one CIDR (or leave podCIDRs out)'), v.maxLength(2, 'at most two CIDRs: one IPv4, one IPv6'))),
   decommissioned: v.optional(v.boolean()),
 });
 export type RawMachine = v.InferOutput<typeof MachineSchema>;

@@ -77,5 +77,6 @@ export function machineMetadata(machine: Machine, rules: readonly NodeRule[] = [
     region: machine.region,
     additionalLabels,
     ruleEffects: ruleEffects(rules, machineFacts(machine)),
+    ...(machine.podCIDRs ? { podCIDRs: [...machine.podCIDRs] } : {}),
   };
 }

@@ -4,8 +4,9 @@ import type { CloudProvider } from '../cloud/types.ts';
 import { CloudNodeController } from '../controllers/node/index.ts';
 import { CloudNodeLifecycleController, type LifecycleOptions } from '../controllers/nodelifecycle/index.ts';
 import { RouteController } from '../controllers/route/controller.ts';
+import { NodeIPAMController, type NodeIPAMOptions } from '../controllers/nodeipam/index.ts';
 import { ServiceController } from '../controllers/service/index.ts';
-import { CLOUD_NODE_CONTROLLER, CLOUD_NODE_LIFECYCLE_CONTROLLER, NODE_ROUTE_CONTROLLER, SERVICE_LB_CONTROLLER, STATUS_PUBLISHER, type ControllerName } from '../names.ts';
+import { CLOUD_NODE_CONTROLLER, CLOUD_NODE_LIFECYCLE_CONTROLLER, NODE_IPAM_CONTROLLER, NODE_ROUTE_CONTROLLER, SERVICE_LB_CONTROLLER, STATUS_PUBLISHER, type ControllerName } from '../names.ts';
 import type { Controller, ControllerContext } from '../controllers/types.ts';
 import { EndpointNodes } from '../kube/endpoint-slices.ts';
 import type { EventRecorder } from '../kube/event-recorder.ts';
@@ -80,6 +81,15 @@ export const CONTROLLERS = [
     unavailable: (cloud, s) => (!s.configureCloudRoutes ? '--configure-cloud-routes=false' : cloud.routes ? undefined : `provider ${cloud.providerName} has no routes`),
     start: (ctx, s) => new RouteController(ctx, { clusterCIDRs: s.clusterCIDRs, reconciliationPeriodMs: s.routeReconciliationPeriodMs, watchBased: s.watchBasedRoutes }),
   },
+  {
+    name: NODE_IPAM_CONTROLLER,
+    eventSource: 'node-ipam-controller',
+    // Upstream's nodeipam controller acts as node-controller (its ClientBuilder name): patching nodes is in that role.
+    serviceAccount: 'node-controller',
+    // As upstream's startNodeIpamController: named in --controllers and --allocate-node-cidrs.
+    unavailable: (cloud, s) => (!s.nodeIPAM ? '--allocate-node-cidrs=false' : s.nodeIPAM.allocatorType === 'CloudAllocator' && !cloud.instances ? `--cidr-allocator-type=CloudAllocator: provider ${cloud.providerName} has no instances` : undefined),
+    start: (ctx, s) => new NodeIPAMController(ctx, s.nodeIPAM!),
+  },
 ] as const satisfies readonly ControllerSpec[];
 
 export type { ControllerName };
@@ -98,7 +108,7 @@ export function runnableControllers(cloud: CloudProvider, settings: ControllerSe
 }
 
 /** Which controllers are asked for, and the one flag that can keep one from running. */
-export type ControllerSelection = Pick<ControllerSettings, 'enabled' | 'configureCloudRoutes'>;
+export type ControllerSelection = Pick<ControllerSettings, 'enabled' | 'configureCloudRoutes' | 'nodeIPAM'>;
 
 /** What the controllers need from the command line, already parsed and validated. */
 export interface ControllerSettings {
@@ -115,6 +125,8 @@ export interface ControllerSettings {
   kubeVipAnnotation: boolean;
   configureCloudRoutes: boolean;
   clusterCIDRs: Prefix[];
+  /** --allocate-node-cidrs and the nodeipam flags, resolved; undefined: --allocate-node-cidrs=false. */
+  nodeIPAM?: NodeIPAMOptions;
   routeReconciliationPeriodMs: number;
   /** The CloudControllerManagerWatchBasedRoutesReconciliation feature gate (see RouteControllerOptions.watchBased). */
   watchBasedRoutes?: boolean;
@@ -156,6 +168,7 @@ export function buildControllers(settings: ControllerSettings, deps: ControllerD
   const workQueueMetrics = workQueueMetricsFor(deps.registry);
   const context = (spec: ControllerSpec): ControllerContext => ({
     transport: deps.transportFor?.(spec.name) ?? deps.transport,
+    ownTransport: deps.transport,
     recorder: deps.recorderFor(spec.eventSource),
     logger: log.with({ controller: spec.name }),
     registry: deps.registry,

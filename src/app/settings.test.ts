@@ -46,4 +46,18 @@ describe('settings from flags', () => {
     expect(clients.tokenReviews.server).toBe('https://127.0.0.1:7443');
     expect(clients.accessReviews.server).toBe('https://127.0.0.1:8443');
   });
+
+  test('node IPAM: its flags are checked only when it runs (named in --controllers and --allocate-node-cidrs), in --cluster-cidr order', () => {
+    const base = ['--cloud-provider', 'static', '--master', 'https://127.0.0.1:6443'];
+    // A manifest that passed --allocate-node-cidrs while edge-ccm ignored it still starts.
+    expect(resolveSettings(options(...base, '--allocate-node-cidrs')).controllers.nodeIPAM).toBeUndefined();
+    expect(() => resolveSettings(options(...base, '--allocate-node-cidrs', '--controllers=*,nodeipam'))).toThrow('--cluster-cidr: required by --allocate-node-cidrs');
+    expect(() => resolveSettings(options(...base, '--allocate-node-cidrs', '--controllers=*,nodeipam', '--cluster-cidr=10.244.0.0/16,2001:db8::/48', '--node-cidr-mask-size=24')))
+      .toThrow('--node-cidr-mask-size: not allowed with dual-stack clusters');
+    const ipam = resolveSettings(options(...base, '--allocate-node-cidrs', '--controllers=*,nodeipam', '--cluster-cidr=2001:db8::/48,10.244.0.0/16', '--service-cluster-ip-range=10.96.0.0/12')).controllers.nodeIPAM!;
+    expect(ipam.maskSizes).toEqual([64, 24]);
+    expect(ipam.clusterCIDRs.map((c) => c.family)).toEqual([6, 4]);
+    expect(ipam.serviceCIDRs).toHaveLength(1);
+    expect(ipam.recordName).toBe('cloud-controller-manager-node-ipam');
+  });
 });

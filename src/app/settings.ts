@@ -3,7 +3,8 @@ import { readCloudConfigFile } from '../cloud/config-file.ts';
 import type { ProviderRegistry } from '../cloud/registry.ts';
 import type { CloudProvider } from '../cloud/types.ts';
 import { resolveLifecycleOptions } from '../controllers/nodelifecycle/index.ts';
-import { NODE_ROUTE_CONTROLLER } from '../names.ts';
+import { resolveNodeIPAMOptions, type NodeIPAMOptions } from '../controllers/nodeipam/index.ts';
+import { NODE_IPAM_CONTROLLER, NODE_ROUTE_CONTROLLER } from '../names.ts';
 import type { Logger } from '../log.ts';
 import { parsePrefix, type Prefix } from '../net/ip.ts';
 import { gateEnabled } from '../options/feature-gates.ts';
@@ -103,6 +104,7 @@ export function resolveSettings(options: Options): Settings {
     shrinkMaxShare: options.nodeDeletionShrinkMaxShare,
   }));
   const clusterCIDRs = collect(problems, () => clusterCIDRsFromFlag(options.clusterCIDR));
+  const nodeIPAM = clusterCIDRs ? collect(problems, () => nodeIPAMFromFlags(options, clusterCIDRs)) : undefined;
   const clientCertificates = collect(problems, () => clientCertificatesFromFlags(options));
   if (problems.length > 0 || !isManagedNode || !kubeConfig || !lifecycle || !clusterCIDRs) throw new ConfigurationError(problems.join('\n'));
   return {
@@ -143,6 +145,7 @@ export function resolveSettings(options: Options): Settings {
       kubeVipAnnotation: options.kubeVipAnnotation,
       configureCloudRoutes: options.configureCloudRoutes,
       clusterCIDRs,
+      nodeIPAM,
       routeReconciliationPeriodMs: options.routeReconciliationPeriodMs,
       watchBasedRoutes: gateEnabled(options.featureGates, 'CloudControllerManagerWatchBasedRoutesReconciliation'),
       lifecycle,
@@ -181,12 +184,40 @@ function requireClusterCIDRs(options: Options, cloud: CloudProvider): void {
   }
 }
 
-/** --cluster-cidr as prefixes (none when empty); the flag's own check already refused a bad one. */
+/** --cluster-cidr as prefixes, in the flag's order (node IPAM gives each node's CIDRs in it); none when empty. */
 function clusterCIDRsFromFlag(text: string): Prefix[] {
+  return cidrListFromFlag('--cluster-cidr', text);
+}
+
+/** A flag's one- or two-family CIDR list; its own check already refused a bad one. */
+function cidrListFromFlag(flag: string, text: string): Prefix[] {
   if (!text.trim()) return [];
   const parsed = parseClusterCIDRs(text);
-  if (!parsed.ok) throw new ConfigurationError(parsed.errors.map((e) => `--cluster-cidr: ${e}`).join('\n'));
-  return [parsed.cidrs.ipv4, parsed.cidrs.ipv6].filter((c): c is string => !!c).map((c) => parsePrefix(c, true)!);
+  if (!parsed.ok) throw new ConfigurationError(parsed.errors.map((e) => `${flag}: ${e}`).join('\n'));
+  return text.split(',').map((c) => parsePrefix(c.trim(), true)!);
+}
+
+/**
+ * The node IPAM settings when it runs (named in --controllers, and --allocate-node-cidrs): only
+ * then are the nodeipam flags required to fit together, so a manifest that passed
+ * --allocate-node-cidrs while edge-ccm ignored it still starts.
+ */
+function nodeIPAMFromFlags(options: Options, clusterCIDRs: Prefix[]): NodeIPAMOptions | undefined {
+  if (!options.allocateNodeCIDRs || !options.enabledControllers.has(NODE_IPAM_CONTROLLER)) return undefined;
+  try {
+    return resolveNodeIPAMOptions({
+      allocatorType: options.cidrAllocatorType,
+      clusterCIDRs,
+      serviceCIDRs: cidrListFromFlag('--service-cluster-ip-range', options.serviceClusterIPRange),
+      maskSize: options.nodeCIDRMaskSize,
+      maskSizeIPv4: options.nodeCIDRMaskSizeIPv4,
+      maskSizeIPv6: options.nodeCIDRMaskSizeIPv6,
+      namespace: options.leaderElectResourceNamespace,
+      leaseName: options.leaderElectResourceName,
+    });
+  } catch (e) {
+    throw new ConfigurationError(errorMessage(e));
+  }
 }
 
 /** Our client configuration; a kubeconfig a flag names that is missing or broken is named by its flag. */

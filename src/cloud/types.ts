@@ -30,6 +30,12 @@ export interface InstanceMetadata {
    * is removed.
    */
   ruleEffects?: NodeRuleEffects;
+  /**
+   * Beyond upstream: the pod CIDRs the inventory pins for this machine (one per family), which
+   * node IPAM's CloudAllocator gives its Node; undefined: none pinned. Checked against
+   * --cluster-cidr by the controller (the provider does not know the flag).
+   */
+  podCIDRs?: string[];
 }
 
 export interface Instances {

@@ -11,6 +11,11 @@ import type { Logger } from '../log.ts';
 /** What the app hands every controller: shared clients, informers and the ownership decision. */
 export interface ControllerContext {
   transport: KubeTransport;          // for writes
+  /**
+   * edge-ccm's own account, for edge-ccm's own objects (the node IPAM record), whatever
+   * --use-service-account-credentials makes `transport`; absent: `transport`.
+   */
+  ownTransport?: KubeTransport;
   recorder: EventRecorder;
   logger: Logger;
   registry: Registry;                // prom-client, for the controller's metrics (create metrics once per registry)

@@ -32,6 +32,13 @@ export function nodeEventSubject(node: V1Node): EventSubject {
   return { apiVersion: 'v1', kind: 'Node', metadata: { name: m?.name, uid: m?.uid, resourceVersion: m?.resourceVersion } };
 }
 
+/** spec.podCIDRs, or the older single spec.podCIDR (the route controller reads them, node IPAM writes them). */
+export function podCIDRs(node: V1Node): string[] {
+  const many = node.spec?.podCIDRs ?? [];
+  if (many.length > 0) return many;
+  return node.spec?.podCIDR ? [node.spec.podCIDR] : [];
+}
+
 // --- taints ---
 
 export function findTaint(node: V1Node, key: string): V1Taint | undefined {

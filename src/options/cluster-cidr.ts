@@ -3,6 +3,7 @@
  * CIDRs, and two only when one is IPv4 and the other IPv6. Host bits are accepted and masked off
  * (Go's ParseCIDR), so "10.244.1.7/16" means 10.244.0.0/16.
  */
+import * as v from 'valibot';
 import { formatPrefix, parsePrefix } from '../net/ip.ts';
 
 export interface ClusterCIDRs {
@@ -34,3 +35,13 @@ export function parseClusterCIDRs(text: string): ClusterCIDRsResult {
   }
   return errors.length > 0 ? { ok: false, errors } : { ok: true, cidrs };
 }
+
+/** The flag schema of such a list (--cluster-cidr, --service-cluster-ip-range): empty, or checked as above. */
+export const cidrListSchema = v.pipe(
+  v.string(),
+  v.rawCheck(({ dataset, addIssue }) => {
+    if (!dataset.typed || dataset.value.trim() === '') return;
+    const parsed = parseClusterCIDRs(dataset.value);
+    if (!parsed.ok) for (const message of parsed.errors) addIssue({ message });
+  }),
+);

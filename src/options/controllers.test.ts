@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { CONTROLLER_NAMES, resolveControllers, type ControllerName } from './controllers.ts';
+import { CONTROLLER_NAMES, CONTROLLERS_DISABLED_BY_DEFAULT, resolveControllers, type ControllerName } from './controllers.ts';
 
 function enabled(list: string[]): ControllerName[] {
   const selection = resolveControllers(list);
@@ -7,7 +7,8 @@ function enabled(list: string[]): ControllerName[] {
   return [...selection.enabled].sort();
 }
 
-const ALL = [...CONTROLLER_NAMES].sort();
+/** What `*` enables: every controller but upstream's disabled-by-default ones. */
+const ALL = CONTROLLER_NAMES.filter((n) => !CONTROLLERS_DISABLED_BY_DEFAULT.has(n)).sort();
 
 describe('resolveControllers (upstream IsControllerEnabled)', () => {
   test.each<[string[], ControllerName[]]>([
@@ -26,6 +27,10 @@ describe('resolveControllers (upstream IsControllerEnabled)', () => {
     [['-node-route-controller', 'route'], []],
     [['node-route-controller', '-route', '*'], ALL],
     [['cloud-node-lifecycle'], ['cloud-node-lifecycle-controller']],
+    // disabled by default: `*` leaves it off, naming it (or its alias) turns it on
+    [['*', 'nodeipam'], [...ALL, 'node-ipam-controller' as const].sort()],
+    [['node-ipam-controller'], ['node-ipam-controller']],
+    [['*', '-nodeipam'], ALL],
   ])('%p enables %p', (list, expected) => {
     expect(enabled(list)).toEqual(expected);
   });

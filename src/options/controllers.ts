@@ -1,13 +1,13 @@
 /**
  * The --controllers selection, with upstream's names, aliases and semantics
  * (k8s.io/controller-manager IsControllerEnabled): for each controller the first entry naming it
- * decides (`name` on, `-name` off); without one, it runs iff `*` is listed. Every controller of
- * the cloud-controller-manager is on by default, so `*` enables all of them. The names and aliases
+ * decides (`name` on, `-name` off); without one, it runs iff `*` is listed and it is not one of
+ * upstream's disabled-by-default controllers (node-ipam-controller), which run only when named. The names and aliases
  * are src/names.ts's, the one list the controller table (src/app/controllers.ts) is checked against.
  */
-import { CONTROLLER_ALIASES, CONTROLLER_NAMES, type ControllerName } from '../names.ts';
+import { CONTROLLER_ALIASES, CONTROLLER_NAMES, CONTROLLERS_DISABLED_BY_DEFAULT, type ControllerName } from '../names.ts';
 
-export { CONTROLLER_ALIASES, CONTROLLER_NAMES, type ControllerName };
+export { CONTROLLER_ALIASES, CONTROLLER_NAMES, CONTROLLERS_DISABLED_BY_DEFAULT, type ControllerName };
 
 export type ResolvedControllers =
   | { ok: true; enabled: ReadonlySet<ControllerName> }
@@ -45,7 +45,7 @@ function isControllerEnabled(name: ControllerName, entries: readonly string[]): 
     if (entry === `-${name}`) return false;
     if (entry === '*') star = true;
   }
-  return star;
+  return star && !CONTROLLERS_DISABLED_BY_DEFAULT.has(name);
 }
 
 function knownNames(): string {

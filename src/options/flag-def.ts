@@ -5,13 +5,14 @@
 import type * as v from 'valibot';
 import type { FlagKind, FlagKindValue } from './values.ts';
 
-/** Help sections, in upstream's order (k8s.io/cloud-provider's NamedFlagSets); ours last. */
+/** Help sections, in upstream's order (k8s.io/cloud-provider's NamedFlagSets, the controller sections together); ours last. */
 export const FLAG_GROUPS = [
   'debugging',
   'leader-migration',
   'generic',
   'cloud-node-controller',
   'service-lb-controller',
+  'nodeipam controller',
   'webhook',
   'webhook serving',
   'secure serving',

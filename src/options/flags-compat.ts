@@ -102,8 +102,11 @@ export const COMPAT_FLAGS = [
     kind: 'string',
     default: 'RangeAllocator',
     group: 'generic',
-    help: 'Type of CIDR allocator to use',
-    inert: 'edge-ccm allocates no pod CIDRs (kube-controller-manager\'s node-ipam controller does)',
+    help:
+      'Type of CIDR allocator to use: RangeAllocator (upstream\'s: the next free CIDR, released when the Node is ' +
+      'deleted) or CloudAllocator (the machine\'s CIDRs from the provider\'s inventory, else the ones it got first, ' +
+      'kept across Node deletions).',
+    schema: v.picklist(['RangeAllocator', 'CloudAllocator'], (issue) => `unknown CIDR allocator type ${issue.received} (known: RangeAllocator, CloudAllocator)`),
   }),
   flag({
     name: 'external-cloud-volume-plugin',

@@ -5,13 +5,14 @@
  * auth) so existing manifests keep working; the "edge-ccm" group holds our own additions.
  */
 import * as v from 'valibot';
-import { CONTROLLER_ALIASES, CONTROLLER_NAMES, resolveControllers } from './controllers.ts';
+import { CONTROLLER_ALIASES, CONTROLLER_NAMES, CONTROLLERS_DISABLED_BY_DEFAULT, resolveControllers } from './controllers.ts';
 import { formatGoDuration, parseGoDuration } from '../util/duration.ts';
 import type { FlagKind } from './values.ts';
 import { flag, type FlagDef } from './flag-def.ts';
 import { parseIP } from '../net/ip.ts';
 import { alwaysAllowPathError } from '../server/auth/path-matcher.ts';
-import { parseClusterCIDRs } from './cluster-cidr.ts';
+import { cidrListSchema } from './cluster-cidr.ts';
+import { NODE_IPAM_FLAGS } from './flags-nodeipam.ts';
 import { DEFAULT_LIFECYCLE_OPTIONS, DELETION_POLICIES } from '../controllers/nodelifecycle/options.ts';
 import { AUTH_FLAGS } from './flags-auth.ts';
 import { COMPAT_FLAGS } from './flags-compat.ts';
@@ -59,7 +60,7 @@ export const FLAGS = [
       "named 'foo', '-foo' disables the controller named 'foo'.\n" +
       `All controllers: ${CONTROLLER_NAMES.join(', ')}\n` +
       `Aliases: ${Object.entries(CONTROLLER_ALIASES).map(([alias, name]) => `${alias} (${name})`).join(', ')}\n` +
-      'Disabled-by-default controllers: none',
+      `Disabled-by-default controllers: ${[...CONTROLLERS_DISABLED_BY_DEFAULT].join(', ') || 'none'}`,
     schema: v.pipe(
       v.array(v.string()),
       v.rawCheck(({ dataset, addIssue }) => {
@@ -222,16 +223,10 @@ export const FLAGS = [
     group: 'generic',
     help:
       'CIDR Range for Pods in cluster: comma separated, at most one IPv4 and one IPv6 CIDR. Required when ' +
-      'routes are configured (--configure-cloud-routes and a provider with routes); checked whenever given.',
+      'routes are configured (--configure-cloud-routes and a provider with routes) and by --allocate-node-cidrs; ' +
+      'checked whenever given.',
     // Checked whenever given, routes or not: a typo should not wait for the day routes are turned on.
-    schema: v.pipe(
-      v.string(),
-      v.rawCheck(({ dataset, addIssue }) => {
-        if (!dataset.typed || dataset.value.trim() === '') return;
-        const parsed = parseClusterCIDRs(dataset.value);
-        if (!parsed.ok) for (const message of parsed.errors) addIssue({ message });
-      }),
-    ),
+    schema: cidrListSchema,
   }),
   flag({
     name: 'allocate-node-cidrs',
@@ -239,8 +234,9 @@ export const FLAGS = [
     kind: 'bool',
     default: false,
     group: 'generic',
-    help: 'Should CIDRs for Pods be allocated and set on the cloud provider. Requires --cluster-cidr.',
-    inert: 'edge-ccm allocates no pod CIDRs (kube-controller-manager\'s node-ipam controller does); routes follow --configure-cloud-routes',
+    help:
+      'Should CIDRs for Pods be allocated and set on the cloud provider. Requires --cluster-cidr. The ' +
+      'node-ipam-controller (disabled by default: name it in --controllers) allocates them.',
   }),
   flag({
     name: 'cluster-name',
@@ -603,6 +599,7 @@ export const FLAGS = [
   }),
   // the rest of upstream's surface, by topic (src/options/upstream-flags.ts lists it all)
   ...COMPAT_FLAGS,
+  ...NODE_IPAM_FLAGS,
   ...SERVING_FLAGS,
   ...AUTH_FLAGS,
   ...LOGGING_FLAGS,

@@ -62,7 +62,8 @@ describe(`the flag table covers ${UPSTREAM_MODULE}`, () => {
 
   test('every other flag is one of ours, in the edge-ccm section', () => {
     const upstream = new Set(UPSTREAM_FLAGS.map((f) => f.name));
-    const extra = FLAGS.filter((def) => !upstream.has(def.name));
+    // The nodeipam section is upstream's too, added by cmd/cloud-controller-manager (not k8s.io/cloud-provider).
+    const extra = FLAGS.filter((def) => !upstream.has(def.name) && def.group !== 'nodeipam controller');
     expect(extra.length).toBeGreaterThan(0);
     for (const def of extra) expect(`${def.name}: ${def.group}`).toBe(`${def.name}: edge-ccm`);
   });
@@ -77,6 +78,18 @@ describe(`the flag table covers ${UPSTREAM_MODULE}`, () => {
     const parsed = parseArgs(argv);
     expect(parsed.options.cloudProvider).toBe('static');
     expect(parsed.options.givenFlags.size).toBe(argv.length - 1); // --cloud-provider twice
+  });
+});
+
+describe('the nodeipam controller section (cmd/cloud-controller-manager, kube-controller-manager\'s NodeIPAMControllerOptions)', () => {
+  test('has upstream\'s four flags, types and zero defaults', () => {
+    const section = FLAGS.filter((def) => def.group === 'nodeipam controller').map((def) => [def.name, def.typeName ?? def.kind, def.default]);
+    expect(section).toEqual([
+      ['node-cidr-mask-size', 'int32', 0],
+      ['node-cidr-mask-size-ipv4', 'int32', 0],
+      ['node-cidr-mask-size-ipv6', 'int32', 0],
+      ['service-cluster-ip-range', 'string', ''],
+    ]);
   });
 });
 

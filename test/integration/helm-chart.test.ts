@@ -144,7 +144,7 @@ const CASES: Case[] = [
     },
   },
   {
-    label: 'DaemonSet, config and secrets in the values, kube-vip, service-account credentials, own lease, every monitor',
+    label: 'DaemonSet, config and secrets in the values, kube-vip, service-account credentials, own lease, every monitor, node IPAM',
     release: 'edge-ccm-full',
     namespace: 'helm-full',
     values: {
@@ -152,6 +152,7 @@ const CASES: Case[] = [
       cloudConfig: { content: INVENTORY },
       secrets: { files: { 'bmc-password': 'hunter2\n', 'bmc-ca.pem': 'not a real CA\n' } },
       kubeVip: { enabled: true },
+      nodeIPAM: { enabled: true, cidrAllocatorType: 'CloudAllocator' },
       useServiceAccountCredentials: true,
       leaderElection: { leaseName: 'edge-ccm-full', leaseNamespace: 'helm-full', leaseDuration: '20s', renewDeadline: '15s', retryPeriod: '3s' },
       image: { repository: 'registry.example/edge-ccm', digest: `sha256:${'a'.repeat(64)}` },
@@ -168,8 +169,13 @@ const CASES: Case[] = [
         leaderElect: true, leaderElectResourceName: 'edge-ccm-full', leaderElectResourceNamespace: 'helm-full',
         leaderElectLeaseDurationMs: 20_000, leaderElectRenewDeadlineMs: 15_000, leaderElectRetryPeriodMs: 3_000,
         kubeVipAnnotation: true, useServiceAccountCredentials: true, clusterCIDR: '10.244.0.0/16', configureCloudRoutes: false,
-        bindAddress: POD_IP,
+        bindAddress: POD_IP, allocateNodeCIDRs: true, cidrAllocatorType: 'CloudAllocator',
       });
+      expect([...options.enabledControllers]).toContain('node-ipam-controller');
+      // The CloudAllocator's Role: its one ConfigMap, beside the chosen lease.
+      const ipamRole = must(stored, 'Role', 'edge-ccm-full:node-ipam');
+      expect(ipamRole.metadata.namespace).toBe('helm-full');
+      expect((ipamRole.rules as { resourceNames?: string[] }[]).flatMap((r) => r.resourceNames ?? [])).toEqual(['edge-ccm-full-node-ipam']);
       expect(edgeCcm(ds).image).toBe(`registry.example/edge-ccm@sha256:${'a'.repeat(64)}`);
       // Probed where it listens: the pod's IP, the kubelet's default.
       expect([edgeCcm(ds).livenessProbe?.httpGet?.host, edgeCcm(ds).readinessProbe?.httpGet?.host]).toEqual([undefined, undefined]);

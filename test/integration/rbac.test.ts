@@ -38,6 +38,8 @@ interface RbacSource {
   rbac(): string;
   /** The opt-in objects for --use-service-account-credentials. */
   serviceAccountCredentials(): string;
+  /** The opt-in objects for node IPAM's CloudAllocator (its ConfigMap beside the Lease). */
+  nodeIPAM(): string;
 }
 
 const CHART = { release: 'rbac-chart', namespace: 'edge-ccm-rbac', serviceAccount: 'edge-ccm-chart', leaseName: 'edge-ccm-rbac-chart' };
@@ -51,6 +53,7 @@ const SOURCES: RbacSource[] = [
     leaseName: 'cloud-controller-manager',
     rbac: () => readFileSync(join(DEPLOY, 'rbac.yaml'), 'utf8'),
     serviceAccountCredentials: () => readFileSync(join(DEPLOY, 'rbac-service-account-credentials.yaml'), 'utf8'),
+    nodeIPAM: () => readFileSync(join(DEPLOY, 'rbac-node-ipam.yaml'), 'utf8'),
   },
   {
     label: `the Helm chart (release ${CHART.release} in ${CHART.namespace}, service account ${CHART.serviceAccount})`,
@@ -64,6 +67,8 @@ const SOURCES: RbacSource[] = [
     ].join(''),
     serviceAccountCredentials: () =>
       helmTemplate({ ...CHART, values: { ...CHART_VALUES, useServiceAccountCredentials: true }, showOnly: ['rbac-service-account-credentials.yaml'] }),
+    nodeIPAM: () =>
+      helmTemplate({ ...CHART, values: { ...CHART_VALUES, nodeIPAM: { enabled: true, cidrAllocatorType: 'CloudAllocator' } }, showOnly: ['rbac-node-ipam.yaml'] }),
   },
 ];
 
@@ -115,6 +120,8 @@ async function runScenario(source: RbacSource, prefix: string, extraFlags: strin
     `--leader-elect-resource-name=${source.leaseName}`, '--leader-elect-lease-duration=3s', '--leader-elect-renew-deadline=2s', '--leader-elect-retry-period=500ms',
     '--node-monitor-period=300ms', '--route-reconciliation-period=1s',
     '--node-deletion-grace-period=0s', '--node-deletion-not-found-threshold=1', '--node-deletion-breaker-max-share=1',
+    // Node IPAM's CloudAllocator: node b registers without pod CIDRs and gets them, recorded in the ConfigMap.
+    '--controllers=*,nodeipam', '--allocate-node-cidrs', '--cidr-allocator-type=CloudAllocator',
     ...extraFlags,
   ]);
   await ccm.waitForLog('successfully acquired lease');
@@ -127,8 +134,10 @@ async function runScenario(source: RbacSource, prefix: string, extraFlags: strin
   // addresses in the same create (nodes keep status on create): a status patch after it raced
   // the controller, whose ExternalIP it could replace away (CI at 7c595cc).
   for (const [i, name] of [a, b].entries()) {
-    await nodes.create({ metadata: { name }, spec: { podCIDRs: [`10.244.${i + 1}.0/24`], taints: [UNINITIALIZED] }, status: { addresses: [{ type: 'InternalIP', address: `10.1.0.${i + 1}` }] } });
+    const podCIDRs = name === a ? [`10.244.${i + 1}.0/24`] : undefined;
+    await nodes.create({ metadata: { name }, spec: { podCIDRs, taints: [UNINITIALIZED] }, status: { addresses: [{ type: 'InternalIP', address: `10.1.0.${i + 1}` }] } });
   }
+  await eventually(`node ${b} given pod CIDRs by node IPAM`, async () => ((await nodes.get(b)).spec?.podCIDRs?.length ? true : undefined), withCcmLog);
   await eventually('node initialised', async () => {
     const n = await nodes.get(a);
     return n.spec?.providerID && !n.spec.taints?.some((t) => t.key === UNINITIALIZED.key) && n.status?.addresses?.some((x) => x.type === 'ExternalIP') ? n : undefined;
@@ -190,6 +199,7 @@ for (const [index, source] of SOURCES.entries()) describe(source.label, () => {
   test('every controller works under the shipped ClusterRole with no 403', async () => {
     const rbac = source.rbac();
     await applyManifests(admin, rbac);
+    await applyManifests(admin, source.nodeIPAM());
     const entries = await runScenario(source, `${prefix}rbac`, []);
     expect(forbidden(entries, [ccmUser])).toEqual([]);
     // The test proves something only if every kind of request really happened.
@@ -201,6 +211,7 @@ for (const [index, source] of SOURCES.entries()) describe(source.label, () => {
       'create tokenreviews', 'create subjectaccessreviews',
       'list addresspools', 'create addresspools', 'delete addresspools', 'patch addresspools/status',
       'get edgeccmstatuses', 'create edgeccmstatuses', 'patch edgeccmstatuses/status',
+      'get configmaps', 'create configmaps',
     ]) expect(seen).toContain(want);
     // And the other way round: the ClusterRole grants nothing edge-ccm does not use. A grant the
     // scenario cannot reach on its own stays only with the reason it is needed.
@@ -220,6 +231,8 @@ for (const [index, source] of SOURCES.entries()) describe(source.label, () => {
     expect(forbidden(entries, users)).toEqual([]);
     const ccmSeen = requestKinds(entries, ccmUser);
     for (const want of ['create serviceaccounts/token', 'get serviceaccounts']) expect(ccmSeen).toContain(want);
+    // The node IPAM record (created in the first test) is patched by edge-ccm's own account.
+    expect(ccmSeen).toContain('patch configmaps');
     expect(requestKinds(entries, SA('node-controller'))).toContain('patch nodes');
     expect(requestKinds(entries, SA('node-controller'))).toContain('delete nodes');
     expect(requestKinds(entries, SA('service-controller'))).toContain('patch services/status');

@@ -1,6 +1,7 @@
 import type { V1Node, V1NodeAddress, V1NodeCondition } from '@kubernetes/client-node';
 import type { Route } from '../../cloud/types.ts';
 import { parsePrefix, prefixContains, type Prefix } from '../../net/ip.ts';
+import { podCIDRs } from '../../kube/node-helpers.ts';
 
 /** Decisions of the route controller, kept pure so the upstream scenarios test them directly. */
 
@@ -70,13 +71,6 @@ export function planRoutes(nodes: V1Node[], routes: Route[], clusterCIDRs: Prefi
     return action === undefined || action === 'remove' || action === 'update';
   });
   return { toDelete, toCreate, actions, deleteBeforeCreate: routes[0]?.enableNodeAddresses === true };
-}
-
-/** spec.podCIDRs, or the older single spec.podCIDR. */
-export function podCIDRs(node: V1Node): string[] {
-  const many = node.spec?.podCIDRs ?? [];
-  if (many.length > 0) return many;
-  return node.spec?.podCIDR ? [node.spec.podCIDR] : [];
 }
 
 /**
