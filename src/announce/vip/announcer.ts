@@ -7,6 +7,7 @@ import { errorMessage } from '../../util/errors.ts';
 import { LogLimiter } from '../../util/log-limiter.ts';
 import { subnetInterface as hostSubnetInterface } from '../l2/interfaces.ts';
 import { Liveness } from '../l2/liveness.ts';
+import { WarmUp } from '../l2/warm-up.ts';
 import type { ControlPlaneEndpointConfig } from './config-model.ts';
 import { decideVip, type VipDecision } from './decision.ts';
 import { ApiServerHealth } from './health.ts';
@@ -50,8 +51,7 @@ export class VipAnnouncer {
   private readonly logLimit = new LogLimiter(LOG_WINDOW_MS);
   private readonly vipKey: string;
   private scheduled = false;
-  private warmedUp = false;
-  private warmupTimer?: ReturnType<typeof setTimeout>;
+  private readonly warmUp: WarmUp;
   private holding = false;
   private heardSinceStart = false;
   private probeClear = false;
@@ -110,19 +110,23 @@ export class VipAnnouncer {
         this.schedule();
       },
     });
+    this.warmUp = new WarmUp(this.liveness.timeoutMs, () => {
+      this.log.info('liveness warm-up over', { alive: [...this.liveness.alive()].sort().join(',') });
+      this.schedule();
+    });
     this.metrics = new VipMetrics(opts.registry);
   }
 
   /** Ready: warmed up (it has heard who is up and decides). */
   ready(): boolean {
-    return this.warmedUp && !this.stopping;
+    return this.warmUp.over && !this.stopping;
   }
 
   /** Runs until the signal aborts; then releases the VIP and tells the others it leaves (they take over at once). */
   async run(signal: AbortSignal): Promise<void> {
     await this.liveness.start();
     this.health.start();
-    this.warmUp();
+    this.warmUp.start();
     this.schedule();
     try {
       await new Promise<void>((resolve) => {
@@ -131,23 +135,13 @@ export class VipAnnouncer {
       });
     } finally {
       this.stopping = true;
-      clearTimeout(this.warmupTimer);
+      this.warmUp.stop();
       this.probe?.abort();
       this.health.stop();
       this.setHolding(false, 'stopping');
       this.responder.close();
       await this.liveness.leave();
     }
-  }
-
-  private warmUp(): void {
-    this.warmedUp = false;
-    clearTimeout(this.warmupTimer);
-    this.warmupTimer = setTimeout(() => {
-      this.warmedUp = true;
-      this.log.info('liveness warm-up over', { alive: [...this.liveness.alive()].sort().join(',') });
-      this.schedule();
-    }, this.liveness.timeoutMs);
   }
 
   /** Woken from a pause longer than the timeout: the others have taken the VIP; release at once and warm up again. */
@@ -157,7 +151,7 @@ export class VipAnnouncer {
     this.metrics.pauses.inc();
     this.setHolding(false, 'paused');
     this.liveness.setState('warming', '');
-    this.warmUp();
+    this.warmUp.start();
   }
 
   private schedule(): void {
@@ -181,7 +175,7 @@ export class VipAnnouncer {
       self: this.opts.node,
       hosts: [...this.config.hosts.keys()],
       key: this.vipKey,
-      warmedUp: this.warmedUp,
+      warmedUp: this.warmUp.over,
       healthy: this.health.healthy,
       peers,
       holding: this.holding,
