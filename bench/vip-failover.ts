@@ -89,6 +89,28 @@ try {
     const fmt = (xs: number[]) => `p50 ${percentile(xs, 50)} ms, max ${Math.max(...xs)} ms`;
     console.log(`vip failover: ${fault.name}: ${RUNS} runs; first ARP answer from the new holder ${fmt(arp)}; first good request after a failed one ${fmt(request)}; failed requests p50 ${percentile(failed, 50)}, max ${Math.max(...failed)}; probes answered by two MACs ${doubles() - before}`);
   }
+  // Load: the holder's API server busy for 30 s (16 clients fetching the OpenAPI document back to
+  // back from the client's namespace): the VIP must not move while it stays ready.
+  {
+    await Bun.sleep(2000);
+    const holder = answering()!;
+    const at = Date.now();
+    let loading = true;
+    let served = 0;
+    const url = `https://${vip.site.nodes[holder].lanIPv4}:6443/openapi/v2`;
+    const clients = Array.from({ length: 16 }, async () => {
+      while (loading) {
+        const r = await vip.site.lab.exec('client', ['curl', '-sk', '-o', '/dev/null', '-w', '%{http_code}', '--max-time', '10', '-H', `Authorization: Bearer ${vip.adminToken}`, url]);
+        if (r.stdout.trim() === '200') served += 1;
+      }
+    });
+    await Bun.sleep(30_000);
+    loading = false;
+    await Promise.all(clients);
+    const during = prober.probes().filter((p) => p.t >= at);
+    const others = during.filter((p) => p.macs.length !== 1 || vip.nodeOfMac(p.macs[0]!) !== holder).length;
+    console.log(`vip under load: the holder's API server served ${served} OpenAPI documents (16 clients, 30 s); ${during.length} probes, ${others} not answered by the holder alone; requests through the VIP meanwhile: ${requests.filter((r) => r.t >= at && !r.ok).length} failed of ${requests.filter((r) => r.t >= at).length}`);
+  }
   // Cold start: every edge-ccm at once (the API servers up): from the start to the first ARP answer.
   const cold: number[] = [];
   const coldBefore = doubles();

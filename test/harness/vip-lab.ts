@@ -25,6 +25,8 @@ export class VipLab {
   private flags: (node: NodeName) => string[] = () => [];
   private readonly configPath: string;
   private readonly keyPath: string;
+  /** A bearer token of group system:masters (for load on the API servers). */
+  readonly adminToken = crypto.randomUUID();
 
   private constructor(readonly site: L2Lab, private readonly binaries: ReturnType<typeof controlPlaneBinaries>) {
     this.configPath = join(site.lab.dir, 'vip-config.yaml');
@@ -63,7 +65,7 @@ export class VipLab {
       issueCertificate(frontProxyCa, pki, 'front-proxy-client', { commonName: 'front-proxy-client', usage: 'client' }),
     ]);
     const tokenAuthFile = join(lab.dir, 'tokens.csv');
-    writeFileSync(tokenAuthFile, `${crypto.randomUUID()},token-user,token-user-uid,"system:masters"\n`, { mode: 0o600 });
+    writeFileSync(tokenAuthFile, `${this.adminToken},token-user,token-user-uid,"system:masters"\n`, { mode: 0o600 });
     const auditPolicyFile = join(lab.dir, 'audit-policy.yaml');
     writeFileSync(auditPolicyFile, AUDIT_POLICY);
     this.flags = (node) => apiServerFlags(API_PORT, ETCD, {
