@@ -16,6 +16,9 @@ import type { LoggedProcess } from './processes.ts';
  * every fault of a node), and the compiled binary's `vip` mode with one config and key.
  */
 export const VIP = '198.51.100.10';
+export const VIP6 = '2001:db8:1::10';
+/** What the hosts rank over: the section's addresses, as edge-ccm vip joins them. */
+export const VIP_KEY = `${VIP},${VIP6}`;
 export const API_PORT = 6443;
 const ETCD = 'http://198.51.100.99:2379';
 
@@ -49,7 +52,10 @@ export class VipLab {
 
   private async setUp(): Promise<void> {
     const { lab } = this.site;
-    for (const node of NODES) await lab.ip(node, 'addr', 'add', `${VIP}/32`, 'dev', 'lo');
+    for (const node of NODES) {
+      await lab.ip(node, 'addr', 'add', `${VIP}/32`, 'dev', 'lo');
+      await lab.ip(node, 'addr', 'add', `${VIP6}/128`, 'dev', 'lo');
+    }
     const pki = join(lab.dir, 'pki');
     mkdirSync(pki);
     const [ca, frontProxyCa, serviceAccount] = await Promise.all([
@@ -87,7 +93,7 @@ export class VipLab {
     writeFileSync(this.keyPath, randomBytes(32).toString('hex'), { mode: 0o600 });
     writeFileSync(this.configPath, [
       'controlPlaneEndpoint:',
-      `  addresses: [${VIP}]`,
+      `  addresses: [${VIP}, "${VIP6}"]`,
       '  announce: l2',
       '  interfaces: [eth0]',
       '  hosts:',

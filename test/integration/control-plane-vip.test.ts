@@ -3,7 +3,7 @@ import { rankNodes } from '../../src/net/l2/election.ts';
 import { ArpProber, type Probe } from '../harness/arp-probes.ts';
 import { eventually } from '../harness/eventually.ts';
 import { NODES, type NodeName } from '../harness/l2-lab.ts';
-import { VIP, VipLab } from '../harness/vip-lab.ts';
+import { VIP, VIP6, VIP_KEY, VipLab } from '../harness/vip-lab.ts';
 
 /**
  * `edge-ccm vip` (issue 28) in network namespaces: three control-plane hosts on one switch, each
@@ -14,7 +14,7 @@ import { VIP, VipLab } from '../harness/vip-lab.ts';
  */
 
 /** The order every host elects in when all three are eligible. */
-const ORDER = rankNodes(VIP, NODES) as NodeName[];
+const ORDER = rankNodes(VIP_KEY, NODES) as NodeName[];
 
 interface Request { t: number; ok: boolean }
 
@@ -99,6 +99,8 @@ describe('control-plane VIP', () => {
     const since = prober.probes().filter((p) => p.t >= settledAt);
     expect(since.length).toBeGreaterThan(10);
     expect(since.filter((p) => p.macs.length !== 1 || vip.nodeOfMac(p.macs[0]!) !== ORDER[0])).toEqual([]);
+    // The IPv6 address moves with it: one Neighbor Advertisement, from the same host.
+    expect(await vip.site.ndpAnswers(VIP6)).toEqual([vip.site.nodes[ORDER[0]!].lanMac]);
     expect(doubles()).toEqual([]);
   }, 300_000);
 
