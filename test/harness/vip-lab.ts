@@ -20,6 +20,8 @@ export const VIP6 = '2001:db8:1::10';
 /** What the hosts rank over: the section's addresses, as edge-ccm vip joins them. */
 export const VIP_KEY = `${VIP},${VIP6}`;
 export const API_PORT = 6443;
+/** Each host's `edge-ccm vip` serves /metrics and /readyz here, inside its own namespace. */
+const VIP_METRICS_PORT = 7473;
 const ETCD = 'http://198.51.100.99:2379';
 
 export class VipLab {
@@ -117,9 +119,15 @@ export class VipLab {
   }
 
   startVip(node: NodeName): LoggedProcess {
-    const proc = this.site.lab.spawnLogged(node, `vip-${node}`, ccmBinaryCommand(['vip', `--cloud-config=${this.configPath}`, `--node-name=${node}`, `--liveness-key-file=${this.keyPath}`, '--metrics-bind-address=0']));
+    const proc = this.site.lab.spawnLogged(node, `vip-${node}`, ccmBinaryCommand(['vip', `--cloud-config=${this.configPath}`, `--node-name=${node}`, `--liveness-key-file=${this.keyPath}`, `--metrics-bind-address=127.0.0.1:${VIP_METRICS_PORT}`]));
     this.vips.set(node, proc);
     return proc;
+  }
+
+  /** GET `path` of the node's `edge-ccm vip` metrics server: the body, or undefined when it did not answer 200. */
+  async vipEndpoint(node: NodeName, path: '/metrics' | '/readyz'): Promise<string | undefined> {
+    const r = await this.site.lab.exec(node, ['curl', '-sf', '--max-time', '2', `http://127.0.0.1:${VIP_METRICS_PORT}${path}`]);
+    return r.code === 0 ? r.stdout : undefined;
   }
 
   /** The node whose lan MAC is `mac`. */

@@ -99,6 +99,13 @@ describe('control-plane VIP', () => {
     const since = prober.probes().filter((p) => p.t >= settledAt);
     expect(since.length).toBeGreaterThan(10);
     expect(since.filter((p) => p.macs.length !== 1 || vip.nodeOfMac(p.macs[0]!) !== ORDER[0])).toEqual([]);
+    // Each host says who holds it, and is ready.
+    for (const n of NODES) {
+      expect(await vip.vipEndpoint(n, '/readyz')).toBe('ok');
+      const metrics = (await vip.vipEndpoint(n, '/metrics')) ?? '';
+      expect({ n, holding: /^edge_ccm_vip_holding (\d)$/m.exec(metrics)?.[1] }).toEqual({ n, holding: n === ORDER[0] ? '1' : '0' });
+      expect(metrics).toContain(`edge_ccm_vip_elected{node="${ORDER[0]}"} 1`);
+    }
     // The IPv6 address moves with it: one Neighbor Advertisement, from the same host.
     expect(await vip.site.ndpAnswers(VIP6)).toEqual([vip.site.nodes[ORDER[0]!].lanMac]);
     expect(doubles()).toEqual([]);
@@ -110,6 +117,9 @@ describe('control-plane VIP', () => {
     await vip.apiServers.get(holder)!.kill();
     const now = await moveFrom(holder, faultAt);
     expect(now).toBe(ORDER[1]!);
+    // Why it moved: in the old holder's log and metrics.
+    expect(vip.vips.get(holder)!.logTail(200)).toMatch(/vip released.*reason=apiserver-unhealthy/);
+    expect(await vip.vipEndpoint(holder, '/metrics')).toContain('edge_ccm_vip_transitions_total{direction="release",reason="apiserver-unhealthy"} 1');
     expect(doubles()).toEqual([]);
   }, 60_000);
 
