@@ -62,12 +62,15 @@ describe('config tables name every key of the schema', () => {
   test('the bgp section (every provider) in docs/networking/bgp.md', () => {
     expect(undocumented(StaticConfigSchema, ['bgp'], 'docs/networking/bgp.md')).toEqual([]);
   });
+  test('the controlPlaneEndpoint section (every provider) in docs/networking/control-plane-vip.md', () => {
+    expect(undocumented(StaticConfigSchema, ['controlPlaneEndpoint'], 'docs/networking/control-plane-vip.md')).toEqual([]);
+  });
   test('the nodeRules section (every provider) in docs/operations.md', () => {
     expect(undocumented(StaticConfigSchema, ['nodeRules'], 'docs/operations.md')).toEqual([]);
     expect(undocumented(ProxmoxConfigSchema, ['nodeRules'], 'docs/operations.md')).toEqual([]);
   });
   test('proxmox provider: its own sections in docs/providers/proxmox.md', () => {
-    const own = Object.keys((ProxmoxConfigSchema as unknown as SchemaNode).entries ?? {}).filter((k) => k !== 'loadBalancer' && k !== 'bgp' && k !== 'nodeRules');
+    const own = Object.keys((ProxmoxConfigSchema as unknown as SchemaNode).entries ?? {}).filter((k) => k !== 'loadBalancer' && k !== 'bgp' && k !== 'nodeRules' && k !== 'controlPlaneEndpoint');
     expect(undocumented(ProxmoxConfigSchema, own, 'docs/providers/proxmox.md')).toEqual([]);
   });
   test('the check can fail: a key no table names is reported', () => {

@@ -6,6 +6,7 @@ import { runImport } from './import.ts';
 import { runManager } from './run.ts';
 import { runSelfTest } from './selftest.ts';
 import { runSpeaker } from './speaker.ts';
+import { runVip } from './vip.ts';
 import { runValidate } from './validate.ts';
 import { versionLine } from '../version.ts';
 import { didYouMean } from '../util/did-you-mean.ts';
@@ -56,6 +57,8 @@ export async function runCli(argv: string[], providers: ProviderRegistry): Promi
     }
     case 'speaker':
       return runSpeaker(argv.slice(argv.indexOf('speaker') + 1));
+    case 'vip':
+      return runVip(argv.slice(argv.indexOf('vip') + 1));
     case 'import':
       return runImport(argv.slice(argv.indexOf('import') + 1));
     default:

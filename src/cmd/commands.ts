@@ -29,6 +29,7 @@ export const COMMANDS: readonly CommandInfo[] = [
       'is missing.',
   },
   { name: 'speaker', summary: 'the per-node announcer: ARP/NDP for the load-balancer addresses this node is elected for, BGP+BFD with announceFrom: nodes (see edge-ccm speaker --help)' },
+  { name: 'vip', summary: 'the control-plane VIP: holds controlPlaneEndpoint on the control-plane host whose API server answers (see edge-ccm vip --help)' },
   { name: 'import', summary: 'convert a MetalLB, kube-vip or Cilium configuration (see edge-ccm import --help)' },
 ];
 

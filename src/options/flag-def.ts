@@ -24,7 +24,7 @@ export const FLAG_GROUPS = [
 ] as const;
 export type FlagGroup = (typeof FLAG_GROUPS)[number];
 /** The flags of a subcommand with flags of its own (src/options/speaker.ts): one section of their own, not the manager's. */
-export type CommandFlagGroup = 'speaker';
+export type CommandFlagGroup = 'speaker' | 'vip';
 
 export interface FlagDef<Key extends string = string, Kind extends FlagKind = FlagKind, Value = FlagKindValue[Kind]> {
   /** Long name, without dashes. */

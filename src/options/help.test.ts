@@ -15,7 +15,7 @@ describe('renderHelp', () => {
   const line = (name: string) => lines.find((l) => new RegExp(`^ +(-\\w, )?--${name}( |$)`).test(l)) ?? '';
 
   test('starts with the usage, as upstream, and lists the subcommands', () => {
-    expect(help).toContain('\nUsage:\n  edge-ccm [flags]\n  edge-ccm [validate|selftest|speaker|import] [flags]\n');
+    expect(help).toContain('\nUsage:\n  edge-ccm [flags]\n  edge-ccm [validate|selftest|speaker|vip|import] [flags]\n');
     for (const c of COMMANDS) expect(help).toContain(`\n  ${c.name} `);
   });
 

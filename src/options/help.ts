@@ -8,6 +8,7 @@ import { flagDefaultText, flagNames, flagsByGroup, flagTypeName, groupTitle, typ
 import { EXIT_CODES } from './exit-codes.ts';
 import type { FlagDef } from './flag-def.ts';
 import { SPEAKER_FLAGS } from './speaker.ts';
+import { VIP_FLAGS } from './vip.ts';
 
 const DESCRIPTION =
   'edge-ccm is a Kubernetes cloud-controller-manager for bare-metal, edge and\n' +
@@ -46,6 +47,21 @@ export function renderSpeakerHelp(width: number): string {
     `Flags:\n\n${renderFlagLines(SPEAKER_FLAGS, width, (def) => def.help)}\n\n${renderExitCodes(width)}`
   );
 }
+
+/** `edge-ccm vip --help`. */
+export function renderVipHelp(width: number): string {
+  return (
+    `${VIP_DESCRIPTION}\n\nUsage:\n  edge-ccm vip --cloud-config FILE --liveness-key-file FILE [flags]\n\n` +
+    `Flags:\n\n${renderFlagLines(VIP_FLAGS, width, (def) => def.help)}\n\n${renderExitCodes(width)}`
+  );
+}
+
+export const VIP_DESCRIPTION =
+  'Holds the control-plane VIP (controlPlaneEndpoint: the API server\'s own address) on the\n' +
+  'control-plane hosts: each checks its local API server and, while it answers, competes for the\n' +
+  'address with the others over signed UDP heartbeats; the holder answers ARP/NDP for it\n' +
+  '(docs/networking/control-plane-vip.md). Needs no API server and no credentials: run it as a\n' +
+  'systemd unit or a static pod on every control-plane host, before kubeadm init.';
 
 export const SPEAKER_DESCRIPTION =
   'Answers ARP and NDP for the load-balancer addresses of announce: l2 pools that this node is\n' +

@@ -1,7 +1,8 @@
 /** docs/flags.md, rendered from the flag table (scripts/gen-flags-doc.ts writes it; a test keeps it fresh). */
 import { flagDefaultText, flagNames, flagsByGroup, flagTypeName, groupTitle, type DescribedFlag } from './describe.ts';
-import { SPEAKER_DESCRIPTION } from './help.ts';
+import { SPEAKER_DESCRIPTION, VIP_DESCRIPTION } from './help.ts';
 import { SPEAKER_FLAGS } from './speaker.ts';
+import { VIP_FLAGS } from './vip.ts';
 import { EXIT_CODES } from './exit-codes.ts';
 import { GATES_WITH_EFFECT } from './feature-gates.ts';
 import { UPSTREAM_MODULE } from './upstream-flags.ts';
@@ -33,6 +34,16 @@ export function renderFlagsMarkdown(): string {
     '| --- | --- | --- | --- |',
   );
   for (const def of SPEAKER_FLAGS) out.push(flagRow(def, prose(def.help)));
+  out.push(
+    '',
+    '## `edge-ccm vip` flags',
+    '',
+    `${VIP_DESCRIPTION.replaceAll('\n', ' ')} Its own flags (src/options/vip.ts):`,
+    '',
+    '| Flag | Type | Default | Description |',
+    '| --- | --- | --- | --- |',
+  );
+  for (const def of VIP_FLAGS) out.push(flagRow(def, prose(def.help)));
   out.push(
     '',
     '## Upstream surface, feature gates, debugging endpoints',

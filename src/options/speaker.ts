@@ -127,11 +127,7 @@ export function parseSpeakerArgs(argv: readonly string[], env: Record<string, st
   const errors: FlagError[] = [...scan.errors];
   if (scan.command !== undefined) errors.push({ flag: '(arguments)', message: `unexpected argument ${JSON.stringify(scan.command)}` });
   const values = scan.values as { -readonly [D in SpeakerFlagDef as D['key']]: D['default'] };
-  for (const def of SPEAKER_FLAGS) {
-    if (!('schema' in def) || scan.unreadable.has(def.key)) continue;
-    const result = v.safeParse(def.schema as v.GenericSchema, values[def.key]);
-    if (!result.success) for (const issue of result.issues) errors.push({ flag: `--${def.name}`, message: issue.message });
-  }
+  errors.push(...schemaErrors(SPEAKER_FLAGS, scan));
   const nodeName = values.nodeName || env.NODE_NAME || '';
   // A required flag an unknown one is the misspelling of ("did you mean" names it) is one mistake: one line.
   const missing = (flag: string, message: string) => {
@@ -163,8 +159,19 @@ export function parseSpeakerArgs(argv: readonly string[], env: Record<string, st
   };
 }
 
+/** Each flag's value checked by its schema (a flag that could not be read is reported by the scan). */
+export function schemaErrors(defs: readonly { name: string; key: string; schema?: unknown }[], scan: { values: Record<string, unknown>; unreadable: ReadonlySet<string> }): FlagError[] {
+  const errors: FlagError[] = [];
+  for (const def of defs) {
+    if (!def.schema || scan.unreadable.has(def.key)) continue;
+    const result = v.safeParse(def.schema as v.GenericSchema, scan.values[def.key]);
+    if (!result.success) for (const issue of result.issues) errors.push({ flag: `--${def.name}`, message: issue.message });
+  }
+  return errors;
+}
+
 /** "host:port" or "[v6]:port" (port 0: any free one); undefined when it is neither. */
-function bindAddress(text: string): { hostname: string; port: number } | undefined {
+export function bindAddress(text: string): { hostname: string; port: number } | undefined {
   const colon = text.lastIndexOf(':');
   const hostname = text.slice(0, colon).replace(/^\[(.*)\]$/, '$1');
   const portText = text.slice(colon + 1);

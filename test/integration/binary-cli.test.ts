@@ -94,7 +94,7 @@ describe('dist/edge-ccm --help', () => {
   test('lists the subcommands and the linked providers, wrapped at 80 columns when not a terminal', async () => {
     const { exitCode, output } = await run(['--help']);
     expect(exitCode).toBe(0);
-    expect(output).toContain('\n  edge-ccm [validate|selftest|speaker|import] [flags]\n');
+    expect(output).toContain('\n  edge-ccm [validate|selftest|speaker|vip|import] [flags]\n');
     expect(output.replace(/\s+/g, ' ')).toContain('Linked providers: proxmox, static.');
     // Lines past 80 columns hold one word only (a gate or controller name longer than the room left).
     expect(output.split('\n').filter((l) => l.length > 80 && /\S\s+\S/.test(l.trim()))).toEqual([]);

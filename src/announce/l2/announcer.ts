@@ -17,6 +17,7 @@ import { LogLimiter } from '../../util/log-limiter.ts';
 import { announcementTable, electAddresses, standbyInterfaces, type AddressElection, type ClusterView } from './election.ts';
 import { linkUp, subnetInterface } from './interfaces.ts';
 import { Liveness, type LivenessOptions } from './liveness.ts';
+import { WarmUp } from './warm-up.ts';
 import { decodeView, disagreeing, electionView, takeoverBlocker } from './view.ts';
 import { L2AnnouncerMetrics } from './metrics.ts';
 
@@ -67,8 +68,7 @@ export class L2Announcer {
   private readonly log: Logger;
   private pools: LoadBalancerConfig;
   private scheduled = false;
-  private warmedUp = false;
-  private warmupTimer?: ReturnType<typeof setTimeout>;
+  private readonly warmUp: WarmUp;
   private elections: AddressElection[] = [];
   /** Address -> when this node took it over (for telling the former owner's frames from a conflict). */
   private readonly takenOverAt = new Map<string, number>();
@@ -139,6 +139,10 @@ export class L2Announcer {
       // Just woken from a pause, before the liveness check has judged it: answer nothing (rejoinAfterPause follows).
       mayAnswer: () => this.liveness.stalledFor() <= this.liveness.timeoutMs,
     });
+    this.warmUp = new WarmUp(this.liveness.timeoutMs, () => {
+      this.log.info('liveness warm-up over: announcing', { alive: [...this.liveness.alive()].sort().join(',') });
+      this.schedule();
+    });
     this.metrics = new L2AnnouncerMetrics(opts.registry, () => ({ responder: this.responder.stats(), liveness: this.liveness.stats(), announcing: this.responder.announcing().length }));
   }
 
@@ -146,11 +150,11 @@ export class L2Announcer {
   async run(signal: AbortSignal): Promise<void> {
     await this.liveness.start();
     const informers = [this.services, this.nodes, this.slices].map((i) => i.run(signal));
-    this.warmUp();
+    this.warmUp.start();
     try {
       await Promise.all(informers);
     } finally {
-      clearTimeout(this.warmupTimer);
+      this.warmUp.stop();
       clearTimeout(this.rejoinTimer);
       for (const abort of this.probing.values()) abort.abort();
       // Silent first, then "leaving": the others never answer while this node still does.
@@ -158,17 +162,6 @@ export class L2Announcer {
       this.responder.close();
       await this.liveness.leave();
     }
-  }
-
-  /** Announces nothing for one liveness timeout, saying "warming"; then reconciles. */
-  private warmUp(): void {
-    this.warmedUp = false;
-    clearTimeout(this.warmupTimer);
-    this.warmupTimer = setTimeout(() => {
-      this.warmedUp = true;
-      this.log.info('liveness warm-up over: announcing', { alive: [...this.liveness.alive()].sort().join(',') });
-      this.schedule();
-    }, this.liveness.timeoutMs);
   }
 
   /**
@@ -184,7 +177,7 @@ export class L2Announcer {
     this.metrics.pauses.inc();
     this.responder.setAnnouncements(new Map());
     this.liveness.setState('warming', '');
-    this.warmUp();
+    this.warmUp.start();
   }
 
   /** Replaces the pools (the config file changed). */
@@ -221,7 +214,7 @@ export class L2Announcer {
   }
 
   private reconcile(): void {
-    if (this.stopping || !this.warmedUp || ![this.services, this.nodes, this.slices].every((i) => i.hasSynced())) return;
+    if (this.stopping || !this.warmUp.over || ![this.services, this.nodes, this.slices].every((i) => i.hasSynced())) return;
     const nodes = this.nodes.store.list();
     const peers = this.liveness.reports();
     const view = electionView({

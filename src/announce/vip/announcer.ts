@@ -1,0 +1,292 @@
+import type { Registry } from 'prom-client';
+import type { Logger } from '../../log.ts';
+import type { IP } from '../../net/ip.ts';
+import { probeAddress } from '../../net/l2/probe.ts';
+import { L2Responder, type ResponderEvent } from '../../net/l2/responder.ts';
+import { errorMessage } from '../../util/errors.ts';
+import { LogLimiter } from '../../util/log-limiter.ts';
+import { subnetInterface as hostSubnetInterface } from '../l2/interfaces.ts';
+import { Liveness } from '../l2/liveness.ts';
+import { WarmUp } from '../l2/warm-up.ts';
+import type { ControlPlaneEndpointConfig } from './config-model.ts';
+import { decideVip, type VipDecision } from './decision.ts';
+import { ApiServerHealth } from './health.ts';
+import { VipMetrics } from './metrics.ts';
+
+/**
+ * `edge-ccm vip`: one per control-plane host. Checks its own API server, hears the other hosts'
+ * heartbeats (the L2 speaker's liveness mesh, peers from the config file), decides with
+ * decision.ts and answers ARP/NDP for the VIP while it holds it (gratuitous ARP / unsolicited NA
+ * at each take, by the responder). Needs no API server and no credentials.
+ *
+ * Order of every step: release (or take) first, then tell the others (the new holder waits for
+ * the release: view.ts's barrier). Until one liveness timeout has passed since the start it
+ * says "warming" and holds nothing: it has not heard who is up yet.
+ */
+
+/** Bootstrap probe of the VIP: two ARP probes / DAD solicitations 250 ms apart (a holder answers both). */
+const BOOTSTRAP_PROBE = { count: 2, intervalMs: 250 };
+/** Beyond one heartbeat interval: two liveness checks (50 ms each) and a margin (docs: rule 4). */
+const SILENCE_GRACE_EXTRA_MS = 150;
+const LOG_WINDOW_MS = 60_000;
+
+export interface VipAnnouncerOptions {
+  node: string;
+  config: ControlPlaneEndpointConfig;
+  key: Uint8Array;
+  logger: Logger;
+  registry: Registry;
+  /** The interface holding an address's subnet (default: this host's interfaces). */
+  subnetInterface?: (ip: IP) => string | undefined;
+  pollIntervalMs?: number;
+}
+
+export class VipAnnouncer {
+  private readonly config: ControlPlaneEndpointConfig;
+  private readonly liveness: Liveness;
+  private readonly responder: L2Responder;
+  private readonly health: ApiServerHealth;
+  private readonly metrics: VipMetrics;
+  private readonly log: Logger;
+  private readonly logLimit = new LogLimiter(LOG_WINDOW_MS);
+  private readonly vipKey: string;
+  private scheduled = false;
+  private readonly warmUp: WarmUp;
+  private holding = false;
+  private heardSinceStart = false;
+  private probeClear = false;
+  private probe?: AbortController;
+  private stopping = false;
+  /** The holder this host elected at its last step. */
+  private lastHolder?: string;
+  /** Host -> when it fell silent while this host counted it the holder. */
+  private readonly silentSince = new Map<string, number>();
+  private lastDecision?: VipDecision;
+  private lastBlocker = '';
+
+  constructor(private readonly opts: VipAnnouncerOptions) {
+    this.config = opts.config;
+    this.log = opts.logger.with({ component: 'vip', node: opts.node });
+    this.vipKey = opts.config.addresses.map((a) => a.address).join(',');
+    const t = opts.config.timings;
+    const peers = new Map([...opts.config.hosts].filter(([name]) => name !== opts.node).map(([name, address]) => [name, [address]]));
+    this.liveness = new Liveness({
+      node: opts.node,
+      key: opts.key,
+      port: opts.config.heartbeatPort,
+      intervalMs: t.heartbeatIntervalMs,
+      timeoutMs: t.livenessTimeoutMs,
+      peers: () => peers,
+      onChange: (alive) => {
+        this.log.info('control-plane hosts heard', { alive: [...alive].sort().join(',') });
+        this.schedule();
+      },
+      onRefused: (reason, from) => {
+        const logged = this.logLimit.allow(`refused ${reason}`);
+        if (logged) this.log.warn('heartbeat refused', { reason, from, notLoggedSince: logged.suppressed });
+      },
+      onError: (what, error) => {
+        const logged = this.logLimit.allow(`error ${what}`);
+        if (logged) this.log.warn('liveness error', { what, error, notLoggedSince: logged.suppressed });
+      },
+      onFrozen: (gapMs) => this.afterPause(gapMs),
+    });
+    this.responder = new L2Responder({
+      pollIntervalMs: opts.pollIntervalMs,
+      onEvent: (e) => this.onResponderEvent(e),
+      // Just woken from a pause, before the liveness check has judged it: answer nothing.
+      mayAnswer: () => this.liveness.stalledFor() <= this.liveness.timeoutMs,
+    });
+    this.health = new ApiServerHealth({
+      url: opts.config.healthURL,
+      intervalMs: t.healthIntervalMs,
+      timeoutMs: t.healthTimeoutMs,
+      unhealthyAfter: t.unhealthyAfter,
+      healthyAfter: t.healthyAfter,
+      onChange: (healthy, why) => {
+        this.metrics.healthy.set(healthy ? 1 : 0);
+        if (healthy) this.log.info('local API server healthy', { url: opts.config.healthURL });
+        else this.log.warn('local API server unhealthy', { url: opts.config.healthURL, last: why, failuresInARow: t.unhealthyAfter });
+        this.schedule();
+      },
+    });
+    this.warmUp = new WarmUp(this.liveness.timeoutMs, () => {
+      this.log.info('liveness warm-up over', { alive: [...this.liveness.alive()].sort().join(',') });
+      this.schedule();
+    });
+    this.metrics = new VipMetrics(opts.registry);
+  }
+
+  /** Ready: warmed up (it has heard who is up and decides). */
+  ready(): boolean {
+    return this.warmUp.over && !this.stopping;
+  }
+
+  /** Runs until the signal aborts; then releases the VIP and tells the others it leaves (they take over at once). */
+  async run(signal: AbortSignal): Promise<void> {
+    await this.liveness.start();
+    this.health.start();
+    this.warmUp.start();
+    this.schedule();
+    try {
+      await new Promise<void>((resolve) => {
+        if (signal.aborted) resolve();
+        signal.addEventListener('abort', () => resolve(), { once: true });
+      });
+    } finally {
+      this.stopping = true;
+      this.warmUp.stop();
+      this.probe?.abort();
+      this.health.stop();
+      this.setHolding(false, 'stopping');
+      this.responder.close();
+      await this.liveness.leave();
+    }
+  }
+
+  /** Woken from a pause longer than the timeout: the others have taken the VIP; release at once and warm up again. */
+  private afterPause(gapMs: number): void {
+    if (this.stopping) return;
+    this.log.warn('this process did not run for longer than the liveness timeout: releasing the VIP and warming up again', { pausedMs: Math.round(gapMs) });
+    this.metrics.pauses.inc();
+    this.setHolding(false, 'paused');
+    this.liveness.setState('warming', '');
+    this.warmUp.start();
+  }
+
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    queueMicrotask(() => {
+      this.scheduled = false;
+      try {
+        this.reconcile();
+      } catch (e) {
+        this.log.error('vip step failed', { error: errorMessage(e) });
+      }
+    });
+  }
+
+  private reconcile(): void {
+    if (this.stopping) return;
+    const peers = this.liveness.reports();
+    if ([...peers.values()].some((p) => p.heard)) this.heardSinceStart = true;
+    const decision = decideVip({
+      self: this.opts.node,
+      hosts: [...this.config.hosts.keys()],
+      key: this.vipKey,
+      warmedUp: this.warmUp.over,
+      healthy: this.health.healthy,
+      peers,
+      holding: this.holding,
+      heardSinceStart: this.heardSinceStart,
+      probeClear: this.probeClear,
+      recentlySilent: this.recentlySilent(peers),
+    });
+    this.lastHolder = decision.holder;
+    if (decision.needProbe) this.startProbe();
+    this.setHolding(decision.hold, decision.hold ? takeReason(decision) : releaseReason(decision, this.opts.node));
+    const blocker = decision.blocker ?? '';
+    if (blocker && blocker !== this.lastBlocker) this.log.info('takeover held: a host heard may still hold the VIP', { waitingFor: blocker });
+    this.lastBlocker = blocker;
+    this.metrics.quorum.set(decision.quorum ? 1 : 0);
+    this.metrics.elected.reset();
+    this.metrics.elected.set({ node: decision.holder ?? '' }, 1);
+    if (this.lastDecision?.basis !== decision.basis) this.log.info('eligibility', { basis: decision.basis, eligible: decision.eligible });
+    this.lastDecision = decision;
+    // Released or taken what the decision says: only now do the others hear it.
+    this.liveness.setState(decision.eligible ? 'ready' : 'warming', decision.digest);
+  }
+
+  /**
+   * Hosts elected as holder at the last step that are now silent without having said so, and not
+   * refused (their process may be alive, merely cut off): held for one interval and a margin past
+   * the silence, so a holder cut off from us has released (after its own timeout without quorum)
+   * before anyone takes. A reconcile is scheduled at the end of the grace.
+   */
+  private recentlySilent(peers: ReturnType<Liveness['reports']>): Set<string> {
+    const now = performance.now();
+    const graceMs = this.config.timings.heartbeatIntervalMs + SILENCE_GRACE_EXTRA_MS;
+    for (const [name, p] of peers) {
+      if (p.heard || p.refused || p.state !== 'ready') this.silentSince.delete(name);
+      else if (name === this.lastHolder && !this.silentSince.has(name)) {
+        this.silentSince.set(name, now);
+        setTimeout(() => this.schedule(), graceMs + 5).unref();
+      }
+    }
+    return new Set([...this.silentSince].filter(([, at]) => now - at < graceMs).map(([name]) => name));
+  }
+
+  /** Bootstrap: probe the VIP on each of its interfaces; clear when nobody answers (then the decision may take it). */
+  private startProbe(): void {
+    if (this.probe) return;
+    const abort = new AbortController();
+    this.probe = abort;
+    const targets = this.table(true);
+    this.log.info('hearing no other control-plane host since the start: probing the VIP before taking it (bootstrap)', { addresses: this.vipKey });
+    void Promise.all([...targets].flatMap(([iface, addresses]) => addresses.map(async (address) => ({ iface, address, ...(await probeAddress(iface, address, { ...BOOTSTRAP_PROBE, signal: abort.signal })) }))))
+      .then((results) => {
+        if (abort.signal.aborted) return;
+        const held = results.find((r) => r.holder);
+        if (held) this.log.warn('bootstrap probe: another station answers for the VIP; not taking it', { address: held.address, interface: held.iface, mac: held.holder });
+        else this.probeClear = results.length > 0;
+      })
+      .catch((e) => this.log.warn('cannot probe the VIP; not taking it alone', { error: errorMessage(e) }))
+      .finally(() => {
+        if (this.probe !== abort) return;
+        // A new probe at most once per liveness timeout while it stays needed.
+        setTimeout(() => {
+          if (this.probe === abort) this.probe = undefined;
+          this.schedule();
+        }, this.probeClear ? 0 : this.liveness.timeoutMs).unref();
+      });
+  }
+
+  /** Interface -> the VIP's addresses there (empty lists: kept on standby, for a fast first answer). */
+  private table(withAddresses: boolean): Map<string, string[]> {
+    const table = new Map<string, string[]>();
+    for (const { address, ip } of this.config.addresses) {
+      const interfaces = this.config.interfaces ?? [(this.opts.subnetInterface ?? hostSubnetInterface)(ip)].filter((i): i is string => !!i);
+      if (interfaces.length === 0) {
+        const logged = this.logLimit.allow(`unplaced ${address}`);
+        if (logged) this.log.warn('no interface of this host is on the VIP\'s subnet and controlPlaneEndpoint lists no interfaces', { address });
+      }
+      for (const iface of interfaces) table.set(iface, [...(table.get(iface) ?? []), ...(withAddresses ? [address] : [])]);
+    }
+    return table;
+  }
+
+  private setHolding(hold: boolean, reason: string): void {
+    const problems = this.responder.setAnnouncements(this.table(hold && !this.stopping));
+    for (const p of problems) {
+      const logged = this.logLimit.allow(`problem ${p.interface} ${p.address ?? ''}`);
+      if (logged) this.log.warn('cannot announce the VIP', { interface: p.interface, address: p.address, problem: p.message });
+    }
+    const now = hold && !this.stopping;
+    if (now === this.holding) return;
+    this.holding = now;
+    if (!now) this.probeClear = false;
+    this.metrics.holding.set(now ? 1 : 0);
+    this.metrics.holdingSince.set(now ? Date.now() / 1000 : 0);
+    this.metrics.transitions.inc({ direction: now ? 'take' : 'release', reason });
+    if (now) this.log.info('vip taken', { addresses: this.vipKey, reason });
+    else this.log.info('vip released', { addresses: this.vipKey, reason });
+  }
+
+  private onResponderEvent(event: ResponderEvent): void {
+    if (event.type === 'error') this.log.warn('responder error', { interface: event.interface, error: event.message });
+    else if (event.type === 'claim' && this.holding) {
+      const logged = this.logLimit.allow(`claim ${event.address}`);
+      if (logged) this.log.warn('another station claims the VIP', { address: event.address, interface: event.interface, mac: event.mac });
+    }
+  }
+}
+
+function takeReason(d: VipDecision): string {
+  return d.basis === 'quorum' ? 'elected' : d.basis;
+}
+
+function releaseReason(d: VipDecision, self: string): string {
+  if (d.eligible) return d.holder && d.holder !== self ? 'preferred-host' : 'elected';
+  return d.basis;
+}

@@ -1,0 +1,42 @@
+import type { IP } from '../../net/ip.ts';
+
+/** The `controlPlaneEndpoint` section after validation (docs/networking/control-plane-vip.md). */
+export interface ControlPlaneEndpointConfig {
+  /** One per family at most; all held by one host. */
+  addresses: { address: string; ip: IP }[];
+  announce: 'l2';
+  /** Undefined: for each address, the interface whose subnet holds it. */
+  interfaces?: string[];
+  healthURL: string;
+  /** Every control-plane host: name -> the address its heartbeats go to. */
+  hosts: Map<string, string>;
+  heartbeatPort: number;
+  timings: VipTimings;
+}
+
+export interface VipTimings {
+  healthIntervalMs: number;
+  healthTimeoutMs: number;
+  unhealthyAfter: number;
+  healthyAfter: number;
+  heartbeatIntervalMs: number;
+  livenessTimeoutMs: number;
+}
+
+export const DEFAULT_HEALTH_URL = 'https://127.0.0.1:6443/readyz';
+/** The speaker's heartbeats use 7947: both may run on one host. */
+export const DEFAULT_VIP_HEARTBEAT_PORT = 7948;
+/**
+ * 250 ms x 3 with a 200 ms timeout: a dead API server (connection refused) is noticed in ~0.75 s,
+ * a hung one in ~0.8 s, inside the 2 s budget with the heartbeat that tells the others; two
+ * successes in a row before it counts again, so a flapping server does not pull the VIP back at
+ * its first answer.
+ */
+export const DEFAULT_VIP_TIMINGS: VipTimings = {
+  healthIntervalMs: 250,
+  healthTimeoutMs: 200,
+  unhealthyAfter: 3,
+  healthyAfter: 2,
+  heartbeatIntervalMs: 250,
+  livenessTimeoutMs: 1000,
+};

@@ -1,0 +1,54 @@
+import { afterAll, describe, expect, test } from 'bun:test';
+import { ApiServerHealth, HealthVerdict, fetchStatus } from './health.ts';
+
+describe('HealthVerdict', () => {
+  test('starts unhealthy; healthy after healthyAfter successes in a row, unhealthy after unhealthyAfter failures in a row', () => {
+    const v = new HealthVerdict(3, 2);
+    expect(v.healthy).toBe(false);
+    expect(v.record(true)).toBe(false);
+    expect(v.record(true)).toBe(true);
+    expect(v.healthy).toBe(true);
+    // Two failures, then a success: the streak starts over (no flapping on a lost check or two).
+    expect([v.record(false), v.record(false), v.record(true)]).toEqual([false, false, false]);
+    expect([v.record(false), v.record(false), v.record(false)]).toEqual([false, false, true]);
+    expect(v.healthy).toBe(false);
+  });
+});
+
+describe('fetchStatus against a local server', () => {
+  const server = Bun.serve({
+    hostname: '127.0.0.1',
+    port: 0,
+    fetch: async (req) => {
+      const path = new URL(req.url).pathname;
+      if (path === '/hang') await Bun.sleep(2000);
+      if (path === '/bad') return new Response('no', { status: 503 });
+      return new Response('ok');
+    },
+  });
+  afterAll(() => server.stop(true));
+  const url = (path: string) => `http://127.0.0.1:${server.port}${path}`;
+
+  test('200, 503, a hung server, a closed port', async () => {
+    expect(await fetchStatus(url('/readyz'), 1000)).toBe('200');
+    expect(await fetchStatus(url('/bad'), 1000)).toBe('503');
+    expect(await fetchStatus(url('/hang'), 100)).toBe('timeout after 100 ms');
+    const closed = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response('') });
+    const port = closed.port;
+    await closed.stop(true);
+    expect(await fetchStatus(`http://127.0.0.1:${port}/readyz`, 1000)).not.toBe('200');
+  });
+
+  test('ApiServerHealth reports the changes of verdict', async () => {
+    let answer = '200';
+    const changes: [boolean, string][] = [];
+    const health = new ApiServerHealth({ url: 'x', intervalMs: 5, timeoutMs: 5, unhealthyAfter: 2, healthyAfter: 1, onChange: (h, why) => changes.push([h, why]), check: async () => answer });
+    health.start();
+    while (changes.length < 1) await Bun.sleep(5);
+    answer = 'timeout after 5 ms';
+    while (changes.length < 2) await Bun.sleep(5);
+    health.stop();
+    expect(changes).toEqual([[true, '200'], [false, 'timeout after 5 ms']]);
+    expect(health.healthy).toBe(false);
+  });
+});

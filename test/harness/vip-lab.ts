@@ -1,0 +1,142 @@
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { AUDIT_POLICY, KUBERNETES_SERVICE_IP, apiServerFlags } from './apiserver.ts';
+import { controlPlaneBinaries } from './binaries.ts';
+import { ccmBinaryCommand } from './ccm-process.ts';
+import { createCertificateAuthority, createSigningKeyPair, issueCertificate } from './certs.ts';
+import { eventually } from './eventually.ts';
+import { L2Lab, NODES, type NodeName } from './l2-lab.ts';
+import type { LoggedProcess } from './processes.ts';
+
+/**
+ * Three control-plane hosts for `edge-ccm vip` (issue 28) on harness/l2-lab.ts's switch: each
+ * node runs its own kube-apiserver (0.0.0.0:6443, so on 127.0.0.1, its lan address and the VIP
+ * on its loopback), all sharing one etcd in the client's namespace (on the lan: it survives
+ * every fault of a node), and the compiled binary's `vip` mode with one config and key.
+ */
+export const VIP = '198.51.100.10';
+export const VIP6 = '2001:db8:1::10';
+/** What the hosts rank over: the section's addresses, as edge-ccm vip joins them. */
+export const VIP_KEY = `${VIP},${VIP6}`;
+export const API_PORT = 6443;
+/** Each host's `edge-ccm vip` serves /metrics and /readyz here, inside its own namespace. */
+const VIP_METRICS_PORT = 7473;
+const ETCD = 'http://198.51.100.99:2379';
+
+export class VipLab {
+  readonly apiServers = new Map<NodeName, LoggedProcess>();
+  readonly vips = new Map<NodeName, LoggedProcess>();
+  private flags: (node: NodeName) => string[] = () => [];
+  private readonly configPath: string;
+  private readonly keyPath: string;
+  /** A bearer token of group system:masters (for load on the API servers). */
+  readonly adminToken = crypto.randomUUID();
+
+  private constructor(readonly site: L2Lab, private readonly binaries: ReturnType<typeof controlPlaneBinaries>) {
+    this.configPath = join(site.lab.dir, 'vip-config.yaml');
+    this.keyPath = join(site.lab.dir, 'vip-key');
+  }
+
+  static async build(): Promise<VipLab> {
+    const binaries = controlPlaneBinaries(); // fails with the install hint first
+    ccmBinaryCommand([]); // and the binary's build hint
+    const site = await L2Lab.build();
+    const lab = new VipLab(site, binaries);
+    try {
+      await lab.setUp();
+    } catch (e) {
+      await site.destroy();
+      throw e;
+    }
+    return lab;
+  }
+
+  private async setUp(): Promise<void> {
+    const { lab } = this.site;
+    for (const node of NODES) {
+      await lab.ip(node, 'addr', 'add', `${VIP}/32`, 'dev', 'lo');
+      await lab.ip(node, 'addr', 'add', `${VIP6}/128`, 'dev', 'lo');
+    }
+    const pki = join(lab.dir, 'pki');
+    mkdirSync(pki);
+    const [ca, frontProxyCa, serviceAccount] = await Promise.all([
+      createCertificateAuthority(pki, 'ca', 'edge-ccm-vip-test-ca'),
+      createCertificateAuthority(pki, 'front-proxy-ca', 'edge-ccm-vip-test-front-proxy-ca'),
+      createSigningKeyPair(pki, 'service-account'),
+    ]);
+    const [serving, frontProxyClient] = await Promise.all([
+      issueCertificate(ca, pki, 'apiserver', {
+        commonName: 'kube-apiserver', usage: 'server', dnsNames: ['localhost', 'kubernetes'],
+        ipAddresses: ['127.0.0.1', VIP, KUBERNETES_SERVICE_IP, ...NODES.map((n) => this.site.nodes[n].lanIPv4)],
+      }),
+      issueCertificate(frontProxyCa, pki, 'front-proxy-client', { commonName: 'front-proxy-client', usage: 'client' }),
+    ]);
+    const tokenAuthFile = join(lab.dir, 'tokens.csv');
+    writeFileSync(tokenAuthFile, `${this.adminToken},token-user,token-user-uid,"system:masters"\n`, { mode: 0o600 });
+    const auditPolicyFile = join(lab.dir, 'audit-policy.yaml');
+    writeFileSync(auditPolicyFile, AUDIT_POLICY);
+    this.flags = (node) => apiServerFlags(API_PORT, ETCD, {
+      caCert: ca.certPath, servingCert: serving.certPath, servingKey: serving.keyPath,
+      frontProxyCaCert: frontProxyCa.certPath, frontProxyClientCert: frontProxyClient.certPath, frontProxyClientKey: frontProxyClient.keyPath,
+      serviceAccountPublicKey: serviceAccount.publicKeyPath, serviceAccountPrivateKey: serviceAccount.privateKeyPath,
+      tokenAuthFile, auditPolicyFile, auditLogPath: join(lab.dir, `audit-${node}.log`),
+    // Later flags win: every address of the node, and its own address advertised.
+    }, ['--bind-address=0.0.0.0', `--advertise-address=${this.site.nodes[node].lanIPv4}`]);
+
+    const peer = 'http://198.51.100.99:2380';
+    const etcd = lab.spawnLogged('client', 'etcd', [
+      this.binaries.etcd, '--name=default', `--data-dir=${join(lab.dir, 'etcd-data')}`,
+      `--listen-client-urls=${ETCD}`, `--advertise-client-urls=${ETCD}`, `--listen-peer-urls=${peer}`,
+      `--initial-advertise-peer-urls=${peer}`, `--initial-cluster=default=${peer}`, '--unsafe-no-fsync', '--log-level=warn',
+    ]);
+    await eventually(`etcd (log ${etcd.logPath})`, async () => (await lab.exec('client', ['curl', '-s', `${ETCD}/health`])).stdout.includes('"health":"true"') || (!etcd.running && Promise.reject(new Error(etcd.logTail()))), 60_000);
+
+    writeFileSync(this.keyPath, randomBytes(32).toString('hex'), { mode: 0o600 });
+    writeFileSync(this.configPath, [
+      'controlPlaneEndpoint:',
+      `  addresses: [${VIP}, "${VIP6}"]`,
+      '  announce: l2',
+      '  interfaces: [eth0]',
+      '  hosts:',
+      ...NODES.map((n) => `    - {name: ${n}, address: ${this.site.nodes[n].lanIPv4}}`),
+      '',
+    ].join('\n'));
+  }
+
+  /** Starts the node's kube-apiserver (unless it runs) and waits until its /readyz answers 200 on 127.0.0.1. */
+  async startApiServer(node: NodeName): Promise<void> {
+    if (this.apiServers.get(node)?.running) return;
+    const proc = this.site.lab.spawnLogged(node, `apiserver-${node}`, [this.binaries['kube-apiserver'], ...this.flags(node)]);
+    this.apiServers.set(node, proc);
+    await eventually(`kube-apiserver on ${node} (log ${proc.logPath})`, async () => (await this.readyz(node, '127.0.0.1')) || (!proc.running && Promise.reject(new Error(proc.logTail()))), 180_000);
+  }
+
+  /** One GET of /readyz on `address` from inside the node's namespace: answered 200. */
+  async readyz(node: NodeName | 'client', address: string, timeoutSeconds = 2): Promise<boolean> {
+    const r = await this.site.lab.exec(node, ['curl', '-sk', '-o', '/dev/null', '-w', '%{http_code}', '--max-time', String(timeoutSeconds), `https://${address}:${API_PORT}/readyz`]);
+    return r.stdout.trim() === '200';
+  }
+
+  startVip(node: NodeName): LoggedProcess {
+    const proc = this.site.lab.spawnLogged(node, `vip-${node}`, ccmBinaryCommand(['vip', `--cloud-config=${this.configPath}`, `--node-name=${node}`, `--liveness-key-file=${this.keyPath}`, `--metrics-bind-address=127.0.0.1:${VIP_METRICS_PORT}`]));
+    this.vips.set(node, proc);
+    return proc;
+  }
+
+  /** GET `path` of the node's `edge-ccm vip` metrics server: the body, or undefined when it did not answer 200. */
+  async vipEndpoint(node: NodeName, path: '/metrics' | '/readyz'): Promise<string | undefined> {
+    const r = await this.site.lab.exec(node, ['curl', '-sf', '--max-time', '2', `http://127.0.0.1:${VIP_METRICS_PORT}${path}`]);
+    return r.code === 0 ? r.stdout : undefined;
+  }
+
+  /** The node whose lan MAC is `mac`. */
+  nodeOfMac(mac: string): NodeName | undefined {
+    return NODES.find((n) => this.site.nodes[n].lanMac === mac);
+  }
+
+  async destroy(): Promise<void> {
+    await Promise.all([...this.vips.values(), ...this.apiServers.values()].map((p) => p.kill()));
+    await this.site.destroy();
+  }
+}
