@@ -21,8 +21,7 @@ const ROOT = resolve(import.meta.dir, '../..');
 // 3: the whole CI run came to 20 min 19 s with 5 (session 8) and 19 min 25 s with 4.5 (1165 s
 // of tests, 284 s of them this soak), before three more integration files (node rules, CSR
 // approval, node IPAM, the control-plane VIP). The network faults are dealt first, one every
-// 7-21 s: about 12 faults
-// fit in 3 min, so each of the 7 network kinds still comes (asserted below).
+// 7-21 s: about 12 faults fit in 3 min, so each of the 7 network kinds still comes (asserted).
 const MINUTES = 3;
 /**
  * Two MACs answering one address for at most this long is not a violation here: one heartbeat
