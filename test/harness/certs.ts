@@ -90,3 +90,34 @@ export async function createSigningKeyPair(dir: string, name: string): Promise<{
   await openssl(['pkey', '-in', privateKeyPath, '-pubout', '-out', publicKeyPath]);
   return { privateKeyPath, publicKeyPath };
 }
+
+export interface SigningRequest {
+  commonName: string;
+  organizations?: string[];
+  dnsNames?: string[];
+  ipAddresses?: string[];
+  emails?: string[];
+  /** openssl -newkey value; P-256 (what a kubelet generates) unless told. */
+  key?: 'ec-p256' | 'ec-p384' | 'rsa-1024' | 'rsa-2048' | 'ed25519';
+}
+
+const NEW_KEY: Record<NonNullable<SigningRequest['key']>, string[]> = {
+  'ec-p256': EC_KEY,
+  'ec-p384': ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:secp384r1', '-noenc'],
+  'rsa-1024': ['-newkey', 'rsa:1024', '-noenc'],
+  'rsa-2048': ['-newkey', 'rsa:2048', '-noenc'],
+  ed25519: ['-newkey', 'ed25519', '-noenc'],
+};
+
+/** A PKCS#10 request (PEM) as a kubelet's certificate manager makes one: subject, SANs as the extensionRequest. */
+export async function createSigningRequest(dir: string, name: string, req: SigningRequest): Promise<{ csrPem: string; keyPem: string }> {
+  const csrPath = join(dir, `${name}.csr`);
+  const keyPath = join(dir, `${name}.key`);
+  const configPath = join(dir, `${name}.cnf`);
+  const altNames = [...(req.dnsNames ?? []).map((d) => `DNS:${d}`), ...(req.ipAddresses ?? []).map((ip) => `IP:${ip}`), ...(req.emails ?? []).map((e) => `email:${e}`)];
+  await writeExtensionConfig(configPath, altNames.length ? [`subjectAltName = ${altNames.join(',')}`] : []);
+  await openssl(['req', '-new', ...NEW_KEY[req.key ?? 'ec-p256'], '-keyout', keyPath, '-out', csrPath,
+    '-subj', subject(req.commonName, req.organizations), '-config', configPath, ...(altNames.length ? ['-reqexts', 'ext'] : [])]);
+  const [csrPem, keyPem] = await Promise.all([readFile(csrPath, 'utf8'), readFile(keyPath, 'utf8')]);
+  return { csrPem, keyPem };
+}
