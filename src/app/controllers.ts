@@ -6,7 +6,8 @@ import { CloudNodeLifecycleController, type LifecycleOptions } from '../controll
 import { RouteController } from '../controllers/route/controller.ts';
 import { NodeIPAMController, type NodeIPAMOptions } from '../controllers/nodeipam/index.ts';
 import { ServiceController } from '../controllers/service/index.ts';
-import { CLOUD_NODE_CONTROLLER, CLOUD_NODE_LIFECYCLE_CONTROLLER, NODE_IPAM_CONTROLLER, NODE_ROUTE_CONTROLLER, SERVICE_LB_CONTROLLER, STATUS_PUBLISHER, type ControllerName } from '../names.ts';
+import { CsrApprovalController } from '../controllers/csr/controller.ts';
+import { CLOUD_NODE_CONTROLLER, CLOUD_NODE_LIFECYCLE_CONTROLLER, NODE_CSR_APPROVAL_CONTROLLER, NODE_IPAM_CONTROLLER, NODE_ROUTE_CONTROLLER, SERVICE_LB_CONTROLLER, STATUS_PUBLISHER, type ControllerName } from '../names.ts';
 import type { Controller, ControllerContext } from '../controllers/types.ts';
 import { EndpointNodes } from '../kube/endpoint-slices.ts';
 import type { EventRecorder } from '../kube/event-recorder.ts';
@@ -89,6 +90,14 @@ export const CONTROLLERS = [
     // As upstream's startNodeIpamController: named in --controllers and --allocate-node-cidrs.
     unavailable: (cloud, s) => (!s.nodeIPAM ? '--allocate-node-cidrs=false' : s.nodeIPAM.allocatorType === 'CloudAllocator' && !cloud.instances ? `--cidr-allocator-type=CloudAllocator: provider ${cloud.providerName} has no instances` : undefined),
     start: (ctx, s) => new NodeIPAMController(ctx, s.nodeIPAM!),
+  },
+  {
+    name: NODE_CSR_APPROVAL_CONTROLLER,
+    eventSource: 'node-csr-approval',
+    serviceAccount: 'node-csr-approval',
+    // The SANs are checked against the provider's addresses of the machine.
+    unavailable: (cloud) => (cloud.instances ? undefined : `provider ${cloud.providerName} has no instances`),
+    start: (ctx) => new CsrApprovalController(ctx),
   },
 ] as const satisfies readonly ControllerSpec[];
 

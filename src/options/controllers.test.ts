@@ -13,6 +13,7 @@ const ALL = CONTROLLER_NAMES.filter((n) => !CONTROLLERS_DISABLED_BY_DEFAULT.has(
 describe('resolveControllers (upstream IsControllerEnabled)', () => {
   test.each<[string[], ControllerName[]]>([
     [['*'], ALL],
+    [['*'], ['cloud-node-controller', 'cloud-node-lifecycle-controller', 'node-route-controller', 'service-lb-controller']],
     [[], []],
     [['cloud-node-controller'], ['cloud-node-controller']],
     [['cloud-node'], ['cloud-node-controller']],
@@ -31,6 +32,8 @@ describe('resolveControllers (upstream IsControllerEnabled)', () => {
     [['*', 'nodeipam'], [...ALL, 'node-ipam-controller' as const].sort()],
     [['node-ipam-controller'], ['node-ipam-controller']],
     [['*', '-nodeipam'], ALL],
+    // node-csr-approval approves certificates: never by `*` alone
+    [['*', 'node-csr-approval'], [...ALL, 'node-csr-approval' as const].sort()],
   ])('%p enables %p', (list, expected) => {
     expect(enabled(list)).toEqual(expected);
   });

@@ -2,7 +2,7 @@
  * The --controllers selection, with upstream's names, aliases and semantics
  * (k8s.io/controller-manager IsControllerEnabled): for each controller the first entry naming it
  * decides (`name` on, `-name` off); without one, it runs iff `*` is listed and it is not one of
- * upstream's disabled-by-default controllers (node-ipam-controller), which run only when named. The names and aliases
+ * the disabled-by-default controllers (upstream's node-ipam-controller, and node-csr-approval), which run only when named. The names and aliases
  * are src/names.ts's, the one list the controller table (src/app/controllers.ts) is checked against.
  */
 import { CONTROLLER_ALIASES, CONTROLLER_NAMES, CONTROLLERS_DISABLED_BY_DEFAULT, type ControllerName } from '../names.ts';

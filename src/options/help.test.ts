@@ -47,7 +47,7 @@ describe('renderHelp', () => {
     expect(line('bind-address')).toEndWith('(default 0.0.0.0)');
     expect(line('authorization-always-allow-paths')).toEndWith('(default [/healthz,/readyz,/livez])');
     expect(line('leader-elect')).toEndWith('(default true)');
-    expect(help).toContain('Disabled-by-default controllers: node-ipam-controller (default [*])');
+    expect(help).toContain('Disabled-by-default controllers: node-ipam-controller, node-csr-approval (default [*])');
     for (const name of ['cloud-provider', 'kubeconfig', 'allocate-node-cidrs', 'cluster-cidr', 'tls-cert-file']) {
       expect(line(name)).not.toContain('(default');
     }
