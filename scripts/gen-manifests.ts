@@ -72,6 +72,11 @@ export const MANIFESTS: Manifest[] = [
     set: ['nodeIPAM.enabled=true', 'nodeIPAM.cidrAllocatorType=CloudAllocator'],
   },
   {
+    file: 'rbac-node-csr-approval.yaml',
+    templates: ['rbac-node-csr-approval.yaml'],
+    set: ['csrApproval.enabled=true'],
+  },
+  {
     file: 'speaker.yaml',
     templates: ['speaker-rbac.yaml', 'speaker-daemonset.yaml'],
     set: ['speaker.enabled=true'],
