@@ -35,8 +35,11 @@ export interface ControllerSpec {
   readonly name: ControllerName;
   /** The source component of its events. */
   readonly eventSource: string;
-  /** The kube-system service account it acts as with --use-service-account-credentials. */
-  readonly serviceAccount: string;
+  /**
+   * The kube-system service account it acts as with --use-service-account-credentials; absent:
+   * edge-ccm's own account always (a controller beyond upstream has no bootstrapped role).
+   */
+  readonly serviceAccount?: string;
   /** Why it cannot run with this provider and these settings (logged once); undefined: it can. */
   unavailable(cloud: CloudProvider, settings: ControllerSelection): string | undefined;
   /** The controller, from its part of the context and its settings. */
@@ -94,7 +97,7 @@ export const CONTROLLERS = [
   {
     name: NODE_CSR_APPROVAL_CONTROLLER,
     eventSource: 'node-csr-approval',
-    serviceAccount: 'node-csr-approval',
+    // No serviceAccount: its opt-in ClusterRole (rbac-node-csr-approval.yaml) is bound to edge-ccm's own account.
     // The SANs are checked against the provider's addresses of the machine.
     unavailable: (cloud) => (cloud.instances ? undefined : `provider ${cloud.providerName} has no instances`),
     start: (ctx) => new CsrApprovalController(ctx),

@@ -10,7 +10,7 @@ import { RequestFence } from '../kube/request-fence.ts';
 import type { KubeTransport, TransportOptions } from '../kube/transport.ts';
 import type { Logger } from '../log.ts';
 import type { HealthChecks } from '../server/health.ts';
-import { CONTROLLERS, buildControllers } from './controllers.ts';
+import { CONTROLLERS, buildControllers, type ControllerSpec } from './controllers.ts';
 import type { ControllerManagerMetrics } from './metrics.ts';
 import { ServiceAccountCredentials } from './service-account-credentials.ts';
 import type { Settings } from './settings.ts';
@@ -191,8 +191,8 @@ async function serviceAccountTransports(
 ): Promise<Map<string, KubeTransport>> {
   const credentials = new ServiceAccountCredentials(kubeConfig, root, transportOptions, logger, signal);
   const out = new Map<string, KubeTransport>();
-  for (const { name: component, serviceAccount: account } of CONTROLLERS) {
-    if (!enabled.has(component)) continue;
+  for (const { name: component, serviceAccount: account } of CONTROLLERS as readonly ControllerSpec[]) {
+    if (!enabled.has(component) || !account) continue;
     out.set(component, await credentials.transportFor(account));
     logger.info('controller uses its own service account', { controller: component, serviceAccount: `kube-system/${account}` });
   }
