@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { V1Node, V1Service } from '@kubernetes/client-node';
+import type { V1CertificateSigningRequest, V1Node, V1Service } from '@kubernetes/client-node';
 import { startControlPlane, type ControlPlane } from '../harness/control-plane.ts';
 import { readAuditLog, type AuditEntry } from '../harness/audit.ts';
 import { replaceFile } from '../harness/files.ts';
@@ -14,6 +14,9 @@ import type { BunKubeTransport } from '../../src/kube/transport.ts';
 import { eventually } from '../harness/eventually.ts';
 import { UNINITIALIZED } from '../harness/nodes.ts';
 import { helmTemplate } from '../harness/helm.ts';
+import { createSigningRequest } from '../harness/certs.ts';
+import { KubeApiError } from '../../src/kube/errors.ts';
+import { CERTIFICATE_SIGNING_REQUESTS } from '../../src/controllers/csr/controller.ts';
 
 /**
  * Least privilege, proven: edge-ccm runs every controller, leader election, events and
@@ -40,6 +43,8 @@ interface RbacSource {
   serviceAccountCredentials(): string;
   /** The opt-in objects for node IPAM's CloudAllocator (its ConfigMap beside the Lease). */
   nodeIPAM(): string;
+  /** The opt-in ClusterRole of node-csr-approval. */
+  csrApproval(): string;
 }
 
 const CHART = { release: 'rbac-chart', namespace: 'edge-ccm-rbac', serviceAccount: 'edge-ccm-chart', leaseName: 'edge-ccm-rbac-chart' };
@@ -54,6 +59,7 @@ const SOURCES: RbacSource[] = [
     rbac: () => readFileSync(join(DEPLOY, 'rbac.yaml'), 'utf8'),
     serviceAccountCredentials: () => readFileSync(join(DEPLOY, 'rbac-service-account-credentials.yaml'), 'utf8'),
     nodeIPAM: () => readFileSync(join(DEPLOY, 'rbac-node-ipam.yaml'), 'utf8'),
+    csrApproval: () => readFileSync(join(DEPLOY, 'rbac-node-csr-approval.yaml'), 'utf8'),
   },
   {
     label: `the Helm chart (release ${CHART.release} in ${CHART.namespace}, service account ${CHART.serviceAccount})`,
@@ -69,6 +75,7 @@ const SOURCES: RbacSource[] = [
       helmTemplate({ ...CHART, values: { ...CHART_VALUES, useServiceAccountCredentials: true }, showOnly: ['rbac-service-account-credentials.yaml'] }),
     nodeIPAM: () =>
       helmTemplate({ ...CHART, values: { ...CHART_VALUES, nodeIPAM: { enabled: true, cidrAllocatorType: 'CloudAllocator' } }, showOnly: ['rbac-node-ipam.yaml'] }),
+    csrApproval: () => helmTemplate({ ...CHART, values: { ...CHART_VALUES, csrApproval: { enabled: true } }, showOnly: ['rbac-node-csr-approval.yaml'] }),
   },
 ];
 
@@ -241,7 +248,54 @@ for (const [index, source] of SOURCES.entries()) describe(source.label, () => {
     const sacredWrites = entries.filter((e) => e.user?.username === ccmUser && e.verb === 'patch' && e.objectRef?.name?.startsWith(`${prefix}sacred`));
     expect(sacredWrites.map((e) => e.requestURI)).toEqual([]);
   }, 180_000);
+
+  test('node-csr-approval\'s opt-in ClusterRole: reads CSRs, decides kubelet-serving ones only, nothing more', async () => {
+    const csrApproval = source.csrApproval();
+    await applyManifests(admin, source.rbac()); // its service account (this test may run alone)
+    await applyManifests(admin, csrApproval);
+    const dir = tempDir('edge-ccm-rbac-csr-');
+    const token = await cp.serviceAccountToken(source.namespace, source.serviceAccount);
+    const asCcm = transportFor(await writeKubeconfig(join(dir, 'ccm.yaml'), cp.server, cp.caPem, 'ccm', { token }));
+    const { csrPem } = await createSigningRequest(dir, 'node', { commonName: 'system:node:n', organizations: ['system:nodes'], dnsNames: ['n'] });
+    const file = (name: string, signerName: string, usages: string[]) => new ResourceClient<V1CertificateSigningRequest>(admin, CERTIFICATE_SIGNING_REQUESTS).create({
+      apiVersion: 'certificates.k8s.io/v1', kind: 'CertificateSigningRequest', metadata: { name },
+      spec: { request: Buffer.from(csrPem).toString('base64'), signerName, usages },
+    });
+    const [serving, client] = [`${prefix}csr-serving`, `${prefix}csr-client`];
+    await file(serving, 'kubernetes.io/kubelet-serving', ['digital signature', 'server auth']);
+    await file(client, 'kubernetes.io/kube-apiserver-client-kubelet', ['digital signature', 'client auth']);
+    const csrs = new ResourceClient<V1CertificateSigningRequest>(asCcm, CERTIFICATE_SIGNING_REQUESTS);
+    const decide = async (name: string, type: 'Approved' | 'Denied', subresource = 'approval') => {
+      const csr = await csrs.get(name);
+      const conditions = [{ type, status: 'True', reason: 'RBACTest', message: 'rbac test' }];
+      return asCcm.request({ method: 'PUT', path: csrs.objectPath(name, undefined, subresource), body: { ...csr, status: { conditions } } });
+    };
+    const status = (p: Promise<unknown>) => p.then(() => 200, (e) => (e instanceof KubeApiError ? e.status : Promise.reject(e)));
+
+    // What the controller does: list, watch, get, and approve or deny for the kubelet-serving signer.
+    await csrs.list();
+    // A watch is a stream, not one answer: asked of the API server's authorizer instead.
+    const review = await asCcm.request<{ status?: { allowed?: boolean } }>({
+      method: 'POST', path: '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews',
+      body: { apiVersion: 'authorization.k8s.io/v1', kind: 'SelfSubjectAccessReview', spec: { resourceAttributes: { group: 'certificates.k8s.io', resource: 'certificatesigningrequests', verb: 'watch' } } },
+    });
+    expect(review.status?.allowed).toBe(true);
+    expect(await status(decide(serving, 'Denied'))).toBe(200);
+    // Not for another signer (the API server checks `approve` on signers/<signerName>), and no other write.
+    expect(await status(decide(client, 'Approved'))).toBe(403);
+    expect(await status(decide(client, 'Denied'))).toBe(403);
+    expect(await status(decide(serving, 'Approved', 'status'))).toBe(403);
+    expect(await status(csrs.delete(client))).toBe(403);
+    expect(await status(csrs.create({ metadata: { name: `${prefix}csr-own` }, spec: { request: Buffer.from(csrPem).toString('base64'), signerName: 'kubernetes.io/kubelet-serving', usages: ['server auth'] } }))).toBe(403);
+    // Every rule of the ClusterRole is one of the requests above.
+    expect([...grantedByClusterRole(csrApproval, `${CHART_PREFIX(index)}edge-ccm:node-csr-approval`)].sort()).toEqual([
+      'approve signers', 'get certificatesigningrequests', 'list certificatesigningrequests', 'update certificatesigningrequests/approval', 'watch certificatesigningrequests',
+    ]);
+  }, 60_000);
 });
+
+/** The opt-in ClusterRoles are named after the chart's fullname: "edge-ccm" in deploy/kubernetes, "<release>-edge-ccm" for the chart. */
+const CHART_PREFIX = (index: number) => (index === 0 ? '' : `${CHART.release}-`);
 
 /** `verb resource[/subresource]` for every rule of a ClusterRole in the manifests. */
 function grantedByClusterRole(manifests: string, name: string): Set<string> {
