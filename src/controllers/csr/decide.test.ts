@@ -28,6 +28,13 @@ async function csrFor(req: Partial<SigningRequest> = {}, facts: Partial<CsrFacts
   return { signerName: KUBELET_SERVING_SIGNER, usages: ['digital signature', 'server auth'], username: 'system:node:worker-1', groups: ['system:nodes', 'system:authenticated'], requestPem: csrPem, ...facts };
 }
 
+/** The PEM with the last bit of its DER (in the signature) flipped. */
+function flipLastBit(pem: string): string {
+  const der = Buffer.from(pem.replace(/-----[^-]+-----|\s/g, ''), 'base64');
+  der[der.length - 1]! ^= 1;
+  return `-----BEGIN CERTIFICATE REQUEST-----\n${der.toString('base64')}\n-----END CERTIFICATE REQUEST-----\n`;
+}
+
 describe('parseCsrPem', () => {
   test('reads subject, SANs and key of an openssl request', async () => {
     const parsed = parseCsrPem((await csrFor({ emails: ['a@example.test'] })).requestPem);
@@ -37,6 +44,7 @@ describe('parseCsrPem', () => {
     expect(parsed.ipAddresses).toEqual(['198.51.100.10', '2001:db8::10']);
     expect(parsed.otherSanKinds).toEqual(['email']);
     expect(parsed.publicKey.asymmetricKeyDetails?.namedCurve).toBe('prime256v1');
+    expect(parsed.signatureValid).toBe(true);
   });
 
   test('names what is malformed', () => {
@@ -74,11 +82,15 @@ describe('decide', () => {
     ['an extra DNS SAN', { dnsNames: ['worker-1', 'kubernetes.default'] }, {}, {}, 'DNSNotOfNode'],
     ['an email SAN', { emails: ['a@example.test'] }, {}, {}, 'OtherSAN'],
     ['a 1024-bit RSA key', { key: 'rsa-1024' }, { usages: ['digital signature', 'key encipherment', 'server auth'] }, {}, 'WeakKey'],
+    ['a request whose signature does not verify', {}, { requestPem: '' }, {}, 'Malformed'],
     ['garbage in spec.request', {}, { requestPem: '-----BEGIN CERTIFICATE REQUEST-----\nAAAA\n-----END CERTIFICATE REQUEST-----' }, {}, 'Malformed'],
   ];
   for (const [what, req, facts, node, reason] of denials) {
     test(`denies ${what} (${reason})`, async () => {
-      expect(decide(await csrFor(req, facts), { ...NODE, ...node })).toMatchObject({ kind: 'deny', reason });
+      const csr = await csrFor(req);
+      // An empty requestPem asks for the good request with one bit of its signature flipped.
+      const requestPem = facts.requestPem === '' ? flipLastBit(csr.requestPem) : facts.requestPem ?? csr.requestPem;
+      expect(decide({ ...csr, ...facts, requestPem }, { ...NODE, ...node })).toMatchObject({ kind: 'deny', reason });
     });
   }
 });

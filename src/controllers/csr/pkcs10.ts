@@ -1,4 +1,4 @@
-import { createPublicKey, type KeyObject } from 'node:crypto';
+import { createPublicKey, verify, type KeyObject } from 'node:crypto';
 
 /**
  * Reads what the approver needs from a PKCS#10 certificate request (RFC 2986): the subject's CN
@@ -20,6 +20,8 @@ export interface ParsedCsr {
   /** SANs of other kinds (email, URI, ...), by their GeneralName tag: an approver refuses them. */
   otherSanKinds: string[];
   publicKey: KeyObject;
+  /** The request's self-signature verifies with its own key (proof of possession; the signer checks it too). */
+  signatureValid: boolean;
 }
 
 interface Tlv {
@@ -44,15 +46,35 @@ export function parseCsrPem(pem: string): ParsedCsr {
 
 export function parseCsrDer(der: Uint8Array): ParsedCsr {
   const request = expect(readOne(der, 0, 'CertificationRequest'), 0x30, 'CertificationRequest');
-  const [info] = children(request.value, 'CertificationRequest');
+  const [info, algorithm, signature] = children(request.value, 'CertificationRequest');
   const infoFields = children(expect(info, 0x30, 'CertificationRequestInfo').value, 'CertificationRequestInfo');
   const [, subject, spki, attributes] = infoFields;
   if (!subject || !spki) throw new CsrParseError('CertificationRequestInfo lacks subject or subjectPublicKeyInfo');
 
-  const parsed: ParsedCsr = { organizations: [], dnsNames: [], ipAddresses: [], otherSanKinds: [], publicKey: publicKeyOf(spki) };
+  const publicKey = publicKeyOf(spki);
+  const parsed: ParsedCsr = { organizations: [], dnsNames: [], ipAddresses: [], otherSanKinds: [], publicKey, signatureValid: signatureVerifies(info!, algorithm, signature, publicKey) };
   readSubject(expect(subject, 0x30, 'subject'), parsed);
   if (attributes && attributes.tag === 0xa0) readAttributes(attributes, parsed);
   return parsed;
+}
+
+/** The hash of each signature algorithm a kubelet's key may sign with (null: the algorithm has its own, Ed25519). */
+const SIGNATURE_HASHES: Record<string, string | null> = {
+  '1.2.840.10045.4.3.2': 'sha256', '1.2.840.10045.4.3.3': 'sha384', '1.2.840.10045.4.3.4': 'sha512',
+  '1.2.840.113549.1.1.11': 'sha256', '1.2.840.113549.1.1.12': 'sha384', '1.2.840.113549.1.1.13': 'sha512',
+  '1.3.101.112': null,
+};
+
+function signatureVerifies(info: Tlv, algorithm: Tlv | undefined, signature: Tlv | undefined, key: KeyObject): boolean {
+  const [oid] = children(expect(algorithm, 0x30, 'signatureAlgorithm').value, 'signatureAlgorithm');
+  const hash = SIGNATURE_HASHES[readOid(expect(oid, 0x06, 'signature algorithm'))];
+  const bits = expect(signature, 0x03, 'signature').value;
+  if (hash === undefined || bits[0] !== 0) return false;
+  try {
+    return verify(hash, info.raw, key, bits.subarray(1));
+  } catch {
+    return false;
+  }
 }
 
 function publicKeyOf(spki: Tlv): KeyObject {
