@@ -144,7 +144,7 @@ const CASES: Case[] = [
     },
   },
   {
-    label: 'DaemonSet, config and secrets in the values, kube-vip, service-account credentials, own lease, every monitor, node IPAM',
+    label: 'DaemonSet, config and secrets in the values, kube-vip, service-account credentials, own lease, every monitor, node IPAM, CSR approval',
     release: 'edge-ccm-full',
     namespace: 'helm-full',
     values: {
@@ -153,6 +153,7 @@ const CASES: Case[] = [
       secrets: { files: { 'bmc-password': 'hunter2\n', 'bmc-ca.pem': 'not a real CA\n' } },
       kubeVip: { enabled: true },
       nodeIPAM: { enabled: true, cidrAllocatorType: 'CloudAllocator' },
+      csrApproval: { enabled: true },
       useServiceAccountCredentials: true,
       leaderElection: { leaseName: 'edge-ccm-full', leaseNamespace: 'helm-full', leaseDuration: '20s', renewDeadline: '15s', retryPeriod: '3s' },
       image: { repository: 'registry.example/edge-ccm', digest: `sha256:${'a'.repeat(64)}` },
@@ -172,6 +173,10 @@ const CASES: Case[] = [
         bindAddress: POD_IP, allocateNodeCIDRs: true, cidrAllocatorType: 'CloudAllocator',
       });
       expect([...options.enabledControllers]).toContain('node-ipam-controller');
+      expect([...options.enabledControllers]).toContain('node-csr-approval');
+      // node-csr-approval's ClusterRole: approve for the kubelet-serving signer only.
+      const csrRole = must(stored, 'ClusterRole', 'edge-ccm-full:node-csr-approval');
+      expect((csrRole.rules as { resources: string[]; resourceNames?: string[] }[]).find((r) => r.resources.includes('signers'))?.resourceNames).toEqual(['kubernetes.io/kubelet-serving']);
       // The CloudAllocator's Role: its one ConfigMap, beside the chosen lease.
       const ipamRole = must(stored, 'Role', 'edge-ccm-full:node-ipam');
       expect(ipamRole.metadata.namespace).toBe('helm-full');
