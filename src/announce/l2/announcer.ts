@@ -16,7 +16,7 @@ import { errorMessage } from '../../util/errors.ts';
 import { LogLimiter } from '../../util/log-limiter.ts';
 import { announcementTable, electAddresses, standbyInterfaces, type AddressElection, type ClusterView } from './election.ts';
 import { linkUp, subnetInterface } from './interfaces.ts';
-import { Liveness, type LivenessOptions } from './liveness.ts';
+import { Liveness, loggedLivenessProblems, type LivenessOptions } from './liveness.ts';
 import { WarmUp } from './warm-up.ts';
 import { decodeView, disagreeing, electionView, takeoverBlocker } from './view.ts';
 import { L2AnnouncerMetrics } from './metrics.ts';
@@ -123,15 +123,8 @@ export class L2Announcer {
         this.lastAlive = names;
         this.schedule();
       },
-      onRefused: (reason, from) => {
-        const logged = this.livenessLog.allow(`refused ${reason}`);
-        if (logged) this.log.warn('heartbeat refused', { reason, from, notLoggedSince: logged.suppressed });
-      },
+      ...loggedLivenessProblems(this.log, this.livenessLog),
       onFrozen: (gapMs) => this.rejoinAfterPause(gapMs),
-      onError: (what, error) => {
-        const logged = this.livenessLog.allow(`error ${what}`);
-        if (logged) this.log.warn('liveness error', { what, error, notLoggedSince: logged.suppressed });
-      },
     });
     this.responder = new L2Responder({
       pollIntervalMs: opts.pollIntervalMs,

@@ -1,7 +1,9 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import dgram from 'node:dgram';
 import { formatIP, parseIP } from '../../net/ip.ts';
+import type { Logger } from '../../log.ts';
 import { errorMessage } from '../../util/errors.ts';
+import type { LogLimiter } from '../../util/log-limiter.ts';
 
 /**
  * Which speakers are alive, learnt without the API server: every speaker sends a small UDP
@@ -160,6 +162,24 @@ interface PeerSocket {
   socket: dgram.Socket;
   node: string;
   connected: boolean;
+}
+
+/**
+ * onRefused and onError for a speaker's log: each reason (or kind) logged at most once per the
+ * limiter's window, with how many were not logged since (a peer refusing every heartbeat stays
+ * one line a minute). The speaker and the VIP announcer log them alike.
+ */
+export function loggedLivenessProblems(log: Logger, limiter: LogLimiter): Pick<LivenessOptions, 'onRefused' | 'onError'> {
+  return {
+    onRefused: (reason, from) => {
+      const logged = limiter.allow(`refused ${reason}`);
+      if (logged) log.warn('heartbeat refused', { reason, from, notLoggedSince: logged.suppressed });
+    },
+    onError: (what, error) => {
+      const logged = limiter.allow(`error ${what}`);
+      if (logged) log.warn('liveness error', { what, error, notLoggedSince: logged.suppressed });
+    },
+  };
 }
 
 export class Liveness {

@@ -6,7 +6,7 @@ import { L2Responder, type ResponderEvent } from '../../net/l2/responder.ts';
 import { errorMessage } from '../../util/errors.ts';
 import { LogLimiter } from '../../util/log-limiter.ts';
 import { subnetInterface as hostSubnetInterface } from '../l2/interfaces.ts';
-import { Liveness } from '../l2/liveness.ts';
+import { Liveness, loggedLivenessProblems } from '../l2/liveness.ts';
 import { WarmUp } from '../l2/warm-up.ts';
 import type { ControlPlaneEndpointConfig } from './config-model.ts';
 import { decideVip, type VipDecision } from './decision.ts';
@@ -81,14 +81,7 @@ export class VipAnnouncer {
         this.log.info('control-plane hosts heard', { alive: [...alive].sort().join(',') });
         this.schedule();
       },
-      onRefused: (reason, from) => {
-        const logged = this.logLimit.allow(`refused ${reason}`);
-        if (logged) this.log.warn('heartbeat refused', { reason, from, notLoggedSince: logged.suppressed });
-      },
-      onError: (what, error) => {
-        const logged = this.logLimit.allow(`error ${what}`);
-        if (logged) this.log.warn('liveness error', { what, error, notLoggedSince: logged.suppressed });
-      },
+      ...loggedLivenessProblems(this.log, this.logLimit),
       onFrozen: (gapMs) => this.afterPause(gapMs),
     });
     this.responder = new L2Responder({
