@@ -20,6 +20,7 @@ export const SERVICES: ResourceType = { apiPath: '/api/v1', plural: 'services', 
 export const EVENTS: ResourceType = { apiPath: '/api/v1', plural: 'events', namespaced: true };
 export const CONFIGMAPS: ResourceType = { apiPath: '/api/v1', plural: 'configmaps', namespaced: true };
 export const LEASES: ResourceType = { apiPath: '/apis/coordination.k8s.io/v1', plural: 'leases', namespaced: true };
+export const CERTIFICATE_SIGNING_REQUESTS: ResourceType = { apiPath: '/apis/certificates.k8s.io/v1', plural: 'certificatesigningrequests', namespaced: false };
 
 export interface ListResult<T> {
   apiVersion?: string;

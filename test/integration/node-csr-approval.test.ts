@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { join } from 'node:path';
 import type { CoreV1Event, V1CertificateSigningRequest, V1Node } from '@kubernetes/client-node';
-import { EVENTS, NODES, ResourceClient } from '../../src/kube/resources.ts';
+import { CERTIFICATE_SIGNING_REQUESTS, EVENTS, NODES, ResourceClient } from '../../src/kube/resources.ts';
 import type { KubeTransport } from '../../src/kube/transport.ts';
-import { CERTIFICATE_SIGNING_REQUESTS } from '../../src/controllers/csr/controller.ts';
 import { CcmProcess, tempDir } from '../harness/ccm-process.ts';
 import { createSigningRequest, type SigningRequest } from '../harness/certs.ts';
 import { sharedControlPlane, type ControlPlane } from '../harness/control-plane.ts';

@@ -9,14 +9,13 @@ import { CcmProcess, tempDir } from '../harness/ccm-process.ts';
 import { applyManifests, parseManifests } from '../harness/manifests.ts';
 import { transportFor, writeKubeconfig } from '../harness/kubeconfig.ts';
 import { freeLoopbackPorts } from '../harness/ports.ts';
-import { NODES, ResourceClient, SERVICES } from '../../src/kube/resources.ts';
+import { CERTIFICATE_SIGNING_REQUESTS, NODES, ResourceClient, SERVICES } from '../../src/kube/resources.ts';
 import type { BunKubeTransport } from '../../src/kube/transport.ts';
 import { eventually } from '../harness/eventually.ts';
 import { UNINITIALIZED } from '../harness/nodes.ts';
 import { helmTemplate } from '../harness/helm.ts';
 import { createSigningRequest } from '../harness/certs.ts';
 import { KubeApiError } from '../../src/kube/errors.ts';
-import { CERTIFICATE_SIGNING_REQUESTS } from '../../src/controllers/csr/controller.ts';
 
 /**
  * Least privilege, proven: edge-ccm runs every controller, leader election, events and

@@ -2,13 +2,11 @@ import type { V1CertificateSigningRequest, V1Node, V1NodeAddress } from '@kubern
 import type { CloudProvider } from '../../cloud/types.ts';
 import { Informer } from '../../kube/informer/index.ts';
 import { ItemExponentialFailureRateLimiter, processNextItem, WorkQueue } from '../../kube/workqueue/index.ts';
-import type { ResourceType } from '../../kube/resources.ts';
+import { CERTIFICATE_SIGNING_REQUESTS } from '../../kube/resources.ts';
 import { errorMessage } from '../../util/errors.ts';
 import { NODE_CSR_APPROVAL_CONTROLLER } from '../../names.ts';
 import type { Controller, ControllerContext } from '../types.ts';
 import { decide, DEFAULT_MINIMUM_KEY, KUBELET_SERVING_SIGNER, requestingNode, type Decision, type MinimumKey, type NodeFacts } from './decide.ts';
-
-export const CERTIFICATE_SIGNING_REQUESTS: ResourceType = { apiPath: '/apis/certificates.k8s.io/v1', plural: 'certificatesigningrequests', namespaced: false };
 
 const MIN_RETRY_DELAY_MS = 1000;
 const MAX_RETRY_DELAY_MS = 5 * 60_000;
