@@ -374,9 +374,10 @@ export async function runSoak(opts: SoakOptions, log: (line: string) => void = c
       const at = Date.now();
       const paths = await net.rib();
       if (!paths) {
-        // gobgpd down (a fault) or not answering: nothing to judge this round.
+        // gobgpd down (a fault) or not answering: nothing of the leader's to judge this round. The
+        // nodes' router (BIRD, in the L2 lab) is another router: its conditions are judged still.
         if (!netFaults.router) log('note: the BGP router did not answer');
-        bgpPersistence.observe([], at);
+        track(bgpPersistence, checkNodeBgp() ?? [], at);
         return;
       }
       const leaderRib = bgpConditions({
