@@ -65,6 +65,7 @@ export function resolveSharedSections(raw: ResolvableSharedSections, report: Rep
   const poolIndex = new Map((raw.loadBalancer?.pools ?? []).flatMap((p, i) => (p ? [[p.name, i] as const] : [])));
   const bgp = resolveBgp(raw.bgp, loadBalancer.pools, poolIndex, report, files);
   const nodeRules = resolveNodeRules(raw.nodeRules, facts, report);
+  // Validated only: the VIP's BGP password file is on the control-plane hosts, not read here.
   const controlPlaneEndpoint = resolveControlPlaneEndpoint(raw.controlPlaneEndpoint, report);
   return { loadBalancer, ...(bgp ? { bgp } : {}), nodeRules, ...(controlPlaneEndpoint ? { controlPlaneEndpoint } : {}) };
 }

@@ -4,7 +4,8 @@ import type { ConfigPath, ReportIssue } from '../../config-file/issues.ts';
 import type { SecretFiles } from '../../config-file/secrets.ts';
 import type { PoolConfig } from '../../lb/config-model.ts';
 import { DEFAULT_NODE_BFD, DEFAULT_RESTART_TIME_SECONDS, type BgpAttributes, type BgpConfig } from './config-model.ts';
-import type { RawPeer, ResolvableBgp } from './config-schema.ts';
+import type { RawBfd, RawPeer, ResolvableBgp } from './config-schema.ts';
+import type { BfdTimers } from '../../net/bfd/session.ts';
 
 /**
  * Second pass over the `bgp` section: peers checked against each other (one entry per address,
@@ -27,7 +28,7 @@ export function resolveBgp(
   }
   const base: ConfigPath = ['bgp'];
   const before = reported(report);
-  const peers = resolvePeers(raw.peers ?? [], before.report, files);
+  const peers = resolvePeers(raw.peers ?? [], ['bgp', 'peers'], before.report, files);
   const byName = new Map(pools.map((p) => [p.name, p]));
   const poolAttributes = new Map<string, BgpAttributes>();
   (raw.pools ?? []).forEach((p, i) => {
@@ -85,27 +86,29 @@ function resolveLoadBalancers(raw: ResolvableBgp, report: ReportIssue): BgpConfi
     if (p.passive) report(['bgp', 'peers', i, 'passive'], 'with loadBalancers.announceFrom: nodes the nodes connect to every peer (they do not listen): passive cannot be set');
     if (on && p.multihop !== undefined && p.multihop > 1) report(['bgp', 'peers', i, 'multihop'], 'BFD of the per-node sessions is single hop (RFC 5881): the peer must share a subnet with the nodes; set loadBalancers.bfd.enabled: false for a multihop peer');
   });
-  if (!on) return { announceFrom };
+  const timers = bfdTimers(bfd);
+  if (!timers) return { announceFrom };
   return {
     announceFrom,
-    bfd: {
-      desiredMinTxMs: bfd.transmitIntervalMilliseconds ?? DEFAULT_NODE_BFD.desiredMinTxMs,
-      requiredMinRxMs: bfd.receiveIntervalMilliseconds ?? DEFAULT_NODE_BFD.requiredMinRxMs,
-      detectMult: bfd.detectMultiplier ?? DEFAULT_NODE_BFD.detectMult,
-    },
+    bfd: timers,
   };
 }
 
-function resolvePeers(raw: readonly (RawPeer | null)[], report: ReportIssue, files: SecretFiles): PeerConfig[] {
+/**
+ * Each peer checked (one entry per address, a source address of its family), its password file
+ * read (not when `files` is undefined: a file validated by a process that does not run these
+ * sessions); `base` is the list's path.
+ */
+export function resolvePeers(raw: readonly (RawPeer | null)[], base: ConfigPath, report: ReportIssue, files: SecretFiles | undefined): PeerConfig[] {
   const seen = new Map<string, number>();
   const peers: PeerConfig[] = [];
   raw.forEach((p, i) => {
     if (!p) return;
-    const at: ConfigPath = ['bgp', 'peers', i];
+    const at: ConfigPath = [...base, i];
     const address = parseIP(p.address)!;
     const key = `${address.family}/${address.value}`;
     const earlier = seen.get(key);
-    if (earlier !== undefined) report([...at, 'address'], `peer ${p.address} is already bgp.peers[${earlier}]`);
+    if (earlier !== undefined) report([...at, 'address'], `peer ${p.address} is already ${base.join('.')}[${earlier}]`);
     seen.set(key, i);
     if (p.sourceAddress !== undefined && parseIP(p.sourceAddress)!.family !== address.family) {
       report([...at, 'sourceAddress'], `${p.sourceAddress} is not of the family of the peer's address ${p.address}`);
@@ -114,7 +117,7 @@ function resolvePeers(raw: readonly (RawPeer | null)[], report: ReportIssue, fil
       report([...at, 'connectRetry'], 'minSeconds must not exceed maxSeconds');
     }
     let password: string | undefined;
-    if (p.passwordFile !== undefined) {
+    if (p.passwordFile !== undefined && files) {
       try {
         password = files.read(p.passwordFile, 'passwordFile', [...at, 'passwordFile'], true).replace(/\r?\n$/, '');
         const bytes = new TextEncoder().encode(password).length;
@@ -150,5 +153,15 @@ function reported(report: ReportIssue): { report: ReportIssue; count: () => numb
       report(path, message);
     },
     count: () => n,
+  };
+}
+
+/** BFD timers of a host's own sessions (DEFAULT_NODE_BFD where not given); undefined when turned off. */
+export function bfdTimers(bfd: RawBfd): BfdTimers | undefined {
+  if (bfd.enabled === false) return undefined;
+  return {
+    desiredMinTxMs: bfd.transmitIntervalMilliseconds ?? DEFAULT_NODE_BFD.desiredMinTxMs,
+    requiredMinRxMs: bfd.receiveIntervalMilliseconds ?? DEFAULT_NODE_BFD.requiredMinRxMs,
+    detectMult: bfd.detectMultiplier ?? DEFAULT_NODE_BFD.detectMult,
   };
 }

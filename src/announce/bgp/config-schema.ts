@@ -14,7 +14,7 @@ import { asRecord, nonEmpty, simpleName, validOrUndefined } from '../../config-f
 const integer = (min: number, max: number, what: string) =>
   v.pipe(v.number(), v.integer('must be an integer'), v.minValue(min, `must be ${what} (${min}..${max})`), v.maxValue(max, `must be ${what} (${min}..${max})`));
 
-const asn = integer(1, 0xffffffff, 'an AS number');
+export const asn = integer(1, 0xffffffff, 'an AS number');
 const port = integer(1, 65535, 'a port');
 
 const ipAddress = v.pipe(
@@ -44,13 +44,13 @@ const community = v.pipe(
 );
 
 /** What every announced prefix of one kind carries. */
-const attributes = {
+export const attributes = {
   communities: v.optional(v.array(community)),
   /** LOCAL_PREF, sent to iBGP peers only. */
   localPref: v.optional(integer(0, 0xffffffff, 'a LOCAL_PREF')),
 };
 
-const PeerSchema = v.strictObject({
+export const PeerSchema = v.strictObject({
   address: ipAddress,
   asn,
   port: v.optional(port),
@@ -67,6 +67,7 @@ const PeerSchema = v.strictObject({
   addPath: v.optional(v.boolean()),
 });
 export type RawPeer = v.InferOutput<typeof PeerSchema>;
+export type RawBfd = v.InferOutput<typeof BfdSchema>;
 
 const PoolAttributesSchema = v.strictObject({ name: simpleName, ...attributes });
 export type RawPoolAttributes = v.InferOutput<typeof PoolAttributesSchema>;
@@ -85,7 +86,7 @@ const GracefulRestartSchema = v.strictObject({
 const PodCIDRsSchema = v.strictObject({ announce: v.optional(v.boolean()), ...attributes });
 
 /** BFD of the per-node sessions (RFC 5880/5881): how fast a dead node leaves the routers' tables. */
-const BfdSchema = v.strictObject({
+export const BfdSchema = v.strictObject({
   enabled: v.optional(v.boolean()),
   /** Desired Min TX Interval once Up. */
   transmitIntervalMilliseconds: v.optional(integer(50, 60_000, 'an interval in milliseconds')),

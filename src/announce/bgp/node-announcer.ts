@@ -4,13 +4,12 @@ import { Informer, stripManagedFields } from '../../kube/informer/index.ts';
 import { NODES, SERVICES } from '../../kube/resources.ts';
 import type { KubeTransport } from '../../kube/transport.ts';
 import type { Logger } from '../../log.ts';
-import { BfdEndpoint } from '../../net/bfd/endpoint.ts';
-import { BfdState, BfdDiag } from '../../net/bfd/packet.ts';
-import { BgpSpeaker, type PeerConfig, type SpeakerConfig } from '../../net/bgp/speaker.ts';
-import { formatIP, parseIP, type IPFamily } from '../../net/ip.ts';
+import type { PeerConfig } from '../../net/bgp/speaker.ts';
+import { parseIP, type IPFamily } from '../../net/ip.ts';
 import { errorMessage } from '../../util/errors.ts';
 import type { Registry } from 'prom-client';
 import { nodeLoadBalancerAnnouncements } from './announcements.ts';
+import { BfdGatedSessions, routerIdOf, type PeerSessionView } from './bfd-gated-sessions.ts';
 import { registerNodeBgpMetrics, type NodeSessionStats } from './node-metrics.ts';
 import { announcesFromNodes, type NodeBgpConfig } from './node-config.ts';
 import { nodeNextHop } from './next-hop.ts';
@@ -55,32 +54,15 @@ export interface NodeBgpOptions {
   registry?: Registry;
 }
 
-/** Where one peer stands, for the debug log and tests. */
-export interface NodePeerView {
-  address: string;
-  local: string;
-  /** The node's addresses are announced to this peer (its BFD session is Up, or BFD is off). */
-  announcing: boolean;
-  bfd?: keyof typeof BfdState;
-  bgp?: string;
-}
+export type NodePeerView = PeerSessionView;
 
 export class NodeBgpAnnouncer {
   private config: NodeBgpConfig;
   private readonly log: Logger;
   /** The informers of the current activation (while the file asks for announceFrom: nodes). */
   private watch?: { services: Informer<V1Service>; self: Informer<V1Node>; slices: Informer<V1EndpointSlice> };
-  /**
-   * One speaker per peer, so that each peer's table follows its own BFD session: a peer whose
-   * BFD session is not Up has a BGP session (a router with dynamic neighbors creates its BFD
-   * session only once BGP is up) but nothing announced on it.
-   */
-  private readonly sessions = new Map<string, { speaker: BgpSpeaker; config: string; announcing: boolean }>();
-  private bfd?: BfdEndpoint;
-  /** BFD sessions in place: peer -> our address in it and its timers, as text. */
-  private readonly bfdSessions = new Map<string, string>();
-  /** Peers whose BFD session is Up. */
-  private readonly bfdUp = new Set<string>();
+  /** This node's sessions (BgpSpeaker and BFD per peer). */
+  private readonly sessions: BfdGatedSessions;
   private synced = false;
   private ended = false;
   private running?: Promise<void>;
@@ -93,17 +75,18 @@ export class NodeBgpAnnouncer {
   constructor(private readonly o: NodeBgpOptions) {
     this.config = o.config;
     this.log = o.logger.with({ component: 'node-bgp', node: o.node });
+    this.sessions = new BfdGatedSessions({
+      log: this.log,
+      onChange: () => this.schedule(),
+      ...(o.bfdPort !== undefined ? { bfdPort: o.bfdPort } : {}),
+      ...(o.bfdPeerPort !== undefined ? { bfdPeerPort: o.bfdPeerPort } : {}),
+    });
     if (o.registry) registerNodeBgpMetrics(o.registry, () => this.stats());
   }
 
   /** Every peer's BGP session and BFD session; undefined while none runs. */
   stats(): NodeSessionStats | undefined {
-    if (this.sessions.size === 0 && !this.bfd) return undefined;
-    const sessions = [...this.sessions.values()];
-    return {
-      bgp: { announcements: Math.max(0, ...sessions.map((s) => s.speaker.stats().announcements)), peers: sessions.flatMap((s) => s.speaker.stats().peers) },
-      bfd: this.bfd?.stats().sessions ?? [],
-    };
+    return this.sessions.stats();
   }
 
   /** The config file changed. */
@@ -175,11 +158,7 @@ export class NodeBgpAnnouncer {
   }
 
   peers(): NodePeerView[] {
-    return [...this.sessions.entries()].map(([address, s]) => {
-      const session = this.bfd?.session(address);
-      const bgp = s.speaker.stats().peers[0];
-      return { address, local: (JSON.parse(s.config) as SpeakerConfig).peers[0]!.sourceAddress!, announcing: s.announcing, ...(session ? { bfd: BfdState[session.state] as keyof typeof BfdState } : {}), ...(bgp ? { bgp: bgp.state } : {}) };
-    });
+    return this.sessions.views();
   }
 
   private schedule(): void {
@@ -207,7 +186,7 @@ export class NodeBgpAnnouncer {
   private async reconcile(): Promise<void> {
     const bgp = this.config.bgp;
     if (!bgp || bgp.loadBalancers.announceFrom !== 'nodes') {
-      if (this.sessions.size > 0 || this.bfd) this.log.info('node BGP sessions stopped: the file does not ask for announceFrom: nodes');
+      if (this.sessions.size > 0) this.log.info('node BGP sessions stopped: the file does not ask for announceFrom: nodes');
       await this.shutdown();
       return;
     }
@@ -226,113 +205,12 @@ export class NodeBgpAnnouncer {
       const { passive: _passive, ...rest } = p;
       peers.push({ ...rest, sourceAddress: local, families });
     }
-    await this.reconcileBfd(bgp.loadBalancers.bfd, peers);
     const table = nodeLoadBalancerAnnouncements(node, { services: watch.services.store.list(), readyEndpointNodes: readyEndpointNodes(watch.slices.store.list()) }, this.config.loadBalancer, bgp);
-    const routerId = own[4] ?? routerIdOf(this.o.node);
-    const wanted = new Map(peers.map((p) => [key(p.address), p]));
-    for (const [peer, session] of this.sessions) {
-      if (wanted.has(peer)) continue;
-      this.sessions.delete(peer);
-      await session.speaker.stop({ graceful: false });
-    }
-    for (const [peer, settings] of wanted) {
-      if (this.ended) return;
-      // Nothing announced to a peer until its BFD session is Up: a path only once packets flow both ways.
-      const announcing = !bgp.loadBalancers.bfd || this.bfdUp.has(peer);
-      const config: SpeakerConfig = { localAsn: bgp.speaker.localAsn, routerId, listen: false, peers: [settings] };
-      const text = JSON.stringify(config);
-      let session = this.sessions.get(peer);
-      if (session && announcing && !session.announcing && session.speaker.stats().peers[0]?.state !== 'established') {
-        // BFD just came Up and BGP is not: packets flow again, so connect now rather than at the
-        // end of a connect-retry backoff that grew while the link was down.
-        this.sessions.delete(peer);
-        await session.speaker.stop({ graceful: false });
-        session = undefined;
-        this.log.info('announcing to the peer: its BFD session is Up (connecting again at once)', { peer, announcements: table.length });
-      }
-      if (!session) {
-        const speaker = await BgpSpeaker.start(config, {
-          log: this.log,
-          announcements: announcing ? table : [],
-          onStateChange: (c) => {
-            if (c.to === 'established') this.log.info('BGP session established', { peer: c.peer });
-            else if (c.from === 'established') this.log.info('BGP session down', { peer: c.peer, reason: c.reason });
-          },
-        });
-        session = { speaker, config: text, announcing };
-        this.sessions.set(peer, session);
-        this.log.info('node BGP session started', { peer, local: settings.sourceAddress, announcing, announcements: table.length });
-        continue;
-      }
-      if (session.config !== text) {
-        session.speaker.reconfigure(config);
-        session.config = text;
-      }
-      if (session.announcing !== announcing) this.log.info(announcing ? 'announcing to the peer: its BFD session is Up' : 'withdrawn from the peer: its BFD session is down', { peer, announcements: table.length });
-      session.announcing = announcing;
-      session.speaker.setAnnouncements(announcing ? table : []);
-    }
+    const plan = { localAsn: bgp.speaker.localAsn, routerId: own[4] ?? routerIdOf(this.o.node), peers, ...(bgp.loadBalancers.bfd ? { bfd: bgp.loadBalancers.bfd } : {}) };
+    await this.sessions.apply(plan, table, () => this.ended);
   }
 
-  /** One BFD session per peer, from our address of its family; peers gone or moved lose theirs. */
-  private async reconcileBfd(timers: NonNullable<NodeBgpConfig['bgp']>['loadBalancers']['bfd'], peers: PeerConfig[]): Promise<void> {
-    const wanted = new Map(timers ? peers.map((p) => [key(p.address), `${p.sourceAddress} ${JSON.stringify(timers)}`]) : []);
-    for (const [peer, setting] of this.bfdSessions) {
-      if (wanted.get(peer) === setting) continue;
-      this.bfdSessions.delete(peer);
-      this.bfdUp.delete(peer);
-      await this.bfd?.removeSession(peer);
-    }
-    if (wanted.size === 0) {
-      await this.bfd?.close();
-      this.bfd = undefined;
-      return;
-    }
-    this.bfd ??= await BfdEndpoint.open({ log: this.log, ...(this.o.bfdPort !== undefined ? { port: this.o.bfdPort } : {}) });
-    for (const [peer, setting] of wanted) {
-      if (this.bfdSessions.has(peer)) continue;
-      const local = setting.split(' ')[0]!;
-      this.bfdSessions.set(peer, setting);
-      await this.bfd.addSession(peer, {
-        local,
-        timers: timers!,
-        ...(this.o.bfdPeerPort !== undefined ? { port: this.o.bfdPeerPort } : {}),
-        onStateChange: (c) => {
-          if (this.bfdSessions.get(peer) !== setting) return; // a session being replaced
-          const up = c.to === BfdState.Up;
-          this.log.info(up ? 'BFD session up' : 'BFD session down', { peer, from: BfdState[c.from], to: BfdState[c.to], ...(up ? {} : { diag: BfdDiag[c.diag] }) });
-          if (up) this.bfdUp.add(peer);
-          else this.bfdUp.delete(peer);
-          this.schedule();
-        },
-      });
-    }
+  private shutdown(): Promise<void> {
+    return this.sessions.shutdown();
   }
-
-  private async shutdown(): Promise<void> {
-    const sessions = [...this.sessions.values()];
-    this.sessions.clear();
-    // BGP first (a Cease: the router withdraws at once), then BFD AdminDown.
-    await Promise.all(sessions.map((s) => s.speaker.stop({ graceful: false })));
-    const bfd = this.bfd;
-    this.bfd = undefined;
-    this.bfdSessions.clear();
-    this.bfdUp.clear();
-    await bfd?.close();
-  }
-}
-
-function key(address: string): string {
-  return formatIP(parseIP(address)!);
-}
-
-/**
- * The BGP identifier of a node without an IPv4 address: a non-zero 32-bit hash of its name
- * (FNV-1a), shown dotted. Routers need only that it differs from theirs and stays put.
- */
-function routerIdOf(name: string): string {
-  let h = 0x811c9dc5;
-  for (const c of new TextEncoder().encode(name)) h = Math.imul(h ^ c, 0x01000193) >>> 0;
-  h = h || 1;
-  return [h >>> 24, (h >>> 16) & 255, (h >>> 8) & 255, h & 255].join('.');
 }

@@ -1,17 +1,33 @@
-import type { IP } from '../../net/ip.ts';
+import type { BfdTimers } from '../../net/bfd/session.ts';
+import type { PeerConfig } from '../../net/bgp/speaker.ts';
+import type { IP, IPFamily } from '../../net/ip.ts';
 
 /** The `controlPlaneEndpoint` section after validation (docs/networking/control-plane-vip.md). */
 export interface ControlPlaneEndpointConfig {
   /** One per family at most; all held by one host. */
   addresses: { address: string; ip: IP }[];
-  announce: 'l2';
-  /** Undefined: for each address, the interface whose subnet holds it. */
+  announce: 'l2' | 'bgp';
+  /** announce: bgp: the sessions each host opens, and what it announces while it holds the VIP. */
+  bgp?: VipBgpConfig;
+  /** announce: l2. Undefined: for each address, the interface whose subnet holds it. */
   interfaces?: string[];
   healthURL: string;
   /** Every control-plane host: name -> the address its heartbeats go to. */
   hosts: Map<string, string>;
   heartbeatPort: number;
   timings: VipTimings;
+}
+
+export interface VipBgpConfig {
+  localAsn: number;
+  /** As the file gives them (password read), without a source address: each host adds its own next hop. */
+  peers: PeerConfig[];
+  /** undefined: BFD off. */
+  bfd?: BfdTimers;
+  communities: string[];
+  localPref?: number;
+  /** Host -> its address of each family: the source of its sessions of that family and the VIP's next hop. */
+  nextHops: Map<string, Partial<Record<IPFamily, string>>>;
 }
 
 export interface VipTimings {

@@ -1,6 +1,7 @@
 import * as v from 'valibot';
 import { asRecord, simpleName, validOrUndefined, withoutUserinfo } from '../../config-file/schema.ts';
 import { parseIP } from '../../net/ip.ts';
+import { asn, attributes, BfdSchema, PeerSchema } from '../bgp/config-schema.ts';
 
 /**
  * The shape of the `controlPlaneEndpoint` section (the API server's own address, held by
@@ -26,7 +27,12 @@ const healthURL = v.pipe(
   withoutUserinfo(),
 );
 
-const HostSchema = v.strictObject({ name: simpleName, address: ipAddress });
+const HostSchema = v.strictObject({
+  name: simpleName,
+  address: ipAddress,
+  /** With announce: bgp, this host's own addresses the routers reach it by (at most one per family); default: `address`. */
+  nextHops: v.optional(v.pipe(v.array(ipAddress), v.minLength(1, 'must list at least one address, or be left out'))),
+});
 export type RawVipHost = v.InferOutput<typeof HostSchema>;
 
 const milliseconds = integer(1, 60_000, 'milliseconds');
@@ -39,10 +45,20 @@ const TimingsSchema = v.strictObject({
   livenessTimeoutMilliseconds: v.optional(milliseconds),
 });
 
+/** announce: bgp: the sessions every control-plane host opens to the routers (the peers' schema of the `bgp` section). */
+const VipBgpSchema = v.strictObject({
+  localASN: asn,
+  peers: v.pipe(v.array(PeerSchema), v.minLength(1, 'must list at least one peer')),
+  bfd: v.optional(BfdSchema),
+  ...attributes,
+});
+export type RawVipBgp = v.InferOutput<typeof VipBgpSchema>;
+
 export const ControlPlaneEndpointSchema = v.strictObject({
   addresses: v.pipe(v.array(ipAddress), v.minLength(1, 'must list the address (one per family)')),
   announce: v.picklist(['l2', 'bgp'], 'must be l2 or bgp'),
   interfaces: v.optional(v.pipe(v.array(interfaceName), v.minLength(1, 'must list at least one interface, or be left out'))),
+  bgp: v.optional(VipBgpSchema),
   healthURL: v.optional(healthURL),
   hosts: v.pipe(v.array(HostSchema), v.minLength(1, 'must list every control-plane host')),
   heartbeatPort: v.optional(integer(1, 65535, 'a port')),
@@ -51,7 +67,9 @@ export const ControlPlaneEndpointSchema = v.strictObject({
 export type RawControlPlaneEndpoint = v.InferOutput<typeof ControlPlaneEndpointSchema>;
 
 /** What the second pass works on: a valid section, or its valid parts (a host entry with a shape error is a null hole, so later indexes keep their paths). */
-export type ResolvableControlPlaneEndpoint = Omit<Partial<RawControlPlaneEndpoint>, 'hosts'> & { hosts?: (RawVipHost | null)[] };
+export type ResolvableControlPlaneEndpoint = Omit<Partial<RawControlPlaneEndpoint>, 'hosts' | 'bgp'> & { hosts?: (RawVipHost | null)[]; bgp?: ResolvableVipBgp };
+/** A `bgp` subsection's valid parts (a peer with a shape error is a null hole). */
+export type ResolvableVipBgp = Omit<Partial<RawVipBgp>, 'peers'> & { peers?: (v.InferOutput<typeof PeerSchema> | null)[] };
 
 /** The valid parts of a `controlPlaneEndpoint` section that failed the schema; undefined when the file has none. */
 export function salvageControlPlaneEndpoint(input: unknown): ResolvableControlPlaneEndpoint | undefined {
@@ -61,9 +79,22 @@ export function salvageControlPlaneEndpoint(input: unknown): ResolvableControlPl
     addresses: validOrUndefined(ControlPlaneEndpointSchema.entries.addresses, r.addresses),
     announce: validOrUndefined(ControlPlaneEndpointSchema.entries.announce, r.announce),
     interfaces: validOrUndefined(ControlPlaneEndpointSchema.entries.interfaces, r.interfaces),
+    bgp: salvageVipBgp(r.bgp),
     healthURL: validOrUndefined(ControlPlaneEndpointSchema.entries.healthURL, r.healthURL),
     hosts: Array.isArray(r.hosts) ? r.hosts.map((h) => validOrUndefined(HostSchema, h) ?? null) : undefined,
     heartbeatPort: validOrUndefined(ControlPlaneEndpointSchema.entries.heartbeatPort, r.heartbeatPort),
     timings: validOrUndefined(TimingsSchema, r.timings),
+  };
+}
+
+function salvageVipBgp(input: unknown): ResolvableVipBgp | undefined {
+  if (input === undefined) return undefined;
+  const b = asRecord(input);
+  return {
+    localASN: validOrUndefined(asn, b.localASN),
+    peers: Array.isArray(b.peers) ? b.peers.map((p) => validOrUndefined(PeerSchema, p) ?? null) : undefined,
+    bfd: validOrUndefined(BfdSchema, b.bfd),
+    communities: validOrUndefined(VipBgpSchema.entries.communities, b.communities),
+    localPref: validOrUndefined(VipBgpSchema.entries.localPref, b.localPref),
   };
 }
