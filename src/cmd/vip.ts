@@ -28,7 +28,7 @@ export async function runVip(argv: string[]): Promise<number> {
   for (const sig of ['SIGTERM', 'SIGINT'] as const) process.on(sig, () => stop.abort(sig));
   const server = serveMetrics(flags.metrics, registry, () => vip.ready());
   try {
-    logger.info('vip starting', { node: flags.nodeName, addresses: config.addresses.map((a) => a.address).join(','), hosts: [...config.hosts.keys()].join(','), healthURL: config.healthURL, heartbeatPort: config.heartbeatPort, metrics: server ? `http://${flags.metrics!.hostname}:${server.port}` : 'off' });
+    logger.info('vip starting', { node: flags.nodeName, addresses: config.addresses.map((a) => a.address).join(','), announce: config.announce, hosts: [...config.hosts.keys()].join(','), healthURL: config.healthURL, heartbeatPort: config.heartbeatPort, metrics: server ? `http://${flags.metrics!.hostname}:${server.port}` : 'off' });
     await vip.run(stop.signal);
     return EXIT_OK;
   } catch (e) {

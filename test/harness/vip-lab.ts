@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AUDIT_POLICY, KUBERNETES_SERVICE_IP, apiServerFlags } from './apiserver.ts';
+import { ROUTER4, ROUTER_ASN, SPEAKER_ASN, startRouter, type BgpRouter } from './bgp-lab.ts';
 import { controlPlaneBinaries } from './binaries.ts';
 import { ccmBinaryCommand } from './ccm-process.ts';
 import { createCertificateAuthority, createSigningKeyPair, issueCertificate } from './certs.ts';
@@ -14,12 +15,22 @@ import type { LoggedProcess } from './processes.ts';
  * node runs its own kube-apiserver (0.0.0.0:6443, so on 127.0.0.1, its lan address and the VIP
  * on its loopback), all sharing one etcd in the client's namespace (on the lan: it survives
  * every fault of a node), and the compiled binary's `vip` mode with one config and key.
+ *
+ * Built with `router: true`, the lab's "rtr" namespace (198.51.100.1 on the lan) runs BIRD with a
+ * BGP and a BFD session to each host, for `announce: bgp` (the second config, VIP_BGP): BIRD puts
+ * the holder's host route in rtr's kernel table, and the client reaches VIP_BGP through rtr (a
+ * /32 route; no redirects, so every request takes the router's current path).
  */
 export const VIP = '198.51.100.10';
 export const VIP6 = '2001:db8:1::10';
 /** What the hosts rank over: the section's addresses, as edge-ccm vip joins them. */
 export const VIP_KEY = `${VIP},${VIP6}`;
 export const API_PORT = 6443;
+/** The VIP of `announce: bgp` (routed: on no segment), and what the hosts rank over for it. */
+export const VIP_BGP = '203.0.113.250';
+export const VIP_BGP_KEY = VIP_BGP;
+/** BFD of the hosts' sessions (both sides). */
+const BFD = { intervalMs: 200, multiplier: 3 };
 /** Each host's `edge-ccm vip` serves /metrics and /readyz here, inside its own namespace. */
 const VIP_METRICS_PORT = 7473;
 const ETCD = 'http://198.51.100.99:2379';
@@ -29,19 +40,23 @@ export class VipLab {
   readonly vips = new Map<NodeName, LoggedProcess>();
   private flags: (node: NodeName) => string[] = () => [];
   private readonly configPath: string;
+  private readonly bgpConfigPath: string;
   private readonly keyPath: string;
+  /** BIRD in rtr (with `router: true`, once startRouter ran). */
+  router?: BgpRouter;
   /** A bearer token of group system:masters (for load on the API servers). */
   readonly adminToken = crypto.randomUUID();
 
   private constructor(readonly site: L2Lab, private readonly binaries: ReturnType<typeof controlPlaneBinaries>) {
     this.configPath = join(site.lab.dir, 'vip-config.yaml');
+    this.bgpConfigPath = join(site.lab.dir, 'vip-config-bgp.yaml');
     this.keyPath = join(site.lab.dir, 'vip-key');
   }
 
-  static async build(): Promise<VipLab> {
+  static async build(o: { router?: boolean } = {}): Promise<VipLab> {
     const binaries = controlPlaneBinaries(); // fails with the install hint first
     ccmBinaryCommand([]); // and the binary's build hint
-    const site = await L2Lab.build();
+    const site = await L2Lab.build(o);
     const lab = new VipLab(site, binaries);
     try {
       await lab.setUp();
@@ -57,6 +72,7 @@ export class VipLab {
     for (const node of NODES) {
       await lab.ip(node, 'addr', 'add', `${VIP}/32`, 'dev', 'lo');
       await lab.ip(node, 'addr', 'add', `${VIP6}/128`, 'dev', 'lo');
+      await lab.ip(node, 'addr', 'add', `${VIP_BGP}/32`, 'dev', 'lo');
     }
     const pki = join(lab.dir, 'pki');
     mkdirSync(pki);
@@ -68,7 +84,7 @@ export class VipLab {
     const [serving, frontProxyClient] = await Promise.all([
       issueCertificate(ca, pki, 'apiserver', {
         commonName: 'kube-apiserver', usage: 'server', dnsNames: ['localhost', 'kubernetes'],
-        ipAddresses: ['127.0.0.1', VIP, KUBERNETES_SERVICE_IP, ...NODES.map((n) => this.site.nodes[n].lanIPv4)],
+        ipAddresses: ['127.0.0.1', VIP, VIP_BGP, KUBERNETES_SERVICE_IP, ...NODES.map((n) => this.site.nodes[n].lanIPv4)],
       }),
       issueCertificate(frontProxyCa, pki, 'front-proxy-client', { commonName: 'front-proxy-client', usage: 'client' }),
     ]);
@@ -102,6 +118,31 @@ export class VipLab {
       ...NODES.map((n) => `    - {name: ${n}, address: ${this.site.nodes[n].lanIPv4}}`),
       '',
     ].join('\n'));
+    writeFileSync(this.bgpConfigPath, [
+      'controlPlaneEndpoint:',
+      `  addresses: [${VIP_BGP}]`,
+      '  announce: bgp',
+      '  bgp:',
+      `    localASN: ${SPEAKER_ASN}`,
+      `    peers: [{address: ${ROUTER4}, asn: ${ROUTER_ASN}, holdTimeSeconds: 9, connectRetry: {minSeconds: 0.2, maxSeconds: 2}}]`,
+      `    bfd: {transmitIntervalMilliseconds: ${BFD.intervalMs}, receiveIntervalMilliseconds: ${BFD.intervalMs}, detectMultiplier: ${BFD.multiplier}}`,
+      '  hosts:',
+      ...NODES.map((n) => `    - {name: ${n}, address: ${this.site.nodes[n].lanIPv4}}`),
+      '',
+    ].join('\n'));
+  }
+
+  /** BIRD in rtr with a BGP and BFD session to each host; rtr forwards to VIP_BGP's next hop, the client reaches VIP_BGP through rtr. */
+  async startRouter(): Promise<BgpRouter> {
+    const { lab } = this.site;
+    await lab.sysctl('rtr', { 'net.ipv4.ip_forward': 1, 'net.ipv4.conf.all.send_redirects': 0, 'net.ipv4.conf.eth0.send_redirects': 0 });
+    await lab.sysctl('client', { 'net.ipv4.conf.all.accept_redirects': 0 });
+    await lab.ip('client', 'route', 'add', `${VIP_BGP}/32`, 'via', ROUTER4, 'dev', 'eth0');
+    this.router = await startRouter(lab, 'bird', {
+      speakers: [],
+      bfdNodes: { nodes: NODES.map((n) => ({ v4: this.site.nodes[n].lanIPv4, v6: this.site.nodes[n].lanIPv6 })), ...BFD, ipv4Only: true },
+    });
+    return this.router;
   }
 
   /** Starts the node's kube-apiserver (unless it runs) and waits until its /readyz answers 200 on 127.0.0.1. */
@@ -118,8 +159,10 @@ export class VipLab {
     return r.stdout.trim() === '200';
   }
 
-  startVip(node: NodeName): LoggedProcess {
-    const proc = this.site.lab.spawnLogged(node, `vip-${node}`, ccmBinaryCommand(['vip', `--cloud-config=${this.configPath}`, `--node-name=${node}`, `--liveness-key-file=${this.keyPath}`, `--metrics-bind-address=127.0.0.1:${VIP_METRICS_PORT}`]));
+  /** Starts the node's `edge-ccm vip` with the L2 config, or the BGP one. */
+  startVip(node: NodeName, announce: 'l2' | 'bgp' = 'l2'): LoggedProcess {
+    const config = announce === 'bgp' ? this.bgpConfigPath : this.configPath;
+    const proc = this.site.lab.spawnLogged(node, `vip-${announce}-${node}`, ccmBinaryCommand(['vip', `--cloud-config=${config}`, `--node-name=${node}`, `--liveness-key-file=${this.keyPath}`, `--metrics-bind-address=127.0.0.1:${VIP_METRICS_PORT}`]));
     this.vips.set(node, proc);
     return proc;
   }
@@ -137,6 +180,7 @@ export class VipLab {
 
   async destroy(): Promise<void> {
     await Promise.all([...this.vips.values(), ...this.apiServers.values()].map((p) => p.kill()));
+    await this.router?.stop();
     await this.site.destroy();
   }
 }

@@ -3,7 +3,7 @@ import { rankNodes } from '../../src/net/l2/election.ts';
 import { ArpProber, type Probe } from '../harness/arp-probes.ts';
 import { eventually } from '../harness/eventually.ts';
 import { NODES, type NodeName } from '../harness/l2-lab.ts';
-import { VIP, VIP6, VIP_KEY, VipLab } from '../harness/vip-lab.ts';
+import { VIP, VIP6, VIP_BGP, VIP_BGP_KEY, VIP_KEY, VipLab } from '../harness/vip-lab.ts';
 
 /**
  * `edge-ccm vip` (issue 28) in network namespaces: three control-plane hosts on one switch, each
@@ -11,6 +11,10 @@ import { VIP, VIP6, VIP_KEY, VipLab } from '../harness/vip-lab.ts';
  * the VIP with a raw ARP request every 100 ms (which MACs answered each one) and requests
  * https://VIP:6443/readyz every 100 ms (failures counted). Every test fails if any probe is ever
  * answered by two MACs. Timings are printed, not asserted (scripts/bench-vip is for figures).
+ *
+ * Then the same hosts with `announce: bgp` (the lab's BIRD in rtr, a BGP and a BFD session per
+ * host; the client reaches VIP_BGP through rtr): BIRD's table is read every 100 ms and every test
+ * fails if it ever holds two paths for the VIP.
  */
 
 /** The order every host elects in when all three are eligible. */
@@ -18,20 +22,69 @@ const ORDER = rankNodes(VIP_KEY, NODES) as NodeName[];
 
 interface Request { t: number; ok: boolean }
 
+/** https://ADDRESS:6443/readyz from the client every 100 ms (0.3 s timeout), each outcome kept. */
+class Requests {
+  readonly list: Request[] = [];
+  private on = true;
+  private readonly loop: Promise<void>;
+
+  constructor(address: string) {
+    this.loop = (async () => {
+      while (this.on) {
+        const t = Date.now();
+        const ok = await vip.readyz('client', address, 0.3);
+        this.list.push({ t, ok });
+        await Bun.sleep(Math.max(0, 100 - (Date.now() - t)));
+      }
+    })();
+  }
+
+  async stop(): Promise<void> {
+    this.on = false;
+    await this.loop;
+  }
+}
+
+/** BIRD's paths for VIP_BGP every 100 ms: when, and the next hops. */
+class PathSampler {
+  readonly samples: { t: number; hops: string[] }[] = [];
+  private on = true;
+  private readonly loop: Promise<void>;
+
+  constructor() {
+    this.loop = (async () => {
+      while (this.on) {
+        const t = Date.now();
+        const hops = (await vip.router!.paths(4)).get(`${VIP_BGP}/32`) ?? [];
+        this.samples.push({ t, hops });
+        await Bun.sleep(Math.max(0, 100 - (Date.now() - t)));
+      }
+    })();
+  }
+
+  doubles() {
+    return this.samples.filter((s) => s.hops.length > 1);
+  }
+
+  async stop(): Promise<void> {
+    this.on = false;
+    await this.loop;
+  }
+}
+
 let vip: VipLab;
 let prober: ArpProber;
-const requests: Request[] = [];
-let requesting = true;
-let requester: Promise<void> | undefined;
+let requests: Requests | undefined;
+let bgpRequests: Requests | undefined;
+let paths: PathSampler | undefined;
 
 beforeAll(async () => {
-  vip = await VipLab.build();
+  vip = await VipLab.build({ router: true });
   prober = ArpProber.start(vip.site, VIP, 'vip-prober');
 }, 120_000);
 
 afterAll(async () => {
-  requesting = false;
-  await requester;
+  await Promise.all([requests?.stop(), bgpRequests?.stop(), paths?.stop()]);
   await prober?.stop();
   await vip?.destroy();
 }, 60_000);
@@ -46,15 +99,10 @@ function answeringNode(): NodeName | undefined {
   return last && last.macs.length === 1 ? vip.nodeOfMac(last.macs[0]!) : undefined;
 }
 
-function startRequests(): void {
-  requester ??= (async () => {
-    while (requesting) {
-      const t = Date.now();
-      const ok = await vip.readyz('client', VIP, 0.3);
-      requests.push({ t, ok });
-      await Bun.sleep(Math.max(0, 100 - (Date.now() - t)));
-    }
-  })();
+/** From `after`: the first request that succeeded, and how many failed before it. */
+function firstGoodRequest(list: readonly Request[], faultAt: number, after: number): { ms: number; failed: number } {
+  const firstOk = list.find((r) => r.t >= faultAt && r.ok && r.t > after)!;
+  return { ms: firstOk.t - faultAt, failed: list.filter((r) => r.t >= faultAt && r.t < firstOk.t && !r.ok).length };
 }
 
 /** From `faultAt`: the first probe answered by a node other than `old`, and the requests that failed until the first that succeeded after it. */
@@ -65,10 +113,9 @@ async function moveFrom(old: NodeName, faultAt: number): Promise<NodeName> {
     return !!now && now !== old && prober.probes().some((p) => p.t >= faultAt && p.macs.length === 1);
   }, 20_000);
   const first = prober.probes().find((p) => p.t >= faultAt && p.macs.length === 1 && vip.nodeOfMac(p.macs[0]!) !== old)!;
-  await eventually('a request through the VIP succeeds again', () => requests.some((r) => r.t > first.t && r.ok), 20_000);
-  const firstOk = requests.find((r) => r.t >= faultAt && r.ok && r.t > first.t)!;
-  const failed = requests.filter((r) => r.t >= faultAt && r.t < firstOk.t && !r.ok).length;
-  console.log(`vip moved ${old} -> ${now}: first ARP answer ${first.t - faultAt} ms after the fault, first good request ${firstOk.t - faultAt} ms, ${failed} requests failed`);
+  await eventually('a request through the VIP succeeds again', () => requests!.list.some((r) => r.t > first.t && r.ok), 20_000);
+  const good = firstGoodRequest(requests!.list, faultAt, first.t);
+  console.log(`vip moved ${old} -> ${now}: first ARP answer ${first.t - faultAt} ms after the fault, first good request ${good.ms} ms, ${good.failed} requests failed`);
   return now!;
 }
 
@@ -83,8 +130,8 @@ describe('control-plane VIP', () => {
     await vip.startApiServer(first);
     const readyAt = Date.now();
     await eventually(`${first} answers for the VIP (log ${vip.vips.get(first)!.logTail()})`, () => answeringNode() === first, 20_000);
-    startRequests();
-    await eventually('a request through the VIP succeeds', () => requests.some((r) => r.ok), 20_000);
+    requests = new Requests(VIP);
+    await eventually('a request through the VIP succeeds', () => requests!.list.some((r) => r.ok), 20_000);
     console.log(`bootstrap: VIP answered ${prober.probes().find((p) => p.macs.length > 0)!.t - readyAt} ms after the API server's /readyz first answered 200 (seen by the test)`);
     expect(doubles()).toEqual([]);
   }, 240_000);
@@ -130,5 +177,67 @@ describe('control-plane VIP', () => {
     const now = await moveFrom(holder, faultAt);
     expect(now).toBe(ORDER[2]!);
     expect(doubles()).toEqual([]);
+  }, 60_000);
+});
+
+/** The order the hosts elect in for VIP_BGP when all three are eligible. */
+const BGP_ORDER = rankNodes(VIP_BGP_KEY, NODES) as NodeName[];
+
+/** From `faultAt`: the first sample whose only path is not through `old`'s address, and the first good request after it. */
+async function bgpMoveFrom(old: NodeName, faultAt: number): Promise<NodeName> {
+  const oldHop = vip.site.nodes[old].lanIPv4;
+  const moved = () => paths!.samples.find((s) => s.t >= faultAt && s.hops.length === 1 && s.hops[0] !== oldHop);
+  await eventually(`the VIP's path leaves ${old}`, () => !!moved(), 20_000).catch((e: Error) => {
+    throw new Error(`${e.message}; last samples ${JSON.stringify(paths!.samples.slice(-3))}`);
+  });
+  const first = moved()!;
+  const gone = paths!.samples.find((s) => s.t >= faultAt && !s.hops.includes(oldHop))!;
+  await eventually('a request through the VIP succeeds again', () => bgpRequests!.list.some((r) => r.t > first.t && r.ok), 20_000);
+  const good = firstGoodRequest(bgpRequests!.list, faultAt, first.t);
+  const now = NODES.find((n) => vip.site.nodes[n].lanIPv4 === first.hops[0])!;
+  console.log(`vip (bgp) moved ${old} -> ${now}: old path gone from BIRD ${gone.t - faultAt} ms after the fault, new path ${first.t - faultAt} ms, first good request ${good.ms} ms, ${good.failed} requests failed`);
+  return now;
+}
+
+describe('control-plane VIP over BGP', () => {
+  test('every host restarted with announce: bgp: one path, through the first in the order, and requests reach it through the router', async () => {
+    await Promise.all([...NODES.map((n) => vip.vips.get(n)?.kill()), vip.startRouter()]);
+    const apiServersUp = Promise.all(NODES.map((n) => vip.startApiServer(n)));
+    for (const n of NODES) vip.startVip(n, 'bgp');
+    await apiServersUp;
+    paths = new PathSampler();
+    const holderHop = vip.site.nodes[BGP_ORDER[0]!].lanIPv4;
+    await eventually(`BIRD has one path for the VIP, through ${BGP_ORDER[0]}`, () => JSON.stringify(paths!.samples.at(-1)?.hops) === JSON.stringify([holderHop]), 30_000).catch((e: Error) => {
+      throw new Error(`${e.message}; last samples ${JSON.stringify(paths!.samples.slice(-3))}`);
+    });
+    bgpRequests = new Requests(VIP_BGP);
+    await eventually('a request through the routed VIP succeeds', () => bgpRequests!.list.some((r) => r.ok), 20_000);
+    // Every host has its BGP and BFD sessions up; only the holder announces.
+    for (const n of NODES) await eventually(`BIRD's BFD session with ${n} is Up`, () => vip.router!.bfdUp!(vip.site.nodes[n].lanIPv4), 20_000);
+    for (const n of NODES) {
+      const metrics = (await vip.vipEndpoint(n, '/metrics')) ?? '';
+      expect({ n, holding: /^edge_ccm_vip_holding (\d)$/m.exec(metrics)?.[1] }).toEqual({ n, holding: n === BGP_ORDER[0] ? '1' : '0' });
+      expect(metrics).toContain('edge_ccm_bfd_session_state{peer="198.51.100.1"} 3');
+    }
+    // No ARP answer for the routed VIP: nothing on the lan claims it.
+    expect(doubles()).toEqual([]);
+    expect(paths.doubles()).toEqual([]);
+  }, 300_000);
+
+  test("the holder's kube-apiserver is killed: it withdraws, the next host announces", async () => {
+    const holder = BGP_ORDER[0]!;
+    const faultAt = Date.now();
+    await vip.apiServers.get(holder)!.kill();
+    expect(await bgpMoveFrom(holder, faultAt)).toBe(BGP_ORDER[1]!);
+    expect(vip.vips.get(holder)!.logTail(200)).toMatch(/vip released.*reason=apiserver-unhealthy/);
+    expect(paths!.doubles()).toEqual([]);
+  }, 60_000);
+
+  test("the new holder's link goes down (its process alive): BIRD's BFD drops its path before the last host announces", async () => {
+    const holder = BGP_ORDER[1]!;
+    const faultAt = Date.now();
+    await vip.site.lab.ip(holder, 'link', 'set', 'eth0', 'down');
+    expect(await bgpMoveFrom(holder, faultAt)).toBe(BGP_ORDER[2]!);
+    expect(paths!.doubles()).toEqual([]);
   }, 60_000);
 });

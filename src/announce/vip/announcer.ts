@@ -1,31 +1,29 @@
 import type { Registry } from 'prom-client';
 import type { Logger } from '../../log.ts';
 import type { IP } from '../../net/ip.ts';
-import { probeAddress } from '../../net/l2/probe.ts';
-import { L2Responder, type ResponderEvent } from '../../net/l2/responder.ts';
 import { errorMessage } from '../../util/errors.ts';
 import { LogLimiter } from '../../util/log-limiter.ts';
-import { subnetInterface as hostSubnetInterface } from '../l2/interfaces.ts';
 import { Liveness, loggedLivenessProblems } from '../l2/liveness.ts';
 import { WarmUp } from '../l2/warm-up.ts';
+import { VipBgpOutput } from './bgp-output.ts';
 import type { ControlPlaneEndpointConfig } from './config-model.ts';
 import { decideVip, type VipDecision } from './decision.ts';
 import { ApiServerHealth } from './health.ts';
+import { VipL2Output } from './l2-output.ts';
 import { VipMetrics } from './metrics.ts';
+import type { VipOutput } from './output.ts';
 
 /**
  * `edge-ccm vip`: one per control-plane host. Checks its own API server, hears the other hosts'
  * heartbeats (the L2 speaker's liveness mesh, peers from the config file), decides with
- * decision.ts and answers ARP/NDP for the VIP while it holds it (gratuitous ARP / unsolicited NA
- * at each take, by the responder). Needs no API server and no credentials.
+ * decision.ts and, while it holds the VIP, answers ARP/NDP for it (l2-output.ts) or announces it
+ * to the routers (bgp-output.ts). Needs no API server and no Kubernetes credentials.
  *
  * Order of every step: release (or take) first, then tell the others (the new holder waits for
  * the release: view.ts's barrier). Until one liveness timeout has passed since the start it
  * says "warming" and holds nothing: it has not heard who is up yet.
  */
 
-/** Bootstrap probe of the VIP: two ARP probes / DAD solicitations 250 ms apart (a holder answers both). */
-const BOOTSTRAP_PROBE = { count: 2, intervalMs: 250 };
 /** Beyond one heartbeat interval: two liveness checks (50 ms each) and a margin (docs: rule 4). */
 const SILENCE_GRACE_EXTRA_MS = 150;
 const LOG_WINDOW_MS = 60_000;
@@ -36,15 +34,18 @@ export interface VipAnnouncerOptions {
   key: Uint8Array;
   logger: Logger;
   registry: Registry;
-  /** The interface holding an address's subnet (default: this host's interfaces). */
+  /** announce: l2: the interface holding an address's subnet (default: this host's interfaces). */
   subnetInterface?: (ip: IP) => string | undefined;
   pollIntervalMs?: number;
+  /** announce: bgp: BFD ports (tests). */
+  bfdPort?: number;
+  bfdPeerPort?: number;
 }
 
 export class VipAnnouncer {
   private readonly config: ControlPlaneEndpointConfig;
   private readonly liveness: Liveness;
-  private readonly responder: L2Responder;
+  private readonly output: VipOutput;
   private readonly health: ApiServerHealth;
   private readonly metrics: VipMetrics;
   private readonly log: Logger;
@@ -84,12 +85,17 @@ export class VipAnnouncer {
       ...loggedLivenessProblems(this.log, this.logLimit),
       onFrozen: (gapMs) => this.afterPause(gapMs),
     });
-    this.responder = new L2Responder({
-      pollIntervalMs: opts.pollIntervalMs,
-      onEvent: (e) => this.onResponderEvent(e),
-      // Just woken from a pause, before the liveness check has judged it: answer nothing.
-      mayAnswer: () => this.liveness.stalledFor() <= this.liveness.timeoutMs,
-    });
+    // Just woken from a pause, before the liveness check has judged it: say nothing.
+    const paused = () => this.liveness.stalledFor() > this.liveness.timeoutMs;
+    const config = opts.config;
+    this.output = config.announce === 'bgp' && config.bgp
+      ? new VipBgpOutput({
+          node: opts.node, config: { ...config, bgp: config.bgp }, log: this.log, registry: opts.registry,
+          refusal: () => (paused() ? 'this process did not run for longer than the liveness timeout' : undefined),
+          ...(opts.bfdPort !== undefined ? { bfdPort: opts.bfdPort } : {}),
+          ...(opts.bfdPeerPort !== undefined ? { bfdPeerPort: opts.bfdPeerPort } : {}),
+        })
+      : new VipL2Output({ config, log: this.log, logLimit: this.logLimit, mayAnswer: () => !paused(), holding: () => this.holding, subnetInterface: opts.subnetInterface, pollIntervalMs: opts.pollIntervalMs });
     this.health = new ApiServerHealth({
       url: opts.config.healthURL,
       intervalMs: t.healthIntervalMs,
@@ -118,6 +124,7 @@ export class VipAnnouncer {
   /** Runs until the signal aborts; then releases the VIP and tells the others it leaves (they take over at once). */
   async run(signal: AbortSignal): Promise<void> {
     await this.liveness.start();
+    await this.output.start();
     this.health.start();
     this.warmUp.start();
     this.schedule();
@@ -132,7 +139,7 @@ export class VipAnnouncer {
       this.probe?.abort();
       this.health.stop();
       this.setHolding(false, 'stopping');
-      this.responder.close();
+      await this.output.close();
       await this.liveness.leave();
     }
   }
@@ -210,19 +217,15 @@ export class VipAnnouncer {
     return new Set([...this.silentSince].filter(([, at]) => now - at < graceMs).map(([name]) => name));
   }
 
-  /** Bootstrap: probe the VIP on each of its interfaces; clear when nobody answers (then the decision may take it). */
+  /** Bootstrap: ask the output whether the VIP is free (L2: an ARP probe / DAD solicitation); clear: the decision may take it. */
   private startProbe(): void {
     if (this.probe) return;
     const abort = new AbortController();
     this.probe = abort;
-    const targets = this.table(true);
-    this.log.info('hearing no other control-plane host since the start: probing the VIP before taking it (bootstrap)', { addresses: this.vipKey });
-    void Promise.all([...targets].flatMap(([iface, addresses]) => addresses.map(async (address) => ({ iface, address, ...(await probeAddress(iface, address, { ...BOOTSTRAP_PROBE, signal: abort.signal })) }))))
-      .then((results) => {
-        if (abort.signal.aborted) return;
-        const held = results.find((r) => r.holder);
-        if (held) this.log.warn('bootstrap probe: another station answers for the VIP; not taking it', { address: held.address, interface: held.iface, mac: held.holder });
-        else this.probeClear = results.length > 0;
+    this.log.info('hearing no other control-plane host since the start: checking the VIP is free before taking it (bootstrap)', { addresses: this.vipKey, announce: this.config.announce });
+    void this.output.bootstrapCheck(abort.signal)
+      .then((clear) => {
+        if (!abort.signal.aborted) this.probeClear = clear;
       })
       .catch((e) => this.log.warn('cannot probe the VIP; not taking it alone', { error: errorMessage(e) }))
       .finally(() => {
@@ -235,26 +238,8 @@ export class VipAnnouncer {
       });
   }
 
-  /** Interface -> the VIP's addresses there (empty lists: kept on standby, for a fast first answer). */
-  private table(withAddresses: boolean): Map<string, string[]> {
-    const table = new Map<string, string[]>();
-    for (const { address, ip } of this.config.addresses) {
-      const interfaces = this.config.interfaces ?? [(this.opts.subnetInterface ?? hostSubnetInterface)(ip)].filter((i): i is string => !!i);
-      if (interfaces.length === 0) {
-        const logged = this.logLimit.allow(`unplaced ${address}`);
-        if (logged) this.log.warn('no interface of this host is on the VIP\'s subnet and controlPlaneEndpoint lists no interfaces', { address });
-      }
-      for (const iface of interfaces) table.set(iface, [...(table.get(iface) ?? []), ...(withAddresses ? [address] : [])]);
-    }
-    return table;
-  }
-
   private setHolding(hold: boolean, reason: string): void {
-    const problems = this.responder.setAnnouncements(this.table(hold && !this.stopping));
-    for (const p of problems) {
-      const logged = this.logLimit.allow(`problem ${p.interface} ${p.address ?? ''}`);
-      if (logged) this.log.warn('cannot announce the VIP', { interface: p.interface, address: p.address, problem: p.message });
-    }
+    this.output.hold(hold && !this.stopping);
     const now = hold && !this.stopping;
     if (now === this.holding) return;
     this.holding = now;
@@ -264,14 +249,6 @@ export class VipAnnouncer {
     this.metrics.transitions.inc({ direction: now ? 'take' : 'release', reason });
     if (now) this.log.info('vip taken', { addresses: this.vipKey, reason });
     else this.log.info('vip released', { addresses: this.vipKey, reason });
-  }
-
-  private onResponderEvent(event: ResponderEvent): void {
-    if (event.type === 'error') this.log.warn('responder error', { interface: event.interface, error: event.message });
-    else if (event.type === 'claim' && this.holding) {
-      const logged = this.logLimit.allow(`claim ${event.address}`);
-      if (logged) this.log.warn('another station claims the VIP', { address: event.address, interface: event.interface, mac: event.mac });
-    }
   }
 }
 
