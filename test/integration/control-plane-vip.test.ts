@@ -4,6 +4,7 @@ import { ArpProber, type Probe } from '../harness/arp-probes.ts';
 import { eventually } from '../harness/eventually.ts';
 import { NODES, type NodeName } from '../harness/l2-lab.ts';
 import { VIP, VIP6, VIP_BGP, VIP_BGP_KEY, VIP_KEY, VipLab } from '../harness/vip-lab.ts';
+import { VipPathSampler, VipRequests } from '../harness/vip-probes.ts';
 
 /**
  * `edge-ccm vip` (issue 28) in network namespaces: three control-plane hosts on one switch, each
@@ -20,63 +21,11 @@ import { VIP, VIP6, VIP_BGP, VIP_BGP_KEY, VIP_KEY, VipLab } from '../harness/vip
 /** The order every host elects in when all three are eligible. */
 const ORDER = rankNodes(VIP_KEY, NODES) as NodeName[];
 
-interface Request { t: number; ok: boolean }
-
-/** https://ADDRESS:6443/readyz from the client every 100 ms (0.3 s timeout), each outcome kept. */
-class Requests {
-  readonly list: Request[] = [];
-  private on = true;
-  private readonly loop: Promise<void>;
-
-  constructor(address: string) {
-    this.loop = (async () => {
-      while (this.on) {
-        const t = Date.now();
-        const ok = await vip.readyz('client', address, 0.3);
-        this.list.push({ t, ok });
-        await Bun.sleep(Math.max(0, 100 - (Date.now() - t)));
-      }
-    })();
-  }
-
-  async stop(): Promise<void> {
-    this.on = false;
-    await this.loop;
-  }
-}
-
-/** BIRD's paths for VIP_BGP every 100 ms: when, and the next hops. */
-class PathSampler {
-  readonly samples: { t: number; hops: string[] }[] = [];
-  private on = true;
-  private readonly loop: Promise<void>;
-
-  constructor() {
-    this.loop = (async () => {
-      while (this.on) {
-        const t = Date.now();
-        const hops = (await vip.router!.paths(4)).get(`${VIP_BGP}/32`) ?? [];
-        this.samples.push({ t, hops });
-        await Bun.sleep(Math.max(0, 100 - (Date.now() - t)));
-      }
-    })();
-  }
-
-  doubles() {
-    return this.samples.filter((s) => s.hops.length > 1);
-  }
-
-  async stop(): Promise<void> {
-    this.on = false;
-    await this.loop;
-  }
-}
-
 let vip: VipLab;
 let prober: ArpProber;
-let requests: Requests | undefined;
-let bgpRequests: Requests | undefined;
-let paths: PathSampler | undefined;
+let requests: VipRequests | undefined;
+let bgpRequests: VipRequests | undefined;
+let paths: VipPathSampler | undefined;
 
 beforeAll(async () => {
   vip = await VipLab.build({ router: true });
@@ -99,12 +48,6 @@ function answeringNode(): NodeName | undefined {
   return last && last.macs.length === 1 ? vip.nodeOfMac(last.macs[0]!) : undefined;
 }
 
-/** From `after`: the first request that succeeded, and how many failed before it. */
-function firstGoodRequest(list: readonly Request[], faultAt: number, after: number): { ms: number; failed: number } {
-  const firstOk = list.find((r) => r.t >= faultAt && r.ok && r.t > after)!;
-  return { ms: firstOk.t - faultAt, failed: list.filter((r) => r.t >= faultAt && r.t < firstOk.t && !r.ok).length };
-}
-
 /** From `faultAt`: the first probe answered by a node other than `old`, and the requests that failed until the first that succeeded after it. */
 async function moveFrom(old: NodeName, faultAt: number): Promise<NodeName> {
   let now: NodeName | undefined;
@@ -114,7 +57,7 @@ async function moveFrom(old: NodeName, faultAt: number): Promise<NodeName> {
   }, 20_000);
   const first = prober.probes().find((p) => p.t >= faultAt && p.macs.length === 1 && vip.nodeOfMac(p.macs[0]!) !== old)!;
   await eventually('a request through the VIP succeeds again', () => requests!.list.some((r) => r.t > first.t && r.ok), 20_000);
-  const good = firstGoodRequest(requests!.list, faultAt, first.t);
+  const good = requests!.firstGood(faultAt, first.t);
   console.log(`vip moved ${old} -> ${now}: first ARP answer ${first.t - faultAt} ms after the fault, first good request ${good.ms} ms, ${good.failed} requests failed`);
   return now!;
 }
@@ -130,7 +73,7 @@ describe('control-plane VIP', () => {
     await vip.startApiServer(first);
     const readyAt = Date.now();
     await eventually(`${first} answers for the VIP (log ${vip.vips.get(first)!.logTail()})`, () => answeringNode() === first, 20_000);
-    requests = new Requests(VIP);
+    requests = new VipRequests(vip, VIP);
     await eventually('a request through the VIP succeeds', () => requests!.list.some((r) => r.ok), 20_000);
     console.log(`bootstrap: VIP answered ${prober.probes().find((p) => p.macs.length > 0)!.t - readyAt} ms after the API server's /readyz first answered 200 (seen by the test)`);
     expect(doubles()).toEqual([]);
@@ -186,14 +129,14 @@ const BGP_ORDER = rankNodes(VIP_BGP_KEY, NODES) as NodeName[];
 /** From `faultAt`: the first sample whose only path is not through `old`'s address, and the first good request after it. */
 async function bgpMoveFrom(old: NodeName, faultAt: number): Promise<NodeName> {
   const oldHop = vip.site.nodes[old].lanIPv4;
-  const moved = () => paths!.samples.find((s) => s.t >= faultAt && s.hops.length === 1 && s.hops[0] !== oldHop);
+  const moved = () => paths!.movedFrom(oldHop, faultAt).moved;
   await eventually(`the VIP's path leaves ${old}`, () => !!moved(), 20_000).catch((e: Error) => {
     throw new Error(`${e.message}; last samples ${JSON.stringify(paths!.samples.slice(-3))}`);
   });
   const first = moved()!;
-  const gone = paths!.samples.find((s) => s.t >= faultAt && !s.hops.includes(oldHop))!;
+  const gone = paths!.movedFrom(oldHop, faultAt).gone!;
   await eventually('a request through the VIP succeeds again', () => bgpRequests!.list.some((r) => r.t > first.t && r.ok), 20_000);
-  const good = firstGoodRequest(bgpRequests!.list, faultAt, first.t);
+  const good = bgpRequests!.firstGood(faultAt, first.t);
   const now = NODES.find((n) => vip.site.nodes[n].lanIPv4 === first.hops[0])!;
   console.log(`vip (bgp) moved ${old} -> ${now}: old path gone from BIRD ${gone.t - faultAt} ms after the fault, new path ${first.t - faultAt} ms, first good request ${good.ms} ms, ${good.failed} requests failed`);
   return now;
@@ -205,12 +148,12 @@ describe('control-plane VIP over BGP', () => {
     const apiServersUp = Promise.all(NODES.map((n) => vip.startApiServer(n)));
     for (const n of NODES) vip.startVip(n, 'bgp');
     await apiServersUp;
-    paths = new PathSampler();
+    paths = new VipPathSampler(vip);
     const holderHop = vip.site.nodes[BGP_ORDER[0]!].lanIPv4;
     await eventually(`BIRD has one path for the VIP, through ${BGP_ORDER[0]}`, () => JSON.stringify(paths!.samples.at(-1)?.hops) === JSON.stringify([holderHop]), 30_000).catch((e: Error) => {
       throw new Error(`${e.message}; last samples ${JSON.stringify(paths!.samples.slice(-3))}`);
     });
-    bgpRequests = new Requests(VIP_BGP);
+    bgpRequests = new VipRequests(vip, VIP_BGP);
     await eventually('a request through the routed VIP succeeds', () => bgpRequests!.list.some((r) => r.ok), 20_000);
     // Every host has its BGP and BFD sessions up; only the holder announces.
     for (const n of NODES) await eventually(`BIRD's BFD session with ${n} is Up`, () => vip.router!.bfdUp!(vip.site.nodes[n].lanIPv4), 20_000);

@@ -138,9 +138,11 @@ export class VipAnnouncer {
       this.warmUp.stop();
       this.probe?.abort();
       this.health.stop();
+      // Released (a withdrawal is written by now), then the others told at once, and only then
+      // the output's slower goodbyes (BGP Cease, BFD AdminDown): they must not delay the takeover.
       this.setHolding(false, 'stopping');
-      await this.output.close();
       await this.liveness.leave();
+      await this.output.close();
     }
   }
 
