@@ -10,7 +10,7 @@ import { Liveness, loggedLivenessProblems } from '../l2/liveness.ts';
 import { WarmUp } from '../l2/warm-up.ts';
 import type { ControlPlaneEndpointConfig } from './config-model.ts';
 import { decideVip, type VipDecision } from './decision.ts';
-import { ApiServerHealth } from './health.ts';
+import { ApiServerHealth, failureHint, type HealthRequest } from './health.ts';
 import { VipMetrics } from './metrics.ts';
 
 /**
@@ -34,6 +34,8 @@ export interface VipAnnouncerOptions {
   node: string;
   config: ControlPlaneEndpointConfig;
   key: Uint8Array;
+  /** How the health check connects (health-credentials.ts); default anonymous, not verified. */
+  healthRequest?: HealthRequest;
   logger: Logger;
   registry: Registry;
   /** The interface holding an address's subnet (default: this host's interfaces). */
@@ -96,6 +98,11 @@ export class VipAnnouncer {
       timeoutMs: t.healthTimeoutMs,
       unhealthyAfter: t.unhealthyAfter,
       healthyAfter: t.healthyAfter,
+      request: opts.healthRequest,
+      onNewFailure: (why) => {
+        const hint = failureHint(why);
+        if (this.logLimit.allow(`health ${why}`)) this.log.info('local API server check failed', { url: opts.config.healthURL, outcome: why, ...(hint ? { hint } : {}) });
+      },
       onChange: (healthy, why) => {
         this.metrics.healthy.set(healthy ? 1 : 0);
         if (healthy) this.log.info('local API server healthy', { url: opts.config.healthURL });

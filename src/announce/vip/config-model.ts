@@ -1,4 +1,5 @@
 import type { IP } from '../../net/ip.ts';
+import type { HealthCheckFiles } from './health-check-config.ts';
 
 /** The `controlPlaneEndpoint` section after validation (docs/networking/control-plane-vip.md). */
 export interface ControlPlaneEndpointConfig {
@@ -8,6 +9,8 @@ export interface ControlPlaneEndpointConfig {
   /** Undefined: for each address, the interface whose subnet holds it. */
   interfaces?: string[];
   healthURL: string;
+  /** Undefined: the check is anonymous and does not verify the certificate. */
+  healthCheck?: HealthCheckFiles;
   /** Every control-plane host: name -> the address its heartbeats go to. */
   hosts: Map<string, string>;
   heartbeatPort: number;

@@ -2,6 +2,7 @@ import type { ConfigPath, ReportIssue } from '../../config-file/issues.ts';
 import { formatIP, parseIP, type IP } from '../../net/ip.ts';
 import { DEFAULT_HEALTH_URL, DEFAULT_VIP_HEARTBEAT_PORT, DEFAULT_VIP_TIMINGS, type ControlPlaneEndpointConfig } from './config-model.ts';
 import type { ResolvableControlPlaneEndpoint } from './config-schema.ts';
+import { checkHealthCheck } from './health-check-config.ts';
 
 /**
  * Second pass over `controlPlaneEndpoint`: one address per family, hosts named once and
@@ -24,6 +25,7 @@ export function resolveControlPlaneEndpoint(raw: ResolvableControlPlaneEndpoint 
     if (same) problem(['addresses', i], `${text}: a second IPv${ip.family} address (${same.address} is listed): one address per family`);
     else addresses.push({ address: formatIP(ip), ip });
   });
+  checkHealthCheck(raw.healthCheck, raw.healthURL, problem);
   if (raw.announce === 'bgp') problem(['announce'], 'bgp is not supported yet by edge-ccm vip (issue 28): use l2');
   const names = new Set<string>();
   const hostAddresses = new Map<string, string>();
@@ -58,6 +60,7 @@ export function resolveControlPlaneEndpoint(raw: ResolvableControlPlaneEndpoint 
     announce: 'l2',
     ...(raw.interfaces ? { interfaces: raw.interfaces } : {}),
     healthURL: raw.healthURL ?? DEFAULT_HEALTH_URL,
+    ...(raw.healthCheck ? { healthCheck: raw.healthCheck } : {}),
     hosts,
     heartbeatPort: raw.heartbeatPort ?? DEFAULT_VIP_HEARTBEAT_PORT,
     timings,

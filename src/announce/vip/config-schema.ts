@@ -1,6 +1,7 @@
 import * as v from 'valibot';
 import { asRecord, simpleName, validOrUndefined, withoutUserinfo } from '../../config-file/schema.ts';
 import { parseIP } from '../../net/ip.ts';
+import { HealthCheckSchema } from './health-check-config.ts';
 
 /**
  * The shape of the `controlPlaneEndpoint` section (the API server's own address, held by
@@ -44,6 +45,7 @@ export const ControlPlaneEndpointSchema = v.strictObject({
   announce: v.picklist(['l2', 'bgp'], 'must be l2 or bgp'),
   interfaces: v.optional(v.pipe(v.array(interfaceName), v.minLength(1, 'must list at least one interface, or be left out'))),
   healthURL: v.optional(healthURL),
+  healthCheck: v.optional(HealthCheckSchema),
   hosts: v.pipe(v.array(HostSchema), v.minLength(1, 'must list every control-plane host')),
   heartbeatPort: v.optional(integer(1, 65535, 'a port')),
   timings: v.optional(TimingsSchema),
@@ -62,6 +64,7 @@ export function salvageControlPlaneEndpoint(input: unknown): ResolvableControlPl
     announce: validOrUndefined(ControlPlaneEndpointSchema.entries.announce, r.announce),
     interfaces: validOrUndefined(ControlPlaneEndpointSchema.entries.interfaces, r.interfaces),
     healthURL: validOrUndefined(ControlPlaneEndpointSchema.entries.healthURL, r.healthURL),
+    healthCheck: validOrUndefined(HealthCheckSchema, r.healthCheck),
     hosts: Array.isArray(r.hosts) ? r.hosts.map((h) => validOrUndefined(HostSchema, h) ?? null) : undefined,
     heartbeatPort: validOrUndefined(ControlPlaneEndpointSchema.entries.heartbeatPort, r.heartbeatPort),
     timings: validOrUndefined(TimingsSchema, r.timings),
