@@ -100,7 +100,7 @@ export class VipAnnouncer {
       healthyAfter: t.healthyAfter,
       request: opts.healthRequest,
       onNewFailure: (why) => {
-        const hint = failureHint(why);
+        const hint = failureHint(why, opts.healthRequest);
         if (this.logLimit.allow(`health ${why}`)) this.log.info('local API server check failed', { url: opts.config.healthURL, outcome: why, ...(hint ? { hint } : {}) });
       },
       onChange: (healthy, why) => {

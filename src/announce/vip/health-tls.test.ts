@@ -85,7 +85,9 @@ describe('the health check against an API server that refuses anonymous requests
     const r = request({ caFile: ca.certPath, tokenFile: join(dir, 'token') });
     expect(describeHealthRequest(r).healthCredential).toBe('bearer token');
     expect(await fetchStatus(apiserver, 2000, r)).toBe('200');
-    expect(await fetchStatus(apiserver, 2000, { ...r, headers: { authorization: 'Bearer wrong' } })).toBe('401');
+    const wrong = { ...r, headers: { authorization: 'Bearer wrong' } };
+    expect(await fetchStatus(apiserver, 2000, wrong)).toBe('401');
+    expect(failureHint('401', wrong)).toContain('does not accept');
   });
 
   test('a server certificate from another CA is refused: refused, the reason is a certificate error', async () => {

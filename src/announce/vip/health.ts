@@ -120,7 +120,9 @@ function fetchError(e: unknown): string {
 }
 
 /** What an operator can do about an outcome that says more than "down"; undefined for the rest. */
-export function failureHint(outcome: string): string | undefined {
+export function failureHint(outcome: string, request: HealthRequest = ANONYMOUS_UNVERIFIED): string | undefined {
+  const credential = request.tls.cert !== undefined || request.headers.authorization !== undefined;
+  if (outcome === '401' && credential) return "the API server does not accept the check's credential (a token expired or of another cluster, a certificate not from its client CA)";
   if (outcome === '401') return 'the API server refuses anonymous requests (k3s, RKE2, Talos): give controlPlaneEndpoint.healthCheck a client certificate or a token';
   if (outcome === '403') return "the check's identity may not read this URL: use /readyz, /livez or /healthz (system:public-info-viewer)";
   if (/CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ALTNAME/.test(outcome)) return 'the certificate does not verify against controlPlaneEndpoint.healthCheck.caFile (or serverName)';
