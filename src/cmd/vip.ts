@@ -6,6 +6,7 @@ import { parseVipArgs, type VipOptions } from '../options/vip.ts';
 import { errorMessage } from '../util/errors.ts';
 import { loadVipConfig } from '../announce/vip/config.ts';
 import { VipAnnouncer } from '../announce/vip/announcer.ts';
+import { describeHealthRequest } from '../announce/vip/health-credentials.ts';
 import { loadSection, parseSubcommandFlags, readConfigAndKey, serveMetrics } from './subcommand.ts';
 
 /** `edge-ccm vip ...`: exits 0 on SIGTERM/SIGINT, 2 on bad flags or config, 1 on other failures. */
@@ -23,12 +24,12 @@ export async function runVip(argv: string[]): Promise<number> {
     return EXIT_INVALID_INPUT;
   }
   const registry = createRegistry();
-  const vip = new VipAnnouncer({ node: flags.nodeName, config: config, key, logger, registry });
+  const vip = new VipAnnouncer({ node: flags.nodeName, config, key, healthRequest: config.healthRequest, logger, registry });
   const stop = new AbortController();
   for (const sig of ['SIGTERM', 'SIGINT'] as const) process.on(sig, () => stop.abort(sig));
   const server = serveMetrics(flags.metrics, registry, () => vip.ready());
   try {
-    logger.info('vip starting', { node: flags.nodeName, addresses: config.addresses.map((a) => a.address).join(','), announce: config.announce, hosts: [...config.hosts.keys()].join(','), healthURL: config.healthURL, heartbeatPort: config.heartbeatPort, metrics: server ? `http://${flags.metrics!.hostname}:${server.port}` : 'off' });
+    logger.info('vip starting', { node: flags.nodeName, addresses: config.addresses.map((a) => a.address).join(','), announce: config.announce, hosts: [...config.hosts.keys()].join(','), healthURL: config.healthURL, ...describeHealthRequest(config.healthRequest), heartbeatPort: config.heartbeatPort, metrics: server ? `http://${flags.metrics!.hostname}:${server.port}` : 'off' });
     await vip.run(stop.signal);
     return EXIT_OK;
   } catch (e) {

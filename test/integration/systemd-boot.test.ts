@@ -12,6 +12,7 @@ import { BootedRoot, NSPAWN_INSTALL_HINT } from '../harness/nspawn.ts';
 import { UNINITIALIZED } from '../harness/nodes.ts';
 import { freeLoopbackPorts } from '../harness/ports.ts';
 import { removeOwnedDir } from '../harness/processes.ts';
+import { readAuditLog } from '../harness/audit.ts';
 
 /**
  * deploy/systemd/edge-ccm.service under a real systemd: a Debian bookworm root (mmdebstrap, cached)
@@ -19,12 +20,23 @@ import { removeOwnedDir } from '../harness/processes.ts';
  * server (the container shares the host's network; see test/harness/nspawn.ts for what keeps the
  * host untouched). Proves Type=notify start and its status text, `systemctl reload` applying an
  * edited cloud config, `systemctl stop` releasing the lease, a crash restarted, and sandboxing.
+ * The same boot installs deploy/systemd/edge-ccm-vip.service as docs/install.md says and proves it
+ * takes the VIP (sole candidate) once its authenticated, verified health check answers.
  */
 const ROOT = resolve(import.meta.dir, '../..');
 const UNIT = 'edge-ccm.service';
+const VIP_UNIT = 'edge-ccm-vip.service';
 const PREFIX = `sd-${process.pid}`;
 const NODE = `${PREFIX}-node`;
 const LEASE = `${PREFIX}-lease`;
+/** The service account the VIP's health check authenticates as (any identity may read /readyz). */
+const VIP_ACCOUNT = `${PREFIX}-vip`;
+/**
+ * The VIP, on `lo` only: the container shares the host's network, where no frame may be sent. lo
+ * is not Ethernet, so the responder stops after opening and binding its AF_PACKET socket: the
+ * message saying so proves the sandbox allows AF_PACKET and CAP_NET_RAW, and nothing is sent.
+ */
+const VIP = '203.0.113.80';
 
 let cp: ControlPlane;
 let dir: string;
@@ -32,12 +44,23 @@ let booted: BootedRoot | undefined;
 let nodes: ResourceClient<V1Node>;
 let leases: ResourceClient<Lease>;
 let port: number;
+let vipMetricsPort: number;
+let vipHeartbeatPort: number;
 
+/** The cloud config both units read: edge-ccm's inventory, edge-ccm vip's controlPlaneEndpoint (this host alone). */
 function inventory(address: string): string {
   return [
     'inventory:',
     '  defaults: { region: systemd-region, instanceType: systemd-metal }',
     `  machines:\n    - { id: ${NODE}, addresses: [{ type: InternalIP, address: ${address} }] }`,
+    'controlPlaneEndpoint:',
+    `  addresses: [${VIP}]`,
+    '  announce: l2',
+    '  interfaces: [lo]',
+    `  healthURL: ${cp.server}/readyz`,
+    '  healthCheck: { caFile: /etc/edge-ccm/cluster-ca.crt, tokenFile: "${CREDENTIALS_DIRECTORY}/health-token" }',
+    `  hosts: [{ name: cp1, address: 127.0.0.1 }]`,
+    `  heartbeatPort: ${vipHeartbeatPort}`,
     '',
   ].join('\n');
 }
@@ -67,7 +90,8 @@ beforeAll(async () => {
   const admin = transportFor(cp.adminKubeconfig);
   nodes = new ResourceClient<V1Node>(admin, NODES);
   leases = new ResourceClient<Lease>(admin, LEASES);
-  [port] = (await freeLoopbackPorts(1)) as [number];
+  [port, vipMetricsPort, vipHeartbeatPort] = (await freeLoopbackPorts(3)) as [number, number, number];
+  const healthToken = await cp.serviceAccountToken('kube-system', VIP_ACCOUNT);
 
   dir = tempDir('edge-ccm-systemd-');
   booted = await BootedRoot.boot(dir, tarball, (root) => {
@@ -83,6 +107,18 @@ beforeAll(async () => {
     chmodSync(join(root, 'etc/edge-ccm'), 0o755);
     install(root, 'etc/edge-ccm/cloud-config.yaml', inventory('10.5.0.1'), 0o644);
     install(root, 'etc/edge-ccm/kubeconfig', readFileSync(cp.adminKubeconfig), 0o600);
+    // docs/install.md, control-plane VIP: its unit, the heartbeat key, the health check's CA and
+    // token (root-only, handed over by LoadCredential= in the drop-in), this host's flags.
+    install(root, `etc/systemd/system/${VIP_UNIT}`, readFileSync(join(ROOT, 'deploy/systemd/edge-ccm-vip.service')), 0o644);
+    install(root, 'etc/edge-ccm/vip-key', Buffer.from(crypto.getRandomValues(new Uint8Array(24))).toString('base64'), 0o600);
+    install(root, 'etc/edge-ccm/cluster-ca.crt', cp.caPem, 0o644);
+    install(root, 'etc/edge-ccm/health-token', healthToken, 0o600);
+    install(root, `etc/systemd/system/${VIP_UNIT}.d/override.conf`, [
+      '[Service]',
+      `Environment="EDGE_CCM_VIP_ARGS=--node-name=cp1 --metrics-bind-address=127.0.0.1:${vipMetricsPort}"`,
+      'LoadCredential=health-token:/etc/edge-ccm/health-token',
+      '',
+    ].join('\n'), 0o644);
   });
   await nodes.create({ metadata: { name: NODE }, spec: { taints: [UNINITIALIZED] } });
 }, 600_000);
@@ -179,3 +215,33 @@ test('systemctl stop: SIGTERM, a clean exit and the lease released', async () =>
   expect((await leases.get(LEASE, { namespace: 'kube-system' })).spec?.holderIdentity ?? '').toBe('');
   expect(await journal()).toContain('shutting down');
 }, 120_000);
+
+test('edge-ccm-vip.service: it starts sandboxed with CAP_NET_RAW alone, its check authenticates with the token over a verified connection, and it takes the VIP', async () => {
+  const start = await booted!.run(['systemctl', 'enable', '--now', VIP_UNIT]);
+  const vipJournal = async () => (await booted!.run(['journalctl', '--unit', VIP_UNIT, '--no-pager', '--output=cat'])).stdout;
+  if (start.code !== 0) console.error(await vipJournal());
+  expect(start.code).toBe(0);
+  const metrics = `http://127.0.0.1:${vipMetricsPort}`;
+  const waitFor = async (what: string, probe: () => Promise<boolean>) => {
+    if (!(await eventually(what, probe, 30_000).catch(() => false))) throw new Error(`timed out waiting for ${what}; ${VIP_UNIT}'s journal:\n${await vipJournal()}`);
+  };
+  await waitFor('edge-ccm vip ready (warmed up)', async () => (await fetch(`${metrics}/readyz`).catch(() => undefined))?.status === 200);
+  await waitFor('edge_ccm_vip_holding 1', async () => /^edge_ccm_vip_holding 1$/m.test(await (await fetch(`${metrics}/metrics`)).text()));
+  const journal = await vipJournal();
+  expect(journal).toMatch(/healthCertificate\W+verified/);
+  expect(journal).toMatch(/healthCredential\W+bearer token/);
+  expect(journal).toContain('vip taken');
+  // socket(AF_PACKET) and bind() went through in the sandbox (refused, the message would be EPERM
+  // or EAFNOSUPPORT); only then is lo found not to be Ethernet, and nothing is sent.
+  expect(journal).toContain('interface lo is not Ethernet');
+  const pid = (await booted!.show(VIP_UNIT, ['MainPID'])).MainPID!;
+  const status = await booted!.ok(['cat', `/proc/${pid}/status`]);
+  const field = (name: string) => new RegExp(`^${name}:\\s+(.*)$`, 'm').exec(status)?.[1]?.trim();
+  expect(Number(field('Uid')?.split(/\s+/)[0])).toBeGreaterThanOrEqual(61184); // DynamicUser=yes
+  expect(field('CapEff')).toBe('0000000000002000'); // CAP_NET_RAW (13) and nothing else
+  expect(field('NoNewPrivs')).toBe('1');
+  // The API server saw the checks as the service account: the token reached it, over TLS.
+  const checks = readAuditLog(cp.auditLogPath).filter((e) => e.requestURI === '/readyz' && e.user?.username === `system:serviceaccount:kube-system:${VIP_ACCOUNT}`);
+  expect(checks.length).toBeGreaterThan(0);
+  expect(checks.every((e) => e.responseStatus?.code === 200)).toBe(true);
+}, 90_000);

@@ -8,7 +8,7 @@ import { WarmUp } from '../l2/warm-up.ts';
 import { VipBgpOutput } from './bgp-output.ts';
 import type { ControlPlaneEndpointConfig } from './config-model.ts';
 import { decideVip, type VipDecision } from './decision.ts';
-import { ApiServerHealth } from './health.ts';
+import { ApiServerHealth, failureHint, type HealthRequest } from './health.ts';
 import { VipL2Output } from './l2-output.ts';
 import { VipMetrics } from './metrics.ts';
 import type { VipOutput } from './output.ts';
@@ -32,6 +32,8 @@ export interface VipAnnouncerOptions {
   node: string;
   config: ControlPlaneEndpointConfig;
   key: Uint8Array;
+  /** How the health check connects (health-credentials.ts); default anonymous, not verified. */
+  healthRequest?: HealthRequest;
   logger: Logger;
   registry: Registry;
   /** announce: l2: the interface holding an address's subnet (default: this host's interfaces). */
@@ -102,6 +104,11 @@ export class VipAnnouncer {
       timeoutMs: t.healthTimeoutMs,
       unhealthyAfter: t.unhealthyAfter,
       healthyAfter: t.healthyAfter,
+      request: opts.healthRequest,
+      onNewFailure: (why) => {
+        const hint = failureHint(why, opts.healthRequest);
+        if (this.logLimit.allow(`health ${why}`)) this.log.info('local API server check failed', { url: opts.config.healthURL, outcome: why, ...(hint ? { hint } : {}) });
+      },
       onChange: (healthy, why) => {
         this.metrics.healthy.set(healthy ? 1 : 0);
         if (healthy) this.log.info('local API server healthy', { url: opts.config.healthURL });

@@ -1,6 +1,7 @@
 import type { BfdTimers } from '../../net/bfd/session.ts';
 import type { PeerConfig } from '../../net/bgp/speaker.ts';
 import type { IP, IPFamily } from '../../net/ip.ts';
+import type { HealthCheckFiles } from './health-check-config.ts';
 
 /** The `controlPlaneEndpoint` section after validation (docs/networking/control-plane-vip.md). */
 export interface ControlPlaneEndpointConfig {
@@ -12,6 +13,8 @@ export interface ControlPlaneEndpointConfig {
   /** announce: l2. Undefined: for each address, the interface whose subnet holds it. */
   interfaces?: string[];
   healthURL: string;
+  /** Undefined: the check is anonymous and does not verify the certificate. */
+  healthCheck?: HealthCheckFiles;
   /** Every control-plane host: name -> the address its heartbeats go to. */
   hosts: Map<string, string>;
   heartbeatPort: number;

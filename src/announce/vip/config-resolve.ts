@@ -4,6 +4,7 @@ import { formatIP, parseIP, type IP, type IPFamily } from '../../net/ip.ts';
 import { bfdTimers, resolvePeers } from '../bgp/config-resolve.ts';
 import { DEFAULT_HEALTH_URL, DEFAULT_VIP_HEARTBEAT_PORT, DEFAULT_VIP_TIMINGS, type ControlPlaneEndpointConfig, type VipBgpConfig } from './config-model.ts';
 import type { RawVipHost, ResolvableControlPlaneEndpoint } from './config-schema.ts';
+import { checkHealthCheck } from './health-check-config.ts';
 
 /**
  * Second pass over `controlPlaneEndpoint`: one address per family, hosts named once and
@@ -28,6 +29,7 @@ export function resolveControlPlaneEndpoint(raw: ResolvableControlPlaneEndpoint 
     if (same) problem(['addresses', i], `${text}: a second IPv${ip.family} address (${same.address} is listed): one address per family`);
     else addresses.push({ address: formatIP(ip), ip });
   });
+  checkHealthCheck(raw.healthCheck, raw.healthURL, problem);
   if (raw.announce === 'bgp' && raw.interfaces) problem(['interfaces'], 'interfaces are where announce: l2 answers ARP/NDP; with announce: bgp the routers carry the VIP: remove interfaces');
   if (raw.announce === 'l2' && raw.bgp) problem(['bgp'], 'read only with announce: bgp: remove it, or set announce: bgp');
   if (raw.announce === 'bgp' && !raw.bgp) problem(['announce'], 'bgp needs the routers to announce to: add a controlPlaneEndpoint.bgp section (localASN, peers)');
@@ -69,6 +71,7 @@ export function resolveControlPlaneEndpoint(raw: ResolvableControlPlaneEndpoint 
     ...(bgp ? { bgp } : {}),
     ...(raw.interfaces ? { interfaces: raw.interfaces } : {}),
     healthURL: raw.healthURL ?? DEFAULT_HEALTH_URL,
+    ...(raw.healthCheck ? { healthCheck: raw.healthCheck } : {}),
     hosts,
     heartbeatPort: raw.heartbeatPort ?? DEFAULT_VIP_HEARTBEAT_PORT,
     timings,

@@ -2,6 +2,7 @@ import * as v from 'valibot';
 import { asRecord, simpleName, validOrUndefined, withoutUserinfo } from '../../config-file/schema.ts';
 import { parseIP } from '../../net/ip.ts';
 import { asn, attributes, BfdSchema, PeerSchema } from '../bgp/config-schema.ts';
+import { HealthCheckSchema } from './health-check-config.ts';
 
 /**
  * The shape of the `controlPlaneEndpoint` section (the API server's own address, held by
@@ -60,6 +61,7 @@ export const ControlPlaneEndpointSchema = v.strictObject({
   interfaces: v.optional(v.pipe(v.array(interfaceName), v.minLength(1, 'must list at least one interface, or be left out'))),
   bgp: v.optional(VipBgpSchema),
   healthURL: v.optional(healthURL),
+  healthCheck: v.optional(HealthCheckSchema),
   hosts: v.pipe(v.array(HostSchema), v.minLength(1, 'must list every control-plane host')),
   heartbeatPort: v.optional(integer(1, 65535, 'a port')),
   timings: v.optional(TimingsSchema),
@@ -81,6 +83,7 @@ export function salvageControlPlaneEndpoint(input: unknown): ResolvableControlPl
     interfaces: validOrUndefined(ControlPlaneEndpointSchema.entries.interfaces, r.interfaces),
     bgp: salvageVipBgp(r.bgp),
     healthURL: validOrUndefined(ControlPlaneEndpointSchema.entries.healthURL, r.healthURL),
+    healthCheck: validOrUndefined(HealthCheckSchema, r.healthCheck),
     hosts: Array.isArray(r.hosts) ? r.hosts.map((h) => validOrUndefined(HostSchema, h) ?? null) : undefined,
     heartbeatPort: validOrUndefined(ControlPlaneEndpointSchema.entries.heartbeatPort, r.heartbeatPort),
     timings: validOrUndefined(TimingsSchema, r.timings),

@@ -1,4 +1,9 @@
-import { describe, expect, test } from 'bun:test';
+import { afterAll, describe, expect, test } from 'bun:test';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createCertificateAuthority, issueCertificate } from '../../../test/harness/certs.ts';
+import { processSecrets } from '../../config-file/secrets.ts';
 import { loadProxmoxConfig } from '../../../providers/proxmox/config-load.ts';
 import { loadStaticConfig } from '../../../providers/static/config-load.ts';
 import { loadVipConfig } from './config.ts';
@@ -180,5 +185,95 @@ describe('controlPlaneEndpoint', () => {
       const other = r.ok ? [] : r.errors.filter((e) => e.path.startsWith('controlPlaneEndpoint'));
       expect(other).toEqual([]);
     });
+  });
+});
+
+describe('controlPlaneEndpoint.healthCheck', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'edge-ccm-vip-config-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const file = (name: string, text: string) => {
+    writeFileSync(join(dir, name), text);
+    return join(dir, name);
+  };
+  const SECRET = 'SECRET-TOKEN-never-printed';
+  const pki = (async () => {
+    const ca = await createCertificateAuthority(dir, 'ca', 'test-ca');
+    const [a, b] = await Promise.all([
+      issueCertificate(ca, dir, 'client-a', { commonName: 'a', usage: 'client' }),
+      issueCertificate(ca, dir, 'client-b', { commonName: 'b', usage: 'client' }),
+    ]);
+    return { ca, a, b };
+  })();
+  const section = (lines: string[]) => `${GOOD}  healthCheck:\n${lines.map((l) => `    ${l}\n`).join('')}`;
+
+  test('the files are read at load: CA, client certificate and key; the name to check', async () => {
+    const { ca, a } = await pki;
+    const r = loadVipConfig(section([`caFile: ${ca.certPath}`, 'serverName: kubernetes', `clientCertificateFile: ${a.certPath}`, `clientKeyFile: ${a.keyPath}`]));
+    if (!r.ok) throw new Error(JSON.stringify(r.errors));
+    expect(r.config.healthRequest.tls).toEqual({ rejectUnauthorized: true, ca: ca.certPem, serverName: 'kubernetes', cert: a.certPem, key: a.keyPem });
+    expect(r.config.healthRequest.headers).toEqual({});
+  });
+
+  test('no section: anonymous, not verified (kubeadm: anonymous-auth is on)', () => {
+    const r = loadVipConfig(GOOD);
+    if (!r.ok) throw new Error(JSON.stringify(r.errors));
+    expect(r.config.healthRequest).toEqual({ tls: { rejectUnauthorized: false }, headers: {} });
+  });
+
+  test('a token, from ${CREDENTIALS_DIRECTORY} (systemd LoadCredential=), trimmed', async () => {
+    const { ca } = await pki;
+    file('health-token', `${SECRET}\n`);
+    const text = section([`caFile: ${ca.certPath}`, 'tokenFile: ${CREDENTIALS_DIRECTORY}/health-token']);
+    const r = loadVipConfig(text, { ...processSecrets, env: (name) => (name === 'CREDENTIALS_DIRECTORY' ? dir : undefined) });
+    if (!r.ok) throw new Error(JSON.stringify(r.errors));
+    expect(r.config.healthRequest.headers).toEqual({ authorization: `Bearer ${SECRET}` });
+    expect(errors(text).join('\n')).toContain('10: controlPlaneEndpoint.healthCheck.tokenFile: ${CREDENTIALS_DIRECTORY}/health-token: CREDENTIALS_DIRECTORY is not set');
+  });
+
+  test('each unreadable or wrong file is named with its key, line and reason; no content is shown', async () => {
+    const { ca, a, b } = await pki;
+    const found = errors(section([
+      `caFile: ${join(dir, 'missing.crt')}`,
+      `clientCertificateFile: ${a.certPath}`,
+      `clientKeyFile: ${b.keyPath}`,
+    ]));
+    expect(found).toEqual([
+      `9: controlPlaneEndpoint.healthCheck.caFile: ${join(dir, 'missing.crt')}: ENOENT: no such file or directory, open '${join(dir, 'missing.crt')}'`,
+      `11: controlPlaneEndpoint.healthCheck.clientKeyFile: ${b.keyPath}: not the key of ${a.certPath}'s certificate`,
+    ]);
+    const wrongKinds = errors(section([
+      `caFile: ${dir}`,
+      `clientCertificateFile: ${file('not-a-cert', SECRET)}`,
+      `clientKeyFile: ${file('not-a-key', SECRET)}`,
+    ]));
+    expect(wrongKinds).toEqual([
+      `9: controlPlaneEndpoint.healthCheck.caFile: ${dir}: ${dir} is a directory, not a regular file`,
+      `10: controlPlaneEndpoint.healthCheck.clientCertificateFile: ${join(dir, 'not-a-cert')}: holds no PEM certificate`,
+      `11: controlPlaneEndpoint.healthCheck.clientKeyFile: ${join(dir, 'not-a-key')}: holds no PEM private key`,
+    ]);
+    const token = errors(section([`caFile: ${ca.certPath}`, `tokenFile: ${file('two-tokens', `${SECRET}\n${SECRET}\n`)}`]));
+    expect(token).toEqual([`10: controlPlaneEndpoint.healthCheck.tokenFile: ${join(dir, 'two-tokens')}: must hold one token: one line of printable characters, no spaces`]);
+    expect([...wrongKinds, ...token].join('\n')).not.toContain(SECRET);
+  });
+
+  test('keys that go together, one credential, https only; paths absolute', () => {
+    expect(errors(section(['clientCertificateFile: /a.crt', 'tokenFile: /t', 'serverName: kubernetes']))).toEqual([
+      '8: controlPlaneEndpoint.healthCheck.caFile: is needed with tokenFile: a bearer token goes only to a server whose certificate is verified',
+      '8: controlPlaneEndpoint.healthCheck.clientKeyFile: is needed with clientCertificateFile',
+      '10: controlPlaneEndpoint.healthCheck.tokenFile: give one credential: a client certificate or a token, not both',
+      '11: controlPlaneEndpoint.healthCheck.serverName: needs caFile: the name is checked only when the certificate is verified',
+    ]);
+    expect(errors(`${GOOD}  healthURL: http://127.0.0.1:8080/readyz\n  healthCheck: {caFile: /ca.crt}\n`)).toEqual([
+      '9: controlPlaneEndpoint.healthCheck.caFile: needs an https healthURL (this one is plain http)',
+    ]);
+    expect(errors(section(['caFile: ca.crt', 'serverName: "a b"']))).toEqual([
+      '9: controlPlaneEndpoint.healthCheck.caFile: must be an absolute path or ${CREDENTIALS_DIRECTORY}/NAME',
+      '10: controlPlaneEndpoint.healthCheck.serverName: must be a host name or IP address',
+    ]);
+  });
+
+  test('the controller validates the section without reading the files (only edge-ccm vip runs the check)', () => {
+    const r = loadStaticConfig(section([`caFile: ${join(dir, 'missing.crt')}`]));
+    if (!r.ok) throw new Error(JSON.stringify(r.errors));
   });
 });

@@ -8,10 +8,20 @@ import { errorMessage } from '../../util/errors.ts';
  * never before). Checks never overlap: the next starts one interval after the previous started,
  * or at once when it took longer.
  *
- * The certificate is not verified: the check sends no credential and reads only the status (the
- * API server's serving certificate need not name 127.0.0.1, and its CA may not exist on disk
- * before kubeadm init).
+ * By default the certificate is not verified and no credential is sent: the check reads only the
+ * status (the API server's serving certificate need not name 127.0.0.1, and its CA may not exist
+ * on disk before kubeadm init). Where the API server refuses anonymous requests (k3s, RKE2,
+ * Talos) or the certificate should be verified, `request` carries a CA, a client certificate or
+ * a token (controlPlaneEndpoint.healthCheck, read by health-credentials.ts).
  */
+
+/** How each check connects: TLS settings as Bun's fetch takes them, and headers (a bearer token). */
+export interface HealthRequest {
+  tls: { rejectUnauthorized: boolean; ca?: string; serverName?: string; cert?: string; key?: string };
+  headers: Record<string, string>;
+}
+
+export const ANONYMOUS_UNVERIFIED: HealthRequest = { tls: { rejectUnauthorized: false }, headers: {} };
 
 export interface HealthOptions {
   url: string;
@@ -19,10 +29,18 @@ export interface HealthOptions {
   timeoutMs: number;
   unhealthyAfter: number;
   healthyAfter: number;
+  /** Default: anonymous, certificate not verified. */
+  request?: HealthRequest;
   /** The verdict changed; `why` is the last check's outcome ("200", "503", "timeout after 200 ms", an error). */
   onChange: (healthy: boolean, why: string) => void;
+  /**
+   * A check failed with an outcome other than the previous check's: a server that refuses every
+   * check from the start (401, a certificate that does not verify) never changes the verdict,
+   * and this is how its reason gets told.
+   */
+  onNewFailure?: (why: string) => void;
   /** One check: resolves to its outcome, "200" when healthy. Default: fetch the URL. */
-  check?: (url: string, timeoutMs: number) => Promise<string>;
+  check?: (url: string, timeoutMs: number, request: HealthRequest) => Promise<string>;
 }
 
 /** Consecutive outcomes -> verdict; pure. */
@@ -74,21 +92,39 @@ export class ApiServerHealth {
   private async tick(): Promise<void> {
     if (this.stopped) return;
     const started = performance.now();
-    const outcome = await (this.opts.check ?? fetchStatus)(this.opts.url, this.opts.timeoutMs).catch((e) => errorMessage(e));
+    const outcome = await (this.opts.check ?? fetchStatus)(this.opts.url, this.opts.timeoutMs, this.opts.request ?? ANONYMOUS_UNVERIFIED).catch((e) => errorMessage(e));
     if (this.stopped) return;
+    if (outcome !== '200' && outcome !== this.last) this.opts.onNewFailure?.(outcome);
     this.last = outcome;
     if (this.verdict.record(outcome === '200')) this.opts.onChange(this.verdict.healthy, outcome);
     this.timer = setTimeout(() => void this.tick(), Math.max(0, this.opts.intervalMs - (performance.now() - started)));
   }
 }
 
-/** The HTTP status of a GET of `url` as text, "timeout after N ms", or the error. */
-export async function fetchStatus(url: string, timeoutMs: number): Promise<string> {
+/** The HTTP status of a GET of `url` as text, "timeout after N ms", or the error (a certificate refused: its code and message). */
+export async function fetchStatus(url: string, timeoutMs: number, request: HealthRequest = ANONYMOUS_UNVERIFIED): Promise<string> {
   try {
-    const response = await fetch(url, { signal: AbortSignal.timeout(timeoutMs), tls: { rejectUnauthorized: false }, redirect: 'manual' } as RequestInit);
+    const response = await fetch(url, { signal: AbortSignal.timeout(timeoutMs), tls: request.tls, headers: request.headers, redirect: 'manual' } as RequestInit);
     await response.body?.cancel();
     return String(response.status);
   } catch (e) {
-    return e instanceof DOMException && e.name === 'TimeoutError' ? `timeout after ${timeoutMs} ms` : errorMessage(e);
+    return e instanceof DOMException && e.name === 'TimeoutError' ? `timeout after ${timeoutMs} ms` : fetchError(e);
   }
+}
+
+/** A fetch error in one line: its code (a certificate refused: SELF_SIGNED_CERT_IN_CHAIN, ERR_TLS_CERT_ALTNAME_INVALID) and message, without the URL Bun appends. */
+function fetchError(e: unknown): string {
+  const message = errorMessage(e).replace(/ fetching "[^"]*"[\s\S]*$/, '');
+  const code = (e as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' && !message.startsWith(code) ? `${code}: ${message}` : message;
+}
+
+/** What an operator can do about an outcome that says more than "down"; undefined for the rest. */
+export function failureHint(outcome: string, request: HealthRequest = ANONYMOUS_UNVERIFIED): string | undefined {
+  const credential = request.tls.cert !== undefined || request.headers.authorization !== undefined;
+  if (outcome === '401' && credential) return "the API server does not accept the check's credential (a token expired or of another cluster, a certificate not from its client CA)";
+  if (outcome === '401') return 'the API server refuses anonymous requests (k3s, RKE2, Talos): give controlPlaneEndpoint.healthCheck a client certificate or a token';
+  if (outcome === '403') return "the check's identity may not read this URL: use /readyz, /livez or /healthz (system:public-info-viewer)";
+  if (/CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ALTNAME/.test(outcome)) return 'the certificate does not verify against controlPlaneEndpoint.healthCheck.caFile (or serverName)';
+  return undefined;
 }
