@@ -36,6 +36,14 @@ system:serviceaccount:{{ .Release.Namespace }}:{{ include "edge-ccm.serviceAccou
 {{- .Values.secrets.existingSecret | default (printf "%s-secrets" (include "edge-ccm.fullname" .)) -}}
 {{- end -}}
 
+{{/*
+Where the Secret's files are mounted and CREDENTIALS_DIRECTORY points, in the controller and the
+speaker alike: one cloud config's `${CREDENTIALS_DIRECTORY}/NAME` then names the same file in both.
+*/}}
+{{- define "edge-ccm.credentialsDirectory" -}}
+/run/secrets/edge-ccm
+{{- end -}}
+
 {{- define "edge-ccm.metricsTokenSecretName" -}}
 {{- .Values.metrics.tokenSecret.existingSecret | default (printf "%s-metrics-token" (include "edge-ccm.fullname" .)) -}}
 {{- end -}}
@@ -110,6 +118,14 @@ authorization:
 {{- end -}}
 {{- if and .Values.metrics.tokenSecret.create .Values.metrics.tokenSecret.existingSecret -}}
 {{- fail "metrics.tokenSecret.create and metrics.tokenSecret.existingSecret are both set" -}}
+{{- end -}}
+{{- /* Only keys of secrets.files can be checked here: an existingSecret (or one made by hand) is not read at render time. */ -}}
+{{- if and .Values.speaker.enabled .Values.secrets.files -}}
+{{- range .Values.speaker.credentials -}}
+{{- if not (hasKey $.Values.secrets.files .) -}}
+{{- fail (printf "speaker.credentials: %q is not a key of secrets.files (%s): the speaker would be given a file that does not exist" . (keys $.Values.secrets.files | sortAlpha | join ", ")) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 
