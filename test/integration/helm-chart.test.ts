@@ -27,8 +27,10 @@ import { freeLoopbackPorts } from '../harness/ports.ts';
  * naming the value; deploy/kubernetes equal to a fresh render; and `helm install` / `helm
  * upgrade` / `helm uninstall` against the API server, with the compiled edge-ccm run as the
  * installed pod would (its args, its service account, its ConfigMap and Secret as read back):
- * a node initialised, a service given an address, the kube-vip annotation after the upgrade.
- * (rbac.test.ts runs its least-privilege scenario under the chart's RBAC too.)
+ * a node initialised, a service given an address, the kube-vip annotation after the upgrade; the
+ * compiled speaker run as its pod would, through its config load (announceFrom: nodes, a peer's
+ * passwordFile from speaker.credentials). (rbac.test.ts runs its least-privilege scenario under
+ * the chart's RBAC too.)
  */
 const ROOT = resolve(import.meta.dir, '../..');
 const RULES = parseYaml(readFileSync(join(ROOT, 'docs/observability/edge-ccm.rules.yaml'), 'utf8')) as { groups: { name: string }[] };
