@@ -127,6 +127,33 @@ authorization:
 {{- end -}}
 {{- end -}}
 {{- end -}}
+{{- if and .Values.speaker.enabled .Values.cloudConfig.content -}}
+{{- include "edge-ccm.validateSpeakerPasswordFiles" . -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+With the config in the values and bgp.loadBalancers.announceFrom: nodes, every speaker reads each
+peer's passwordFile: one under ${CREDENTIALS_DIRECTORY} that speaker.credentials does not list
+would stop every speaker at start. Anything malformed is left to edge-ccm's own config check.
+*/}}
+{{- define "edge-ccm.validateSpeakerPasswordFiles" -}}
+{{- $bgp := get (fromYaml .Values.cloudConfig.content) "bgp" -}}
+{{- if kindIs "map" $bgp -}}
+{{- $lb := get $bgp "loadBalancers" -}}
+{{- $peers := get $bgp "peers" -}}
+{{- if and (kindIs "map" $lb) (eq (toString (get $lb "announceFrom")) "nodes") (kindIs "slice" $peers) -}}
+{{- range $i, $peer := $peers -}}
+{{- if kindIs "map" $peer -}}
+{{- $file := toString (get $peer "passwordFile") -}}
+{{- $name := trimPrefix "${CREDENTIALS_DIRECTORY}/" $file -}}
+{{- if and (hasPrefix "${CREDENTIALS_DIRECTORY}/" $file) (not (has $name $.Values.speaker.credentials)) -}}
+{{- fail (printf "speaker.credentials lacks %q: cloudConfig.content's bgp.peers[%d].passwordFile names it, and with bgp.loadBalancers.announceFrom: nodes every node's speaker reads it (list it there)" $name $i) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 
 {{/*
