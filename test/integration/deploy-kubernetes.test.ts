@@ -1,7 +1,7 @@
 import { beforeAll, expect, test } from 'bun:test';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { V1ConfigMap, V1Container, V1Deployment, V1Pod, V1Secret } from '@kubernetes/client-node';
+import type { V1ConfigMap, V1Container, V1DaemonSet, V1Deployment, V1Pod, V1Secret } from '@kubernetes/client-node';
 import { parse as parseYaml } from 'yaml';
 import type { BunKubeTransport } from '../../src/kube/transport.ts';
 import { parseArgs } from '../../src/options/index.ts';
@@ -202,3 +202,29 @@ test('each example loads as the pod sees it: its files from the Secret, created 
 function options() {
   return parseArgs(kubeletArgs(container(), { 'status.podIP': '198.51.100.7' })).options;
 }
+
+test("speaker.yaml's patch for announceFrom: nodes gives the speaker only the named key of edge-ccm-secrets, where the Deployment has it", async () => {
+  // The command its header shows, run as kubectl would (a strategic merge patch).
+  const header = readFileSync(join(DIR, 'speaker.yaml'), 'utf8');
+  const patch = /^#\s+kubectl -n kube-system patch daemonset edge-ccm-speaker -p '(.+)'$/m.exec(header)?.[1];
+  if (!patch) throw new Error('speaker.yaml shows no patch for the speaker credentials');
+  const ds = applied.find((o) => o.kind === 'DaemonSet' && o.metadata.name === 'edge-ccm-speaker');
+  if (!ds) throw new Error('no DaemonSet edge-ccm-speaker in speaker.yaml');
+  const patched = await admin.request<V1DaemonSet>({ method: 'PATCH', path: objectPath(ds), rawBody: patch, contentType: 'application/strategic-merge-patch+json' });
+  const pod = patched.spec?.template.spec;
+  const speaker = pod?.containers.find((c) => c.name === 'speaker');
+  const directory = container().env?.find((e) => e.name === 'CREDENTIALS_DIRECTORY')?.value;
+  const controllerMount = container().volumeMounts?.find((m) => m.mountPath === directory);
+  expect(speaker?.env?.find((e) => e.name === 'CREDENTIALS_DIRECTORY')?.value).toBe(directory as string);
+  const mount = speaker?.volumeMounts?.find((m) => m.mountPath === directory);
+  expect(mount?.readOnly).toBe(true);
+  expect(pod?.volumes?.find((v) => v.name === mount?.name)?.secret).toEqual({
+    secretName: deployment.spec?.template.spec?.volumes?.find((v) => v.name === controllerMount?.name)?.secret?.secretName as string,
+    items: [{ key: 'bgp-router-1', path: 'bgp-router-1' }],
+    defaultMode: 0o400,
+  });
+  // Merged into the manifest's, nothing of it replaced.
+  expect(pod?.volumes?.map((v) => v.name).sort()).toEqual(['cloud-config', 'credentials', 'key']);
+  expect(speaker?.volumeMounts?.map((m) => m.name).sort()).toEqual(['cloud-config', 'credentials', 'key']);
+  expect(speaker?.env?.map((e) => e.name).sort()).toEqual(['CREDENTIALS_DIRECTORY', 'NODE_NAME']);
+});

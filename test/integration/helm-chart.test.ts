@@ -27,12 +27,30 @@ import { freeLoopbackPorts } from '../harness/ports.ts';
  * naming the value; deploy/kubernetes equal to a fresh render; and `helm install` / `helm
  * upgrade` / `helm uninstall` against the API server, with the compiled edge-ccm run as the
  * installed pod would (its args, its service account, its ConfigMap and Secret as read back):
- * a node initialised, a service given an address, the kube-vip annotation after the upgrade.
- * (rbac.test.ts runs its least-privilege scenario under the chart's RBAC too.)
+ * a node initialised, a service given an address, the kube-vip annotation after the upgrade; the
+ * compiled speaker run as its pod would, through its config load (announceFrom: nodes, a peer's
+ * passwordFile from speaker.credentials). (rbac.test.ts runs its least-privilege scenario under
+ * the chart's RBAC too.)
  */
 const ROOT = resolve(import.meta.dir, '../..');
 const RULES = parseYaml(readFileSync(join(ROOT, 'docs/observability/edge-ccm.rules.yaml'), 'utf8')) as { groups: { name: string }[] };
 const INVENTORY = readFileSync(join(ROOT, 'examples/inventory.yaml'), 'utf8');
+/**
+ * A config whose nodes announce the load-balancer addresses themselves: every node's speaker then
+ * reads the bgp section, its peer's TCP-MD5 passwordFile included.
+ */
+const NODES_BGP_CONFIG = [
+  'loadBalancer:',
+  '  pools:',
+  '    - { name: routed, addresses: [203.0.113.80/29], announce: bgp }',
+  'bgp:',
+  '  localASN: 64512',
+  '  routerID: 198.51.100.2',
+  '  peers:',
+  '    - { address: 198.51.100.1, asn: 65000, passwordFile: "${CREDENTIALS_DIRECTORY}/bgp-router-1" }',
+  '  loadBalancers: { announceFrom: nodes }',
+  '',
+].join('\n');
 /** The address the kubelet gives $(POD_IP) in these tests. */
 const POD_IP = '198.51.100.7';
 
@@ -94,15 +112,60 @@ function podSpec(workload: Obj): V1PodSpec {
   return spec;
 }
 
-function edgeCcm(workload: Obj): V1Container {
-  const c = podSpec(workload).containers.find((x) => x.name === 'edge-ccm');
-  if (!c) throw new Error('no edge-ccm container');
+function container(workload: Obj, name: string): V1Container {
+  const c = podSpec(workload).containers.find((x) => x.name === name);
+  if (!c) throw new Error(`no ${name} container in ${workload.kind} ${workload.metadata.name}`);
   return c;
+}
+
+function edgeCcm(workload: Obj): V1Container {
+  return container(workload, 'edge-ccm');
 }
 
 /** edge-ccm's options as the container would start: $(POD_IP) expanded as the kubelet does. */
 function containerOptions(workload: Obj) {
   return parseArgs(kubeletArgs(edgeCcm(workload), { 'status.podIP': POD_IP })).options;
+}
+
+/**
+ * A container of a pod the API server stores, as a local process runs it: its args as the kubelet
+ * expands them (`fields` gives the downward-API values), its volumes laid out under a temp dir
+ * from the stored ConfigMaps and Secrets as the kubelet would (a Secret volume's `items` only
+ * when it lists them, a listed key missing refused unless the volume is optional, files in the
+ * volume's mode), and the mount paths in its args and env values moved into that dir.
+ */
+async function asLocalProcess(pod: V1PodSpec, container: V1Container, namespace: string, fields: Record<string, string>): Promise<{ dir: string; args: string[]; env: Record<string, string> }> {
+  const dir = tempDir('edge-ccm-helm-pod-');
+  const get = <T>(kind: string, name: string) => admin.request<T>({ method: 'GET', path: objectPath({ apiVersion: 'v1', kind, metadata: { name, namespace } }) });
+  const args = kubeletArgs(container, fields).map((arg) => {
+    for (const m of container.volumeMounts ?? []) arg = arg.replace(`=${m.mountPath}/`, `=${dir}${m.mountPath}/`);
+    return arg;
+  });
+  const env: Record<string, string> = {};
+  for (const e of container.env ?? []) {
+    const value = e.value ?? fields[e.valueFrom?.fieldRef?.fieldPath ?? ''];
+    if (value !== undefined) env[e.name] = value;
+  }
+  for (const m of container.volumeMounts ?? []) {
+    const volume = pod.volumes?.find((v) => v.name === m.name);
+    const at = join(dir, m.mountPath);
+    mkdirSync(at, { recursive: true });
+    if (volume?.configMap) {
+      const cm = await get<V1ConfigMap>('ConfigMap', volume.configMap.name as string);
+      for (const [k, v] of Object.entries(cm.data ?? {})) writeFileSync(join(at, k), v);
+    }
+    if (volume?.secret) {
+      const { secretName, items, defaultMode, optional } = volume.secret;
+      const data = (await get<V1Secret>('Secret', secretName as string)).data ?? {};
+      for (const item of items ?? Object.keys(data).map((key) => ({ key, path: key, mode: undefined }))) {
+        const content = data[item.key];
+        if (content === undefined && !optional) throw new Error(`volume ${m.name}: Secret ${secretName} has no key ${item.key} (the kubelet would not start the pod)`);
+        if (content !== undefined) writeFileSync(join(at, item.path), Buffer.from(content, 'base64'), { mode: item.mode ?? defaultMode });
+      }
+    }
+    for (const [name, value] of Object.entries(env)) if (value === m.mountPath) env[name] = at;
+  }
+  return { dir, args, env };
 }
 
 /** `verb resource` for every rule of a ClusterRole. */
@@ -121,7 +184,7 @@ interface Case {
   /** Objects the case needs that the chart does not make (an existing Secret, ConfigMap, account). */
   prerequisites?: object[];
   /** Checks on the objects as read back from the API server. */
-  check(stored: Obj[]): void;
+  check(stored: Obj[]): void | Promise<void>;
 }
 
 const CASES: Case[] = [
@@ -265,6 +328,43 @@ const CASES: Case[] = [
       expect(groups).toEqual([...RULES.groups.map((g) => g.name), 'site.extra']);
     },
   },
+  {
+    label: 'speaker with announceFrom: nodes: only the listed keys of the Secret, where the controller has them, and its config loads',
+    release: 'bgp-nodes',
+    namespace: 'helm-speaker',
+    values: {
+      cloudConfig: { content: NODES_BGP_CONFIG },
+      secrets: { files: { 'bgp-router-1': 'md5-key\n', 'pve-token': 'provider secret\n' } },
+      speaker: { enabled: true, credentials: ['bgp-router-1'] },
+    },
+    async check(stored) {
+      const ds = must(stored, 'DaemonSet', 'bgp-nodes-edge-ccm-speaker');
+      const speaker = container(ds, 'speaker');
+      const controller = edgeCcm(must(stored, 'Deployment'));
+      const controllerMount = controller.volumeMounts?.find((m) => m.name === 'secrets');
+      expect(controllerMount?.mountPath).toBe('/run/secrets/edge-ccm');
+      // The one key listed, nothing else of the Secret (pve-token stays off the nodes), owner-read only.
+      expect(podSpec(ds).volumes?.find((v) => v.name === 'credentials')).toEqual({
+        name: 'credentials',
+        secret: { secretName: 'bgp-nodes-edge-ccm-secrets', defaultMode: 0o400, items: [{ key: 'bgp-router-1', path: 'bgp-router-1' }] },
+      });
+      // Read-only, at the controller's path, CREDENTIALS_DIRECTORY alike: one config names one file in both.
+      expect(speaker.volumeMounts?.find((m) => m.name === 'credentials')).toEqual({ name: 'credentials', mountPath: controllerMount?.mountPath as string, readOnly: true });
+      expect(speaker.env?.find((e) => e.name === 'CREDENTIALS_DIRECTORY')).toEqual(controller.env?.find((e) => e.name === 'CREDENTIALS_DIRECTORY'));
+
+      // The compiled speaker as the pod runs it (no router: its config load, the bgp section with
+      // the peer's passwordFile included, is what failed without the mount). Its own liveness
+      // port and no metrics listener, so nothing it opens meets another test's.
+      const pod = podSpec(ds);
+      const { dir, args, env } = await asLocalProcess(pod, speaker, 'helm-speaker', { 'spec.nodeName': 'helm-speaker-node' });
+      const token = await cp.serviceAccountToken('helm-speaker', pod.serviceAccountName as string);
+      const kubeconfig = await writeKubeconfig(join(dir, 'kubeconfig'), cp.server, cp.caPem, 'speaker', { token });
+      const [port] = await freeLoopbackPorts(1);
+      const proc = CcmProcess.binary([...args, `--kubeconfig=${kubeconfig}`, `--liveness-port=${port}`, '--metrics-bind-address=0'], env);
+      await proc.waitForLog('speaker starting', 30_000);
+      expect(await proc.stop('SIGTERM')).toBe(0);
+    },
+  },
 ];
 
 test('helm lint --strict passes with the default values and with every case of the matrix', () => {
@@ -298,7 +398,7 @@ describe('helm template, applied to the API server and read back', () => {
       // Whatever the values, edge-ccm's ClusterRole is the least-privilege one rbac.test.ts proves.
       const role = must(stored, 'ClusterRole', `system:${c.release.includes('edge-ccm') ? c.release : `${c.release}-edge-ccm`}`);
       expect(grants(role)).toEqual(grants(must(DEFAULT_RBAC, 'ClusterRole', 'system:edge-ccm')));
-      c.check(stored);
+      await c.check(stored);
     }, 60_000);
   }
 });
@@ -312,6 +412,11 @@ describe('values that cannot work are refused, naming the value', () => {
     ['a PodMonitor without a token', { metrics: { podMonitor: { enabled: true } } }, /metrics\.podMonitor\.enabled needs metrics\.tokenSecret/],
     ['the config given twice', { cloudConfig: { content: 'x: 1', existingConfigMap: 'other' } }, /cloudConfig\.content and cloudConfig\.existingConfigMap/],
     ['the secrets given twice', { secrets: { files: { a: 'b' }, existingSecret: 'other' } }, /secrets\.files and secrets\.existingSecret/],
+    ['a speaker credential that is not in secrets.files', { secrets: { files: { 'bgp-router-1': 'k' } }, speaker: { enabled: true, credentials: ['bgp-router-1', 'bgp-router-2'] } },
+      /speaker\.credentials: "bgp-router-2" is not a key of secrets\.files \(bgp-router-1\)/],
+    ['a peer passwordFile of announceFrom: nodes the speaker is not given', { cloudConfig: { content: NODES_BGP_CONFIG }, secrets: { files: { 'bgp-router-1': 'k' } }, speaker: { enabled: true } },
+      /speaker\.credentials lacks "bgp-router-1": cloudConfig\.content's bgp\.peers\[0\]\.passwordFile names it/],
+    ['a speaker credential that is no file name', { speaker: { enabled: true, credentials: ['../token'] } }, /at '\/speaker\/credentials\/0': '\.\.\/token' does not match/],
     ['an unknown kind', { kind: 'StatefulSet' }, /at '\/kind': value must be one of 'Deployment', 'DaemonSet'/],
     ['an unknown key', { replica: 3 }, /additional properties 'replica' not allowed/],
     ['no replica', { replicas: 0 }, /at '\/replicas': minimum/],
@@ -337,6 +442,14 @@ test('deploy/kubernetes is the chart rendered by scripts/gen-manifests, and the 
     expect({ file: m.file, text: committed }).toEqual({ file: m.file, text: renderManifest(m) });
   }
   expect(readFileSync(join(CHART_DIR, 'files/edge-ccm.rules.yaml'), 'utf8')).toBe(rulesForChart() as string);
+});
+
+test('without speaker.credentials the speaker gets no Secret of the controller (deploy/kubernetes/speaker.yaml: the chart with speaker.enabled)', () => {
+  const ds = must(parseManifests(readFileSync(join(MANIFESTS_DIR, 'speaker.yaml'), 'utf8')) as Obj[], 'DaemonSet');
+  const speaker = container(ds, 'speaker');
+  expect(podSpec(ds).volumes?.map((v) => v.secret?.secretName ?? v.configMap?.name)).toEqual(['edge-ccm-cloud-config', 'edge-ccm-speaker-key']);
+  expect(speaker.volumeMounts?.map((m) => m.mountPath)).toEqual(['/etc/edge-ccm', '/run/secrets/edge-ccm-speaker']);
+  expect(speaker.env?.map((e) => e.name)).toEqual(['NODE_NAME']);
 });
 
 test('Chart.yaml appVersion is the version of edge-ccm (package.json), the default image tag', () => {
@@ -381,35 +494,14 @@ describe('helm install, upgrade and uninstall against the API server', () => {
   }
 
   /**
-   * The compiled edge-ccm as the installed pod would run: the Deployment's args as the kubelet
-   * expands them, its service account's token, the ConfigMap and the Secret as the API server
-   * stores them, laid out as its mounts would be. Only the port is free-picked, the paths of
-   * those mounts moved into a temp dir, and a kubeconfig given for the in-cluster config.
+   * The compiled edge-ccm as the installed pod would run: the Deployment's container as
+   * runAsLocalProcess lays it out, its service account's token. Only the port is free-picked, and
+   * a kubeconfig given for the in-cluster config.
    */
   async function runAsInstalledPod(): Promise<CcmProcess> {
     const deployment = await installed<V1Deployment>('Deployment', RELEASE, NS);
-    const container = edgeCcm(deployment as unknown as Obj);
     const pod = deployment.spec?.template.spec as V1PodSpec;
-    const dir = tempDir('edge-ccm-helm-pod-');
-    const args = kubeletArgs(container, { 'status.podIP': '127.0.0.1' }).map((arg) => {
-      for (const m of container.volumeMounts ?? []) arg = arg.replace(`=${m.mountPath}/`, `=${dir}${m.mountPath}/`);
-      return arg;
-    });
-    const env: Record<string, string> = {};
-    for (const e of container.env ?? []) if (e.value !== undefined) env[e.name] = e.value;
-    for (const m of container.volumeMounts ?? []) {
-      const volume = pod.volumes?.find((v) => v.name === m.name);
-      mkdirSync(join(dir, m.mountPath), { recursive: true });
-      if (volume?.configMap) {
-        const cm = await installed<V1ConfigMap>('ConfigMap', volume.configMap.name as string, NS);
-        for (const [k, v] of Object.entries(cm.data ?? {})) writeFileSync(join(dir, m.mountPath, k), v);
-      }
-      if (volume?.secret) {
-        const secret = await installed<V1Secret>('Secret', volume.secret.secretName as string, NS);
-        for (const [k, v] of Object.entries(secret.data ?? {})) writeFileSync(join(dir, m.mountPath, k), Buffer.from(v, 'base64'), { mode: volume.secret.defaultMode });
-      }
-      for (const [name, value] of Object.entries(env)) if (value === m.mountPath) env[name] = join(dir, m.mountPath);
-    }
+    const { dir, args, env } = await asLocalProcess(pod, edgeCcm(deployment as unknown as Obj), NS, { 'status.podIP': '127.0.0.1' });
     const token = await cp.serviceAccountToken(NS, pod.serviceAccountName as string);
     const kubeconfig = await writeKubeconfig(join(dir, 'kubeconfig'), cp.server, cp.caPem, 'edge-ccm', { token });
     const [port] = await freeLoopbackPorts(1);

@@ -36,6 +36,14 @@ system:serviceaccount:{{ .Release.Namespace }}:{{ include "edge-ccm.serviceAccou
 {{- .Values.secrets.existingSecret | default (printf "%s-secrets" (include "edge-ccm.fullname" .)) -}}
 {{- end -}}
 
+{{/*
+Where the Secret's files are mounted and CREDENTIALS_DIRECTORY points, in the controller and the
+speaker alike: one cloud config's `${CREDENTIALS_DIRECTORY}/NAME` then names the same file in both.
+*/}}
+{{- define "edge-ccm.credentialsDirectory" -}}
+/run/secrets/edge-ccm
+{{- end -}}
+
 {{- define "edge-ccm.metricsTokenSecretName" -}}
 {{- .Values.metrics.tokenSecret.existingSecret | default (printf "%s-metrics-token" (include "edge-ccm.fullname" .)) -}}
 {{- end -}}
@@ -110,6 +118,41 @@ authorization:
 {{- end -}}
 {{- if and .Values.metrics.tokenSecret.create .Values.metrics.tokenSecret.existingSecret -}}
 {{- fail "metrics.tokenSecret.create and metrics.tokenSecret.existingSecret are both set" -}}
+{{- end -}}
+{{- /* Only keys of secrets.files can be checked here: an existingSecret (or one made by hand) is not read at render time. */ -}}
+{{- if and .Values.speaker.enabled .Values.secrets.files -}}
+{{- range .Values.speaker.credentials -}}
+{{- if not (hasKey $.Values.secrets.files .) -}}
+{{- fail (printf "speaker.credentials: %q is not a key of secrets.files (%s): the speaker would be given a file that does not exist" . (keys $.Values.secrets.files | sortAlpha | join ", ")) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if and .Values.speaker.enabled .Values.cloudConfig.content -}}
+{{- include "edge-ccm.validateSpeakerPasswordFiles" . -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+With the config in the values and bgp.loadBalancers.announceFrom: nodes, every speaker reads each
+peer's passwordFile: one under ${CREDENTIALS_DIRECTORY} that speaker.credentials does not list
+would stop every speaker at start. Anything malformed is left to edge-ccm's own config check.
+*/}}
+{{- define "edge-ccm.validateSpeakerPasswordFiles" -}}
+{{- $bgp := get (fromYaml .Values.cloudConfig.content) "bgp" -}}
+{{- if kindIs "map" $bgp -}}
+{{- $lb := get $bgp "loadBalancers" -}}
+{{- $peers := get $bgp "peers" -}}
+{{- if and (kindIs "map" $lb) (eq (toString (get $lb "announceFrom")) "nodes") (kindIs "slice" $peers) -}}
+{{- range $i, $peer := $peers -}}
+{{- if kindIs "map" $peer -}}
+{{- $file := toString (get $peer "passwordFile") -}}
+{{- $name := trimPrefix "${CREDENTIALS_DIRECTORY}/" $file -}}
+{{- if and (hasPrefix "${CREDENTIALS_DIRECTORY}/" $file) (not (has $name $.Values.speaker.credentials)) -}}
+{{- fail (printf "speaker.credentials lacks %q: cloudConfig.content's bgp.peers[%d].passwordFile names it, and with bgp.loadBalancers.announceFrom: nodes every node's speaker reads it (list it there)" $name $i) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 
