@@ -38,7 +38,12 @@ const FAULTS: Fault[] = [
   { name: "holder's kube-apiserver killed", apply: (h) => vip.apiServers.get(h)!.kill(), heal: (h) => vip.startApiServer(h) },
   { name: "holder's kube-apiserver hung (SIGSTOP)", apply: (h) => signal(vip.apiServers.get(h)!.pid, 'SIGSTOP')(), heal: (h) => signal(vip.apiServers.get(h)!.pid, 'SIGCONT')() },
   { name: "holder's edge-ccm SIGKILLed", apply: (h) => vip.vips.get(h)!.kill(), heal: async (h) => void vip.startVip(h, 'bgp') },
-  { name: "holder's edge-ccm SIGTERMed", apply: (h) => signal(vip.vips.get(h)!.pid, 'SIGTERM')(), heal: async (h) => void vip.startVip(h, 'bgp') },
+  // The move is measured from the SIGTERM; the restart waits for the old process's exit (its
+  // goodbyes, BGP Cease and BFD AdminDown, come after the release and hold its metrics port).
+  { name: "holder's edge-ccm SIGTERMed", apply: (h) => signal(vip.vips.get(h)!.pid, 'SIGTERM')(), heal: async (h) => {
+    await vip.vips.get(h)!.exited;
+    vip.startVip(h, 'bgp');
+  } },
   {
     name: "holder's edge-ccm paused 3 s (SIGSTOP, then SIGCONT)",
     apply: async (h) => {

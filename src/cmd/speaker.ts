@@ -64,7 +64,8 @@ export async function runSpeaker(argv: string[]): Promise<number> {
 
   const stop = new AbortController();
   for (const sig of ['SIGTERM', 'SIGINT'] as const) process.on(sig, () => stop.abort(sig));
-  const server = serveMetrics(flags.metrics, registry);
+  const server = serveMetrics('speaker', flags.metrics, registry);
+  if (typeof server === 'number') return server;
   try {
     await config.start();
     await bgpConfig.start();

@@ -1,5 +1,5 @@
 import { readCloudConfigFile } from '../cloud/config-file.ts';
-import { EXIT_INVALID_INPUT, EXIT_OK, FLAG_ERROR_EXIT_CODE, FlagErrors, formatFlagError } from '../options/index.ts';
+import { EXIT_FAILURE, EXIT_INVALID_INPUT, EXIT_OK, FLAG_ERROR_EXIT_CODE, FlagErrors, formatFlagError } from '../options/index.ts';
 import { errorMessage } from '../util/errors.ts';
 import type { Registry } from 'prom-client';
 import { formatConfigErrors, type ConfigLoadResult } from '../config-file/yaml-load.ts';
@@ -53,17 +53,27 @@ export function loadSection<C>(command: string, path: string, result: ConfigLoad
   return EXIT_INVALID_INPUT;
 }
 
-/** Plain-HTTP /metrics and /healthz (and /readyz when given) on `at`; undefined when it is off. */
-export function serveMetrics(at: { hostname: string; port: number } | undefined, registry: Registry, ready?: () => boolean): ReturnType<typeof Bun.serve> | undefined {
-  return at && Bun.serve({
-    hostname: at.hostname,
-    port: at.port,
-    fetch: async (req) => {
-      const path = new URL(req.url).pathname;
-      if (path === '/healthz') return new Response('ok');
-      if (path === '/readyz' && ready) return ready() ? new Response('ok') : new Response('not ready', { status: 503 });
-      if (path === '/metrics') return new Response(await registry.metrics(), { headers: { 'content-type': registry.contentType } });
-      return new Response('not found', { status: 404 });
-    },
-  });
+/**
+ * Plain-HTTP /metrics and /healthz (and /readyz when given) on `at`; undefined when it is off; an
+ * exit code when it cannot listen (the port taken, e.g. by the previous process of a restart
+ * still shutting down): said in one line naming the flag, not a stack.
+ */
+export function serveMetrics(command: string, at: { hostname: string; port: number } | undefined, registry: Registry, ready?: () => boolean): ReturnType<typeof Bun.serve> | undefined | number {
+  if (!at) return undefined;
+  try {
+    return Bun.serve({
+      hostname: at.hostname,
+      port: at.port,
+      fetch: async (req) => {
+        const path = new URL(req.url).pathname;
+        if (path === '/healthz') return new Response('ok');
+        if (path === '/readyz' && ready) return ready() ? new Response('ok') : new Response('not ready', { status: 503 });
+        if (path === '/metrics') return new Response(await registry.metrics(), { headers: { 'content-type': registry.contentType } });
+        return new Response('not found', { status: 404 });
+      },
+    });
+  } catch (e) {
+    console.error(`error: ${command}: --metrics-bind-address=${at.hostname.includes(':') ? `[${at.hostname}]` : at.hostname}:${at.port}: cannot listen: ${errorMessage(e)}`);
+    return EXIT_FAILURE;
+  }
 }

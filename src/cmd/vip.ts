@@ -27,7 +27,8 @@ export async function runVip(argv: string[]): Promise<number> {
   const vip = new VipAnnouncer({ node: flags.nodeName, config, key, healthRequest: config.healthRequest, logger, registry });
   const stop = new AbortController();
   for (const sig of ['SIGTERM', 'SIGINT'] as const) process.on(sig, () => stop.abort(sig));
-  const server = serveMetrics(flags.metrics, registry, () => vip.ready());
+  const server = serveMetrics('vip', flags.metrics, registry, () => vip.ready());
+  if (typeof server === 'number') return server;
   try {
     logger.info('vip starting', { node: flags.nodeName, addresses: config.addresses.map((a) => a.address).join(','), announce: config.announce, hosts: [...config.hosts.keys()].join(','), healthURL: config.healthURL, ...describeHealthRequest(config.healthRequest), heartbeatPort: config.heartbeatPort, metrics: server ? `http://${flags.metrics!.hostname}:${server.port}` : 'off' });
     await vip.run(stop.signal);

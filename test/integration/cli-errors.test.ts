@@ -115,3 +115,16 @@ test('no kubeconfig anywhere and not in a cluster: exit 2 with one line saying w
   expect(gone.exitCode).toBe(2);
   expect(gone.output).toContain(`error: KUBECONFIG: none of its files exists (${join(home, 'a')}:${join(home, 'b')})`);
 });
+
+test('edge-ccm vip whose metrics port is taken (a restart while the old process still shuts down): exit 1, one line naming the flag, no stack', async () => {
+  const dir = tempDir('edge-ccm-cli-errors-');
+  writeFileSync(join(dir, 'vip.yaml'), 'controlPlaneEndpoint:\n  addresses: [203.0.113.80]\n  announce: l2\n  interfaces: [lo]\n  hosts: [{name: cp1, address: 127.0.0.1}]\n');
+  writeFileSync(join(dir, 'key'), 'k'.repeat(48), { mode: 0o600 });
+  const taken = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } });
+  try {
+    const { exitCode, output } = await run(ccmBinaryCommand(['vip', `--cloud-config=${join(dir, 'vip.yaml')}`, `--liveness-key-file=${join(dir, 'key')}`, '--node-name=cp1', `--metrics-bind-address=127.0.0.1:${taken.port}`]));
+    expect({ exitCode, output: output.trim() }).toEqual({ exitCode: 1, output: expect.stringMatching(new RegExp(`^error: vip: --metrics-bind-address=127\\.0\\.0\\.1:${taken.port}: cannot listen: .+$`)) });
+  } finally {
+    taken.stop(true);
+  }
+});
