@@ -66,6 +66,38 @@ const fmt = (xs: number[]) => `p50 ${percentile(xs, 50)} ms, max ${Math.max(...x
 /** Occurrences of `text` in a process's whole log (its file is appended to by every restart). */
 const logCount = (p: LoggedProcess, text: string) => readFileSync(p.logPath, 'utf8').split(text).length - 1;
 
+/**
+ * Takes while another host still held the VIP, from the vip processes' own logs (every take and
+ * release is logged, to the ms, on one clock): a take by one host between another's take and
+ * its next release. A release for a pause does not count (the paused process answered nothing),
+ * nor a holder whose process was killed (it logs no release). Catches overlaps shorter than the
+ * prober's 100 ms.
+ */
+function holderOverlaps(from: number, to: number): { count: number; maxMs: number; list: string[] } {
+  type Event = { t: number; node: NodeName; taken: boolean; reason: string };
+  const events: Event[] = NODES.flatMap((node) => readFileSync(vip.vips.get(node)!.logPath, 'utf8').split('\n').flatMap((line) => {
+    const m = /^(\S+Z) INFO "vip (taken|released)".*reason=(\S+)/.exec(line);
+    return m ? [{ t: Date.parse(m[1]!), node, taken: m[2] === 'taken', reason: m[3]! }] : [];
+  })).sort((a, b) => a.t - b.t);
+  const list: string[] = [];
+  let maxMs = 0;
+  for (const take of events.filter((e) => e.taken && e.t >= from && e.t <= to)) {
+    for (const other of NODES.filter((n) => n !== take.node)) {
+      const before = events.filter((e) => e.node === other && e.t <= take.t).at(-1);
+      const after = events.find((e) => e.node === other && e.t > take.t);
+      if (!before?.taken || !after || after.taken || after.reason === 'paused') continue;
+      const ms = after.t - take.t;
+      maxMs = Math.max(maxMs, ms);
+      list.push(`${new Date(take.t).toISOString()} ${take.node} took (${take.reason}), ${other} released ${ms} ms later (${after.reason})`);
+    }
+  }
+  return { count: list.length, maxMs, list };
+}
+const overlapText = (from: number) => {
+  const o = holderOverlaps(from, Date.now());
+  return `takes while another host still held it (vip logs) ${o.count}${o.count ? `, longest ${o.maxMs} ms: ${o.list.join('; ')}` : ''}`;
+};
+
 /** Loads an nft table into the node's namespace (deleted by name on heal). */
 async function nftTable(node: NodeName, table: string, chains: string): Promise<void> {
   const path = join(vip.site.lab.dir, `${table}-${node}.nft`);
@@ -152,7 +184,7 @@ async function faultRuns(w: Watch, fault: Fault, label: string): Promise<void> {
     await eventually('one holder again', () => !!answering(w), 30_000);
   }
   const failed = runs.map((r) => r.failed);
-  console.log(`vip failover${label}: ${fault.name}: ${RUNS} runs; first ${label ? 'NDP' : 'ARP'} answer from the new holder ${fmt(runs.map((r) => r.arp))}; first good request after a failed one ${fmt(runs.map((r) => r.afterFailed))}; first good request after the new holder's first answer ${fmt(runs.map((r) => r.afterArp))}; failed requests p50 ${percentile(failed, 50)}, max ${Math.max(...failed)}, total ${failed.reduce((a, b) => a + b, 0)}; probes answered by two MACs ${doubles(w, from)}`);
+  console.log(`vip failover${label}: ${fault.name}: ${RUNS} runs; first ${label ? 'NDP' : 'ARP'} answer from the new holder ${fmt(runs.map((r) => r.arp))}; first good request after a failed one ${fmt(runs.map((r) => r.afterFailed))}; first good request after the new holder's first answer ${fmt(runs.map((r) => r.afterArp))}; failed requests p50 ${percentile(failed, 50)}, max ${Math.max(...failed)}, total ${failed.reduce((a, b) => a + b, 0)}; probes answered by two MACs ${doubles(w, from)}; ${overlapText(from)}`);
 }
 
 /** The holder on the majority side: the lone host (each non-holder in turn) partitioned for 5 s: no move, no failed request. */
@@ -179,7 +211,7 @@ async function majorityRuns(w: Watch): Promise<void> {
     await Bun.sleep(1500);
     await eventually('one holder again', () => !!answering(w), 30_000);
   }
-  console.log(`vip majority side: the holder kept with the majority, one other host partitioned from the two for 5 s: ${RUNS} runs; ${probes} probes during the partitions, ${notHolder} not answered by the holder alone; requests ${failed} failed of ${requests}; the lone host without quorum at the end of ${loneWithoutQuorum} of ${RUNS} partitions; probes answered by two MACs ${doubles(w, from)} (partitions, heals and handbacks)`);
+  console.log(`vip majority side: the holder kept with the majority, one other host partitioned from the two for 5 s: ${RUNS} runs; ${probes} probes during the partitions, ${notHolder} not answered by the holder alone; requests ${failed} failed of ${requests}; the lone host without quorum at the end of ${loneWithoutQuorum} of ${RUNS} partitions; probes answered by two MACs ${doubles(w, from)} (partitions, heals and handbacks); ${overlapText(from)}`);
 }
 
 /** Load: the holder's API server busy for 30 s (16 clients fetching the OpenAPI document back to back from the client's namespace): the VIP must not move while it stays ready. */
@@ -216,7 +248,7 @@ async function coldStartRuns(w: Watch): Promise<void> {
     const first = await eventually('a holder after the cold start', () => w.probes().find((p) => p.t >= at && p.macs.length === 1), 20_000);
     cold.push(first.t - at);
   }
-  console.log(`vip cold start of all three: ${RUNS} runs; first ARP answer ${fmt(cold)} (includes process start and the 1 s warm-up); probes answered by two MACs ${doubles(w, from)}`);
+  console.log(`vip cold start of all three: ${RUNS} runs; first ARP answer ${fmt(cold)} (includes process start and the 1 s warm-up); probes answered by two MACs ${doubles(w, from)}; ${overlapText(from)}`);
 }
 
 /**
@@ -229,6 +261,7 @@ async function coldStartRuns(w: Watch): Promise<void> {
 async function bootstrapRuns(w: Watch): Promise<void> {
   const arp: number[] = [], request: number[] = [], pollIntervals: number[] = [];
   let early = 0, joinDoubles = 0, joinFailed = 0, joinRequests = 0, handbacks = 0;
+  const from = Date.now();
   for (let run = 0; run < RUNS; run++) {
     const first = NODES[run % NODES.length]!;
     await Promise.all(NODES.flatMap((n) => [vip.vips.get(n)!.kill(), vip.apiServers.get(n)!.kill()]));
@@ -262,7 +295,7 @@ async function bootstrapRuns(w: Watch): Promise<void> {
     joinRequests += w.requests.filter((r) => r.t >= joinAt && r.t < joinEnd).length;
   }
   console.log(`vip bootstrap, one host first (each in turn): ${RUNS} runs; from its API server's first 200 on /readyz (polled in its namespace every ${percentile(pollIntervals, 50)} ms p50, ${Math.max(...pollIntervals)} ms max) to the first ARP answer ${fmt(arp)}, to the first good request through the VIP ${fmt(request)}; probes answered before that first 200: ${early}`);
-  console.log(`vip bootstrap, the other two joining: ${RUNS} runs, ${handbacks} with a handback to ${ORDER[0]}; probes answered by two MACs ${joinDoubles}; requests ${joinFailed} failed of ${joinRequests} (from the join to 2 s after ${ORDER[0]} holds it)`);
+  console.log(`vip bootstrap, the other two joining: ${RUNS} runs, ${handbacks} with a handback to ${ORDER[0]}; probes answered by two MACs ${joinDoubles}; requests ${joinFailed} failed of ${joinRequests} (from the join to 2 s after ${ORDER[0]} holds it); ${overlapText(from)}`);
 }
 
 /** The kill fault over IPv6: the prober's Neighbor Solicitations every 100 ms (only solicited advertisements count), requests to the IPv6 VIP. */
@@ -286,6 +319,8 @@ async function ipv6Runs(): Promise<void> {
 const requests4 = requestLoop(VIP);
 const v4: Watch = { probes: () => prober.probes(), requests: requests4.requests };
 try {
+  // The link-down fault must not cost the hosts their IPv6 addresses (Linux flushes them on down by default).
+  for (const n of NODES) await vip.site.lab.sysctl(n, { 'net.ipv6.conf.eth0.keep_addr_on_down': 1 });
   for (const n of NODES) vip.startVip(n);
   await Promise.all(NODES.map((n) => vip.startApiServer(n)));
   await eventually('a holder', () => !!answering(v4), 30_000);
