@@ -4,31 +4,122 @@
  * etcd, the compiled `edge-ccm vip` on each), a raw-ARP prober every 100 ms and a client asking
  * https://VIP:6443/readyz every 100 ms (0.3 s timeout). For each fault of the holder: the time
  * from the fault to the first ARP answer from the new holder, to the first successful request
- * after the first failed one (0 when no request failed), the failed requests; every probe
- * answered by two MACs is counted (must stay 0). Then the cold start of all three at once.
- * Usage: bun bench/vip-failover.ts [RUNS=10] (root; after bun scripts/build.ts). BENCHMARKS.md.
+ * after the first failed one (0 when no request failed), to the first successful request after
+ * that ARP answer, the failed requests; every probe answered by two MACs is counted (must stay
+ * 0). Then: the holder on the majority side of a partition (no move, no failed request), load,
+ * the cold start of all three at once, the bootstrap (one host first, the others joining), and
+ * the kill fault over IPv6 (Neighbor Solicitations every 100 ms, requests to the IPv6 VIP).
+ * Usage: bun bench/vip-failover.ts [RUNS=10] [SECTIONS=faults,majority,load,cold,bootstrap,ipv6]
+ * (root; after bun scripts/build.ts). BENCHMARKS.md.
+ * VIP_BENCH_KEEP_LOGS=DIR copies the vip processes' and the prober's logs there before cleanup.
  */
-import { writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ArpProber, percentile } from '../test/harness/arp-probes.ts';
+import { rankNodes } from '../src/net/l2/election.ts';
+import { ArpProber, percentile, type Probe } from '../test/harness/arp-probes.ts';
 import { eventually } from '../test/harness/eventually.ts';
 import { NODES, type NodeName } from '../test/harness/l2-lab.ts';
-import { VIP, VipLab } from '../test/harness/vip-lab.ts';
+import type { LoggedProcess } from '../test/harness/processes.ts';
+import { VIP, VIP6, VIP_KEY, VipLab } from '../test/harness/vip-lab.ts';
 
 const RUNS = Number(process.argv[2] ?? 10);
+const SECTIONS = ['faults', 'majority', 'load', 'cold', 'bootstrap', 'ipv6'] as const;
+/** A comma-separated subset of SECTIONS (default: all, in that order). */
+const only = new Set(process.argv[3]?.split(',') ?? SECTIONS);
+for (const s of only) if (!(SECTIONS as readonly string[]).includes(s)) throw new Error(`unknown section ${s}: one of ${SECTIONS.join(', ')}`);
+/** The order every host elects in when all three are eligible. */
+const ORDER = rankNodes(VIP_KEY, NODES) as NodeName[];
+const HEARTBEAT_PORT = 7948;
+/** Pause between two /readyz polls of the bootstrap's API server (the poll itself adds its own few ms). */
+const READYZ_POLL_PAUSE_MS = 5;
+const READYZ_WATCH = join(import.meta.dir, '..', 'test', 'fakes', 'readyz-watch-main.ts');
+
 const vip = await VipLab.build();
 const prober = ArpProber.start(vip.site, VIP, 'vip-bench-prober');
-const requests: { t: number; ok: boolean }[] = [];
-let requesting = true;
 
-const answering = (): NodeName | undefined => {
-  const last = prober.probes().at(-1);
+interface Request { t: number; ok: boolean }
+
+/** Requests https://ADDRESS:6443/readyz from the client every 100 ms (0.3 s timeout) until stopped. */
+function requestLoop(address: string): { requests: Request[]; stop: () => Promise<void> } {
+  const requests: Request[] = [];
+  let on = true;
+  const loop = (async () => {
+    while (on) {
+      const t = Date.now();
+      requests.push({ t, ok: await vip.readyz('client', address, 0.3) });
+      await Bun.sleep(Math.max(0, 100 - (Date.now() - t)));
+    }
+  })();
+  return { requests, stop: async () => { on = false; await loop; } };
+}
+
+/** What a family is watched through: its probes (ARP or NDP) and the requests to its VIP. */
+interface Watch { probes: () => Probe[]; requests: Request[] }
+
+const answering = (w: Watch): NodeName | undefined => {
+  const last = w.probes().at(-1);
   return last?.macs.length === 1 ? vip.nodeOfMac(last.macs[0]!) : undefined;
 };
-const doubles = () => prober.probes().filter((p) => p.macs.length > 1).length;
+const doubles = (w: Watch, from = 0, to = Infinity) => w.probes().filter((p) => p.t >= from && p.t <= to && p.macs.length > 1).length;
+const failedRequests = (w: Watch, from: number, to: number) => w.requests.filter((r) => r.t >= from && r.t < to && !r.ok).length;
+const fmt = (xs: number[]) => `p50 ${percentile(xs, 50)} ms, max ${Math.max(...xs)} ms`;
+/** Occurrences of `text` in a process's whole log (its file is appended to by every restart). */
+const logCount = (p: LoggedProcess, text: string) => readFileSync(p.logPath, 'utf8').split(text).length - 1;
+
+/**
+ * Takes while another host still held the VIP, from the vip processes' own logs (every take and
+ * release is logged, to the ms, on one clock): a take by one host between another's take and
+ * its next release. A release for a pause does not count (the paused process answered nothing),
+ * nor a holder whose process was killed (it logs no release). Catches overlaps shorter than the
+ * prober's 100 ms.
+ */
+function holderOverlaps(from: number, to: number): { count: number; maxMs: number; list: string[] } {
+  type Event = { t: number; node: NodeName; taken: boolean; reason: string };
+  const events: Event[] = NODES.flatMap((node) => readFileSync(vip.vips.get(node)!.logPath, 'utf8').split('\n').flatMap((line) => {
+    const m = /^(\S+Z) INFO "vip (taken|released)".*reason=(\S+)/.exec(line);
+    return m ? [{ t: Date.parse(m[1]!), node, taken: m[2] === 'taken', reason: m[3]! }] : [];
+  })).sort((a, b) => a.t - b.t);
+  const list: string[] = [];
+  let maxMs = 0;
+  for (const take of events.filter((e) => e.taken && e.t >= from && e.t <= to)) {
+    for (const other of NODES.filter((n) => n !== take.node)) {
+      const before = events.filter((e) => e.node === other && e.t <= take.t).at(-1);
+      const after = events.find((e) => e.node === other && e.t > take.t);
+      if (!before?.taken || !after || after.taken || after.reason === 'paused') continue;
+      const ms = after.t - take.t;
+      maxMs = Math.max(maxMs, ms);
+      list.push(`${new Date(take.t).toISOString()} ${take.node} took (${take.reason}), ${other} released ${ms} ms later (${after.reason})`);
+    }
+  }
+  return { count: list.length, maxMs, list };
+}
+const overlapText = (from: number) => {
+  const o = holderOverlaps(from, Date.now());
+  return `takes while another host still held it (vip logs) ${o.count}${o.count ? `, longest ${o.maxMs} ms: ${o.list.join('; ')}` : ''}`;
+};
+
+/** Loads an nft table into the node's namespace (deleted by name on heal). */
+async function nftTable(node: NodeName, table: string, chains: string): Promise<void> {
+  const path = join(vip.site.lab.dir, `${table}-${node}.nft`);
+  writeFileSync(path, `table inet ${table} {\n${chains}}\n`);
+  const r = await vip.site.lab.exec(node, ['nft', '-f', path]);
+  if (r.code !== 0) throw new Error(r.stderr);
+}
+async function deleteTable(node: NodeName, table: string): Promise<void> {
+  const r = await vip.site.lab.exec(node, ['nft', 'delete', 'table', 'inet', table]);
+  if (r.code !== 0) throw new Error(r.stderr);
+}
+
+const PARTITION = 'vipbenchpart';
+/** Drops every packet between `node` and the two other hosts (the client still reaches all three). */
+function partition(node: NodeName): Promise<void> {
+  const others = NODES.filter((n) => n !== node).map((n) => vip.site.nodes[n].lanIPv4).join(', ');
+  return nftTable(node, PARTITION, ` chain input {\n  type filter hook input priority 0; policy accept;\n  ip saddr { ${others} } drop\n }\n chain output {\n  type filter hook output priority 0; policy accept;\n  ip daddr { ${others} } drop\n }\n`);
+}
+const DEAF = 'vipbenchdeaf';
 
 type Fault = { name: string; apply: (holder: NodeName) => Promise<void>; heal: (holder: NodeName) => Promise<void> };
-const PARTITION = 'vipbenchpart';
+let woken: Promise<void> = Promise.resolve();
 const FAULTS: Fault[] = [
   { name: "holder's kube-apiserver killed", apply: (h) => vip.apiServers.get(h)!.kill(), heal: (h) => vip.startApiServer(h) },
   {
@@ -37,97 +128,218 @@ const FAULTS: Fault[] = [
     heal: async (h) => void process.kill(vip.apiServers.get(h)!.pid, 'SIGCONT'),
   },
   { name: "holder's edge-ccm SIGKILLed", apply: (h) => vip.vips.get(h)!.kill(), heal: async (h) => void vip.startVip(h) },
-  { name: "holder's link down", apply: async (h) => void (await vip.site.lab.ip(h, 'link', 'set', 'eth0', 'down')), heal: async (h) => void (await vip.site.lab.ip(h, 'link', 'set', 'eth0', 'up')) },
+  { name: "holder's edge-ccm SIGTERMed (release, 'leaving')", apply: async (h) => void (await vip.vips.get(h)!.terminate(5000)), heal: async (h) => void vip.startVip(h) },
   {
-    name: 'the other two hosts partitioned from the holder (the client reaches all three)',
+    name: "holder's edge-ccm paused (SIGSTOP 3 s, then SIGCONT)",
     apply: async (h) => {
-      const others = NODES.filter((n) => n !== h).map((n) => vip.site.nodes[n].lanIPv4).join(', ');
-      const path = join(vip.site.lab.dir, 'partition.nft');
-      writeFileSync(path, `table inet ${PARTITION} {\n chain input {\n  type filter hook input priority 0; policy accept;\n  ip saddr { ${others} } drop\n }\n chain output {\n  type filter hook output priority 0; policy accept;\n  ip daddr { ${others} } drop\n }\n}\n`);
-      const r = await vip.site.lab.exec(h, ['nft', '-f', path]);
-      if (r.code !== 0) throw new Error(r.stderr);
+      const pid = vip.vips.get(h)!.pid;
+      process.kill(pid, 'SIGSTOP');
+      woken = Bun.sleep(3000).then(() => void process.kill(pid, 'SIGCONT'));
     },
-    heal: async (h) => void (await vip.site.lab.exec(h, ['nft', 'delete', 'table', 'inet', PARTITION])),
+    // Woken: watched 3 s more (it must answer nothing queued while it slept) before the next run.
+    heal: async () => {
+      await woken;
+      await Bun.sleep(3000);
+    },
+  },
+  { name: "holder's link down", apply: async (h) => void (await vip.site.lab.ip(h, 'link', 'set', 'eth0', 'down')), heal: async (h) => void (await vip.site.lab.ip(h, 'link', 'set', 'eth0', 'up')) },
+  { name: 'the other two hosts partitioned from the holder (the client reaches all three)', apply: partition, heal: (h) => deleteTable(h, PARTITION) },
+  {
+    name: `holder deaf to heartbeats (nft drops inbound UDP to ${HEARTBEAT_PORT})`,
+    apply: (h) => nftTable(h, DEAF, ` chain input {\n  type filter hook input priority 0; policy accept;\n  udp dport ${HEARTBEAT_PORT} drop\n }\n`),
+    heal: (h) => deleteTable(h, DEAF),
   },
 ];
 
-try {
-  for (const n of NODES) vip.startVip(n);
-  await Promise.all(NODES.map((n) => vip.startApiServer(n)));
-  await eventually('a holder', () => !!answering(), 30_000);
-  const requester = (async () => {
-    while (requesting) {
-      const t = Date.now();
-      requests.push({ t, ok: await vip.readyz('client', VIP, 0.3) });
-      await Bun.sleep(Math.max(0, 100 - (Date.now() - t)));
-    }
-  })();
-  for (const fault of FAULTS) {
-    const arp: number[] = [];
-    const request: number[] = [];
-    const failed: number[] = [];
-    const before = doubles();
-    for (let run = 0; run < RUNS; run++) {
-      await Bun.sleep(2000);
-      const holder = answering();
-      if (!holder) throw new Error(`no single holder before run ${run} of ${fault.name}`);
-      const faultAt = Date.now();
-      await fault.apply(holder);
-      await eventually(`the VIP leaves ${holder} (${fault.name})`, () => prober.probes().some((p) => p.t >= faultAt && p.macs.length === 1 && vip.nodeOfMac(p.macs[0]!) !== holder), 20_000);
-      const moved = prober.probes().find((p) => p.t >= faultAt && p.macs.length === 1 && vip.nodeOfMac(p.macs[0]!) !== holder)!;
-      await eventually('a request succeeds after the move', () => requests.some((r) => r.t > moved.t && r.ok), 20_000);
-      const firstFailed = requests.find((r) => r.t >= faultAt && !r.ok);
-      const firstOkAfter = firstFailed && requests.find((r) => r.t > firstFailed.t && r.ok)!;
-      arp.push(moved.t - faultAt);
-      request.push(firstOkAfter ? firstOkAfter.t - faultAt : 0);
-      failed.push(firstFailed ? requests.filter((r) => r.t >= faultAt && r.t < firstOkAfter!.t && !r.ok).length : 0);
-      await fault.heal(holder);
-      // Healed: the host returns (warming, then the ordered handback if it ranks first).
-      await Bun.sleep(1500);
-      await eventually('one holder again', () => !!answering(), 30_000);
-    }
-    const fmt = (xs: number[]) => `p50 ${percentile(xs, 50)} ms, max ${Math.max(...xs)} ms`;
-    console.log(`vip failover: ${fault.name}: ${RUNS} runs; first ARP answer from the new holder ${fmt(arp)}; first good request after a failed one ${fmt(request)}; failed requests p50 ${percentile(failed, 50)}, max ${Math.max(...failed)}; probes answered by two MACs ${doubles() - before}`);
-  }
-  // Load: the holder's API server busy for 30 s (16 clients fetching the OpenAPI document back to
-  // back from the client's namespace): the VIP must not move while it stays ready.
-  {
+interface MoveRun { arp: number; afterFailed: number; afterArp: number; failed: number }
+
+/** From `faultAt`: the first probe answered by another host alone, and the requests until one succeeded after it. */
+async function measureMove(w: Watch, holder: NodeName, faultAt: number, what: string): Promise<MoveRun> {
+  const movedProbe = () => w.probes().find((p) => p.t >= faultAt && p.macs.length === 1 && vip.nodeOfMac(p.macs[0]!) !== holder);
+  const moved = await eventually(`the VIP leaves ${holder} (${what})`, movedProbe, 20_000);
+  const firstOkAfterArp = await eventually('a request succeeds after the move', () => w.requests.find((r) => r.t > moved.t && r.ok), 20_000);
+  const firstFailed = w.requests.find((r) => r.t >= faultAt && !r.ok);
+  const firstOkAfterFailed = firstFailed && w.requests.find((r) => r.t > firstFailed.t && r.ok)!;
+  return {
+    arp: moved.t - faultAt,
+    afterFailed: firstOkAfterFailed ? firstOkAfterFailed.t - faultAt : 0,
+    afterArp: firstOkAfterArp.t - faultAt,
+    failed: firstFailed ? failedRequests(w, faultAt, Math.max(firstOkAfterFailed!.t, firstOkAfterArp.t)) : 0,
+  };
+}
+
+/** RUNS times: the fault applied to the holder, the move measured, then healed (the host returns; the ordered handback when it ranks first). */
+async function faultRuns(w: Watch, fault: Fault, label: string): Promise<void> {
+  const runs: MoveRun[] = [];
+  const from = Date.now();
+  for (let run = 0; run < RUNS; run++) {
     await Bun.sleep(2000);
-    const holder = answering()!;
-    const at = Date.now();
-    let loading = true;
-    let served = 0;
-    const url = `https://${vip.site.nodes[holder].lanIPv4}:6443/openapi/v2`;
-    const clients = Array.from({ length: 16 }, async () => {
-      while (loading) {
-        const r = await vip.site.lab.exec('client', ['curl', '-sk', '-o', '/dev/null', '-w', '%{http_code}', '--max-time', '10', '-H', `Authorization: Bearer ${vip.adminToken}`, url]);
-        if (r.stdout.trim() === '200') served += 1;
-      }
-    });
-    await Bun.sleep(30_000);
-    loading = false;
-    await Promise.all(clients);
-    const during = prober.probes().filter((p) => p.t >= at);
-    const others = during.filter((p) => p.macs.length !== 1 || vip.nodeOfMac(p.macs[0]!) !== holder).length;
-    console.log(`vip under load: the holder's API server served ${served} OpenAPI documents (16 clients, 30 s); ${during.length} probes, ${others} not answered by the holder alone; requests through the VIP meanwhile: ${requests.filter((r) => r.t >= at && !r.ok).length} failed of ${requests.filter((r) => r.t >= at).length}`);
+    const holder = answering(w);
+    if (!holder) throw new Error(`no single holder before run ${run} of ${fault.name}`);
+    const faultAt = Date.now();
+    await fault.apply(holder);
+    runs.push(await measureMove(w, holder, faultAt, fault.name));
+    await fault.heal(holder);
+    await Bun.sleep(1500);
+    await eventually('one holder again', () => !!answering(w), 30_000);
   }
-  // Cold start: every edge-ccm at once (the API servers up): from the start to the first ARP answer.
+  const failed = runs.map((r) => r.failed);
+  console.log(`vip failover${label}: ${fault.name}: ${RUNS} runs; first ${label ? 'NDP' : 'ARP'} answer from the new holder ${fmt(runs.map((r) => r.arp))}; first good request after a failed one ${fmt(runs.map((r) => r.afterFailed))}; first good request after the new holder's first answer ${fmt(runs.map((r) => r.afterArp))}; failed requests p50 ${percentile(failed, 50)}, max ${Math.max(...failed)}, total ${failed.reduce((a, b) => a + b, 0)}; probes answered by two MACs ${doubles(w, from)}; ${overlapText(from)}`);
+}
+
+/** The holder on the majority side: the lone host (each non-holder in turn) partitioned for 5 s: no move, no failed request. */
+async function majorityRuns(w: Watch): Promise<void> {
+  const from = Date.now();
+  let notHolder = 0, failed = 0, requests = 0, probes = 0, loneWithoutQuorum = 0;
+  for (let run = 0; run < RUNS; run++) {
+    await Bun.sleep(2000);
+    const holder = answering(w);
+    if (!holder) throw new Error(`no single holder before run ${run} of the majority-side partition`);
+    const lone = NODES.filter((n) => n !== holder)[run % 2]!;
+    const faultAt = Date.now();
+    await partition(lone);
+    await Bun.sleep(5000);
+    // Evidence the partition took: the lone host has lost quorum.
+    if (/^edge_ccm_vip_quorum 0$/m.test((await vip.vipEndpoint(lone, '/metrics')) ?? '')) loneWithoutQuorum += 1;
+    const healAt = Date.now();
+    await deleteTable(lone, PARTITION);
+    const window = w.probes().filter((p) => p.t >= faultAt && p.t < healAt);
+    probes += window.length;
+    notHolder += window.filter((p) => p.macs.length !== 1 || vip.nodeOfMac(p.macs[0]!) !== holder).length;
+    failed += failedRequests(w, faultAt, healAt);
+    requests += w.requests.filter((r) => r.t >= faultAt && r.t < healAt).length;
+    await Bun.sleep(1500);
+    await eventually('one holder again', () => !!answering(w), 30_000);
+  }
+  console.log(`vip majority side: the holder kept with the majority, one other host partitioned from the two for 5 s: ${RUNS} runs; ${probes} probes during the partitions, ${notHolder} not answered by the holder alone; requests ${failed} failed of ${requests}; the lone host without quorum at the end of ${loneWithoutQuorum} of ${RUNS} partitions; probes answered by two MACs ${doubles(w, from)} (partitions, heals and handbacks); ${overlapText(from)}`);
+}
+
+/** Load: the holder's API server busy for 30 s (16 clients fetching the OpenAPI document back to back from the client's namespace): the VIP must not move while it stays ready. */
+async function loadRun(w: Watch): Promise<void> {
+  await Bun.sleep(2000);
+  const holder = answering(w)!;
+  const at = Date.now();
+  let loading = true;
+  let served = 0;
+  const url = `https://${vip.site.nodes[holder].lanIPv4}:6443/openapi/v2`;
+  const clients = Array.from({ length: 16 }, async () => {
+    while (loading) {
+      const r = await vip.site.lab.exec('client', ['curl', '-sk', '-o', '/dev/null', '-w', '%{http_code}', '--max-time', '10', '-H', `Authorization: Bearer ${vip.adminToken}`, url]);
+      if (r.stdout.trim() === '200') served += 1;
+    }
+  });
+  await Bun.sleep(30_000);
+  loading = false;
+  await Promise.all(clients);
+  const during = w.probes().filter((p) => p.t >= at);
+  const others = during.filter((p) => p.macs.length !== 1 || vip.nodeOfMac(p.macs[0]!) !== holder).length;
+  console.log(`vip under load: the holder's API server served ${served} OpenAPI documents (16 clients, 30 s); ${during.length} probes, ${others} not answered by the holder alone; requests through the VIP meanwhile: ${failedRequests(w, at, Infinity)} failed of ${w.requests.filter((r) => r.t >= at).length}`);
+}
+
+/** Cold start: every edge-ccm at once (the API servers up): from the start to the first ARP answer. */
+async function coldStartRuns(w: Watch): Promise<void> {
   const cold: number[] = [];
-  const coldBefore = doubles();
+  const from = Date.now();
   for (let run = 0; run < RUNS; run++) {
     await Promise.all(NODES.map((n) => vip.vips.get(n)!.kill()));
     await Bun.sleep(1500);
     const at = Date.now();
     for (const n of NODES) vip.startVip(n);
-    await eventually('a holder after the cold start', () => prober.probes().some((p) => p.t >= at && p.macs.length === 1), 20_000);
-    cold.push(prober.probes().find((p) => p.t >= at && p.macs.length === 1)!.t - at);
+    const first = await eventually('a holder after the cold start', () => w.probes().find((p) => p.t >= at && p.macs.length === 1), 20_000);
+    cold.push(first.t - at);
   }
-  console.log(`vip cold start of all three: ${RUNS} runs; first ARP answer p50 ${percentile(cold, 50)} ms, max ${Math.max(...cold)} ms (includes process start and the 1 s warm-up); probes answered by two MACs ${doubles() - coldBefore}`);
-  requesting = false;
-  await requester;
-  console.log(`vip bench total: ${prober.probes().length} probes, ${doubles()} answered by two MACs; ${requests.length} requests, ${requests.filter((r) => !r.ok).length} failed`);
+  console.log(`vip cold start of all three: ${RUNS} runs; first ARP answer ${fmt(cold)} (includes process start and the 1 s warm-up); probes answered by two MACs ${doubles(w, from)}; ${overlapText(from)}`);
+}
+
+/**
+ * Bootstrap: every edge-ccm vip and kube-apiserver stopped (etcd stays); one host (each in turn)
+ * starts its vip, then its API server: from that server's first 200 on /readyz (polled inside its
+ * namespace) to the first ARP answer and the first good request through the VIP. Then the other
+ * two join (vip + API server): until the first in the order holds the VIP (a handback when the
+ * first host was not it) and 2 s more, probes answered twice and failed requests are counted.
+ */
+async function bootstrapRuns(w: Watch): Promise<void> {
+  const arp: number[] = [], request: number[] = [], pollIntervals: number[] = [];
+  let early = 0, joinDoubles = 0, joinFailed = 0, joinRequests = 0, handbacks = 0;
+  const from = Date.now();
+  for (let run = 0; run < RUNS; run++) {
+    const first = NODES[run % NODES.length]!;
+    await Promise.all(NODES.flatMap((n) => [vip.vips.get(n)!.kill(), vip.apiServers.get(n)!.kill()]));
+    const quietFrom = Date.now();
+    await eventually('the VIP unanswered', () => w.probes().filter((p) => p.t > quietFrom).length >= 3 && w.probes().slice(-3).every((p) => p.macs.length === 0), 10_000);
+    const startAt = Date.now();
+    const warmUps = logCount(vip.vips.get(first)!, 'liveness warm-up over');
+    const proc = vip.startVip(first);
+    await eventually(`${first}'s vip warmed up`, () => logCount(proc, 'liveness warm-up over') > warmUps, 20_000);
+    const watch = vip.site.lab.spawnLogged(first, `readyz-watch-${first}-${run}`, [process.execPath, READYZ_WATCH, 'https://127.0.0.1:6443/readyz', String(READYZ_POLL_PAUSE_MS)]);
+    await vip.startApiServer(first);
+    await watch.exited;
+    const ready = JSON.parse(watch.logTail(1)) as { readyAt: number; polls: number; meanIntervalMs: number };
+    pollIntervals.push(ready.meanIntervalMs);
+    const firstAnswer = await eventually(`${first} answers for the VIP`, () => w.probes().find((p) => p.t >= startAt && p.macs.length > 0), 20_000);
+    const firstOk = await eventually('a request through the VIP succeeds', () => w.requests.find((r) => r.t >= startAt && r.ok), 20_000);
+    early += w.probes().filter((p) => p.t >= startAt && p.t < ready.readyAt && p.macs.length > 0).length;
+    arp.push(firstAnswer.t - ready.readyAt);
+    request.push(firstOk.t - ready.readyAt);
+
+    const joinAt = Date.now();
+    const joiners = NODES.filter((n) => n !== first);
+    for (const n of joiners) vip.startVip(n);
+    await Promise.all(joiners.map((n) => vip.startApiServer(n)));
+    await eventually(`${ORDER[0]} holds the VIP after the join`, () => answering(w) === ORDER[0], 30_000);
+    await Bun.sleep(2000);
+    const joinEnd = Date.now();
+    if (first !== ORDER[0]) handbacks += 1;
+    joinDoubles += doubles(w, joinAt, joinEnd);
+    joinFailed += failedRequests(w, joinAt, joinEnd);
+    joinRequests += w.requests.filter((r) => r.t >= joinAt && r.t < joinEnd).length;
+  }
+  console.log(`vip bootstrap, one host first (each in turn): ${RUNS} runs; from its API server's first 200 on /readyz (polled in its namespace every ${percentile(pollIntervals, 50)} ms p50, ${Math.max(...pollIntervals)} ms max) to the first ARP answer ${fmt(arp)}, to the first good request through the VIP ${fmt(request)}; probes answered before that first 200: ${early}`);
+  console.log(`vip bootstrap, the other two joining: ${RUNS} runs, ${handbacks} with a handback to ${ORDER[0]}; probes answered by two MACs ${joinDoubles}; requests ${joinFailed} failed of ${joinRequests} (from the join to 2 s after ${ORDER[0]} holds it); ${overlapText(from)}`);
+}
+
+/** The kill fault over IPv6: the prober's Neighbor Solicitations every 100 ms (only solicited advertisements count), requests to the IPv6 VIP. */
+async function ipv6Runs(): Promise<void> {
+  const ndp = ArpProber.start(vip.site, VIP6, 'vip-bench-ndp-prober');
+  const requests6 = requestLoop(VIP6);
+  const v6: Watch = { probes: () => ndp.probes(), requests: requests6.requests };
+  try {
+    await eventually('an NDP answer and a request through the IPv6 VIP', () => !!answering(v6) && requests6.requests.some((r) => r.ok), {
+      timeoutMs: 20_000,
+      explain: () => `NDP probes: ${JSON.stringify(ndp.probes().slice(-5))}; requests: ${JSON.stringify(requests6.requests.slice(-5))}`,
+    });
+    await faultRuns(v6, FAULTS[0]!, ' over IPv6 (NDP)');
+    console.log(`vip IPv6: ${ndp.probes().length} NDP probes, ${doubles(v6)} answered by two MACs; ${requests6.requests.length} requests, ${requests6.requests.filter((r) => !r.ok).length} failed`);
+  } finally {
+    await requests6.stop();
+    await ndp.stop();
+  }
+}
+
+const requests4 = requestLoop(VIP);
+const v4: Watch = { probes: () => prober.probes(), requests: requests4.requests };
+try {
+  // The link-down fault must not cost the hosts their IPv6 addresses (Linux flushes them on down by default).
+  for (const n of NODES) await vip.site.lab.sysctl(n, { 'net.ipv6.conf.eth0.keep_addr_on_down': 1 });
+  for (const n of NODES) vip.startVip(n);
+  await Promise.all(NODES.map((n) => vip.startApiServer(n)));
+  await eventually('a holder', () => !!answering(v4), 30_000);
+  if (only.has('faults')) for (const fault of FAULTS) await faultRuns(v4, fault, '');
+  if (only.has('majority')) await majorityRuns(v4);
+  if (only.has('load')) await loadRun(v4);
+  if (only.has('cold')) await coldStartRuns(v4);
+  if (only.has('bootstrap')) await bootstrapRuns(v4);
+  if (only.has('ipv6')) await ipv6Runs();
+  await requests4.stop();
+  console.log(`vip bench total: ${prober.probes().length} probes, ${doubles(v4)} answered by two MACs; ${requests4.requests.length} requests, ${requests4.requests.filter((r) => !r.ok).length} failed`);
 } finally {
-  requesting = false;
+  await requests4.stop();
   await prober.stop();
+  const keep = process.env.VIP_BENCH_KEEP_LOGS;
+  if (keep) {
+    mkdirSync(keep, { recursive: true });
+    for (const f of readdirSync(vip.site.lab.dir).filter((f) => /^(vip-|readyz-watch-).*\.log$/.test(f))) copyFileSync(join(vip.site.lab.dir, f), join(keep, f));
+    console.log(`vip bench logs kept in ${keep}`);
+  }
   await vip.destroy();
 }

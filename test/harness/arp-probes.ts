@@ -4,9 +4,10 @@ import type { L2Lab } from './l2-lab.ts';
 import type { LoggedProcess } from './processes.ts';
 
 /**
- * A client on the switch asking for one address every 100 ms with a raw ARP request
- * (test/fakes/arp-prober-main.ts), recording which MACs answered each probe: the ground truth of
- * an L2 failover (two MACs on one probe: two holders; none: unanswered).
+ * A client on the switch asking for one address every 100 ms with a raw ARP request, or a
+ * Neighbor Solicitation for an IPv6 address (test/fakes/arp-prober-main.ts), recording which
+ * MACs answered each probe: the ground truth of an L2 failover (two MACs on one probe: two
+ * holders; none: unanswered).
  */
 export const PROBE_INTERVAL_MS = 100;
 const PROBER = join(import.meta.dir, '..', 'fakes', 'arp-prober-main.ts');
@@ -22,7 +23,8 @@ export class ArpProber {
   private constructor(private readonly proc: LoggedProcess) {}
 
   static start(site: L2Lab, address: string, name: string): ArpProber {
-    return new ArpProber(site.lab.spawnLogged('client', name, [process.execPath, PROBER, 'eth0', site.client.lanIPv4, address, String(PROBE_INTERVAL_MS)]));
+    const ours = address.includes(':') ? site.client.lanIPv6 : site.client.lanIPv4;
+    return new ArpProber(site.lab.spawnLogged('client', name, [process.execPath, PROBER, 'eth0', ours, address, String(PROBE_INTERVAL_MS)]));
   }
 
   probes(): Probe[] {

@@ -153,9 +153,10 @@ export class VipLab {
     await eventually(`kube-apiserver on ${node} (log ${proc.logPath})`, async () => (await this.readyz(node, '127.0.0.1')) || (!proc.running && Promise.reject(new Error(proc.logTail()))), 180_000);
   }
 
-  /** One GET of /readyz on `address` from inside the node's namespace: answered 200. */
+  /** One GET of /readyz on `address` (IPv4 or IPv6) from inside the node's namespace: answered 200. */
   async readyz(node: NodeName | 'client', address: string, timeoutSeconds = 2): Promise<boolean> {
-    const r = await this.site.lab.exec(node, ['curl', '-sk', '-o', '/dev/null', '-w', '%{http_code}', '--max-time', String(timeoutSeconds), `https://${address}:${API_PORT}/readyz`]);
+    const host = address.includes(':') ? `[${address}]` : address;
+    const r = await this.site.lab.exec(node, ['curl', '-gsk', '-o', '/dev/null', '-w', '%{http_code}', '--max-time', String(timeoutSeconds), `https://${host}:${API_PORT}/readyz`]);
     return r.stdout.trim() === '200';
   }
 
