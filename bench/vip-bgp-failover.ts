@@ -16,7 +16,7 @@ import { percentile } from '../test/harness/arp-probes.ts';
 import { eventually } from '../test/harness/eventually.ts';
 import { NODES, type NodeName } from '../test/harness/l2-lab.ts';
 import { VIP_BGP, VipLab } from '../test/harness/vip-lab.ts';
-import { VipPathSampler, VipRequests } from '../test/harness/vip-probes.ts';
+import { describeOverlaps, holderOverlaps, VipPathSampler, VipRequests } from '../test/harness/vip-probes.ts';
 
 const RUNS = Number(process.argv[2] ?? 10);
 /** Comma-separated parts of fault names: only those faults, and no cold start. */
@@ -72,6 +72,7 @@ const evidence = (why: string) => {
   for (const n of NODES) console.error(`-- ${n}\n${vip.vips.get(n)?.logTail(40) ?? ''}`);
   console.error(`-- last table samples ${JSON.stringify(paths?.samples.slice(-40))}`);
 };
+const overlapText = (from: number) => describeOverlaps(holderOverlaps(vip, from, Date.now()));
 const fmt = (xs: number[]) => `p50 ${percentile(xs, 50)} ms, max ${Math.max(...xs)} ms`;
 
 try {
@@ -87,6 +88,7 @@ try {
     const good: number[] = [];
     const failed: number[] = [];
     const before = paths.doubles().length;
+    const from = Date.now();
     for (let run = 0; run < RUNS; run++) {
       await Bun.sleep(2000);
       const holder = holderNow();
@@ -109,7 +111,7 @@ try {
       await Bun.sleep(1500);
       await eventually('one path again', () => !!holderNow(), 30_000);
     }
-    console.log(`vip bgp failover: ${fault.name}: ${RUNS} runs; old path gone ${fmt(gone)}; new path ${fmt(moved)}; first good request after it ${fmt(good)}; failed requests p50 ${percentile(failed, 50)}, max ${Math.max(...failed)}; samples with two paths ${paths.doubles().length - before}`);
+    console.log(`vip bgp failover: ${fault.name}: ${RUNS} runs; old path gone ${fmt(gone)}; new path ${fmt(moved)}; first good request after it ${fmt(good)}; failed requests p50 ${percentile(failed, 50)}, max ${Math.max(...failed)}; samples with two paths ${paths.doubles().length - before}; ${overlapText(from)}`);
   }
   const cold: number[] = [];
   const coldBefore = paths.doubles().length;

@@ -21,6 +21,7 @@ import { eventually } from '../test/harness/eventually.ts';
 import { NODES, type NodeName } from '../test/harness/l2-lab.ts';
 import type { LoggedProcess } from '../test/harness/processes.ts';
 import { VIP, VIP6, VIP_KEY, VipLab } from '../test/harness/vip-lab.ts';
+import { describeOverlaps, holderOverlaps } from '../test/harness/vip-probes.ts';
 
 const RUNS = Number(process.argv[2] ?? 10);
 const SECTIONS = ['faults', 'majority', 'load', 'cold', 'bootstrap', 'ipv6'] as const;
@@ -66,37 +67,7 @@ const fmt = (xs: number[]) => `p50 ${percentile(xs, 50)} ms, max ${Math.max(...x
 /** Occurrences of `text` in a process's whole log (its file is appended to by every restart). */
 const logCount = (p: LoggedProcess, text: string) => readFileSync(p.logPath, 'utf8').split(text).length - 1;
 
-/**
- * Takes while another host still held the VIP, from the vip processes' own logs (every take and
- * release is logged, to the ms, on one clock): a take by one host between another's take and
- * its next release. A release for a pause does not count (the paused process answered nothing),
- * nor a holder whose process was killed (it logs no release). Catches overlaps shorter than the
- * prober's 100 ms.
- */
-function holderOverlaps(from: number, to: number): { count: number; maxMs: number; list: string[] } {
-  type Event = { t: number; node: NodeName; taken: boolean; reason: string };
-  const events: Event[] = NODES.flatMap((node) => readFileSync(vip.vips.get(node)!.logPath, 'utf8').split('\n').flatMap((line) => {
-    const m = /^(\S+Z) INFO "vip (taken|released)".*reason=(\S+)/.exec(line);
-    return m ? [{ t: Date.parse(m[1]!), node, taken: m[2] === 'taken', reason: m[3]! }] : [];
-  })).sort((a, b) => a.t - b.t);
-  const list: string[] = [];
-  let maxMs = 0;
-  for (const take of events.filter((e) => e.taken && e.t >= from && e.t <= to)) {
-    for (const other of NODES.filter((n) => n !== take.node)) {
-      const before = events.filter((e) => e.node === other && e.t <= take.t).at(-1);
-      const after = events.find((e) => e.node === other && e.t > take.t);
-      if (!before?.taken || !after || after.taken || after.reason === 'paused') continue;
-      const ms = after.t - take.t;
-      maxMs = Math.max(maxMs, ms);
-      list.push(`${new Date(take.t).toISOString()} ${take.node} took (${take.reason}), ${other} released ${ms} ms later (${after.reason})`);
-    }
-  }
-  return { count: list.length, maxMs, list };
-}
-const overlapText = (from: number) => {
-  const o = holderOverlaps(from, Date.now());
-  return `takes while another host still held it (vip logs) ${o.count}${o.count ? `, longest ${o.maxMs} ms: ${o.list.join('; ')}` : ''}`;
-};
+const overlapText = (from: number) => describeOverlaps(holderOverlaps(vip, from, Date.now()));
 
 /** Loads an nft table into the node's namespace (deleted by name on heal). */
 async function nftTable(node: NodeName, table: string, chains: string): Promise<void> {

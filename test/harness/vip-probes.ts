@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { NODES, type NodeName } from './l2-lab.ts';
 import { VIP_BGP, type VipLab } from './vip-lab.ts';
 
 /** One request through a VIP: when it started, and whether it got a 200. */
@@ -68,4 +70,37 @@ export class VipPathSampler {
     this.on = false;
     await this.loop;
   }
+}
+
+/**
+ * Takes while another host still held the VIP, from the vip processes' own logs (every take and
+ * release is logged, to the ms, on one clock): a take by one host between another's take and
+ * its next release. A release for a pause does not count (the paused process answered nothing),
+ * nor a holder whose process was killed (it logs no release). Catches overlaps shorter than the
+ * prober's 100 ms.
+ */
+export function holderOverlaps(vip: VipLab, from: number, to: number): { count: number; maxMs: number; list: string[] } {
+  type Event = { t: number; node: NodeName; taken: boolean; reason: string };
+  const events: Event[] = NODES.flatMap((node) => readFileSync(vip.vips.get(node)!.logPath, 'utf8').split('\n').flatMap((line) => {
+    const m = /^(\S+Z) INFO "vip (taken|released)".*reason=(\S+)/.exec(line);
+    return m ? [{ t: Date.parse(m[1]!), node, taken: m[2] === 'taken', reason: m[3]! }] : [];
+  })).sort((a, b) => a.t - b.t);
+  const list: string[] = [];
+  let maxMs = 0;
+  for (const take of events.filter((e) => e.taken && e.t >= from && e.t <= to)) {
+    for (const other of NODES.filter((n) => n !== take.node)) {
+      const before = events.filter((e) => e.node === other && e.t <= take.t).at(-1);
+      const after = events.find((e) => e.node === other && e.t > take.t);
+      if (!before?.taken || !after || after.taken || after.reason === 'paused') continue;
+      const ms = after.t - take.t;
+      maxMs = Math.max(maxMs, ms);
+      list.push(`${new Date(take.t).toISOString()} ${take.node} took (${take.reason}), ${other} released ${ms} ms later (${after.reason})`);
+    }
+  }
+  return { count: list.length, maxMs, list };
+}
+
+/** One line for a bench report. */
+export function describeOverlaps(o: { count: number; maxMs: number; list: string[] }): string {
+  return `takes while another host still held it (vip logs) ${o.count}${o.count ? `, longest ${o.maxMs} ms: ${o.list.join('; ')}` : ''}`;
 }

@@ -4,7 +4,7 @@ import { ArpProber, type Probe } from '../harness/arp-probes.ts';
 import { eventually } from '../harness/eventually.ts';
 import { NODES, type NodeName } from '../harness/l2-lab.ts';
 import { VIP, VIP6, VIP_BGP, VIP_BGP_KEY, VIP_KEY, VipLab } from '../harness/vip-lab.ts';
-import { VipPathSampler, VipRequests } from '../harness/vip-probes.ts';
+import { holderOverlaps, VipPathSampler, VipRequests } from '../harness/vip-probes.ts';
 
 /**
  * `edge-ccm vip` (issue 28) in network namespaces: three control-plane hosts on one switch, each
@@ -181,6 +181,19 @@ describe('control-plane VIP over BGP', () => {
     const faultAt = Date.now();
     await vip.site.lab.ip(holder, 'link', 'set', 'eth0', 'down');
     expect(await bgpMoveFrom(holder, faultAt)).toBe(BGP_ORDER[2]!);
+    expect(paths!.doubles()).toEqual([]);
+  }, 60_000);
+
+  test("its link back: the returning host (it ranks first of the healthy two) warms up again and takes the VIP back only after the holder withdrew", async () => {
+    const returning = BGP_ORDER[1]!;
+    const holder = BGP_ORDER[2]!;
+    const healAt = Date.now();
+    await vip.site.lab.ip(returning, 'link', 'set', 'eth0', 'up');
+    await eventually(`${returning} holds the VIP again`, () => JSON.stringify(paths!.samples.at(-1)?.hops) === JSON.stringify([vip.site.nodes[returning].lanIPv4]), 30_000);
+    // Every take after another host's release, to the ms, from the vips' own logs (the table is read only every 100 ms).
+    expect(holderOverlaps(vip, healAt, Date.now()).list).toEqual([]);
+    expect(vip.vips.get(returning)!.logTail(200)).toContain('hearing a majority again after being cut off: warming up again');
+    expect(vip.vips.get(holder)!.logTail(200)).toMatch(/vip released.*reason=preferred-host/);
     expect(paths!.doubles()).toEqual([]);
   }, 60_000);
 });
