@@ -192,7 +192,7 @@ try {
   await prober.stop();
   // What keepalived warned about (the lab dir goes with the lab).
   for (const [node, p] of keepaliveds) {
-    const warnings = new Set(readFileSync(p.logPath, 'utf8').split('\n').filter((l) => /warn|secur|error|fail/i.test(l) && !/check_apiserver.*(failed|succeeded)/i.test(l)).map((l) => l.replace(/^.*?Keepalived_\w+\[\d+\]: /, '')));
+    const warnings = new Set(readFileSync(p.logPath, 'utf8').split('\n').filter((l) => /warn|secur|error|fail/i.test(l) && !/check_apiserver.*(failed|succeeded)/i.test(l)).map((l) => l.replace(/^\w{3} \w{3} +\d+ [\d:]+ \d{4}: /, '')));
     for (const w of [...warnings].slice(0, 10)) console.error(`keepalived log ${node}: ${w}`);
   }
   await Promise.all([...keepaliveds.values()].map((p) => p.terminate(3000)));
