@@ -11,6 +11,8 @@
  * Variant `haproxy`: the guide's pairing, haproxy on every host at 8443 balancing over all three
  * API servers, the check script and the client on 8443.
  *
+ * Faults of the holder: its kube-apiserver killed or hung, keepalived stopped (SIGTERM) or killed
+ * (SIGKILL), its link down, the other two partitioned from it (VRRP's adverts included).
  * For each fault of the holder, RUNS times: the time from the fault to the first ARP answer from
  * another host, to the first good request after the first failed one (0: none failed), the
  * failed requests, and the probes answered by two MACs (while the fault lasts and while healing).
@@ -25,6 +27,7 @@ import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ArpProber, percentile, type Probe } from '../test/harness/arp-probes.ts';
 import { eventually } from '../test/harness/eventually.ts';
+import { healHostPartition, partitionHost } from '../test/harness/host-partition.ts';
 import { NODES, type NodeName } from '../test/harness/l2-lab.ts';
 import type { LoggedProcess } from '../test/harness/processes.ts';
 import { API_PORT, VIP, VipLab } from '../test/harness/vip-lab.ts';
@@ -121,6 +124,19 @@ const FAULTS: Fault[] = [
     },
   },
   { name: "holder's link down", moves: true, apply: link('down'), heal: link('up') },
+  {
+    name: "holder's kube-apiserver hung (SIGSTOP: port kept, no answer)",
+    moves: VARIANT === 'keepalived',
+    apply: async (h) => void process.kill(vip.apiServers.get(h)!.pid, 'SIGSTOP'),
+    heal: async (h) => void process.kill(vip.apiServers.get(h)!.pid, 'SIGCONT'),
+  },
+  {
+    // All traffic between them dropped, VRRP's multicast adverts (224.0.0.18) included; the client reaches all three.
+    name: 'the other two hosts partitioned from the holder',
+    moves: true,
+    apply: (h) => partitionHost(lab, h, NODES.filter((n) => n !== h).map((n) => vip.site.nodes[n].lanIPv4), ['224.0.0.18']),
+    heal: (h) => healHostPartition(lab, h),
+  },
 ].filter((f) => !ONLY || ONLY.some((part) => f.name.includes(part)));
 
 const fmt = (xs: number[]) => `p50 ${percentile(xs, 50)} ms, max ${Math.max(...xs)} ms`;
