@@ -10,9 +10,8 @@
  * tail (the evidence) to stderr.
  * Usage: bun bench/vip-bgp-failover.ts [RUNS=10] [PART,PART...: only the faults whose names contain one] (root; after bun scripts/build.ts). BENCHMARKS.md.
  */
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { percentile } from '../test/harness/arp-probes.ts';
+import { healHostPartition, partitionHost } from '../test/harness/host-partition.ts';
 import { eventually } from '../test/harness/eventually.ts';
 import { NODES, type NodeName } from '../test/harness/l2-lab.ts';
 import { VIP_BGP, VipLab } from '../test/harness/vip-lab.ts';
@@ -32,7 +31,6 @@ const holderNow = (): NodeName | undefined => {
 };
 
 type Fault = { name: string; apply: (holder: NodeName) => Promise<void>; heal: (holder: NodeName) => Promise<void> };
-const PARTITION = 'vipbgpbenchpart';
 const signal = (pid: number, sig: NodeJS.Signals) => async () => void process.kill(pid, sig);
 const FAULTS: Fault[] = [
   { name: "holder's kube-apiserver killed", apply: (h) => vip.apiServers.get(h)!.kill(), heal: (h) => vip.startApiServer(h) },
@@ -56,14 +54,8 @@ const FAULTS: Fault[] = [
   { name: "holder's link down", apply: async (h) => void (await vip.site.lab.ip(h, 'link', 'set', 'eth0', 'down')), heal: async (h) => void (await vip.site.lab.ip(h, 'link', 'set', 'eth0', 'up')) },
   {
     name: 'the other two hosts partitioned from the holder (the router reaches all three)',
-    apply: async (h) => {
-      const others = NODES.filter((n) => n !== h).map(hopOf).join(', ');
-      const path = join(vip.site.lab.dir, 'bgp-partition.nft');
-      writeFileSync(path, `table inet ${PARTITION} {\n chain input {\n  type filter hook input priority 0; policy accept;\n  ip saddr { ${others} } drop\n }\n chain output {\n  type filter hook output priority 0; policy accept;\n  ip daddr { ${others} } drop\n }\n}\n`);
-      const r = await vip.site.lab.exec(h, ['nft', '-f', path]);
-      if (r.code !== 0) throw new Error(r.stderr);
-    },
-    heal: async (h) => void (await vip.site.lab.exec(h, ['nft', 'delete', 'table', 'inet', PARTITION])),
+    apply: (h) => partitionHost(vip.site.lab, h, NODES.filter((n) => n !== h).map(hopOf)),
+    heal: (h) => healHostPartition(vip.site.lab, h),
   },
 ];
 

@@ -22,6 +22,7 @@ import { NODES, type NodeName } from '../test/harness/l2-lab.ts';
 import type { LoggedProcess } from '../test/harness/processes.ts';
 import { VIP, VIP6, VIP_KEY, VipLab } from '../test/harness/vip-lab.ts';
 import { describeOverlaps, holderOverlaps } from '../test/harness/vip-probes.ts';
+import { healHostPartition, partitionHost } from '../test/harness/host-partition.ts';
 
 const RUNS = Number(process.argv[2] ?? 10);
 const SECTIONS = ['faults', 'majority', 'load', 'cold', 'bootstrap', 'ipv6'] as const;
@@ -81,12 +82,11 @@ async function deleteTable(node: NodeName, table: string): Promise<void> {
   if (r.code !== 0) throw new Error(r.stderr);
 }
 
-const PARTITION = 'vipbenchpart';
 /** Drops every packet between `node` and the two other hosts (the client still reaches all three). */
 function partition(node: NodeName): Promise<void> {
-  const others = NODES.filter((n) => n !== node).map((n) => vip.site.nodes[n].lanIPv4).join(', ');
-  return nftTable(node, PARTITION, ` chain input {\n  type filter hook input priority 0; policy accept;\n  ip saddr { ${others} } drop\n }\n chain output {\n  type filter hook output priority 0; policy accept;\n  ip daddr { ${others} } drop\n }\n`);
+  return partitionHost(vip.site.lab, node, NODES.filter((n) => n !== node).map((n) => vip.site.nodes[n].lanIPv4));
 }
+const healPartition = (node: NodeName) => healHostPartition(vip.site.lab, node);
 const DEAF = 'vipbenchdeaf';
 
 type Fault = { name: string; apply: (holder: NodeName) => Promise<void>; heal: (holder: NodeName) => Promise<void> };
@@ -114,7 +114,7 @@ const FAULTS: Fault[] = [
     },
   },
   { name: "holder's link down", apply: async (h) => void (await vip.site.lab.ip(h, 'link', 'set', 'eth0', 'down')), heal: async (h) => void (await vip.site.lab.ip(h, 'link', 'set', 'eth0', 'up')) },
-  { name: 'the other two hosts partitioned from the holder (the client reaches all three)', apply: partition, heal: (h) => deleteTable(h, PARTITION) },
+  { name: 'the other two hosts partitioned from the holder (the client reaches all three)', apply: partition, heal: healPartition },
   {
     name: `holder deaf to heartbeats (nft drops inbound UDP to ${HEARTBEAT_PORT})`,
     apply: (h) => nftTable(h, DEAF, ` chain input {\n  type filter hook input priority 0; policy accept;\n  udp dport ${HEARTBEAT_PORT} drop\n }\n`),
@@ -173,7 +173,7 @@ async function majorityRuns(w: Watch): Promise<void> {
     // Evidence the partition took: the lone host has lost quorum.
     if (/^edge_ccm_vip_quorum 0$/m.test((await vip.vipEndpoint(lone, '/metrics')) ?? '')) loneWithoutQuorum += 1;
     const healAt = Date.now();
-    await deleteTable(lone, PARTITION);
+    await healPartition(lone);
     const window = w.probes().filter((p) => p.t >= faultAt && p.t < healAt);
     probes += window.length;
     notHolder += window.filter((p) => p.macs.length !== 1 || vip.nodeOfMac(p.macs[0]!) !== holder).length;
