@@ -541,14 +541,22 @@ export async function runSoak(opts: SoakOptions, log: (line: string) => void = c
           // A short run (CI) deals the network faults first, so each of them comes at least once.
           if (profile.networkFaultsFirst && faultLog.length === 0) deck = [...deck.filter((k) => NETWORK_FAULT_KINDS.includes(k)), ...deck.filter((k) => !NETWORK_FAULT_KINDS.includes(k))];
         }
-        const kind = deck[0]!;
-        const group = groupOf(kind, rnd);
-        const resource = resourceOf(kind, group);
-        if (busy.has(resource) || busy.size >= profile.maxConcurrentFaults) {
+        if (busy.size >= profile.maxConcurrentFaults) {
           await Bun.sleep(1_000);
           continue;
         }
-        deck.shift();
+        // The first kind in the deck whose resource is free, not only the first: the five speaker
+        // faults share one resource, and waiting behind a busy one held every other fault back (a
+        // 3-minute CI run dealt only 6 faults and missed speaker-sigstop, seed 2363045176).
+        const candidates = deck.map((k) => ({ kind: k, group: groupOf(k, rnd) }));
+        const pick = candidates.findIndex((c) => !busy.has(resourceOf(c.kind, c.group)));
+        if (pick < 0) {
+          await Bun.sleep(1_000);
+          continue;
+        }
+        const { kind, group } = candidates[pick]!;
+        const resource = resourceOf(kind, group);
+        deck.splice(pick, 1);
         const injectedAt = Date.now();
         const fault = inject(kind, group, targets, rnd, TIMING.leaseDurationMs);
         if (!fault) {
