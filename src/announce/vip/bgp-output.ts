@@ -41,6 +41,8 @@ export interface VipBgpOutputOptions {
 export class VipBgpOutput implements VipOutput {
   private readonly sessions: BfdGatedSessions;
   private readonly plan: SessionsPlan;
+  /** What the holder announces: fixed by the file (addresses, this host's next hops, attributes). */
+  private readonly routes: Announcement[];
   private holding = false;
   private applying: Promise<void> = Promise.resolve();
   private retry?: ReturnType<typeof setTimeout>;
@@ -59,6 +61,10 @@ export class VipBgpOutput implements VipOutput {
       }
       peers.push({ ...p, sourceAddress: local, families });
     }
+    this.routes = o.config.addresses.flatMap(({ address, ip }) => {
+      const nextHop = own[ip.family];
+      return nextHop ? [{ prefix: `${address}/${ip.family === 4 ? 32 : 128}`, nextHops: [nextHop], communities: bgp.communities, ...(bgp.localPref !== undefined ? { localPref: bgp.localPref } : {}) }] : [];
+    });
     this.plan = { localAsn: bgp.localAsn, routerId: own[4] ?? routerIdOf(o.node), peers, ...(bgp.bfd ? { bfd: bgp.bfd } : {}) };
     this.sessions = new BfdGatedSessions({
       log: o.log,
@@ -101,14 +107,7 @@ export class VipBgpOutput implements VipOutput {
 
   /** The VIP's host routes with this host as next hop while it holds, else nothing. */
   private table(): Announcement[] {
-    if (!this.holding) return [];
-    const bgp = this.o.config.bgp;
-    const own = bgp.nextHops.get(this.o.node) ?? {};
-    return this.o.config.addresses.flatMap(({ address, ip }) => {
-      const nextHop = own[ip.family];
-      if (!nextHop) return [];
-      return [{ prefix: `${address}/${ip.family === 4 ? 32 : 128}`, nextHops: [nextHop], communities: bgp.communities, ...(bgp.localPref !== undefined ? { localPref: bgp.localPref } : {}) }];
-    });
+    return this.holding ? this.routes : [];
   }
 
   /** Sessions as the plan says with the current table; one apply at a time, the latest state wins. */
