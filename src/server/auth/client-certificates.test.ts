@@ -3,12 +3,14 @@ import { X509Certificate } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { clientCertificateAuthenticator, verifies } from './client-certificates.ts';
+import { clientCertificateAuthenticator, readChain, verifies } from './client-certificates.ts';
 
 /** A root CA, an intermediate CA it signs, and client certificates under each, made with the openssl CLI. */
 let dir: string;
 const pem: Record<string, string> = {};
 const cert = (name: string) => new X509Certificate(pem[name]!);
+/** Certificates as the verifier takes them: read as Go reads them. */
+const read = (...names: string[]) => readChain(names.map(cert))!;
 
 function openssl(args: string[]): void {
   const run = Bun.spawnSync(['openssl', ...args], { stdout: 'pipe', stderr: 'pipe' });
@@ -41,18 +43,18 @@ describe('verifies (Go x509.Verify for client certificates)', () => {
   const now = () => new Date();
 
   test('a leaf under an intermediate the client sends along verifies; without the intermediate it does not', () => {
-    expect(verifies([cert('leaf'), cert('intermediate')], [cert('root')], now())).toBe(true);
-    expect(verifies([cert('leaf')], [cert('root')], now())).toBe(false);
+    expect(verifies(read('leaf', 'intermediate'), read('root'), now())).toBe(true);
+    expect(verifies(read('leaf'), read('root'), now())).toBe(false);
     // The intermediate itself as the trusted bundle is enough.
-    expect(verifies([cert('leaf')], [cert('intermediate')], now())).toBe(true);
+    expect(verifies(read('leaf'), read('intermediate'), now())).toBe(true);
   });
 
   test('another root, an expired chain, or a server-only certificate do not verify', () => {
-    expect(verifies([cert('leaf'), cert('intermediate')], [cert('other-root')], now())).toBe(false);
+    expect(verifies(read('leaf', 'intermediate'), read('other-root'), now())).toBe(false);
     const inThreeDays = new Date(Date.now() + 3 * 24 * 3600_000);
-    expect(verifies([cert('direct')], [cert('root')], inThreeDays)).toBe(false);
-    expect(verifies([cert('direct')], [cert('root')], now())).toBe(true);
-    expect(verifies([cert('server')], [cert('root')], now())).toBe(false);
+    expect(verifies(read('direct'), read('root'), inThreeDays)).toBe(false);
+    expect(verifies(read('direct'), read('root'), now())).toBe(true);
+    expect(verifies(read('server'), read('root'), now())).toBe(false);
   });
 });
 
