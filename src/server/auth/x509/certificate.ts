@@ -2,7 +2,7 @@
  * One X.509 certificate read for client authentication, the way Go's crypto/x509 ParseCertificate
  * reads it (parser.go) or stricter: what Go would refuse to parse (its TLS server then drops the
  * connection) is refused here too, and so is what this reader does not handle: a certificate has
- * one reading or none. Refused beyond Go, on purpose (documented in docs/install.md):
+ * one reading or none. Refused beyond Go, on purpose (documented in docs/migrating.md):
  * non-DER encodings Go tolerates (BER lengths, explicit defaults, data after a known extension's
  * value or an attribute's value), times other than `YYMMDDHHMMSSZ` / `YYYYMMDDHHMMSSZ`,
  * v2 certificates and unique identifiers, keys other than RSA (1024 bits or more, exponent 65537),
