@@ -5,6 +5,7 @@ package main
 import (
 	"crypto"
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
@@ -321,6 +322,22 @@ func generate() []testCase {
 	pss.SignatureAlgorithm = x509.SHA256WithRSAPSS
 	add("RSA-PSS signature", []*node{rsaRoot}, issue(pss, rsaRoot))
 
+	// Other keys and names.
+	_, edKey, err := ed25519.GenerateKey(rand.Reader)
+	must(err)
+	ed := issue(caTemplate("ed25519-intermediate"), root, edKey)
+	add("good: Ed25519 intermediate", roots, issue(leafTemplate("alice"), ed), ed)
+	named := leafTemplate("alice")
+	named.DNSNames, named.IPAddresses, named.EmailAddresses = []string{"alice.example"}, []net.IP{{198, 51, 100, 1}}, []string{"alice@example.com"}
+	add("good: leaf with DNS, IP and email names", roots, issue(named, inter), inter)
+	otherName := tlv(0xa0, append(must2(asn1.Marshal(asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 99999, 3})), tlv(0xa0, tlv(utf8Tag, []byte("x")))...))
+	critSAN := leafTemplate("mallory")
+	critSAN.ExtraExtensions = []pkix.Extension{{Id: asn1.ObjectIdentifier{2, 5, 29, 17}, Critical: true, Value: tlv(0x30, otherName)}}
+	add("critical subjectAltName with only an otherName", roots, issue(critSAN, inter), inter)
+	mixedEKU := leafTemplate("alice")
+	mixedEKU.UnknownExtKeyUsage = []asn1.ObjectIdentifier{{1, 3, 6, 1, 4, 1, 99999, 2}}
+	add("good: leaf EKU clientAuth and an unknown one", roots, issue(mixedEKU, inter), inter)
+
 	// Subjects: what the user and groups are.
 	subject := func(name string, raw []byte) {
 		t := leafTemplate("")
@@ -360,3 +377,8 @@ func generate() []testCase {
 	return cases
 }
 
+
+func must2(b []byte, err error) []byte {
+	must(err)
+	return b
+}
