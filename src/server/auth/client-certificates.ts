@@ -17,7 +17,7 @@ import { X509Certificate } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
 import type { Logger } from '../../log.ts';
 import type { PeerChain, ServerEnv, UserInfo } from '../types.ts';
-import { readCertificate, type ReadCertificate } from './x509/certificate.ts';
+import { readCertificate, UnhandledExtensionError, type ReadCertificate } from './x509/certificate.ts';
 import { verifyClientChain } from './x509/verify.ts';
 
 export interface RequestHeaderOptions {
@@ -41,12 +41,16 @@ export interface ClientCertificateAuthenticator {
   authenticate(chain: PeerChain, headers: Headers, now?: Date): { user: UserInfo; via: 'front-proxy' | 'x509' } | undefined;
   /** Every CA a client certificate may verify against: what the TLS layer asks clients for. */
   readonly acceptedCaPem: string[];
+  /** The CA certificates left out of the bundles, each with its reason (logged at start). */
+  readonly leftOut: string[];
 }
 
 export function clientCertificateAuthenticator(opts: ClientCertificateOptions): ClientCertificateAuthenticator {
-  const clientCAs = opts.clientCaPem ? parseBundle(opts.clientCaPem) : [];
-  const proxyCAs = opts.requestHeader ? parseBundle(opts.requestHeader.caBundlePem) : [];
+  const leftOut: string[] = [];
+  const clientCAs = opts.clientCaPem ? parseBundle(opts.clientCaPem, leftOut) : [];
+  const proxyCAs = opts.requestHeader ? parseBundle(opts.requestHeader.caBundlePem, leftOut) : [];
   return {
+    leftOut,
     acceptedCaPem: [...clientCAs, ...proxyCAs].map((c) => new X509Certificate(c.der).toString()),
     authenticate(chain, headers, now = new Date()) {
       const presented = readChain(chain);
@@ -78,17 +82,27 @@ export function readChain(chain: PeerChain): ReadCertificate[] | undefined {
   }
 }
 
-/** The certificates of a PEM bundle; throws naming which one cannot be read and why. */
-export function parseBundle(pem: string): ReadCertificate[] {
+/**
+ * The certificates of a PEM bundle. Throws naming which one cannot be read and why (malformed:
+ * the API server refuses such a file too), or when none can be used. A well-formed one carrying
+ * an extension this reader does not check (name constraints, policies, CRL distribution points,
+ * AIA) is left out and named in `leftOut` (logged at start): nobody authenticates through it,
+ * and the rest of the bundle still works.
+ */
+export function parseBundle(pem: string, leftOut: string[] = []): ReadCertificate[] {
   const blocks = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
   if (blocks.length === 0) throw new Error('no PEM certificate in it');
-  return blocks.map((b, i) => {
+  const out: ReadCertificate[] = [];
+  blocks.forEach((b, i) => {
     try {
-      return readCertificate(new Uint8Array(new X509Certificate(b).raw));
+      out.push(readCertificate(new Uint8Array(new X509Certificate(b).raw)));
     } catch (e) {
-      throw new Error(`certificate ${i + 1}: ${(e as Error).message}`);
+      if (!(e instanceof UnhandledExtensionError)) throw new Error(`certificate ${i + 1}: ${(e as Error).message}`);
+      leftOut.push(`certificate ${i + 1} (${new X509Certificate(b).subject.replaceAll('\n', ', ')}): ${e.message}`);
     }
   });
+  if (out.length === 0) throw new Error(`none of its certificates can be used: ${leftOut.join('; ')}`);
+  return out;
 }
 
 /** Go's Verify for client certificates, against `roots`, with the chain's other certificates as intermediates. */

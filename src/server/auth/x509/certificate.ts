@@ -96,6 +96,9 @@ const REFUSED_EXTENSIONS: Record<string, string> = {
 
 const NULL_PARAMS = Uint8Array.of(0x05, 0x00);
 
+/** A well-formed certificate with an extension this reader does not implement (REFUSED_EXTENSIONS). */
+export class UnhandledExtensionError extends DerError {}
+
 /** Reads a DER certificate; throws a DerError saying what is wrong. */
 export function readCertificate(der: Uint8Array): ReadCertificate {
   const top = new DerReader(der, 'certificate');
@@ -246,7 +249,7 @@ function readExtensions(element: Element, out: ReadCertificate): void {
     if (seen.has(oid)) throw new DerError(`extension ${oid}: appears twice`);
     seen.add(oid);
     const refused = REFUSED_EXTENSIONS[oid];
-    if (refused) throw new DerError(`extension ${refused} (${oid}): not handled here`);
+    if (refused) throw new UnhandledExtensionError(`extension ${refused} (${oid}): not handled here`);
     const what = `extension ${oid}`;
     switch (oid) {
       case OID.basicConstraints: {
