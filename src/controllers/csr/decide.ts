@@ -79,10 +79,11 @@ export function decide(csr: CsrFacts, node: NodeFacts, minimum: MinimumKey = DEF
   try {
     request = parseCsrPem(csr.requestPem);
   } catch (error) {
-    if (error instanceof CsrParseError) return deny('Malformed', `spec.request is not a certificate request: ${error.message}`);
+    // Not one reading only (or not a request at all): what the API server and the signer read may differ from what is checked here.
+    if (error instanceof CsrParseError) return deny('Malformed', `spec.request is not a kubelet's certificate request read one way only: ${error.message}`);
     throw error;
   }
-  if (!request.signatureValid) return deny('Malformed', 'the request\'s signature does not verify with its public key (or its algorithm is not one a kubelet uses)');
+  if (!request.signatureValid) return deny('Malformed', 'the request\'s signature does not verify with its public key');
   if (request.commonName !== csr.username || request.organizations.length !== 1 || request.organizations[0] !== NODES_GROUP) {
     return deny('SubjectMismatch', `subject CN=${JSON.stringify(request.commonName)} O=${JSON.stringify(request.organizations)}: must be CN=${csr.username} O=${NODES_GROUP}`);
   }
