@@ -1,7 +1,7 @@
 import { createPublicKey, constants, verify, type KeyObject } from 'node:crypto';
-import { children, DerError, expectTag, fields, readOid, readOnly, readUnsigned, readWholeBits, type Tlv } from './der.ts';
+import { DerError, inside, readBoolean, readInteger, readOid, readOnly, readUnsigned, readWholeBits, TAG, type Element } from '../../x509/der.ts';
+import { readDirectoryString } from '../../x509/directory-string.ts';
 import { decodeRequestPem, PemError } from './pem.ts';
-import { readDirectoryString } from './strings.ts';
 
 /**
  * Reads what the approver needs from a PKCS#10 certificate request (RFC 2986) as a kubelet makes
@@ -9,9 +9,10 @@ import { readDirectoryString } from './strings.ts';
  * addresses, and the public key. The API server and the kubernetes.io/kubelet-serving signer read
  * the same bytes with Go's crypto/x509, which skips what it does not understand (a field after the
  * last it expects, an attribute that does not parse, a subject value that is not a string); so
- * every request here must have exactly one reading: strict PEM (pem.ts), strict DER (der.ts), each
- * structure with exactly its fields, one extensionRequest, no extension twice, CN and O of string
- * types Go reads to the same text (strings.ts), the signature algorithm of the key's own type.
+ * every request here must have exactly one reading: strict PEM (pem.ts), strict DER (src/x509/der.ts),
+ * each structure with exactly its fields, one extensionRequest, no extension twice, CN and O of
+ * string types Go reads to the same text (src/x509/directory-string.ts), the signature algorithm
+ * of the key's own type.
  * Anything else throws a CsrParseError naming what is wrong and where, and is denied as Malformed.
  *
  * Why not an ASN.1 library: what makes a request safe here is the shape checks above, which a
@@ -66,18 +67,33 @@ export function parseCsrDer(der: Uint8Array): ParsedCsr {
 }
 
 function readRequest(der: Uint8Array): ParsedCsr {
-  const request = expectTag(readOnly(der, 'CertificationRequest'), 0x30, 'CertificationRequest');
-  const [info, algorithm, signature] = fields(request, [3], 'CertificationRequest');
-  const [version, subject, spki, attributes] = fields(expectTag(info, 0x30, 'CertificationRequestInfo'), [4], 'CertificationRequestInfo');
-  const versionBytes = expectTag(version, 0x02, 'version').value;
-  if (versionBytes.length !== 1 || versionBytes[0] !== 0) throw new CsrParseError('version: not INTEGER 0 (v1)');
+  const request = inside(readOnly(der, TAG.sequence, 'CertificationRequest'), 'CertificationRequest');
+  const info = request.read(TAG.sequence, 'CertificationRequestInfo');
+  const algorithm = request.read(TAG.sequence, 'signatureAlgorithm');
+  const signature = readWholeBits(request.read(TAG.bitString, 'signature'), 'signature');
+  request.end();
+  const fields = inside(info, 'CertificationRequestInfo');
+  if (readInteger(fields.read(TAG.integer, 'version'), 'version') !== 0n) throw new CsrParseError('version: not INTEGER 0 (v1)');
+  const subject = fields.read(TAG.sequence, 'subject');
+  const spki = fields.read(TAG.sequence, 'subjectPublicKeyInfo');
+  const attributes = fields.read(0xa0, 'attributes');
+  fields.end();
 
-  const key = readPublicKey(expectTag(spki, 0x30, 'subjectPublicKeyInfo'));
+  const key = readPublicKey(spki);
   const parsed: ParsedCsr = { organizations: [], dnsNames: [], ipAddresses: [], otherSanKinds: [], publicKey: key.object, signatureValid: false };
-  readSubject(expectTag(subject, 0x30, 'subject'), parsed);
-  readAttributes(expectTag(attributes, 0xa0, 'attributes'), parsed);
-  parsed.signatureValid = signatureVerifies(info!.raw, expectTag(algorithm, 0x30, 'signatureAlgorithm'), readWholeBits(signature, 'signature'), key);
+  readSubject(subject, parsed);
+  readAttributes(attributes, parsed);
+  parsed.signatureValid = signatureVerifies(info.raw, algorithm, signature, key);
   return parsed;
+}
+
+/** An AlgorithmIdentifier: its OID and its parameters when present. */
+function readAlgorithm(algorithm: Element, what: string): { oid: string; params?: Element } {
+  const r = inside(algorithm, what);
+  const oid = readOid(r.read(TAG.oid, what), what);
+  const params = r.empty ? undefined : r.read();
+  r.end();
+  return { oid, params };
 }
 
 // --- the public key -------------------------------------------------------------------------
@@ -94,26 +110,26 @@ const EC_CURVES: Record<string, number> = { '1.2.840.10045.3.1.7': 32, '1.3.132.
 const MAX_RSA_EXPONENT = 0x7fffffff;
 const MAX_RSA_MODULUS_BYTES = 16384 / 8;
 
-function readPublicKey(spki: Tlv): PublicKey {
-  const [algorithm, bits] = fields(spki, [2], 'subjectPublicKeyInfo');
-  const algorithmFields = fields(expectTag(algorithm, 0x30, 'public key algorithm'), [1, 2], 'public key algorithm');
-  const oid = readOid(algorithmFields[0], 'public key algorithm');
-  const params = algorithmFields[1];
-  const key = readWholeBits(bits, 'subjectPublicKey');
+function readPublicKey(spki: Element): PublicKey {
+  const r = inside(spki, 'subjectPublicKeyInfo');
+  const { oid, params } = readAlgorithm(r.read(TAG.sequence, 'public key algorithm'), 'public key algorithm');
+  const key = readWholeBits(r.read(TAG.bitString, 'subjectPublicKey'), 'subjectPublicKey');
+  r.end();
   let result: Omit<PublicKey, 'object'>;
   if (oid === OID_RSA) {
     // RFC 3279 2.3.1: NULL parameters (Go refuses a key without them).
     if (!params || params.raw.length !== 2 || params.tag !== 0x05) throw new CsrParseError('RSA public key: parameters are not NULL');
-    const [modulus, exponent] = fields(expectTag(readOnly(key, 'RSAPublicKey'), 0x30, 'RSAPublicKey'), [2], 'RSAPublicKey');
-    const n = readUnsigned(modulus, 'RSA modulus');
-    const e = readUnsigned(exponent, 'RSA exponent');
+    const rsa = inside(readOnly(key, TAG.sequence, 'RSAPublicKey'), 'RSAPublicKey');
+    const n = readUnsigned(rsa.read(TAG.integer, 'RSA modulus'), 'RSA modulus');
+    const e = readUnsigned(rsa.read(TAG.integer, 'RSA exponent'), 'RSA exponent');
+    rsa.end();
     if (n.length > MAX_RSA_MODULUS_BYTES || (n[n.length - 1]! & 1) === 0) throw new CsrParseError('RSA modulus: even or above 16384 bits');
     // Go refuses exponents above 2^31-1 and even ones (crypto/internal/fips140/rsa checkPublicKey).
     const value = e.length > 4 ? Infinity : e.reduce((acc, byte) => acc * 256 + byte, 0);
     if (value < 3 || value > MAX_RSA_EXPONENT || value % 2 === 0) throw new CsrParseError(`RSA exponent: not an odd number from 3 to 2^31-1`);
     result = { type: 'rsa', modulusBytes: n.length };
   } else if (oid === OID_EC) {
-    const curve = params ? readOid(params, 'EC curve') : '';
+    const curve = params?.tag === TAG.oid ? readOid(params, 'EC curve') : '';
     const size = EC_CURVES[curve];
     if (!size) throw new CsrParseError(`EC public key: curve ${curve || '(none)'} is not P-256, P-384 or P-521 by name`);
     // Go reads uncompressed points only.
@@ -165,9 +181,8 @@ const SIGNATURE_ALGORITHMS: Record<string, SignatureAlgorithm[]> = {
   ],
 };
 
-function signatureVerifies(signed: Uint8Array, algorithm: Tlv, signature: Uint8Array, key: PublicKey): boolean {
-  const [oidTlv, params] = fields(algorithm, [1, 2], 'signatureAlgorithm');
-  const oid = readOid(oidTlv, 'signature algorithm');
+function signatureVerifies(signed: Uint8Array, algorithm: Element, signature: Uint8Array, key: PublicKey): boolean {
+  const { oid, params } = readAlgorithm(algorithm, 'signature algorithm');
   const paramsHex = params ? Buffer.from(params.raw).toString('hex') : undefined;
   const match = SIGNATURE_ALGORITHMS[oid]?.find((a) => a.params === paramsHex);
   if (!match) throw new CsrParseError(`signature algorithm ${oid}${params ? ' with these parameters' : ' without parameters'}: not one a kubelet's key signs with`);
@@ -184,23 +199,28 @@ function signatureVerifies(signed: Uint8Array, algorithm: Tlv, signature: Uint8A
 
 /** ECDSA-Sig-Value, SEQUENCE { r INTEGER, s INTEGER }, in DER as Go's VerifyASN1 requires. */
 function checkEcdsaSignature(signature: Uint8Array): void {
-  const [r, s] = fields(expectTag(readOnly(signature, 'ECDSA signature'), 0x30, 'ECDSA signature'), [2], 'ECDSA signature');
-  readUnsigned(r, 'ECDSA signature r');
-  readUnsigned(s, 'ECDSA signature s');
+  const value = inside(readOnly(signature, TAG.sequence, 'ECDSA signature'), 'ECDSA signature');
+  readUnsigned(value.read(TAG.integer, 'ECDSA signature r'), 'ECDSA signature r');
+  readUnsigned(value.read(TAG.integer, 'ECDSA signature s'), 'ECDSA signature s');
+  value.end();
 }
 
 // --- the subject ------------------------------------------------------------------------------
 
 /** One attribute per RDN, CN (once) and O only, each a string type Go reads as the same text. */
-function readSubject(subject: Tlv, out: ParsedCsr): void {
+function readSubject(subject: Element, out: ParsedCsr): void {
   let commonNames = 0;
-  for (const rdn of children(subject, 'subject')) {
-    const [atv] = fields(expectTag(rdn, 0x31, 'subject RDN'), [1], 'subject RDN (multi-valued RDNs are not used by kubelets)');
-    const [type, value] = fields(expectTag(atv, 0x30, 'subject attribute'), [2], 'subject attribute');
-    const oid = readOid(type, 'subject attribute type');
+  const rdns = inside(subject, 'subject');
+  while (!rdns.empty) {
+    const rdn = rdns.enter(TAG.set, 'subject RDN (multi-valued RDNs are not used by kubelets)');
+    const atv = rdn.enter(TAG.sequence, 'subject attribute');
+    rdn.end();
+    const oid = readOid(atv.read(TAG.oid, 'subject attribute type'), 'subject attribute type');
+    const value = atv.read(undefined, 'subject attribute value');
+    atv.end();
     if (oid !== OID_CN && oid !== OID_O) throw new CsrParseError(`subject attribute ${oid}: a kubelet's subject has CN and O only`);
     const name = oid === OID_CN ? 'CN' : 'O';
-    const text = readDirectoryString(value!, `subject ${name}`);
+    const text = readDirectoryString(value, `subject ${name}`);
     if (oid === OID_CN) {
       if (++commonNames > 1) throw new CsrParseError('subject: more than one CN');
       out.commonName = text;
@@ -213,34 +233,39 @@ function readSubject(subject: Tlv, out: ParsedCsr): void {
 // --- the extensionRequest ---------------------------------------------------------------------
 
 /** Exactly one attribute, the extensionRequest, with one value; each extension once; the SANs read from subjectAltName. */
-function readAttributes(attributes: Tlv, out: ParsedCsr): void {
-  const [attribute] = fields(attributes, [1], 'attributes (exactly the extensionRequest)');
-  const [type, values] = fields(expectTag(attribute, 0x30, 'attribute'), [2], 'attribute');
-  const oid = readOid(type, 'attribute type');
+function readAttributes(attributes: Element, out: ParsedCsr): void {
+  const list = inside(attributes, 'attributes (exactly the extensionRequest)');
+  const attribute = list.enter(TAG.sequence, 'attribute');
+  list.end();
+  const oid = readOid(attribute.read(TAG.oid, 'attribute type'), 'attribute type');
   if (oid !== OID_EXTENSION_REQUEST) throw new CsrParseError(`attribute ${oid}: only the extensionRequest is allowed`);
-  const [extensions] = fields(expectTag(values, 0x31, 'extensionRequest values'), [1], 'extensionRequest values');
+  const values = attribute.enter(TAG.set, 'extensionRequest values');
+  attribute.end();
+  const extensions = values.enter(TAG.sequence, 'extensions');
+  values.end();
   const seen = new Set<string>();
-  for (const extension of children(expectTag(extensions, 0x30, 'extensions'), 'extensions')) {
-    const parts = fields(expectTag(extension, 0x30, 'extension'), [2, 3], 'extension');
-    const id = readOid(parts[0], 'extension id');
+  while (!extensions.empty) {
+    const extension = extensions.enter(TAG.sequence, 'extension');
+    const id = readOid(extension.read(TAG.oid, 'extension id'), 'extension id');
     if (seen.has(id)) throw new CsrParseError(`extension ${id} appears twice`);
     seen.add(id);
-    if (parts.length === 3) {
-      // DER: critical is DEFAULT FALSE, so present only as TRUE, which is 0xff.
-      const critical = expectTag(parts[1], 0x01, `extension ${id} critical`);
-      if (critical.value.length !== 1 || critical.value[0] !== 0xff) throw new CsrParseError(`extension ${id}: critical is not the DER TRUE (0xff)`);
-    }
-    const value = expectTag(parts[parts.length - 1], 0x04, `extension ${id} value`);
-    if (id === OID_SUBJECT_ALT_NAME) readSubjectAltNames(expectTag(readOnly(value.value, 'subjectAltName'), 0x30, 'subjectAltName'), out);
+    const critical = extension.optional(TAG.boolean, `extension ${id} critical`);
+    // DER: critical is DEFAULT FALSE, so present only as TRUE, which is 0xff.
+    if (critical && !readBoolean(critical, `extension ${id} critical`)) throw new CsrParseError(`extension ${id}: critical is not the DER TRUE (0xff)`);
+    const value = extension.read(TAG.octetString, `extension ${id} value`);
+    extension.end();
+    if (id === OID_SUBJECT_ALT_NAME) readSubjectAltNames(readOnly(value.content, TAG.sequence, 'subjectAltName'), out);
   }
 }
 
 const GENERAL_NAME_KINDS: Record<number, string> = { 0: 'otherName', 1: 'email', 2: 'DNS', 3: 'x400Address', 4: 'directoryName', 5: 'ediPartyName', 6: 'URI', 7: 'IP', 8: 'registeredID' };
 
-function readSubjectAltNames(names: Tlv, out: ParsedCsr): void {
-  for (const name of children(names, 'subjectAltName')) {
-    if (name.tag === 0x82) out.dnsNames.push(readIa5(name.value, 'DNS SAN'));
-    else if (name.tag === 0x87) out.ipAddresses.push(formatIp(name.value));
+function readSubjectAltNames(names: Element, out: ParsedCsr): void {
+  const r = inside(names, 'subjectAltName');
+  while (!r.empty) {
+    const name = r.read(undefined, 'subjectAltName');
+    if (name.tag === 0x82) out.dnsNames.push(readIa5(name.content, 'DNS SAN'));
+    else if (name.tag === 0x87) out.ipAddresses.push(formatIp(name.content));
     else if ((name.tag & 0xc0) === 0x80) out.otherSanKinds.push(`${GENERAL_NAME_KINDS[name.tag & 0x1f] ?? `[${name.tag & 0x1f}]`}${name.tag & 0x20 ? ' (constructed)' : ''}`);
     else out.otherSanKinds.push(`tag 0x${name.tag.toString(16)}`);
   }

@@ -5,14 +5,15 @@
  * one reading or none. Refused beyond Go, on purpose (documented in docs/migrating.md):
  * non-DER encodings Go tolerates (BER lengths, explicit defaults, data after a known extension's
  * value or an attribute's value), times other than `YYMMDDHHMMSSZ` / `YYYYMMDDHHMMSSZ`,
- * v2 certificates and unique identifiers, keys other than RSA (1024 bits or more, exponent 65537),
+ * name values with two readings (src/x509/directory-string.ts: a non-ASCII T61String, a BMPString
+ * ending in NUL), v2 certificates and unique identifiers, keys other than RSA (1024 bits or more, exponent 65537),
  * P-256/P-384/P-521 and Ed25519, signatures other than RSA PKCS#1 v1.5, ECDSA (SHA-256/384/512)
  * and Ed25519, URI names in the subjectAltName, and the extensions whose checks are not
  * implemented here: name constraints, certificate policies, policy mappings and constraints,
  * inhibitAnyPolicy, CRL distribution points, authority information access.
  */
 import { X509Certificate, type KeyObject } from 'node:crypto';
-import { DerError, DerReader, TAG, equalBytes, readBitString, readBoolean, readInteger, readOid, type Element } from './der-reader.ts';
+import { DerError, DerReader, TAG, equalBytes, inside, readBitString, readBoolean, readInteger, readOid, readOnly, readWholeBits, type Element } from '../../../x509/der.ts';
 import { readName, type NameFields } from './name.ts';
 
 export type KeyType = 'rsa' | 'ec' | 'ed25519';
@@ -106,15 +107,14 @@ export function readCertificate(der: Uint8Array): ReadCertificate {
   top.end();
   const tbsElement = cert.read(TAG.sequence);
   const outerAlgorithm = cert.read(TAG.sequence);
-  const signature = readBitString(cert.read(TAG.bitString), 'certificate signature');
+  const signature = readWholeBits(cert.read(TAG.bitString), 'certificate signature');
   cert.end();
-  if (signature.unused !== 0) throw new DerError('certificate signature: not whole bytes');
 
   const tbs = new DerReader(tbsElement.content, 'tbsCertificate');
   const versionElement = tbs.optional(0xa0);
   let version: 1 | 3 = 1;
   if (versionElement) {
-    const v = new DerReader(versionElement.content, 'version');
+    const v = inside(versionElement, 'version');
     const n = readInteger(v.read(TAG.integer), 'version');
     v.end();
     if (n !== 2n) throw new DerError(`version: ${n + 1n} (only v1, without the field, and v3 are read)`);
@@ -136,7 +136,7 @@ export function readCertificate(der: Uint8Array): ReadCertificate {
   const keyType = readPublicKeyInfo(spki);
 
   const out: ReadCertificate = {
-    der, tbs: tbsElement.raw, version, signedWith, signature: signature.bytes,
+    der, tbs: tbsElement.raw, version, signedWith, signature,
     rawIssuer: issuer.raw, rawSubject: subjectElement.raw, rawSpki: spki.raw, subject, notBefore, notAfter,
     keyType, publicKey: undefined as unknown as KeyObject,
     keyUsage: 0, subjectKeyId: new Uint8Array(), authorityKeyId: new Uint8Array(), unhandledCritical: [],
@@ -175,14 +175,13 @@ function signatureAlgorithm(ai: Element): KeyType {
 function readPublicKeyInfo(spki: Element): KeyType {
   const r = new DerReader(spki.content, 'subjectPublicKeyInfo');
   const ai = r.enter(TAG.sequence, 'public key algorithm');
-  const key = readBitString(r.read(TAG.bitString), 'public key');
+  const key = readWholeBits(r.read(TAG.bitString), 'public key');
   r.end();
-  if (key.unused) throw new DerError('public key: not whole bytes');
   const oid = readOid(ai.read(TAG.oid), 'public key algorithm');
   if (oid === OID.rsa) {
     if (!equalBytes(ai.read(TAG.null).raw, NULL_PARAMS)) throw new DerError('RSA key: parameters not NULL');
     ai.end();
-    const rsa = new DerReader(key.bytes, 'RSA public key').enter(TAG.sequence, 'RSA public key');
+    const rsa = inside(readOnly(key, TAG.sequence, 'RSA public key'), 'RSA public key');
     const n = readInteger(rsa.read(TAG.integer), 'RSA modulus');
     const e = readInteger(rsa.read(TAG.integer), 'RSA exponent');
     rsa.end();
@@ -195,12 +194,12 @@ function readPublicKeyInfo(spki: Element): KeyType {
     ai.end();
     const pointLength = CURVES[curve];
     if (!pointLength) throw new DerError(`EC key: curve ${curve} not accepted (P-256, P-384, P-521)`);
-    if (key.bytes.length !== pointLength || key.bytes[0] !== 0x04) throw new DerError('EC key: not an uncompressed point');
+    if (key.length !== pointLength || key[0] !== 0x04) throw new DerError('EC key: not an uncompressed point');
     return 'ec';
   }
   if (oid === OID.ed25519) {
     ai.end();
-    if (key.bytes.length !== 32) throw new DerError('Ed25519 key: not 32 bytes');
+    if (key.length !== 32) throw new DerError('Ed25519 key: not 32 bytes');
     return 'ed25519';
   }
   throw new DerError(`public key algorithm ${oid}: not accepted (RSA, EC, Ed25519)`);

@@ -10,7 +10,7 @@
  */
 import { X509Certificate } from 'node:crypto';
 import { KEY_CERT_SIGN, type ReadCertificate } from './certificate.ts';
-import { equalBytes } from './der-reader.ts';
+import { equalBytes } from '../../../x509/der.ts';
 
 const CLIENT_AUTH = '1.3.6.1.5.5.7.3.2';
 const ANY_EXTENDED_KEY_USAGE = '2.5.29.37.0';
