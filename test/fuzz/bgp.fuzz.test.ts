@@ -7,18 +7,13 @@
  * and does not grow with the number of requests.
  */
 import { expect, test } from 'bun:test';
-import type { Socket } from 'bun';
 import { parseIP } from '../../src/net/ip.ts';
 import { Afi, CeaseSubcode, ErrorCode, FsmError, HeaderError, MAX_MESSAGE_LENGTH, MessageType, OpenError, Safi, UpdateError } from '../../src/net/bgp/constants.ts';
-import type { Connection } from '../../src/net/bgp/connection.ts';
 import { BgpError } from '../../src/net/bgp/errors.ts';
 import { decodeMessage, encodeKeepalive, encodeNotification, encodeRouteRefresh, Framer, frame } from '../../src/net/bgp/message.ts';
-import { emptyCapabilities, encodeOpenBody } from '../../src/net/bgp/open.ts';
-import { Peer, type PeerSettings } from '../../src/net/bgp/peer.ts';
-import { parseAnnouncements } from '../../src/net/bgp/routes.ts';
 import { encodeUpdateBody, type UpdateContext } from '../../src/net/bgp/update.ts';
-import type { Logger } from '../../src/log.ts';
 import { ACCEPTED, MALFORMED, RFC7606 } from '../fakes/bgp-malformed-corpus.ts';
+import { establish, type FakeWire, PEER_ASN, peerOpen, session, table } from '../fakes/bgp-fake-session.ts';
 
 const SEED = Number(process.env.EDGE_CCM_FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 32));
 const SECONDS = Number(process.env.EDGE_CCM_FUZZ_SECONDS ?? 30);
@@ -51,29 +46,11 @@ function sendable(code: number, subcode: number): boolean {
   return SENDABLE[code]?.has(subcode) ?? false;
 }
 
-const PEER_ASN = 65010;
-const LOCAL_ASN = 4200000001;
 
 function ip(text: string) {
   const v = parseIP(text);
   if (!v) throw new Error(text);
   return v;
-}
-
-function peerOpen(r: () => number): Uint8Array {
-  const families = [
-    { afi: Afi.IPV4, safi: Safi.UNICAST },
-    { afi: Afi.IPV6, safi: Safi.UNICAST },
-  ];
-  return frame(
-    MessageType.OPEN,
-    encodeOpenBody({
-      myAs: PEER_ASN,
-      holdTime: 90,
-      bgpId: 0xcb007101,
-      capabilities: { ...emptyCapabilities(), multiprotocol: families, routeRefresh: true, fourOctetAs: r() < 0.8 ? PEER_ASN : undefined, addPath: r() < 0.3 ? families.map((f) => ({ ...f, send: true, receive: true })) : [] },
-    }),
-  );
 }
 
 /** Well-formed messages from the project's own encoders, and the corpora's hand-made ones. */
@@ -184,67 +161,6 @@ test(`decoders: mutated messages are decoded or rejected with a sendable BgpErro
   expect(inputs).toBeGreaterThan(1000);
 });
 
-/** A socket standing in for Bun's: records what the speaker writes; takes `capacity` bytes, then none. */
-class FakeWire {
-  written: Uint8Array[] = [];
-  taken = 0;
-  ended = false;
-  conn: Connection | undefined;
-  constructor(public capacity = Number.POSITIVE_INFINITY) {}
-  write(data: Uint8Array): number {
-    if (this.ended) return 0;
-    const n = Math.min(data.length, this.capacity - this.taken);
-    if (n > 0) this.written.push(data.slice(0, n));
-    this.taken += n;
-    return n;
-  }
-  end(): void {
-    this.ended = true;
-    queueMicrotask(() => this.conn?.onClosed());
-  }
-  terminate(): void {
-    this.end();
-  }
-}
-
-interface Harness {
-  peer: Peer;
-  wire: FakeWire;
-  conn: Connection;
-  internalErrors: string[];
-}
-
-function session(capacity?: number): Harness {
-  const internalErrors: string[] = [];
-  const log: Logger = {
-    info: () => {},
-    warn: () => {},
-    debug: () => {},
-    enabled: () => false,
-    // The peer logs an error only for an exception that was not the peer's fault (a defect).
-    error: (msg, fields) => void internalErrors.push(`${msg} ${JSON.stringify(fields, (_, v) => (v instanceof Error ? v.stack : v))}`),
-    with: () => log,
-  };
-  const settings: PeerSettings = {
-    address: ip('127.0.0.1'),
-    asn: PEER_ASN,
-    port: 179,
-    holdTimeSeconds: 90,
-    passive: true,
-    connectTimeoutMs: 1000,
-    connectRetryMinMs: 1000,
-    connectRetryMaxMs: 1000,
-    families: [4, 6],
-    addPath: true,
-  };
-  const peer = new Peer(settings, { asn: LOCAL_ASN, routerId: 0xc6336401 }, { log, onStateChange: () => {} });
-  peer.start();
-  const wire = new FakeWire(capacity);
-  const conn = peer.accept(wire as unknown as Socket<{ conn?: Connection }>)!;
-  wire.conn = conn;
-  return { peer, wire, conn, internalErrors };
-}
-
 /** The NOTIFICATIONs the speaker wrote, decoded from what the fake socket took. */
 function notifications(wire: FakeWire): { code: number; subcode: number }[] {
   const out: { code: number; subcode: number }[] = [];
@@ -302,23 +218,6 @@ test(`sessions: streams of mutated messages over a fake socket reset only with s
   expect(sessions).toBeGreaterThan(100);
 });
 
-/** Establishes `h` (the peer's OPEN and KEEPALIVE) and returns once the table went out. */
-function establish(h: Harness, r: () => number): void {
-  h.conn.onData(new Uint8Array([...peerOpen(r), ...encodeKeepalive()]));
-  expect(h.peer.state).toBe('established');
-}
-
-function table(n: number) {
-  // n IPv6 prefixes (documentation range) with two next hops and a community each.
-  return parseAnnouncements(
-    Array.from({ length: n }, (_, i) => ({
-      prefix: `2001:db8:${i.toString(16)}::/48`,
-      nextHops: [`2001:db8::${(10 + (i % 3)).toString(16)}`, `2001:db8::${(20 + (i % 5)).toString(16)}`],
-      communities: [`65010:${i % 50}`],
-    })),
-  );
-}
-
 for (const routes of [200, 2000]) {
   test(`ROUTE-REFRESH flood by a peer that never reads (${routes} routes): the queue stays under its cap and does not grow with the requests (seed ${SEED})`, () => {
     const r = rng(SEED + routes);
@@ -326,6 +225,7 @@ for (const routes of [200, 2000]) {
     const h = session(64 * 1024);
     h.peer.setRoutes(table(routes));
     establish(h, r);
+    expect(h.peer.state).toBe('established');
     const refresh = encodeRouteRefresh(Afi.IPV6, Safi.UNICAST);
     const burst = new Uint8Array(refresh.length * 100);
     for (let i = 0; i < 100; i++) burst.set(refresh, i * refresh.length);
@@ -351,6 +251,7 @@ test('a table change to a peer that reads nothing, past the queue cap: Cease 6/8
   const h = session(0);
   h.peer.setRoutes(table(100));
   establish(h, r);
+  expect(h.peer.state).toBe('established');
   h.conn.maxQueuedBytes = 20_000; // a small cap for the test; the real one is at least 4 MiB
   for (let i = 0; i < 50 && h.peer.state === 'established'; i++) h.peer.setRoutes(table(100 + ((i * 37) % 900)));
   expect(h.peer.state).not.toBe('established');
