@@ -13,23 +13,12 @@ import { BgpError } from '../../src/net/bgp/errors.ts';
 import { decodeMessage, encodeKeepalive, encodeNotification, encodeRouteRefresh, Framer, frame } from '../../src/net/bgp/message.ts';
 import { encodeUpdateBody, type UpdateContext } from '../../src/net/bgp/update.ts';
 import { ACCEPTED, MALFORMED, RFC7606 } from '../fakes/bgp-malformed-corpus.ts';
+import { mulberry32, seedFromEnv } from '../harness/seeded-random.ts';
 import { establish, type FakeWire, PEER_ASN, peerOpen, session, table } from '../fakes/bgp-fake-session.ts';
 
-const SEED = Number(process.env.EDGE_CCM_FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 32));
+const SEED = seedFromEnv('EDGE_CCM_FUZZ_SEED');
 const SECONDS = Number(process.env.EDGE_CCM_FUZZ_SECONDS ?? 30);
 console.log(`BGP fuzz seed ${SEED} (replay: EDGE_CCM_FUZZ_SEED=${SEED})`);
-
-/** mulberry32: small, fast, and the same sequence for the same seed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** The NOTIFICATIONs this speaker may send: codes and subcodes the RFCs define. */
 const SENDABLE: Record<number, Set<number>> = {
@@ -45,7 +34,6 @@ const SENDABLE: Record<number, Set<number>> = {
 function sendable(code: number, subcode: number): boolean {
   return SENDABLE[code]?.has(subcode) ?? false;
 }
-
 
 function ip(text: string) {
   const v = parseIP(text);
@@ -120,15 +108,15 @@ function mutate(input: Uint8Array, r: () => number, pool: Uint8Array[]): Uint8Ar
 }
 
 function checkError(e: unknown, what: () => string): void {
-  if (!(e instanceof BgpError)) throw new Error(`${what()}: not a BgpError: ${e instanceof Error ? e.stack : String(e)} (seed ${SEED})`);
-  if (!sendable(e.code, e.subcode)) throw new Error(`${what()}: NOTIFICATION ${e.code}/${e.subcode} is not one to send (seed ${SEED})`);
+  if (!(e instanceof BgpError)) throw new Error(`${what()}: not a BgpError: ${e instanceof Error ? e.stack : String(e)}`);
+  if (!sendable(e.code, e.subcode)) throw new Error(`${what()}: NOTIFICATION ${e.code}/${e.subcode} is not one to send`);
   if (encodeNotification(e.code, e.subcode, e.data).length > MAX_MESSAGE_LENGTH) throw new Error(`${what()}: NOTIFICATION too long`);
 }
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 
-test(`decoders: mutated messages are decoded or rejected with a sendable BgpError, never anything else (seed ${SEED})`, () => {
-  const r = rng(SEED);
+test(`decoders: mutated messages are decoded or rejected with a sendable BgpError, never anything else`, () => {
+  const r = mulberry32(SEED);
   const pool = seeds(r);
   const until = performance.now() + SECONDS * 0.4 * 1000;
   let inputs = 0;
@@ -171,8 +159,8 @@ function notifications(wire: FakeWire): { code: number; subcode: number }[] {
   return out;
 }
 
-test(`sessions: streams of mutated messages over a fake socket reset only with sendable NOTIFICATIONs; no exception escapes (seed ${SEED})`, async () => {
-  const r = rng(SEED ^ 0x5bd1e995);
+test(`sessions: streams of mutated messages over a fake socket reset only with sendable NOTIFICATIONs; no exception escapes`, async () => {
+  const r = mulberry32(SEED ^ 0x5bd1e995);
   const pool = seeds(r);
   const until = performance.now() + SECONDS * 0.4 * 1000;
   let sessions = 0;
@@ -202,14 +190,14 @@ test(`sessions: streams of mutated messages over a fake socket reset only with s
       try {
         h.conn.onData(bytes.subarray(i, i + len));
       } catch (e) {
-        throw new Error(`an exception escaped the session: ${e instanceof Error ? e.stack : String(e)}; stream ${stream.map(hex).join(' ')} (seed ${SEED})`);
+        throw new Error(`an exception escaped the session: ${e instanceof Error ? e.stack : String(e)}; stream ${stream.map(hex).join(' ')}`);
       }
       i += len;
     }
-    if (h.internalErrors.length > 0) throw new Error(`internal error in a session: ${h.internalErrors[0]}; stream ${stream.map(hex).join(' ')} (seed ${SEED})`);
+    if (h.internalErrors.length > 0) throw new Error(`internal error in a session: ${h.internalErrors[0]}; stream ${stream.map(hex).join(' ')}`);
     for (const n of notifications(h.wire)) {
       resets++;
-      if (!sendable(n.code, n.subcode)) throw new Error(`NOTIFICATION ${n.code}/${n.subcode} sent; stream ${stream.map(hex).join(' ')} (seed ${SEED})`);
+      if (!sendable(n.code, n.subcode)) throw new Error(`NOTIFICATION ${n.code}/${n.subcode} sent; stream ${stream.map(hex).join(' ')}`);
     }
     h.peer.stop({ subcode: CeaseSubcode.ADMINISTRATIVE_SHUTDOWN });
     if (sessions % 50 === 0) await Bun.sleep(0); // let the fake sockets' close callbacks run
@@ -219,8 +207,8 @@ test(`sessions: streams of mutated messages over a fake socket reset only with s
 });
 
 for (const routes of [200, 2000]) {
-  test(`ROUTE-REFRESH flood by a peer that never reads (${routes} routes): the queue stays under its cap and does not grow with the requests (seed ${SEED})`, () => {
-    const r = rng(SEED + routes);
+  test(`ROUTE-REFRESH flood by a peer that never reads (${routes} routes): the queue stays under its cap and does not grow with the requests`, () => {
+    const r = mulberry32(SEED + routes);
     // The kernel takes 64 KiB (a send buffer), then the peer reads no more.
     const h = session(64 * 1024);
     h.peer.setRoutes(table(routes));
@@ -247,7 +235,7 @@ for (const routes of [200, 2000]) {
 }
 
 test('a table change to a peer that reads nothing, past the queue cap: Cease 6/8 (out of resources), the queue freed', () => {
-  const r = rng(SEED + 1);
+  const r = mulberry32(SEED + 1);
   const h = session(0);
   h.peer.setRoutes(table(100));
   establish(h, r);

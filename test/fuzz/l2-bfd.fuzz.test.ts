@@ -13,6 +13,7 @@ import { BFD_DISCARD_REASONS, BfdState, decodeControlPacket, encodeControlPacket
 import { BfdSession } from '../../src/net/bfd/session.ts';
 import { IP_TTL, IPPROTO_IP, libc } from '../../src/util/libc.ts';
 import { FakeClock } from '../fakes/fake-clock.ts';
+import { seedFromEnv } from '../harness/seeded-random.ts';
 
 /**
  * Seeded fuzzing of what a host on the LAN (ARP, NDP) or a BFD neighbour can send (issue 34): the
@@ -24,19 +25,11 @@ import { FakeClock } from '../fakes/fake-clock.ts';
  *
  * A new seed each run, printed; EDGE_CCM_FUZZ_SEED=N replays one. The BGP decoders have their own file.
  */
-const SEED = fuzzSeed();
+const SEED = seedFromEnv('EDGE_CCM_FUZZ_SEED');
 console.log(`l2/bfd fuzz: seed ${SEED} (replay with EDGE_CCM_FUZZ_SEED=${SEED})`);
 const RUNS = { seed: SEED, numRuns: 3_000 };
 /** Frames per run: each run hands a batch to the handlers. */
 const BATCH = 100;
-
-function fuzzSeed(): number {
-  const text = process.env.EDGE_CCM_FUZZ_SEED;
-  if (text === undefined || text === '') return Math.floor(Math.random() * 2 ** 31);
-  const n = Number(text);
-  if (!Number.isSafeInteger(n)) throw new Error(`EDGE_CCM_FUZZ_SEED=${JSON.stringify(text)}: expected an integer`);
-  return n;
-}
 
 const bytesOf = (ip: string) => ipToBytes(parseIP(ip)!);
 const OUR_MAC = parseMac('02:00:00:00:00:0b')!;

@@ -8,6 +8,7 @@ import {
 } from '../harness/csr-craft.ts';
 import { buildCsrReader, readWithGo, type GoVerdict } from '../harness/csr-reader.ts';
 import { bits, bmp, concat, int, nul, octets, oid, parseTree, pem, printable, seq, serialize, set, text, tlv, utf8, type DerNode } from '../harness/der-writer.ts';
+import { mulberry32, seedFromEnv } from '../harness/seeded-random.ts';
 
 /**
  * The approver against the reference reader. Every request here is decided by node-csr-approval's
@@ -30,7 +31,7 @@ const EVIL: Kubelet = { cn: 'system:node:worker-2', dns: ['kubernetes.default.sv
 const EC_USAGES = ['digital signature', 'server auth'];
 const RSA_USAGES = ['digital signature', 'key encipherment', 'server auth'];
 
-const SEED = Number(process.env.CSR_DIFF_SEED ?? Math.floor(Math.random() * 2 ** 31));
+const SEED = seedFromEnv('CSR_DIFF_SEED');
 const MUTATIONS = Number(process.env.CSR_DIFF_MUTATIONS ?? 3000);
 const REPLAY = `replay: CSR_DIFF_SEED=${SEED} CSR_DIFF_MUTATIONS=${MUTATIONS}`;
 
@@ -311,18 +312,6 @@ function modPow(base: bigint, exponent: bigint, modulus: bigint): bigint {
 
 // --- seeded random mutations of good requests --------------------------------------------------
 
-/** mulberry32: a small seeded PRNG, so a failing run can be replayed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** Elements a fuzzer may splice into a request: what an attacker would want read, in every shape. */
 function evilPool(): Uint8Array[] {
   const evilSan = sanValue(EVIL.dns!, EVIL.ips!);
@@ -340,7 +329,7 @@ const TAGS = [0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x0c, 0x12, 0x13, 0x14, 0x16, 
 const PEM_NOISE = [' ', '\t', '\r', '\n', '\v', '\f', '\u00a0', '\u2028', '\ufeff', '-', '=', ':', '_', '!', 'A', '+', '/', '-----END CERTIFICATE REQUEST-----', '-----BEGIN CERTIFICATE REQUEST-----\n', 'Proc-Type: 4,ENCRYPTED\n'];
 
 function mutatedCases(seed: number, count: number): Case[] {
-  const random = prng(seed);
+  const random = mulberry32(seed);
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
   const pool = evilPool();
   const bases = [
