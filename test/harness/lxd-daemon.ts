@@ -79,12 +79,14 @@ export class LxdDaemon {
   }
 
   /** `lxc ARGS` against this daemon; throws with its output when `check` and it fails. */
-  lxc(args: string[], check = true, stdin?: string): Promise<{ ok: boolean; out: string }> {
-    return this.command(['lxc', ...args], check, stdin);
+  lxc(args: string[], check = true, stdin?: string, socket?: string): Promise<{ ok: boolean; out: string }> {
+    return this.command(['lxc', ...args], check, stdin, socket);
   }
 
-  private async command(args: string[], check = true, stdin?: string): Promise<{ ok: boolean; out: string }> {
-    const p = Bun.spawn(args, { env: { ...process.env, LXD_DIR: this.lxdDir, LXD_CONF: join(this.dir, 'lxc-conf') }, stdin: stdin === undefined ? 'ignore' : new Blob([stdin]), stdout: 'pipe', stderr: 'pipe' });
+  /** `socket`: another path of the daemon's socket (LXD_SOCKET), e.g. while the usual one is hidden. */
+  private async command(args: string[], check = true, stdin?: string, socket?: string): Promise<{ ok: boolean; out: string }> {
+    const env = { ...process.env, LXD_DIR: this.lxdDir, LXD_CONF: join(this.dir, 'lxc-conf'), ...(socket ? { LXD_SOCKET: socket } : {}) };
+    const p = Bun.spawn(args, { env, stdin: stdin === undefined ? 'ignore' : new Blob([stdin]), stdout: 'pipe', stderr: 'pipe' });
     const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
     if (check && code !== 0) throw new Error(`${args.join(' ')}: exit ${code}: ${err.trim() || out.trim()}`);
     return { ok: code === 0, out: out + err };
