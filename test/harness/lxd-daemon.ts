@@ -1,5 +1,5 @@
-import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { chmodSync, existsSync, statSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { eventually } from './eventually.ts';
 
 /**
@@ -37,8 +37,13 @@ export class LxdDaemon {
     need('lxc', '/usr/bin/lxc');
     need('busybox-static', '/bin/busybox');
     const lxdDir = join(dir, 'lxd');
-    // Unprivileged containers' root (uid 100000+) walks this path to reach their rootfs.
-    chmodSync(dir, 0o711);
+    // Unprivileged containers' root (uid 100000+) walks this path to reach their rootfs: the
+    // test's temporary directories (0700) get search permission.
+    mkdirSync(dir, { recursive: true });
+    for (let d = dir; d !== dirname(d); d = dirname(d)) {
+      const mode = statSync(d).mode & 0o7777;
+      if (!(mode & 0o001)) chmodSync(d, mode | 0o011);
+    }
     mkdirSync(lxdDir, { recursive: true, mode: 0o711 });
     // /sys is remounted for the new network namespace (LXD reads its interfaces there); the
     // cgroup hierarchies under it are moved over first.
@@ -79,13 +84,12 @@ export class LxdDaemon {
   }
 
   /** `lxc ARGS` against this daemon; throws with its output when `check` and it fails. */
-  lxc(args: string[], check = true, stdin?: string, socket?: string): Promise<{ ok: boolean; out: string }> {
-    return this.command(['lxc', ...args], check, stdin, socket);
+  lxc(args: string[], check = true, stdin?: string): Promise<{ ok: boolean; out: string }> {
+    return this.command(['lxc', ...args], check, stdin);
   }
 
-  /** `socket`: another path of the daemon's socket (LXD_SOCKET), e.g. while the usual one is hidden. */
-  private async command(args: string[], check = true, stdin?: string, socket?: string): Promise<{ ok: boolean; out: string }> {
-    const env = { ...process.env, LXD_DIR: this.lxdDir, LXD_CONF: join(this.dir, 'lxc-conf'), ...(socket ? { LXD_SOCKET: socket } : {}) };
+  private async command(args: string[], check = true, stdin?: string): Promise<{ ok: boolean; out: string }> {
+    const env = { ...process.env, LXD_DIR: this.lxdDir, LXD_CONF: join(this.dir, 'lxc-conf') };
     const p = Bun.spawn(args, { env, stdin: stdin === undefined ? 'ignore' : new Blob([stdin]), stdout: 'pipe', stderr: 'pipe' });
     const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
     if (check && code !== 0) throw new Error(`${args.join(' ')}: exit ${code}: ${err.trim() || out.trim()}`);

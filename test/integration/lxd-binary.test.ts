@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { X509Certificate } from 'node:crypto';
-import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { connect, createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import type { V1Node } from '@kubernetes/client-node';
@@ -32,6 +32,7 @@ let dir: string;
 let ccm: CcmProcess | undefined;
 let forwarder: ReturnType<typeof Bun.spawn> | undefined;
 let tcpBridge: Server | undefined;
+const ccmSocket = () => join(dir, 'ccm-view.socket');
 
 function ccmArgs(config: string, id: string): string[] {
   return [
@@ -51,16 +52,19 @@ beforeAll(async () => {
   await lxd.launch(name('a'), 11, { 'user.instance-type': 'edge-small', 'user.rack': 'r1' });
   await lxd.launch(name('stops'), 12, { 'limits.cpu': '2', 'limits.memory': '256MiB' });
   await lxd.launch(name('gone'), 13);
+  // The edge-ccm's path to the socket: removed to take the socket away from it alone (LXD's own
+  // hooks call back through the real one).
+  symlinkSync(lxd.socket, ccmSocket());
   const config = join(dir, 'lxd.yaml');
   writeFileSync(config, [
     'region: it-region',
-    `socket: ${lxd.socket}`,
+    `socket: ${ccmSocket()}`,
     'timeoutSeconds: 1',
     'cacheSeconds: 0.2',
     'maxBackoffSeconds: 2',
     'nodeRules:',
     '  - name: rack',
-    '    selector: {matchExpressions: [{key: tags, operator: In, values: ["user.rack=r1"]}]}',
+    '    nodeSelector: [{matchExpressions: [{key: tags, operator: In, values: ["user.rack=r1"]}]}]',
     '    labels: {example.com/rack: r1}',
     '',
   ].join('\n'));
@@ -122,14 +126,13 @@ test('a stopped instance\'s NotReady node gets the shutdown taint, and loses it 
 test('the socket gone deletes nothing; a deleted instance\'s node goes only after the grace period', async () => {
   const gone = name('gone');
   await Promise.all([name('a'), gone].map((n) => setReady(nodes, n, 'False')));
-  const hidden = `${lxd.socket}.hidden`;
-  renameSync(lxd.socket, hidden);
-  await lxd.lxc(['delete', '--force', gone], true, undefined, hidden);
+  rmSync(ccmSocket());
+  await lxd.lxc(['delete', '--force', gone]);
   const unknownLogs = () => ccm!.logs().split('\n').filter((l) => l.includes('cannot tell whether node exists') && l.includes(gone)).length;
   await eventually('several passes answered unknown', () => unknownLogs() >= 4, WAIT_MS);
   for (const n of [name('a'), gone, name('stops')]) expect(await nodeExists(nodes, n)).toBe(true);
 
-  renameSync(hidden, lxd.socket);
+  symlinkSync(lxd.socket, ccmSocket());
   await ccm!.waitForLog(new RegExp(`node not found in the cloud provider; waiting for the grace period and threshold.*${gone}`), WAIT_MS);
   expect(await nodeExists(nodes, gone)).toBe(true);
   await eventually('the deleted instance\'s node deleted', async () => !(await nodeExists(nodes, gone)), WAIT_MS);
