@@ -95,7 +95,6 @@ beforeAll(async () => {
 }, 240_000);
 
 afterAll(async () => {
-  if (process.env.LXD_IT_LOGS) writeFileSync(process.env.LXD_IT_LOGS, ccm?.logs() ?? "");
   await ccm?.stop();
   forwarder?.kill();
   await forwarder?.exited;
