@@ -49,7 +49,7 @@ const ALLOWED: [room: string, may: string[]][] = [
   // The flags: parsers of the rooms whose values they check, the lifecycle's and the L2 liveness's defaults, and the controllers' names.
   ['src/options', ['src/net', 'src/server', 'src/controllers/nodelifecycle/options.ts', 'src/announce/l2/liveness.ts', 'src/names.ts', ...BASE]],
   ['src/app', ['src/names.ts', 'src/options', 'src/controllers', 'src/status', 'src/announce', 'src/server', 'src/systemd', 'src/cloud', 'src/kube', 'src/net', 'src/version.ts', ...BASE]],
-  ['src/providers.ts', ['providers/static/index.ts', 'providers/proxmox/index.ts', 'src/cloud']],
+  ['src/providers.ts', ['providers/static/index.ts', 'providers/proxmox/index.ts', 'providers/lxd/index.ts', 'src/cloud']],
   ['src/cmd', ['src/app', 'src/options', 'src/announce', 'src/migrate', 'src/lb', 'src/config-file', 'src/cloud', 'src/kube', 'src/net', 'src/version.ts', ...BASE]],
   ['src/main.ts', ['src/cmd', 'src/cloud', 'src/providers.ts']],
 ];
