@@ -28,6 +28,8 @@ const ALLOWED: [room: string, may: string[]][] = [
   ['src/kube', BASE],
   // X.509 and PKCS#10 read as Go reads them: the strict DER reader and Go's directory strings, for the CSR approver and the client certificates.
   ['src/x509', BASE],
+  // What the providers that read an HTTP API share: pinned-fingerprint TLS trust, request metrics, back-off.
+  ['src/http-api', BASE],
   ['src/cloud', ['src/kube', 'src/net', ...BASE]],
   ['src/server', ['src/kube', 'src/x509', ...BASE]],
   ['src/controllers/types.ts', ['src/cloud', 'src/kube', ...BASE]],
@@ -42,9 +44,11 @@ const ALLOWED: [room: string, may: string[]][] = [
   ['src/announce', ['src/lb', 'src/config-file', 'src/server', 'src/cloud', 'src/kube', 'src/net', ...BASE]],
   // Node rules: the nodeRules section and its evaluation over a provider's facts.
   ['src/node-rules', ['src/config-file', 'src/cloud', 'src/kube', ...BASE]],
+  // Which of a machine's addresses its node gets, for the providers that read them from an API.
+  ['src/node-addresses', ['src/config-file', 'src/lb', 'src/net', ...BASE]],
   ['src/config-sections.ts', ['src/node-rules', 'src/announce', 'src/lb', 'src/config-file', 'src/cloud', 'src/kube', 'src/net', ...BASE]],
   // A provider: the core and the contract; never another provider.
-  ['providers/', ['src/config-sections.ts', 'src/node-rules', 'src/announce', 'src/lb', 'src/config-file', 'src/cloud', 'src/kube', 'src/net', ...BASE]],
+  ['providers/', ['src/config-sections.ts', 'src/node-rules', 'src/announce', 'src/lb', 'src/config-file', 'src/http-api', 'src/node-addresses', 'src/cloud', 'src/kube', 'src/net', ...BASE]],
   ['src/migrate', ['src/lb', 'src/net', ...BASE]],
   // The flags: parsers of the rooms whose values they check, the lifecycle's and the L2 liveness's defaults, and the controllers' names.
   ['src/options', ['src/net', 'src/server', 'src/controllers/nodelifecycle/options.ts', 'src/announce/l2/liveness.ts', 'src/names.ts', ...BASE]],

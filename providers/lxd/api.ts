@@ -1,8 +1,9 @@
 import { Backoff, type BackoffBounds } from '../../src/util/backoff.ts';
 import { silentLogger, type Logger } from '../../src/log.ts';
+import { PinnedTlsTrust } from '../../src/http-api/pinned-tls.ts';
+import { BackoffGate, exchange } from '../../src/http-api/exchange.ts';
 import type { LxdConfig } from './config-model.ts';
 import type { ApiMetrics } from './metrics.ts';
-import { LxdTlsTrust } from './tls.ts';
 
 /**
  * A read-only client of the LXD (or Incus: the same REST shape) API, over the unix socket or
@@ -32,20 +33,21 @@ export interface LxdApiOptions {
 type Settings = Pick<LxdConfig, 'endpoint' | 'timeoutMs' | 'maxBackoffMs'>;
 
 export class LxdApi {
-  private readonly trust?: LxdTlsTrust;
+  private readonly trust?: PinnedTlsTrust;
   private readonly base: string;
-  private readonly logger: Logger;
-  private readonly now: () => number;
-  private readonly backoff: Backoff;
-  private backoffUntil = 0;
+  private readonly gate: BackoffGate;
 
   constructor(readonly settings: Settings, private readonly opts: LxdApiOptions = {}) {
     const { endpoint } = settings;
     this.base = endpoint.kind === 'unix' ? 'http://lxd' : endpoint.url;
-    if (endpoint.kind === 'https') this.trust = new LxdTlsTrust(endpoint, settings.timeoutMs);
-    this.logger = opts.logger ?? silentLogger;
-    this.now = opts.now ?? (() => performance.now());
-    this.backoff = Backoff.doubling(opts.backoff ?? { initialMs: 1000, maxMs: Math.max(1000, settings.maxBackoffMs) });
+    if (endpoint.kind === 'https') {
+      const { url, clientCert: cert, clientKey: key, ca, fingerprint } = endpoint;
+      // LXD's own certificate is self-signed but neither a CA nor marked keyCertSign.
+      this.trust = new PinnedTlsTrust({ url, defaultPort: 8443, timeoutMs: settings.timeoutMs, ca, fingerprint, cert, key, topMustBeIssuer: false, noAnchorHint: 'the server certificate is not self-signed; set caFile' });
+    }
+    const logger = opts.logger ?? silentLogger;
+    const backoff = Backoff.doubling(opts.backoff ?? { initialMs: 1000, maxMs: Math.max(1000, settings.maxBackoffMs) });
+    this.gate = new BackoffGate(backoff, opts.now ?? (() => performance.now()), (backoffMs) => logger.warn('LXD API errors: backing off', { endpoint: this.where, backoffMs }));
   }
 
   /** Where requests go, for messages: the socket path or the URL. */
@@ -56,7 +58,7 @@ export class LxdApi {
 
   /** GET PATH (with query) and its `metadata`; throws LxdApiError for anything but a sync answer. */
   async get<T>(request: RequestName, path: string, signal?: AbortSignal): Promise<T> {
-    const left = this.backoffUntil - this.now();
+    const left = this.gate.left();
     if (left > 0) throw new LxdApiError(`backing off after API errors (${Math.ceil(left)}ms left)`);
     const res = await this.send(request, path, signal);
     let body: { type?: unknown; metadata?: unknown; error?: unknown } | undefined;
@@ -66,44 +68,22 @@ export class LxdApi {
       body = undefined;
     }
     if (res.ok && body?.type === 'sync') {
-      this.backoff.reset();
+      this.gate.reset();
       return body.metadata as T;
     }
     this.opts.metrics?.()?.error(request);
-    if (res.status >= 500 || (res.ok && body?.type !== 'sync')) this.startBackoff();
+    if (res.status >= 500 || (res.ok && body?.type !== 'sync')) this.gate.start();
     const reason = typeof body?.error === 'string' && body.error ? body.error : res.statusText;
     throw new LxdApiError(`GET ${path}: HTTP ${res.status}${reason ? `: ${reason}` : ''}${explain(res.status, this.settings.endpoint.kind)}`, res.status);
   }
 
-  private async send(request: RequestName, path: string, signal?: AbortSignal): Promise<Response> {
-    const timeout = AbortSignal.timeout(this.settings.timeoutMs);
-    const both = signal ? AbortSignal.any([signal, timeout]) : timeout;
-    const started = performance.now();
+  private send(request: RequestName, path: string, signal?: AbortSignal): Promise<Response> {
     const endpoint = this.settings.endpoint;
-    try {
-      const res = await fetch(`${this.base}${path}`, {
-        headers: { accept: 'application/json' },
-        signal: both,
-        redirect: 'manual',
-        ...(endpoint.kind === 'unix' ? { unix: endpoint.socket } : { tls: await this.trust!.options() }),
-      });
-      this.opts.metrics?.()?.observe(request, (performance.now() - started) / 1000);
-      return res;
-    } catch (e) {
-      this.opts.metrics?.()?.observe(request, (performance.now() - started) / 1000);
-      this.opts.metrics?.()?.error(request);
-      if (signal?.aborted && !timeout.aborted) throw e; // the caller gave up: says nothing about the daemon
-      const text = `${(e as { code?: string }).code ?? ''} ${(e as Error).message ?? ''}`;
-      if (/CERT|TLS|SSL|self.signed|fingerprint/i.test(text)) this.trust?.forget();
-      this.startBackoff();
-      throw new LxdApiError(`GET ${path} at ${this.where}: ${timeout.aborted ? `no answer within ${this.settings.timeoutMs}ms` : (e as Error).message}`);
-    }
-  }
-
-  private startBackoff(): void {
-    const wait = Math.min(this.backoff.next(), this.backoff.maxMs);
-    this.backoffUntil = this.now() + wait;
-    this.logger.warn('LXD API errors: backing off', { endpoint: this.where, backoffMs: wait });
+    const init: BunFetchRequestInit = { headers: { accept: 'application/json' }, ...(endpoint.kind === 'unix' ? { unix: endpoint.socket } : {}) };
+    return exchange(`${this.base}${path}`, init, {
+      request, timeoutMs: this.settings.timeoutMs, signal, metrics: this.opts.metrics, trust: this.trust, gate: this.gate,
+      failure: (reason) => new LxdApiError(`GET ${path} at ${this.where}: ${reason}`),
+    });
   }
 }
 

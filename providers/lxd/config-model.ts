@@ -1,3 +1,4 @@
+import type { AddressPolicy } from '../../src/node-addresses/select.ts';
 import type { IPFamily } from '../../src/net/ip.ts';
 import type { AddressRange } from '../../src/lb/ranges.ts';
 import type { SharedSections } from '../../src/config-sections.ts';
@@ -26,14 +27,10 @@ export type LxdEndpoint =
       fingerprint?: string;
     };
 
-export interface LxdAddressPolicy {
+/** The policy every API provider has (src/node-addresses), and which interfaces are read. */
+export interface LxdAddressPolicy extends AddressPolicy {
   /** Interfaces (names inside the instance) whose addresses are read; empty: the instance's nic devices. */
   interfaces: string[];
-  include: AddressRange[];
-  exclude: AddressRange[];
-  families: IPFamily[];
-  /** Also report the instance name as the node's Hostname address. */
-  hostname: boolean;
 }
 
 export interface LxdConfig extends SharedSections {

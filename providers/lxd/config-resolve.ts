@@ -1,7 +1,6 @@
-import type { IPFamily } from '../../src/net/ip.ts';
 import type { ConfigIssue, ReportIssue } from '../../src/config-file/issues.ts';
 import { SecretFiles, type ConfigWarningIssue, type SecretSource } from '../../src/config-file/secrets.ts';
-import { parseAddressRange, type AddressRange } from '../../src/lb/ranges.ts';
+import { resolveAddressPolicy } from '../../src/node-addresses/select.ts';
 import { resolveSharedSections } from '../../src/config-sections.ts';
 import { LXD_FACTS } from './facts.ts';
 import { DEFAULT_LXD_SOCKET, type LxdConfig, type LxdEndpoint } from './config-model.ts';
@@ -26,9 +25,7 @@ export function resolveLxdConfig(raw: ResolvableLxdConfig, secrets: SecretSource
 
   if (raw.projects !== undefined && raw.allProjects) report(['allProjects'], 'cannot be combined with projects: list projects, or take them all');
   const a = raw.addresses ?? {};
-  const ranges = (texts: string[] | undefined) => (texts ?? []).map((t) => parseAddressRange(t) as AddressRange);
-  const families = (a.families ?? ['IPv4', 'IPv6']).map((f): IPFamily => (f === 'IPv6' ? 6 : 4));
-  if (new Set(families).size !== families.length) report(['addresses', 'families'], 'lists a family twice');
+  const addresses = resolveAddressPolicy(a, report);
 
   return {
     config: {
@@ -37,7 +34,7 @@ export function resolveLxdConfig(raw: ResolvableLxdConfig, secrets: SecretSource
       projects: raw.allProjects ? 'all' : (raw.projects ?? ['default']),
       filter: raw.filter ?? '',
       instanceTypeKey: raw.instanceTypeKey ?? DEFAULTS.instanceTypeKey,
-      addresses: { interfaces: a.interfaces ?? [], include: ranges(a.include), exclude: ranges(a.exclude), families: [...new Set(families)], hostname: a.hostname ?? true },
+      addresses: { interfaces: a.interfaces ?? [], ...addresses },
       timeoutMs: (raw.timeoutSeconds ?? DEFAULTS.timeoutSeconds) * 1000,
       cacheMs: (raw.cacheSeconds ?? DEFAULTS.cacheSeconds) * 1000,
       maxBackoffMs: (raw.maxBackoffSeconds ?? DEFAULTS.maxBackoffSeconds) * 1000,
