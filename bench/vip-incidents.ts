@@ -30,7 +30,7 @@ const ORDER = rankNodes(VIP_KEY, NODES) as NodeName[];
 
 const vip = await VipLab.build();
 const prober = ArpProber.start(vip.site, VIP, 'vip-incidents-prober');
-const load = Number(process.env.VIP_BENCH_CPU_LOAD ?? 0) > 0 ? CpuLoad.start(Number(process.env.VIP_BENCH_CPU_LOAD)) : undefined;
+const load = CpuLoad.start(Number(process.env.VIP_BENCH_CPU_LOAD ?? 0));
 
 const others = (n: NodeName) => NODES.filter((o) => o !== n);
 type Fault = { name: string; apply: (h: NodeName) => Promise<void>; heal: (h: NodeName) => Promise<void> };
@@ -47,8 +47,13 @@ const FAULTS: Record<string, Fault> = {
 const faultNames = (process.argv[4] ?? Object.keys(FAULTS).join(',')).split(',');
 for (const f of faultNames) if (!FAULTS[f]) throw new Error(`unknown fault ${f}: one of ${Object.keys(FAULTS).join(', ')}`);
 
-/** The watch: one curl at a time, each start and end logged with its ms and exit code. */
-const watchScript = `while :; do echo "open $(date +%s%3N)"; curl -sk -N --keepalive-time 1 -o /dev/null -H 'Authorization: Bearer ${vip.adminToken}' 'https://${VIP}:6443/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=3600'; rc=$?; echo "end $(date +%s%3N) $rc"; sleep 0.1; done`;
+/**
+ * The watch: one curl at a time, each start and end logged with its ms and exit code. An end
+ * with 7 (refused) or 28 (connect timeout) is an attempt that never connected (while no API
+ * server behind the VIP answers); every other end lost an established watch.
+ */
+const NEVER_CONNECTED = new Set([7, 28]);
+const watchScript = `while :; do echo "open $(date +%s%3N)"; curl -sk -N --connect-timeout 2 --keepalive-time 1 -o /dev/null -H 'Authorization: Bearer ${vip.adminToken}' 'https://${VIP}:6443/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=3600'; rc=$?; echo "end $(date +%s%3N) $rc"; sleep 0.1; done`;
 const watch = vip.site.lab.spawnLogged('client', 'vip-incidents-watch', ['sh', '-c', watchScript]);
 const watchEnds = (from: number, to: number) => readFileSync(watch.logPath, 'utf8').split('\n').flatMap((l) => {
   const m = /^end (\d+) (\d+)/.exec(l);
@@ -100,7 +105,11 @@ try {
       for (let run = 0; run < RUNS; run++) {
         await Bun.sleep(2000);
         // An incident starts with the watch open and one holder (in preferred mode, the preferred host).
-        await eventually('one holder, the watch open', () => !!answering() && (mode === 'sticky' || answering() === ORDER[0]) && readFileSync(watch.logPath, 'utf8').trimEnd().split('\n').at(-1)!.startsWith('open'), 60_000);
+        await eventually('one holder, the watch open for 1 s', () => {
+          const last = readFileSync(watch.logPath, 'utf8').trimEnd().split('\n').at(-1)!;
+          const open = /^open (\d+)$/.exec(last);
+          return !!answering() && (mode === 'sticky' || answering() === ORDER[0]) && !!open && Date.now() - Number(open[1]) > 1000;
+        }, 60_000);
         const holder = answering()!;
         const at = Date.now();
         await fault.apply(holder);
@@ -113,17 +122,17 @@ try {
         await Bun.sleep(3000);
         const to = Date.now();
         const codes = watchEnds(at, to);
-        perRun.push({ moves: moves(at, to), failed: requests.list.filter((r) => r.t >= at && r.t < to && !r.ok).length, resets: codes.length, codes });
+        perRun.push({ moves: moves(at, to), failed: requests.list.filter((r) => r.t >= at && r.t < to && !r.ok).length, resets: codes.filter((c) => !NEVER_CONNECTED.has(c)).length, codes });
       }
       const to = Date.now();
       const doubles = prober.probes().filter((p) => p.t >= from && p.t < to && p.macs.length > 1).length;
-      console.log(`vip incidents, ${mode}${mode === 'preferred' ? ` (preferredHost: ${ORDER[0]})` : ''}: ${fault.name}: ${RUNS} runs; per incident: moves of the VIP ${fmt(perRun.map((r) => r.moves))}; failed requests (every 100 ms) ${fmt(perRun.map((r) => r.failed))}; watch connections ended ${fmt(perRun.map((r) => r.resets))} (curl exit codes ${[...new Set(perRun.flatMap((r) => r.codes))].sort().join(',') || '-'}); probes answered by two MACs ${doubles}; ${describeOverlaps(holderOverlaps(vip, from, to))}`);
+      console.log(`vip incidents, ${mode}${mode === 'preferred' ? ` (preferredHost: ${ORDER[0]})` : ''}: ${fault.name}: ${RUNS} runs; per incident: moves of the VIP ${fmt(perRun.map((r) => r.moves))}; failed requests (every 100 ms) ${fmt(perRun.map((r) => r.failed))}; established watch connections lost ${fmt(perRun.map((r) => r.resets))} (curl exit codes of the losses ${[...new Set(perRun.flatMap((r) => r.codes.filter((c) => !NEVER_CONNECTED.has(c))))].sort().join(',') || '-'}; reconnects refused or timed out ${perRun.reduce((a, r) => a + r.codes.filter((c) => NEVER_CONNECTED.has(c)).length, 0)} in all); probes answered by two MACs ${doubles}; ${describeOverlaps(holderOverlaps(vip, from, to))}`);
     }
   }
-  if (load) console.log(`vip incidents: ${load.describe()}`);
+  console.log(`vip incidents: ${load.describe()}`);
 } finally {
   await requests.stop();
   await prober.stop();
-  await load?.stop();
+  await load.stop();
   await vip.destroy();
 }
