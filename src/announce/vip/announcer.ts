@@ -67,9 +67,10 @@ export class VipAnnouncer {
   private readonly silentSince = new Map<string, number>();
   private lastDecision?: VipDecision;
   private lastBlocker = '';
-  /** This host's epoch while eligible (word.ts), and since when (performance.now()). */
+  /** This host's epoch while eligible (word.ts), since when (performance.now()), and whether it still runs. */
   private epoch = newEpoch();
   private eligibleSince = 0;
+  private inEpoch = false;
 
   constructor(private readonly opts: VipAnnouncerOptions) {
     this.config = opts.config;
@@ -163,6 +164,7 @@ export class VipAnnouncer {
     this.log.warn('this process did not run for longer than the liveness timeout: releasing the VIP and warming up again', { pausedMs: Math.round(gapMs) });
     this.metrics.pauses.inc();
     this.setHolding(false, 'paused');
+    this.inEpoch = false;
     this.liveness.setState('warming', '');
     this.warmUp.start();
   }
@@ -185,7 +187,7 @@ export class VipAnnouncer {
     const peers = this.liveness.reports();
     if ([...peers.values()].some((p) => p.heard)) this.heardSinceStart = true;
     // A new epoch each time eligibility begins: a word answering an earlier one is no answer now.
-    if (!this.lastDecision?.eligible) {
+    if (!this.inEpoch) {
       this.epoch = newEpoch();
       this.eligibleSince = performance.now();
     }
@@ -223,13 +225,14 @@ export class VipAnnouncer {
     if (blocker && blocker !== this.lastBlocker) this.log.info('take held: waiting for a host heard to answer (it may hold the VIP, or be about to take it)', { waitingFor: blocker });
     // A peer still warming that never answers (deaf to us) stops holding the take back after one
     // liveness timeout of eligibility: decide again then.
-    if (blocker && decision.eligible && !this.lastDecision?.eligible) setTimeout(() => this.schedule(), this.liveness.timeoutMs + 5).unref();
+    if (blocker && decision.eligible && !this.inEpoch) setTimeout(() => this.schedule(), this.liveness.timeoutMs + 5).unref();
     this.lastBlocker = blocker;
     this.metrics.quorum.set(decision.quorum ? 1 : 0);
     this.metrics.elected.reset();
     this.metrics.elected.set({ node: decision.holder ?? '' }, 1);
     if (this.lastDecision?.basis !== decision.basis) this.log.info('eligibility', { basis: decision.basis, eligible: decision.eligible });
     this.lastDecision = decision;
+    this.inEpoch = decision.eligible;
     // Released or taken what the decision says: only now do the others hear it.
     this.liveness.setState(decision.eligible ? 'ready' : 'warming', decision.word);
   }
