@@ -210,10 +210,12 @@ export class VipAnnouncer {
     let decision = decide();
     if (this.rejoining(decision)) {
       // Back among a majority after being cut off (link, partition, deaf): the first host heard
-      // again gives quorum, but the current holder may not have been heard yet, and its word is
-      // what the takeover barrier waits for. Warm up again, as after a pause: one liveness timeout
-      // hearing everyone that is up before this host may take (measured: without it, a returning
-      // first-ranked host took the VIP 4-14 ms, once 1 s, before the holder released).
+      // again gives quorum, but the current holder may not have been heard yet, and its word (that
+      // it holds) is what keeps this host in standby. Warm up again, as after a pause: one
+      // liveness timeout hearing everyone that is up before this host may take (measured before
+      // the take rule of issue 39: without it, a returning first-ranked host took the VIP 4-14 ms,
+      // once 1 s, before the holder released; the take rule alone now also waits for the holder's
+      // answer whenever the host heard hears it).
       this.log.info('hearing a majority again after being cut off: warming up again before taking anything', { alive: [...this.liveness.alive()].sort().join(',') });
       this.warmUp.start();
       decision = decide();
