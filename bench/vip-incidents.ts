@@ -65,9 +65,9 @@ const answering = (): NodeName | undefined => {
   const last = prober.probes().at(-1);
   return last?.macs.length === 1 ? vip.nodeOfMac(last.macs[0]!) : undefined;
 };
-/** Changes of the host answering the prober between `from` and `to`. */
-function moves(from: number, to: number): number {
-  let last: NodeName | undefined, count = 0;
+/** Changes of the host answering the prober between `from` and `to`, `holder` answering before. */
+function moves(holder: NodeName, from: number, to: number): number {
+  let last: NodeName | undefined = holder, count = 0;
   for (const p of prober.probes().filter((x) => x.t >= from && x.t < to && x.macs.length === 1)) {
     const n = vip.nodeOfMac(p.macs[0]!);
     if (last && n !== last) count += 1;
@@ -75,6 +75,14 @@ function moves(from: number, to: number): number {
   }
   return count;
 }
+/** "vip taken" lines in the vips' logs between `from` and `to`: each is a move of the VIP. */
+function takesIn(from: number, to: number): number {
+  return NODES.reduce((sum, n) => sum + readFileSync(vip.vips.get(n)!.logPath, 'utf8').split('\n').filter((l) => {
+    const m = /^(\S+Z) INFO "vip taken"/.exec(l);
+    return m && Date.parse(m[1]!) >= from && Date.parse(m[1]!) < to;
+  }).length, 0);
+}
+
 /** The healed host is eligible again (warmed up, healthy, with quorum): where a handback would begin. */
 async function eligible(n: NodeName): Promise<boolean> {
   if ((await vip.vipEndpoint(n, '/readyz')) !== 'ok') return false;
@@ -100,7 +108,7 @@ try {
     else await eventually('a holder', () => !!answering(), 30_000);
     for (const key of faultNames) {
       const fault = FAULTS[key]!;
-      const perRun: { moves: number; failed: number; resets: number; codes: number[] }[] = [];
+      const perRun: { moves: number; takes: number; failed: number; resets: number; codes: number[] }[] = [];
       const from = Date.now();
       for (let run = 0; run < RUNS; run++) {
         await Bun.sleep(2000);
@@ -122,11 +130,11 @@ try {
         await Bun.sleep(3000);
         const to = Date.now();
         const codes = watchEnds(at, to);
-        perRun.push({ moves: moves(at, to), failed: requests.list.filter((r) => r.t >= at && r.t < to && !r.ok).length, resets: codes.filter((c) => !NEVER_CONNECTED.has(c)).length, codes });
+        perRun.push({ moves: moves(holder, at, to), takes: takesIn(at, to), failed: requests.list.filter((r) => r.t >= at && r.t < to && !r.ok).length, resets: codes.filter((c) => !NEVER_CONNECTED.has(c)).length, codes });
       }
       const to = Date.now();
       const doubles = prober.probes().filter((p) => p.t >= from && p.t < to && p.macs.length > 1).length;
-      console.log(`vip incidents, ${mode}${mode === 'preferred' ? ` (preferredHost: ${ORDER[0]})` : ''}: ${fault.name}: ${RUNS} runs; per incident: moves of the VIP ${fmt(perRun.map((r) => r.moves))}; failed requests (every 100 ms) ${fmt(perRun.map((r) => r.failed))}; established watch connections lost ${fmt(perRun.map((r) => r.resets))} (curl exit codes of the losses ${[...new Set(perRun.flatMap((r) => r.codes.filter((c) => !NEVER_CONNECTED.has(c))))].sort().join(',') || '-'}; reconnects refused or timed out ${perRun.reduce((a, r) => a + r.codes.filter((c) => NEVER_CONNECTED.has(c)).length, 0)} in all); probes answered by two MACs ${doubles}; ${describeOverlaps(holderOverlaps(vip, from, to))}`);
+      console.log(`vip incidents, ${mode}${mode === 'preferred' ? ` (preferredHost: ${ORDER[0]})` : ''}: ${fault.name}: ${RUNS} runs; per incident: takes of the VIP (vip logs) ${fmt(perRun.map((r) => r.takes))}, moves seen by the prober ${fmt(perRun.map((r) => r.moves))}; failed requests (every 100 ms) ${fmt(perRun.map((r) => r.failed))}; established watch connections lost ${fmt(perRun.map((r) => r.resets))} (curl exit codes of the losses ${[...new Set(perRun.flatMap((r) => r.codes.filter((c) => !NEVER_CONNECTED.has(c))))].sort().join(',') || '-'}; reconnects refused or timed out ${perRun.reduce((a, r) => a + r.codes.filter((c) => NEVER_CONNECTED.has(c)).length, 0)} in all); probes answered by two MACs ${doubles}; ${describeOverlaps(holderOverlaps(vip, from, to))}`);
     }
   }
   console.log(`vip incidents: ${load.describe()}`);
