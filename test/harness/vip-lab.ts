@@ -109,15 +109,7 @@ export class VipLab {
     await eventually(`etcd (log ${etcd.logPath})`, async () => (await lab.exec('client', ['curl', '-s', `${ETCD}/health`])).stdout.includes('"health":"true"') || (!etcd.running && Promise.reject(new Error(etcd.logTail()))), 60_000);
 
     writeFileSync(this.keyPath, randomBytes(32).toString('hex'), { mode: 0o600 });
-    writeFileSync(this.configPath, [
-      'controlPlaneEndpoint:',
-      `  addresses: [${VIP}, "${VIP6}"]`,
-      '  announce: l2',
-      '  interfaces: [eth0]',
-      '  hosts:',
-      ...NODES.map((n) => `    - {name: ${n}, address: ${this.site.nodes[n].lanIPv4}}`),
-      '',
-    ].join('\n'));
+    this.setPreferredHost(undefined);
     writeFileSync(this.bgpConfigPath, [
       'controlPlaneEndpoint:',
       `  addresses: [${VIP_BGP}]`,
@@ -128,6 +120,20 @@ export class VipLab {
       `    bfd: {transmitIntervalMilliseconds: ${BFD.intervalMs}, receiveIntervalMilliseconds: ${BFD.intervalMs}, detectMultiplier: ${BFD.multiplier}}`,
       '  hosts:',
       ...NODES.map((n) => `    - {name: ${n}, address: ${this.site.nodes[n].lanIPv4}}`),
+      '',
+    ].join('\n'));
+  }
+
+  /** Writes the L2 config, sticky (undefined) or with controlPlaneEndpoint.preferredHost; read by the vips started from now on. */
+  setPreferredHost(host: NodeName | undefined): void {
+    writeFileSync(this.configPath, [
+      'controlPlaneEndpoint:',
+      `  addresses: [${VIP}, "${VIP6}"]`,
+      '  announce: l2',
+      '  interfaces: [eth0]',
+      '  hosts:',
+      ...NODES.map((n) => `    - {name: ${n}, address: ${this.site.nodes[n].lanIPv4}}`),
+      ...(host ? [`  preferredHost: ${host}`] : []),
       '',
     ].join('\n'));
   }

@@ -12,6 +12,7 @@ import { ApiServerHealth, failureHint, type HealthRequest } from './health.ts';
 import { VipL2Output } from './l2-output.ts';
 import { VipMetrics } from './metrics.ts';
 import type { VipOutput } from './output.ts';
+import { newEpoch } from './word.ts';
 
 /**
  * `edge-ccm vip`: one per control-plane host. Checks its own API server, hears the other hosts'
@@ -19,9 +20,9 @@ import type { VipOutput } from './output.ts';
  * decision.ts and, while it holds the VIP, answers ARP/NDP for it (l2-output.ts) or announces it
  * to the routers (bgp-output.ts). Needs no API server and no Kubernetes credentials.
  *
- * Order of every step: release (or take) first, then tell the others (the new holder waits for
- * the release: view.ts's barrier). Until one liveness timeout has passed since the start it
- * says "warming" and holds nothing: it has not heard who is up yet.
+ * Order of every step: release (or take) first, then tell the others (a taker waits for every
+ * host it hears to answer it: decision.ts's take rule). Until one liveness timeout has passed
+ * since the start it says "warming" and holds nothing: it has not heard who is up yet.
  */
 
 /** Beyond one heartbeat interval: two liveness checks (50 ms each) and a margin (docs: rule 4). */
@@ -66,6 +67,10 @@ export class VipAnnouncer {
   private readonly silentSince = new Map<string, number>();
   private lastDecision?: VipDecision;
   private lastBlocker = '';
+  /** This host's epoch while eligible (word.ts), since when (performance.now()), and whether it still runs. */
+  private epoch = newEpoch();
+  private eligibleSince = 0;
+  private inEpoch = false;
 
   constructor(private readonly opts: VipAnnouncerOptions) {
     this.config = opts.config;
@@ -159,6 +164,7 @@ export class VipAnnouncer {
     this.log.warn('this process did not run for longer than the liveness timeout: releasing the VIP and warming up again', { pausedMs: Math.round(gapMs) });
     this.metrics.pauses.inc();
     this.setHolding(false, 'paused');
+    this.inEpoch = false;
     this.liveness.setState('warming', '');
     this.warmUp.start();
   }
@@ -180,6 +186,11 @@ export class VipAnnouncer {
     if (this.stopping) return;
     const peers = this.liveness.reports();
     if ([...peers.values()].some((p) => p.heard)) this.heardSinceStart = true;
+    // A new epoch each time eligibility begins: a word answering an earlier one is no answer now.
+    if (!this.inEpoch) {
+      this.epoch = newEpoch();
+      this.eligibleSince = performance.now();
+    }
     const decide = () => decideVip({
       self: this.opts.node,
       hosts: [...this.config.hosts.keys()],
@@ -191,31 +202,41 @@ export class VipAnnouncer {
       heardSinceStart: this.heardSinceStart,
       probeClear: this.probeClear,
       recentlySilent: this.recentlySilent(peers),
+      epoch: this.epoch,
+      eligibleForMs: performance.now() - this.eligibleSince,
+      livenessTimeoutMs: this.liveness.timeoutMs,
+      ...(this.config.preferredHost !== undefined ? { preferredHost: this.config.preferredHost } : {}),
     });
     let decision = decide();
     if (this.rejoining(decision)) {
       // Back among a majority after being cut off (link, partition, deaf): the first host heard
-      // again gives quorum, but the current holder may not have been heard yet, and its word is
-      // what the takeover barrier waits for. Warm up again, as after a pause: one liveness timeout
-      // hearing everyone that is up before this host may take (measured: without it, a returning
-      // first-ranked host took the VIP 4-14 ms, once 1 s, before the holder released).
+      // again gives quorum, but the current holder may not have been heard yet, and its word (that
+      // it holds) is what keeps this host in standby. Warm up again, as after a pause: one
+      // liveness timeout hearing everyone that is up before this host may take (measured before
+      // the take rule of issue 39: without it, a returning first-ranked host took the VIP 4-14 ms,
+      // once 1 s, before the holder released; the take rule alone now also waits for the holder's
+      // answer whenever the host heard hears it).
       this.log.info('hearing a majority again after being cut off: warming up again before taking anything', { alive: [...this.liveness.alive()].sort().join(',') });
       this.warmUp.start();
       decision = decide();
     }
     this.lastHolder = decision.holder;
     if (decision.needProbe) this.startProbe();
-    this.setHolding(decision.hold, decision.hold ? takeReason(decision) : releaseReason(decision, this.opts.node));
+    this.setHolding(decision.hold, decision.hold ? takeReason(decision) : releaseReason(decision, this.opts.node, this.config.preferredHost));
     const blocker = decision.blocker ?? '';
-    if (blocker && blocker !== this.lastBlocker) this.log.info('takeover held: a host heard may still hold the VIP', { waitingFor: blocker });
+    if (blocker && blocker !== this.lastBlocker) this.log.info('take held: waiting for a host heard to answer (it may hold the VIP, or be about to take it)', { waitingFor: blocker });
+    // A peer still warming that never answers (deaf to us) stops holding the take back after one
+    // liveness timeout of eligibility: decide again then.
+    if (blocker && decision.eligible && !this.inEpoch) setTimeout(() => this.schedule(), this.liveness.timeoutMs + 5).unref();
     this.lastBlocker = blocker;
     this.metrics.quorum.set(decision.quorum ? 1 : 0);
     this.metrics.elected.reset();
     this.metrics.elected.set({ node: decision.holder ?? '' }, 1);
     if (this.lastDecision?.basis !== decision.basis) this.log.info('eligibility', { basis: decision.basis, eligible: decision.eligible });
     this.lastDecision = decision;
+    this.inEpoch = decision.eligible;
     // Released or taken what the decision says: only now do the others hear it.
-    this.liveness.setState(decision.eligible ? 'ready' : 'warming', decision.digest);
+    this.liveness.setState(decision.eligible ? 'ready' : 'warming', decision.word);
   }
 
   /**
@@ -285,7 +306,7 @@ function takeReason(d: VipDecision): string {
   return d.basis === 'quorum' ? 'elected' : d.basis;
 }
 
-function releaseReason(d: VipDecision, self: string): string {
-  if (d.eligible) return d.holder && d.holder !== self ? 'preferred-host' : 'elected';
+function releaseReason(d: VipDecision, self: string, preferred: string | undefined): string {
+  if (d.eligible) return d.holder && d.holder !== self ? (d.candidates.has(d.holder) && d.holder === preferred ? 'preferred-host' : 'another-holder') : 'elected';
   return d.basis;
 }

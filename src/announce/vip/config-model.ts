@@ -17,6 +17,11 @@ export interface ControlPlaneEndpointConfig {
   healthCheck?: HealthCheckFiles;
   /** Every control-plane host: name -> the address its heartbeats go to. */
   hosts: Map<string, string>;
+  /**
+   * Undefined (the default): sticky, a healthy holder keeps the VIP. Set: this host takes it back
+   * whenever it is eligible (the ordered handback; each one resets the connections in flight).
+   */
+  preferredHost?: string;
   heartbeatPort: number;
   timings: VipTimings;
 }

@@ -49,6 +49,9 @@ export function resolveControlPlaneEndpoint(raw: ResolvableControlPlaneEndpoint 
     hostAddresses.set(address, h.name);
     hosts.set(h.name, address);
   });
+  if (raw.preferredHost !== undefined && raw.hosts && !raw.hosts.includes(null) && !names.has(raw.preferredHost)) {
+    problem(['preferredHost'], `${JSON.stringify(raw.preferredHost)} is not in hosts (${[...names].join(', ')}): name one of them, or leave it out (a healthy holder keeps the VIP)`);
+  }
   const timings = { ...DEFAULT_VIP_TIMINGS };
   const t = raw.timings ?? {};
   if (t.healthIntervalMilliseconds !== undefined) timings.healthIntervalMs = t.healthIntervalMilliseconds;
@@ -73,6 +76,7 @@ export function resolveControlPlaneEndpoint(raw: ResolvableControlPlaneEndpoint 
     healthURL: raw.healthURL ?? DEFAULT_HEALTH_URL,
     ...(raw.healthCheck ? { healthCheck: raw.healthCheck } : {}),
     hosts,
+    ...(raw.preferredHost !== undefined ? { preferredHost: raw.preferredHost } : {}),
     heartbeatPort: raw.heartbeatPort ?? DEFAULT_VIP_HEARTBEAT_PORT,
     timings,
   };

@@ -63,6 +63,7 @@ export const ControlPlaneEndpointSchema = v.strictObject({
   healthURL: v.optional(healthURL),
   healthCheck: v.optional(HealthCheckSchema),
   hosts: v.pipe(v.array(HostSchema), v.minLength(1, 'must list every control-plane host')),
+  preferredHost: v.optional(simpleName),
   heartbeatPort: v.optional(integer(1, 65535, 'a port')),
   timings: v.optional(TimingsSchema),
 });
@@ -85,6 +86,7 @@ export function salvageControlPlaneEndpoint(input: unknown): ResolvableControlPl
     healthURL: validOrUndefined(ControlPlaneEndpointSchema.entries.healthURL, r.healthURL),
     healthCheck: validOrUndefined(HealthCheckSchema, r.healthCheck),
     hosts: Array.isArray(r.hosts) ? r.hosts.map((h) => validOrUndefined(HostSchema, h) ?? null) : undefined,
+    preferredHost: validOrUndefined(ControlPlaneEndpointSchema.entries.preferredHost, r.preferredHost),
     heartbeatPort: validOrUndefined(ControlPlaneEndpointSchema.entries.heartbeatPort, r.heartbeatPort),
     timings: validOrUndefined(TimingsSchema, r.timings),
   };

@@ -39,6 +39,15 @@ describe('controlPlaneEndpoint', () => {
     expect(r.config.timings).toEqual(DEFAULT_VIP_TIMINGS);
     expect([...r.config.hosts]).toEqual([['cp1', '198.51.100.11'], ['cp2', '198.51.100.12'], ['cp3', '2001:db8::13']]);
     expect(r.config.interfaces).toBeUndefined();
+    expect(r.config.preferredHost).toBeUndefined();
+  });
+
+  test('preferredHost: one of the hosts, named when it is not', () => {
+    const r = loadVipConfig(`${GOOD}  preferredHost: cp2\n`);
+    if (!r.ok) throw new Error(JSON.stringify(r.errors));
+    expect(r.config.preferredHost).toBe('cp2');
+    expect(errors(`${GOOD}  preferredHost: cp9\n`)).toEqual(['8: controlPlaneEndpoint.preferredHost: "cp9" is not in hosts (cp1, cp2, cp3): name one of them, or leave it out (a healthy holder keeps the VIP)']);
+    expect(errors(`${GOOD}  preferredHost: "a b"\n`).join('\n')).toContain('controlPlaneEndpoint.preferredHost');
   });
 
   test('timings, interfaces, URL and port are read', () => {
