@@ -1,0 +1,92 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import type { V1Node } from '@kubernetes/client-node';
+import { NODES, ResourceClient } from '../../src/kube/resources.ts';
+import { createLoadBalancer, createNamespace, deployEcho, loadBalancerAddress, podsReady, SERVICE_PORT } from '../harness/echo-workload.ts';
+import { eventually } from '../harness/eventually.ts';
+import { CLUSTER_CIDR, NODE_CIDR_MASK, RealCluster } from '../harness/real-cluster.ts';
+
+/**
+ * edge-ccm meets real kubelets, containerd, kube-proxy and pods (issue 35): three real nodes in
+ * network namespaces (test/harness/real-cluster.ts), brought up once for the file. edge-ccm (the
+ * compiled binary, static provider) initialises the Nodes the kubelets register, hands out their
+ * pod CIDRs, assigns a load-balancer address, and its speakers answer ARP for it: a client on the
+ * switch reaches the pods of a Deployment through that address, kube-proxy's rules doing the rest.
+ */
+const NS = 'web';
+const APP = 'echo';
+const REPLICAS = 3;
+/** The kubelet's own taint with --cloud-provider=external, removed by edge-ccm's node controller. */
+const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
+
+let cluster: RealCluster;
+let nodes: ResourceClient<V1Node>;
+
+beforeAll(async () => {
+  cluster = await RealCluster.start({ nodes: 3 });
+  nodes = new ResourceClient<V1Node>(cluster.admin, NODES);
+}, 400_000);
+
+afterAll(async () => {
+  await cluster?.stop();
+}, 120_000);
+
+const explain = () => cluster.logs();
+
+describe('node initialisation from real kubelets', () => {
+  test('each Node the kubelet registered loses the uninitialized taint and gets its providerID, labels and addresses (--node-ip honoured), a pod CIDR, and turns Ready', async () => {
+    for (const n of cluster.nodes) {
+      const node = await eventually(`node ${n.name} initialised and Ready`, async () => {
+        const got = await nodes.get(n.name);
+        const tainted = (got.spec?.taints ?? []).some((t) => t.key === UNINITIALIZED);
+        const ready = got.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
+        return !tainted && ready && got.spec?.podCIDR ? got : undefined;
+      }, { timeoutMs: 120_000, intervalMs: 250, explain });
+      expect(node.spec!.providerID).toBe(`static://${n.machineId}`);
+      expect(node.metadata!.labels).toMatchObject({
+        'node.kubernetes.io/instance-type': 'netns',
+        'topology.kubernetes.io/zone': 'lab-1',
+        'topology.kubernetes.io/region': 'one-machine',
+        'kubernetes.io/hostname': n.name,
+      });
+      // The inventory's InternalIP, which is the kubelet's --node-ip, and the kubelet's Hostname.
+      expect(node.status!.addresses).toEqual([{ type: 'InternalIP', address: n.ip }, { type: 'Hostname', address: n.name }]);
+      expect(node.metadata!.annotations?.['alpha.kubernetes.io/provided-node-ip']).toBe(n.ip);
+      const [base, bits] = node.spec!.podCIDR!.split('/');
+      expect(Number(bits)).toBe(NODE_CIDR_MASK);
+      expect(inCidr(base!, CLUSTER_CIDR)).toBe(true);
+    }
+  }, 180_000);
+});
+
+describe('traffic', () => {
+  test('a client on the switch reaches the pods of a Deployment through its LoadBalancer address, answered by ARP from one node', async () => {
+    await cluster.routePodCidrs();
+    await createNamespace(cluster.admin, NS);
+    await deployEcho(cluster.admin, NS, APP, REPLICAS);
+    await createLoadBalancer(cluster.admin, NS, APP);
+    const address = await loadBalancerAddress(cluster.admin, NS, APP, explain);
+    const pods = await podsReady(cluster.admin, NS, APP, REPLICAS, explain);
+
+    // Requests until every pod has answered: kube-proxy spreads them over the three.
+    const answeredBy = new Set<string>();
+    await eventually(`every pod answering through ${address}`, async () => {
+      const body = await cluster.fetchFromClient(address, SERVICE_PORT);
+      const pod = body?.split(' ')[0];
+      if (pod) answeredBy.add(pod);
+      return answeredBy.size === pods.size;
+    }, { timeoutMs: 60_000, intervalMs: 100, explain: () => `answered by ${[...answeredBy].join(', ') || 'none'}; pods ${[...pods.keys()].join(', ')}\n${cluster.logs()}` });
+    expect([...answeredBy].sort()).toEqual([...pods.keys()].sort());
+
+    // The client learnt the address by ARP: one node's MAC, the one the speakers elected.
+    const neighbour = await cluster.lab.ip('client', 'neigh', 'show', address, 'dev', 'eth0');
+    const mac = /lladdr ([0-9a-f:]{17})/.exec(neighbour)?.[1];
+    expect(cluster.nodes.map((n) => n.mac)).toContain(mac!);
+  }, 240_000);
+});
+
+function inCidr(address: string, cidr: string): boolean {
+  const toInt = (a: string) => a.split('.').reduce((acc, o) => acc * 256 + Number(o), 0);
+  const [base, bits] = cidr.split('/');
+  const size = 2 ** (32 - Number(bits));
+  return Math.floor(toInt(address) / size) === Math.floor(toInt(base!) / size);
+}

@@ -1,0 +1,300 @@
+import { randomBytes } from 'node:crypto';
+import { appendFileSync, existsSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { V1Node } from '@kubernetes/client-node';
+import { NODES, ResourceClient } from '../../src/kube/resources.ts';
+import type { KubeTransport } from '../../src/kube/transport.ts';
+import { ApiBridge } from './api-bridge.ts';
+import { clusterBinaries } from './binaries.ts';
+import { CcmProcess } from './ccm-process.ts';
+import { startControlPlane, type ControlPlane } from './control-plane.ts';
+import { eventually } from './eventually.ts';
+import { transportFor } from './kubeconfig.ts';
+import { mustRun, NetnsLab, requireTools, runCommand } from './netns.ts';
+import { DIR_CLEANUP_SCRIPT, LoggedProcess } from './processes.ts';
+import { killCgroupTreeCommand, RealNode } from './real-node.ts';
+
+/**
+ * A Kubernetes cluster of real nodes on one machine, for the end-to-end tests and the demo's
+ * cluster scenario (issue 35): etcd, kube-apiserver, kube-controller-manager and kube-scheduler
+ * on the machine's loopback (harness/control-plane.ts), edge-ccm (the compiled binary, static
+ * provider, its node IPAM handing out the pod CIDRs), and N nodes (harness/real-node.ts), each in
+ * its own network namespace on one switch, each with an edge-ccm speaker (L2):
+ *
+ *   client 198.51.100.99 ---[sw: bridge lan]--- n1 198.51.100.11, n2 .12, n3 .13
+ *                                    (router 198.51.100.1 reserved for BGP)
+ *
+ * Address plan (documentation ranges only; nothing in the machine's own namespace):
+ * - nodes, client, router, load-balancer pool 198.51.100.200-.209: 198.51.100.0/24 on the switch;
+ * - Service ClusterIPs 203.0.113.0/25 and pod CIDRs 203.0.113.128/25 (a /27 per node, from
+ *   edge-ccm's node IPAM): inside the node namespaces only (kube-proxy's rules, the CNI bridge),
+ *   each node routing the others' pod CIDRs via their InternalIP.
+ * The nodes reach the API server through harness/api-bridge.ts (a forwarder on each node's
+ * loopback): nothing is routed in or out of the lab.
+ */
+
+const ROOT = resolve(import.meta.dir, '../..');
+const EDGE_CCM = join(ROOT, 'dist/edge-ccm');
+
+export const SERVICE_CIDR = '203.0.113.0/25';
+export const CLUSTER_CIDR = '203.0.113.128/25';
+export const NODE_CIDR_MASK = 27;
+export const LB_POOL = ['198.51.100.200', '198.51.100.209'] as const;
+export const CLIENT_IP = '198.51.100.99';
+export const ROUTER_IP = '198.51.100.1';
+export const HTTP_ECHO_IMAGE = 'edge-ccm.local/http-echo:1';
+export const PAUSE_IMAGE = 'edge-ccm.local/pause:1';
+
+export const CLUSTER_TOOLS = {
+  '/usr/sbin/ip': 'iproute2',
+  '/usr/bin/curl': 'curl',
+  '/usr/bin/containerd': 'containerd',
+  '/usr/bin/ctr': 'containerd',
+  '/usr/sbin/runc': 'runc',
+  '/usr/lib/cni/bridge': 'containernetworking-plugins',
+  '/usr/sbin/iptables': 'iptables',
+  '/usr/sbin/conntrack': 'conntrack',
+  '/usr/bin/nsenter': 'util-linux',
+};
+
+export interface ClusterNode {
+  name: string;
+  role: string;
+  ip: string;
+  mac: string;
+  /** The edge-ccm machine id; its providerID is static://ID. */
+  machineId: string;
+}
+
+export interface RealClusterOptions {
+  nodes?: number;
+  /** Start edge-ccm (default true): a test sees what happens without it first. */
+  edgeCcm?: boolean;
+  /** Prefix of every log line of progress (the demo prints them). */
+  progress?: (line: string) => void;
+}
+
+/** The pod images (scripts/build-pod-images.sh), built on demand: a few seconds, cached. */
+async function podImageTars(): Promise<{ pause: string; httpEcho: string }> {
+  const dir = (await mustRun(['bash', join(ROOT, 'scripts/build-pod-images.sh')], 300_000)).trim().split('\n').at(-1)!;
+  const tars = { pause: join(dir, 'pause.tar'), httpEcho: join(dir, 'http-echo.tar') };
+  for (const t of Object.values(tars)) if (!existsSync(t)) throw new Error(`scripts/build-pod-images.sh left no ${t}`);
+  return tars;
+}
+
+export class RealCluster {
+  readonly nodes: ClusterNode[];
+  readonly realNodes = new Map<string, RealNode>();
+  readonly speakers = new Map<string, LoggedProcess>();
+  readonly controlProcesses: LoggedProcess[] = [];
+  admin!: KubeTransport;
+  cp!: ControlPlane;
+  lab!: NetnsLab;
+  ccm?: CcmProcess;
+  private bridge?: ApiBridge;
+  private cgroupTop: string;
+  readonly configPath: string;
+  private readonly say: (line: string) => void;
+
+  private constructor(private readonly opts: RealClusterOptions) {
+    const count = opts.nodes ?? 1;
+    this.nodes = Array.from({ length: count }, (_, i) => ({
+      name: `n${i + 1}`,
+      role: `n${i + 1}`,
+      ip: `198.51.100.${11 + i}`,
+      mac: `02:00:5e:03:00:${(0x11 + i).toString(16)}`,
+      machineId: `machine-${i + 1}`,
+    }));
+    this.cgroupTop = `edge-ccm-rc-${process.pid.toString(36)}${randomBytes(2).toString('hex')}`;
+    this.configPath = '';
+    this.say = opts.progress ?? (() => undefined);
+  }
+
+  /** Everything up; on a failure everything started so far is stopped before the error is thrown. */
+  static async start(opts: RealClusterOptions = {}): Promise<RealCluster> {
+    const binaries = clusterBinaries();
+    requireTools(CLUSTER_TOOLS, 'bash scripts/install.sh');
+    if (!existsSync(EDGE_CCM)) throw new Error(`${EDGE_CCM} is missing: run \`bun run build\` first`);
+    const cluster = new RealCluster(opts);
+    try {
+      await cluster.up(binaries);
+    } catch (e) {
+      await cluster.stop();
+      throw e;
+    }
+    return cluster;
+  }
+
+  private async up(binaries: ReturnType<typeof clusterBinaries>): Promise<void> {
+    const images = await podImageTars();
+    this.say('control plane: etcd, kube-apiserver');
+    this.cp = await startControlPlane({
+      extraApiServerFlags: [
+        `--service-cluster-ip-range=${SERVICE_CIDR}`,
+        // The kubelets' serving certificates name their InternalIP: reach them by it.
+        '--kubelet-preferred-address-types=InternalIP,Hostname',
+      ],
+    });
+    this.admin = transportFor(this.cp.adminKubeconfig);
+    this.lab = NetnsLab.create('rc');
+    // The nodes' cgroups live under one top cgroup: whatever is left in it is killed and it is removed with the lab.
+    appendFileSync(join(this.lab.dir, DIR_CLEANUP_SCRIPT), `${killCgroupTreeCommand(this.cgroupTop)}\n`);
+    (this as { configPath: string }).configPath = join(this.lab.dir, 'cloud-config.yaml');
+    await this.wire();
+    this.bridge = await ApiBridge.start(this.lab, this.cp.server);
+    for (const n of this.nodes) await this.bridge.into(this.lab, n.role);
+
+    this.say('control plane: kube-controller-manager, kube-scheduler');
+    const pki = join(this.cp.dir, 'pki');
+    this.controlProcesses.push(LoggedProcess.spawn('kube-controller-manager', [
+      binaries['kube-controller-manager'],
+      `--kubeconfig=${this.cp.adminKubeconfig}`,
+      '--leader-elect=false',
+      '--secure-port=0',
+      `--root-ca-file=${this.cp.caFile}`,
+      `--service-account-private-key-file=${join(pki, 'service-account.key')}`,
+      `--service-cluster-ip-range=${SERVICE_CIDR}`,
+      // Node IPAM is edge-ccm's here (the cloud provider's allocator, as on bare metal).
+      '--controllers=*,-nodeipam',
+      '--node-monitor-grace-period=20s',
+      '--v=1',
+    ], this.lab.dir));
+    this.controlProcesses.push(LoggedProcess.spawn('kube-scheduler', [
+      binaries['kube-scheduler'], `--kubeconfig=${this.cp.adminKubeconfig}`, '--leader-elect=false', '--secure-port=0', '--v=1',
+    ], this.lab.dir));
+
+    writeFileSync(this.configPath, this.cloudConfig());
+    if (this.opts.edgeCcm !== false) this.startEdgeCcm();
+
+    this.say(`nodes: ${this.nodes.map((n) => `${n.name} (${n.ip})`).join(', ')}: containerd, kubelet, kube-proxy`);
+    const started = await Promise.all(this.nodes.map(async (n) => {
+      const kubeletKubeconfig = await this.cp.clientCertKubeconfig(`system:node:${n.name}`, ['system:nodes']);
+      const proxyKubeconfig = await this.cp.clientCertKubeconfig('system:kube-proxy');
+      return RealNode.start(this.lab, { name: n.name, role: n.role, ip: n.ip }, {
+        binaries, kubeletKubeconfig, proxyKubeconfig, caFile: this.cp.caFile,
+        imageTars: [images.pause, images.httpEcho], pauseImage: PAUSE_IMAGE,
+        cgroupTop: this.cgroupTop, clusterCidr: CLUSTER_CIDR,
+      });
+    }));
+    for (const r of started) this.realNodes.set(r.spec.name, r);
+    const nodes = new ResourceClient<V1Node>(this.admin, NODES);
+    await eventually('every kubelet registered its Node', async () => {
+      const names = new Set((await nodes.list()).items.map((n) => n.metadata!.name!));
+      return this.nodes.every((n) => names.has(n.name));
+    }, { timeoutMs: 120_000, explain: () => this.logs() });
+    await this.startSpeakers();
+  }
+
+  /** The switch, the client, each node's link, its service-CIDR route; the router namespace for BGP. */
+  private async wire(): Promise<void> {
+    const lab = this.lab;
+    await lab.addNamespace('sw');
+    await lab.addBridge('sw', 'lan');
+    for (const h of [...this.nodes.map((n) => ({ role: n.role, ip: n.ip, mac: n.mac })), { role: 'client', ip: CLIENT_IP, mac: '02:00:5e:03:00:99' }]) {
+      await lab.addNamespace(h.role);
+      await lab.addVeth({ from: 'sw', fromName: `${h.role}-lan`, to: h.role, toName: 'eth0', bridge: 'lan', mac: h.mac });
+      await lab.ip(h.role, 'addr', 'add', `${h.ip}/24`, 'dev', 'eth0');
+    }
+    for (const n of this.nodes) {
+      await lab.sysctl(n.role, { 'net.ipv4.ip_forward': 1 });
+      // A node's own connections to a ClusterIP need a route before kube-proxy's DNAT applies.
+      await lab.ip(n.role, 'route', 'add', SERVICE_CIDR, 'dev', 'eth0');
+    }
+  }
+
+  cloudConfig(): string {
+    const machines = this.nodes.map((n) => `    - id: ${n.machineId}
+      nodeName: ${n.name}
+      addresses:
+        - { type: InternalIP, address: ${n.ip} }`).join('\n');
+    return `# written by test/harness/real-cluster.ts
+inventory:
+  defaults:
+    region: one-machine
+    instanceType: netns
+  sites:
+    lab:
+      zone: lab-1
+  machines:
+${machines.replaceAll('      nodeName', '      site: lab\n      nodeName')}
+loadBalancer:
+  pools:
+    - name: lan
+      addresses: [${LB_POOL[0]}-${LB_POOL[1]}]
+      announce: l2
+`;
+  }
+
+  /** edge-ccm, the compiled binary as users run it: static provider, node IPAM on. */
+  startEdgeCcm(): CcmProcess {
+    this.say('edge-ccm: static provider, node IPAM');
+    this.ccm = CcmProcess.binary([
+      '--cloud-provider=static', `--cloud-config=${this.configPath}`, `--kubeconfig=${this.cp.adminKubeconfig}`,
+      '--secure-port=0', '--leader-elect=false',
+      '--controllers=*,node-ipam-controller', '--allocate-node-cidrs', `--cluster-cidr=${CLUSTER_CIDR}`, `--node-cidr-mask-size=${NODE_CIDR_MASK}`,
+      '--configure-cloud-routes=false',
+    ]);
+    return this.ccm;
+  }
+
+  private async startSpeakers(): Promise<void> {
+    const keyPath = join(this.lab.dir, 'liveness.key');
+    writeFileSync(keyPath, randomBytes(32).toString('hex'), { mode: 0o600 });
+    for (const n of this.nodes) {
+      this.speakers.set(n.name, this.lab.spawnLogged(n.role, `speaker-${n.role}`, [
+        EDGE_CCM, 'speaker', `--node-name=${n.name}`, `--cloud-config=${this.configPath}`,
+        `--kubeconfig=${this.cp.adminKubeconfig}`, `--liveness-key-file=${keyPath}`,
+      ]));
+    }
+  }
+
+  /**
+   * Routes each node's pod CIDR via its InternalIP in every other node (what a router learning
+   * them would do); waits until every Node has one.
+   */
+  async routePodCidrs(): Promise<void> {
+    const nodes = new ResourceClient<V1Node>(this.admin, NODES);
+    const cidrs = await eventually('every Node given a pod CIDR', async () => {
+      const list = (await nodes.list()).items;
+      const byName = new Map(list.map((n) => [n.metadata!.name!, n.spec?.podCIDR]));
+      return this.nodes.every((n) => byName.get(n.name)) ? byName : undefined;
+    }, { timeoutMs: 60_000, explain: () => this.ccm?.logs().slice(-3000) ?? '' });
+    for (const n of this.nodes) {
+      for (const other of this.nodes) {
+        if (other === n) continue;
+        await this.lab.ip(n.role, 'route', 'replace', cidrs.get(other.name)!, 'via', other.ip, 'dev', 'eth0');
+      }
+    }
+  }
+
+  /** `kubectl` as admin, run to its end; its output. */
+  kubectl(args: string[], timeoutMs = 60_000): Promise<string> {
+    return mustRun([clusterBinaries().kubectl, `--kubeconfig=${this.cp.adminKubeconfig}`, ...args], timeoutMs);
+  }
+
+  /** One HTTP request from the client namespace: the answer's body, or undefined on failure. */
+  async fetchFromClient(address: string, port: number, timeoutSeconds = 2): Promise<string | undefined> {
+    const r = await runCommand(['ip', 'netns', 'exec', this.lab.ns('client'), 'curl', '-s', '--max-time', String(timeoutSeconds), `http://${address}:${port}/`]);
+    return r.code === 0 ? r.stdout.trim() : undefined;
+  }
+
+  /** The last lines of every process's log, for a failure's message. */
+  logs(lines = 25): string {
+    const parts = [...this.realNodes.values()].map((n) => n.logs(lines));
+    for (const p of this.controlProcesses) parts.push(`--- ${p.name} (${p.logPath}):\n${p.logTail(lines)}`);
+    for (const [name, s] of this.speakers) parts.push(`--- speaker ${name}:\n${s.logTail(lines)}`);
+    if (this.ccm) parts.push(`--- edge-ccm:\n${this.ccm.logs().split('\n').slice(-lines).join('\n')}`);
+    return parts.join('\n');
+  }
+
+  /** Stops everything, each process by its pid; removes namespaces, cgroups, mounts (with their namespaces) and dirs. */
+  async stop(): Promise<void> {
+    for (const s of this.speakers.values()) await s.kill();
+    await this.ccm?.stop('SIGKILL');
+    await Promise.all([...this.realNodes.values()].map((n) => n.stop()));
+    for (const p of this.controlProcesses) await p.kill();
+    await this.bridge?.stop();
+    await this.lab?.destroy();
+    await this.cp?.stop();
+  }
+}
