@@ -9,10 +9,8 @@
 #   systemd boots in), systemd-nspawn (systemd-container) boots that root
 #   (test/integration/systemd-boot);
 #   qemu-aarch64-static (qemu-user-static) with the arm64 loader and libc (libc6:arm64, after
-#   `dpkg --add-architecture arm64`) runs dist/edge-ccm-linux-arm64 (test/integration/arm64-qemu);
-#   containerd, runc, the CNI plugins (containernetworking-plugins: bridge, host-local, loopback,
-#   portmap), conntrack and iptables run the real nodes of test/e2e/real-cluster.test.ts (each
-#   started by hand inside its node's namespaces: no containerd service is started).
+#   `dpkg --add-architecture arm64`) runs dist/edge-ccm-linux-arm64 (test/integration/arm64-qemu).
+# What the real cluster's nodes run (install-cluster-tools.sh: containerd, runc, the CNI plugins...).
 # And promtool, built from its Go module (no release download) into ~/.cache/edge-ccm/promtool-*,
 # which checks and unit-tests docs/observability/edge-ccm.rules.yaml.
 # Needs root and apt-get for the packages, Go for promtool; prints what it could not install and
@@ -29,8 +27,6 @@ declare -A package_for=(
   [systemd-analyze]=systemd [unshare]=util-linux [chroot]=coreutils [ldd]=libc-bin [readelf]=binutils
   [podman]=podman [/usr/sbin/runc]=runc [mmdebstrap]=mmdebstrap [systemd-nspawn]=systemd-container
   [qemu-aarch64-static]=qemu-user-static [/lib/ld-linux-aarch64.so.1]=libc6:arm64
-  [/usr/bin/containerd]=containerd [/usr/bin/ctr]=containerd [/usr/lib/cni/bridge]=containernetworking-plugins
-  [/usr/sbin/conntrack]=conntrack [/usr/sbin/iptables]=iptables
 )
 declare -A wanted=()
 for tool in "${!package_for[@]}"; do
@@ -42,6 +38,8 @@ if [ ${#wanted[@]} -gt 0 ]; then
   # systemd and systemd-container for their tools only: nothing here boots the host's systemd.
   apt_install install-test-deps "${!wanted[@]}"
 fi
+
+bash "$root/scripts/install-cluster-tools.sh"
 
 if [ ! -x "$PROMTOOL" ]; then
   command -v go >/dev/null || { echo "install-test-deps: go is required to build promtool (install the Go toolchain)" >&2; exit 1; }
