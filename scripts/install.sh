@@ -10,20 +10,28 @@
 #                                    promtool and helm (install-test-deps.sh), the routing daemons
 #                                    and L2 tools (install-network-tools.sh), the aarch64 Bun
 #                                    runtime for the arm64 build (scripts/test.sh runs this)
+#   bash scripts/install.sh --demo-cluster
+#                                    what `demo.sh --scenario cluster` runs: --demo's, the real
+#                                    cluster's commands and its Debian packages (install-cluster-tools.sh)
 # EDGE_CCM_STEP_TOTAL: the caller's number of steps, when these are its first ones (demo.sh).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 . "$root/scripts/lib.sh"
 
 demo_only=false
+demo_cluster=false
 case "${1:-}" in
   '') ;;
   --demo) demo_only=true ;;
-  *) echo "usage: $0 [--demo]" >&2; exit 2 ;;
+  --demo-cluster) demo_cluster=true ;;
+  *) echo "usage: $0 [--demo|--demo-cluster]" >&2; exit 2 ;;
 esac
 # The test command also builds the real cluster's commands: one step each (build-control-plane.sh cluster).
 cluster_steps=5
-total=${EDGE_CCM_STEP_TOTAL:-$($demo_only && echo 4 || echo $((7 + cluster_steps)))}
+if $demo_only; then total=${EDGE_CCM_STEP_TOTAL:-4}
+elif $demo_cluster; then total=${EDGE_CCM_STEP_TOTAL:-$((5 + cluster_steps))}
+else total=${EDGE_CCM_STEP_TOTAL:-$((7 + cluster_steps))}
+fi
 
 if bun_ready; then step_say 1 "$total" "Bun $BUN_VERSION: installed already ($BUN)"
 else step_run 1 "$total" "installing Bun $BUN_VERSION from the npm registry, verified against its pinned sha512" "$EDGE_CCM_LOG_DIR/install-bun.log" ensure_bun
@@ -36,6 +44,11 @@ if $demo_only; then
   exit 0
 fi
 EDGE_CCM_STEP_FIRST=3 EDGE_CCM_STEP_TOTAL="$total" bash "$root/scripts/build-control-plane.sh" cluster >/dev/null
+if $demo_cluster; then
+  step_run $((5 + cluster_steps)) "$total" "the real cluster's Debian packages: containerd, runc, CNI plugins, conntrack, iptables" \
+    "$EDGE_CCM_LOG_DIR/install-cluster-tools.log" bash "$root/scripts/install-cluster-tools.sh"
+  exit 0
+fi
 
 step=$((5 + cluster_steps))
 step_run "$step" "$total" "the tests' tools: Debian packages (podman, qemu, systemd tools...), promtool and helm built from their Go modules" \
