@@ -153,6 +153,9 @@ export class RealCluster {
       '--secure-port=0',
       `--root-ca-file=${this.cp.caFile}`,
       `--service-account-private-key-file=${join(pki, 'service-account.key')}`,
+      // Signs the kubelets' serving certificates once a CSR is approved (serverTLSBootstrap).
+      `--cluster-signing-cert-file=${join(pki, 'ca.crt')}`,
+      `--cluster-signing-key-file=${join(pki, 'ca.key')}`,
       `--service-cluster-ip-range=${SERVICE_CIDR}`,
       // Node IPAM is edge-ccm's here (the cloud provider's allocator, as on bare metal).
       '--controllers=*,-nodeipam',
