@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import type { V1Node } from '@kubernetes/client-node';
-import { NODES, ResourceClient } from '../../src/kube/resources.ts';
+import type { V1CertificateSigningRequest, V1Node } from '@kubernetes/client-node';
+import { CERTIFICATE_SIGNING_REQUESTS, NODES, ResourceClient } from '../../src/kube/resources.ts';
+import { createSigningRequest } from '../harness/certs.ts';
+import { transportFor } from '../harness/kubeconfig.ts';
 import { createLoadBalancer, createNamespace, deployEcho, loadBalancerAddress, podsReady, SERVICE_PORT } from '../harness/echo-workload.ts';
 import { eventually } from '../harness/eventually.ts';
 import { CLUSTER_CIDR, NODE_CIDR_MASK, RealCluster } from '../harness/real-cluster.ts';
@@ -20,10 +22,12 @@ const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 
 let cluster: RealCluster;
 let nodes: ResourceClient<V1Node>;
+let csrs: ResourceClient<V1CertificateSigningRequest>;
 
 beforeAll(async () => {
   cluster = await RealCluster.start({ nodes: 3 });
   nodes = new ResourceClient<V1Node>(cluster.admin, NODES);
+  csrs = new ResourceClient<V1CertificateSigningRequest>(cluster.admin, CERTIFICATE_SIGNING_REQUESTS);
 }, 400_000);
 
 afterAll(async () => {
@@ -82,6 +86,43 @@ describe('traffic', () => {
     const mac = /lladdr ([0-9a-f:]{17})/.exec(neighbour)?.[1];
     expect(cluster.nodes.map((n) => n.mac)).toContain(mac!);
   }, 240_000);
+});
+
+describe('kubelet serving certificates', () => {
+  test("each kubelet's serving-certificate request is approved by edge-ccm and signed; the API server, checking them against the cluster CA, serves kubectl logs and exec", async () => {
+    for (const n of cluster.nodes) {
+      const csr = await eventually(`${n.name}'s serving certificate issued`, async () => {
+        const list = (await csrs.list()).items.filter((c) => c.spec.signerName === 'kubernetes.io/kubelet-serving' && c.spec.username === `system:node:${n.name}`);
+        return list.find((c) => c.status?.certificate);
+      }, { timeoutMs: 60_000, explain });
+      const approved = csr.status!.conditions!.find((c) => c.type === 'Approved');
+      expect(approved?.status).toBe('True');
+      expect(approved?.reason).toBe('EdgeCCMApproved');
+    }
+    const pods = await podsReady(cluster.admin, NS, APP, REPLICAS, explain);
+    for (const pod of pods.keys()) {
+      expect(await cluster.kubectl(['-n', NS, 'logs', pod])).toContain(`http-echo ${pod} listening on :8080`);
+      expect((await cluster.kubectl(['-n', NS, 'exec', pod, '--', '/http-echo', 'hostname'])).trim()).toBe(pod);
+    }
+  }, 120_000);
+
+  test("a kubelet asking for another node's address is denied", async () => {
+    const [n1, n2] = cluster.nodes;
+    const { csrPem } = await createSigningRequest(cluster.lab.dir, 'n1-steals-n2', {
+      commonName: `system:node:${n1!.name}`, organizations: ['system:nodes'], dnsNames: [n1!.name], ipAddresses: [n1!.ip, n2!.ip],
+    });
+    const asNode = new ResourceClient<V1CertificateSigningRequest>(transportFor(cluster.nodeKubeconfigs.get(n1!.name)!), CERTIFICATE_SIGNING_REQUESTS);
+    await asNode.create({
+      apiVersion: 'certificates.k8s.io/v1',
+      kind: 'CertificateSigningRequest',
+      metadata: { name: 'n1-steals-n2' },
+      spec: { request: Buffer.from(csrPem).toString('base64'), signerName: 'kubernetes.io/kubelet-serving', usages: ['digital signature', 'server auth'] },
+    });
+    const denied = await eventually('the crafted request decided', async () => (await csrs.get('n1-steals-n2')).status?.conditions?.find((c) => c.type === 'Denied' || c.type === 'Approved'), { timeoutMs: 30_000, explain });
+    expect(denied.type).toBe('Denied');
+    expect(denied.reason).toBe('IPNotOfNode');
+    expect(denied.message).toContain(n2!.ip);
+  }, 60_000);
 });
 
 function inCidr(address: string, cidr: string): boolean {

@@ -6,6 +6,7 @@ import { NODES, ResourceClient } from '../../src/kube/resources.ts';
 import type { KubeTransport } from '../../src/kube/transport.ts';
 import { ApiBridge } from './api-bridge.ts';
 import { clusterBinaries } from './binaries.ts';
+import { issueCertificate } from './certs.ts';
 import { CcmProcess } from './ccm-process.ts';
 import { startControlPlane, type ControlPlane } from './control-plane.ts';
 import { eventually } from './eventually.ts';
@@ -22,7 +23,12 @@ import { killCgroupTreeCommand, RealNode } from './real-node.ts';
  * its own network namespace on one switch, each with an edge-ccm speaker (L2):
  *
  *   client 198.51.100.99 ---[sw: bridge lan]--- n1 198.51.100.11, n2 .12, n3 .13
- *                                    (router 198.51.100.1 reserved for BGP)
+ *   apiproxy 198.51.100.2 ------'    (router 198.51.100.1 reserved for BGP)
+ *
+ * The API server reaches the kubelets (logs, exec) through apiproxy: its egress selector sends
+ * them to a CONNECT proxy on a Unix socket, running in that namespace. The kubelets serve with
+ * certificates from the cluster CA (serverTLSBootstrap), approved by edge-ccm, checked by the API
+ * server (--kubelet-certificate-authority).
  *
  * Address plan (documentation ranges only; nothing in the machine's own namespace):
  * - nodes, client, router, load-balancer pool 198.51.100.200-.209: 198.51.100.0/24 on the switch;
@@ -35,6 +41,7 @@ import { killCgroupTreeCommand, RealNode } from './real-node.ts';
 
 const ROOT = resolve(import.meta.dir, '../..');
 const EDGE_CCM = join(ROOT, 'dist/edge-ccm');
+const CONNECT_PROXY = join(ROOT, 'test/fakes/connect-proxy-main.ts');
 
 export const SERVICE_CIDR = '203.0.113.0/25';
 export const CLUSTER_CIDR = '203.0.113.128/25';
@@ -42,6 +49,8 @@ export const NODE_CIDR_MASK = 27;
 export const LB_POOL = ['198.51.100.200', '198.51.100.209'] as const;
 export const CLIENT_IP = '198.51.100.99';
 export const ROUTER_IP = '198.51.100.1';
+/** The API server's leg in the lab: the CONNECT proxy it reaches the kubelets through. */
+export const API_PROXY_IP = '198.51.100.2';
 export const HTTP_ECHO_IMAGE = 'edge-ccm.local/http-echo:1';
 export const PAUSE_IMAGE = 'edge-ccm.local/pause:1';
 
@@ -87,6 +96,8 @@ export class RealCluster {
   readonly realNodes = new Map<string, RealNode>();
   readonly speakers = new Map<string, LoggedProcess>();
   readonly controlProcesses: LoggedProcess[] = [];
+  /** Each kubelet's kubeconfig (client certificate system:node:NAME), by node name. */
+  readonly nodeKubeconfigs = new Map<string, string>();
   admin!: KubeTransport;
   cp!: ControlPlane;
   lab!: NetnsLab;
@@ -127,20 +138,45 @@ export class RealCluster {
 
   private async up(binaries: ReturnType<typeof clusterBinaries>): Promise<void> {
     const images = await podImageTars();
-    this.say('control plane: etcd, kube-apiserver');
-    this.cp = await startControlPlane({
-      extraApiServerFlags: [
-        `--service-cluster-ip-range=${SERVICE_CIDR}`,
-        // The kubelets' serving certificates name their InternalIP: reach them by it.
-        '--kubelet-preferred-address-types=InternalIP,Hostname',
-      ],
-    });
-    this.admin = transportFor(this.cp.adminKubeconfig);
     this.lab = NetnsLab.create('rc');
     // The nodes' cgroups live under one top cgroup: whatever is left in it is killed and it is removed with the lab.
     appendFileSync(join(this.lab.dir, DIR_CLEANUP_SCRIPT), `${killCgroupTreeCommand(this.cgroupTop)}\n`);
     (this as { configPath: string }).configPath = join(this.lab.dir, 'cloud-config.yaml');
     await this.wire();
+    // The API server reaches the kubelets (logs, exec) through a CONNECT proxy inside the lab.
+    const proxySocket = join(this.lab.dir, 'kubelet-proxy.sock');
+    const egressConfig = join(this.lab.dir, 'egress-selector.yaml');
+    writeFileSync(egressConfig, `apiVersion: apiserver.k8s.io/v1beta1
+kind: EgressSelectorConfiguration
+egressSelections:
+  - name: cluster
+    connection:
+      proxyProtocol: HTTPConnect
+      transport:
+        uds:
+          udsName: ${proxySocket}
+`);
+    const proxy = this.lab.spawnLogged('apiproxy', 'kubelet-proxy', [process.execPath, CONNECT_PROXY, proxySocket]);
+    this.controlProcesses.push(proxy);
+    await eventually(`the kubelets' CONNECT proxy (log ${proxy.logPath})`, () => proxy.logTail().includes('listening') || (!proxy.running && Promise.reject(new Error(proxy.logTail()))), 30_000);
+
+    this.say('control plane: etcd, kube-apiserver');
+    this.cp = await startControlPlane({
+      extraApiServerFlags: async ({ ca, dir }) => {
+        // What the API server shows the kubelets (their webhook authorizer lets system:masters in).
+        const client = await issueCertificate(ca, dir, 'apiserver-kubelet-client', { commonName: 'kube-apiserver-kubelet-client', organizations: ['system:masters'], usage: 'client' });
+        return [
+          `--service-cluster-ip-range=${SERVICE_CIDR}`,
+          // The kubelets' serving certificates name their InternalIP: reach them by it, and check them.
+          '--kubelet-preferred-address-types=InternalIP,Hostname',
+          `--kubelet-certificate-authority=${ca.certPath}`,
+          `--kubelet-client-certificate=${client.certPath}`,
+          `--kubelet-client-key=${client.keyPath}`,
+          `--egress-selector-config-file=${egressConfig}`,
+        ];
+      },
+    });
+    this.admin = transportFor(this.cp.adminKubeconfig);
     this.bridge = await ApiBridge.start(this.lab, this.cp.server);
     for (const n of this.nodes) await this.bridge.into(this.lab, n.role);
 
@@ -172,11 +208,14 @@ export class RealCluster {
     this.say(`nodes: ${this.nodes.map((n) => `${n.name} (${n.ip})`).join(', ')}: containerd, kubelet, kube-proxy`);
     const started = await Promise.all(this.nodes.map(async (n) => {
       const kubeletKubeconfig = await this.cp.clientCertKubeconfig(`system:node:${n.name}`, ['system:nodes']);
+      this.nodeKubeconfigs.set(n.name, kubeletKubeconfig);
       const proxyKubeconfig = await this.cp.clientCertKubeconfig('system:kube-proxy');
       return RealNode.start(this.lab, { name: n.name, role: n.role, ip: n.ip }, {
         binaries, kubeletKubeconfig, proxyKubeconfig, caFile: this.cp.caFile,
         imageTars: [images.pause, images.httpEcho], pauseImage: PAUSE_IMAGE,
         cgroupTop: this.cgroupTop, clusterCidr: CLUSTER_CIDR,
+        // Serving certificates from the cluster CA, approved by edge-ccm's node-csr-approval.
+        kubeletConfig: { serverTLSBootstrap: true },
       });
     }));
     for (const r of started) this.realNodes.set(r.spec.name, r);
@@ -193,7 +232,12 @@ export class RealCluster {
     const lab = this.lab;
     await lab.addNamespace('sw');
     await lab.addBridge('sw', 'lan');
-    for (const h of [...this.nodes.map((n) => ({ role: n.role, ip: n.ip, mac: n.mac })), { role: 'client', ip: CLIENT_IP, mac: '02:00:5e:03:00:99' }]) {
+    const hosts = [
+      ...this.nodes.map((n) => ({ role: n.role, ip: n.ip, mac: n.mac })),
+      { role: 'client', ip: CLIENT_IP, mac: '02:00:5e:03:00:99' },
+      { role: 'apiproxy', ip: API_PROXY_IP, mac: '02:00:5e:03:00:02' },
+    ];
+    for (const h of hosts) {
       await lab.addNamespace(h.role);
       await lab.addVeth({ from: 'sw', fromName: `${h.role}-lan`, to: h.role, toName: 'eth0', bridge: 'lan', mac: h.mac });
       await lab.ip(h.role, 'addr', 'add', `${h.ip}/24`, 'dev', 'eth0');
@@ -230,11 +274,11 @@ loadBalancer:
 
   /** edge-ccm, the compiled binary as users run it: static provider, node IPAM on. */
   startEdgeCcm(): CcmProcess {
-    this.say('edge-ccm: static provider, node IPAM');
+    this.say('edge-ccm: static provider, node IPAM, kubelet serving-certificate approval');
     this.ccm = CcmProcess.binary([
       '--cloud-provider=static', `--cloud-config=${this.configPath}`, `--kubeconfig=${this.cp.adminKubeconfig}`,
       '--secure-port=0', '--leader-elect=false',
-      '--controllers=*,node-ipam-controller', '--allocate-node-cidrs', `--cluster-cidr=${CLUSTER_CIDR}`, `--node-cidr-mask-size=${NODE_CIDR_MASK}`,
+      '--controllers=*,node-ipam-controller,node-csr-approval', '--allocate-node-cidrs', `--cluster-cidr=${CLUSTER_CIDR}`, `--node-cidr-mask-size=${NODE_CIDR_MASK}`,
       '--configure-cloud-routes=false',
     ]);
     return this.ccm;

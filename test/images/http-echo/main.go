@@ -1,6 +1,7 @@
 // http-echo: the pod image of the real-cluster tests and demo. Answers every HTTP request with
 // "<pod name> <client address>" on one line, so a test can tell which pod answered and whether
-// the pod saw the client's own address (externalTrafficPolicy: Local). Stdlib only, static.
+// the pod saw the client's own address (externalTrafficPolicy: Local). `http-echo hostname`
+// prints the pod name and exits (for kubectl exec). Stdlib only, static.
 package main
 
 import (
@@ -17,6 +18,10 @@ func main() {
 	name := os.Getenv("POD_NAME")
 	if name == "" {
 		name, _ = os.Hostname()
+	}
+	if len(os.Args) > 1 && os.Args[1] == "hostname" {
+		fmt.Println(name)
+		return
 	}
 	port := os.Getenv("PORT")
 	if port == "" {
