@@ -5,7 +5,7 @@ import { createSigningRequest } from '../harness/certs.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
 import { createLoadBalancer, createNamespace, deployEcho, loadBalancerAddress, podsReady, SERVICE_PORT } from '../harness/echo-workload.ts';
 import { eventually } from '../harness/eventually.ts';
-import { CLUSTER_CIDR, NODE_CIDR_MASK, RealCluster } from '../harness/real-cluster.ts';
+import { BGP_POOL, BGP_POOL_NAME, CLUSTER_CIDR, L2_POOL, NODE_CIDR_MASK, RealCluster } from '../harness/real-cluster.ts';
 
 /**
  * edge-ccm meets real kubelets, containerd, kube-proxy and pods (issue 35): three real nodes in
@@ -17,6 +17,8 @@ import { CLUSTER_CIDR, NODE_CIDR_MASK, RealCluster } from '../harness/real-clust
 const NS = 'web';
 const APP = 'echo';
 const REPLICAS = 3;
+/** The same pods behind a second Service, from the BGP pool. */
+const ROUTED = 'echo-routed';
 /** The kubelet's own taint with --cloud-provider=external, removed by edge-ccm's node controller. */
 const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 
@@ -69,6 +71,7 @@ describe('traffic', () => {
     await deployEcho(cluster.admin, NS, APP, REPLICAS);
     await createLoadBalancer(cluster.admin, NS, APP);
     const address = await loadBalancerAddress(cluster.admin, NS, APP, explain);
+    expect(inRange(address, L2_POOL)).toBe(true);
     const pods = await podsReady(cluster.admin, NS, APP, REPLICAS, explain);
 
     // Requests until every pod has answered: kube-proxy spreads them over the three.
@@ -86,6 +89,29 @@ describe('traffic', () => {
     const mac = /lladdr ([0-9a-f:]{17})/.exec(neighbour)?.[1];
     expect(cluster.nodes.map((n) => n.mac)).toContain(mac!);
   }, 240_000);
+});
+
+describe('traffic by BGP', () => {
+  test('a client behind the router reaches the same pods through an address of the BGP pool: edge-ccm (the leader) announces it with every node as next hop, and the pod CIDRs', async () => {
+    await createLoadBalancer(cluster.admin, NS, ROUTED, { pool: BGP_POOL_NAME, app: APP });
+    const address = await loadBalancerAddress(cluster.admin, NS, ROUTED, explain);
+    expect(inRange(address, BGP_POOL)).toBe(true);
+    const everyNode = cluster.nodes.map((n) => n.ip).sort();
+    await eventually(`the router's route to ${address} via every node`, async () => Bun.deepEquals(await cluster.router.nextHops(address), everyNode),
+      { timeoutMs: 60_000, intervalMs: 250, explain: () => `bird: ${cluster.router.proc.logTail()}\n${explain()}` });
+    const pods = await podsReady(cluster.admin, NS, APP, REPLICAS, explain);
+    const answeredBy = new Set<string>();
+    await eventually(`every pod answering the remote client through ${address}`, async () => {
+      const pod = (await cluster.fetchFromClient(address, SERVICE_PORT, 'remote'))?.split(' ')[0];
+      if (pod) answeredBy.add(pod);
+      return answeredBy.size === pods.size;
+    }, { timeoutMs: 60_000, intervalMs: 100, explain: () => `answered by ${[...answeredBy].join(', ') || 'none'}\n${explain()}` });
+    // The pod CIDRs too, each via its own node (the route controller on BGP).
+    for (const n of cluster.nodes) {
+      const cidr = (await nodes.get(n.name)).spec!.podCIDR!;
+      await eventually(`the router's route to ${n.name}'s pod CIDR ${cidr}`, async () => Bun.deepEquals(await cluster.router.nextHops(cidr), [n.ip]), { timeoutMs: 30_000, explain });
+    }
+  }, 120_000);
 });
 
 describe('kubelet serving certificates', () => {
@@ -125,8 +151,10 @@ describe('kubelet serving certificates', () => {
   }, 60_000);
 });
 
+const toInt = (a: string) => a.split('.').reduce((acc, o) => acc * 256 + Number(o), 0);
+const inRange = (address: string, [first, last]: readonly [string, string]) => toInt(address) >= toInt(first) && toInt(address) <= toInt(last);
+
 function inCidr(address: string, cidr: string): boolean {
-  const toInt = (a: string) => a.split('.').reduce((acc, o) => acc * 256 + Number(o), 0);
   const [base, bits] = cidr.split('/');
   const size = 2 ** (32 - Number(bits));
   return Math.floor(toInt(address) / size) === Math.floor(toInt(base!) / size);

@@ -1,5 +1,6 @@
 import type { V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
 import type { KubeTransport } from '../../src/kube/transport.ts';
+import { ADDRESS_POOL_ANNOTATION } from '../../src/lb/requests.ts';
 import { eventually } from './eventually.ts';
 import { HTTP_ECHO_IMAGE } from './real-cluster.ts';
 
@@ -52,14 +53,15 @@ export async function scaleEcho(api: KubeTransport, ns: string, name: string, re
   await api.request({ method: 'PATCH', path: path(ns, 'deployments', name), body: { spec: { replicas } }, contentType: 'application/merge-patch+json' });
 }
 
-export async function createLoadBalancer(api: KubeTransport, ns: string, name: string, opts: { local?: boolean } = {}): Promise<void> {
+/** `app` names the pods it selects (default: the service's own name); `pool` the address pool to take from. */
+export async function createLoadBalancer(api: KubeTransport, ns: string, name: string, opts: { local?: boolean; pool?: string; app?: string } = {}): Promise<void> {
   const service: V1Service = {
     apiVersion: 'v1',
     kind: 'Service',
-    metadata: { name, namespace: ns },
+    metadata: { name, namespace: ns, ...(opts.pool ? { annotations: { [ADDRESS_POOL_ANNOTATION]: opts.pool } } : {}) },
     spec: {
       type: 'LoadBalancer',
-      selector: { app: name },
+      selector: { app: opts.app ?? name },
       ports: [{ port: SERVICE_PORT, targetPort: ECHO_PORT, protocol: 'TCP' }],
       ...(opts.local ? { externalTrafficPolicy: 'Local' } : {}),
     },

@@ -6,6 +6,7 @@ import { NODES, ResourceClient } from '../../src/kube/resources.ts';
 import type { KubeTransport } from '../../src/kube/transport.ts';
 import { ApiBridge } from './api-bridge.ts';
 import { clusterBinaries } from './binaries.ts';
+import { CLUSTER_ASN, ClusterRouter, ROUTER_ASN } from './cluster-router.ts';
 import { issueCertificate } from './certs.ts';
 import { CcmProcess } from './ccm-process.ts';
 import { startControlPlane, type ControlPlane } from './control-plane.ts';
@@ -22,16 +23,20 @@ import { killCgroupTreeCommand, RealNode } from './real-node.ts';
  * provider, its node IPAM handing out the pod CIDRs), and N nodes (harness/real-node.ts), each in
  * its own network namespace on one switch, each with an edge-ccm speaker (L2):
  *
- *   client 198.51.100.99 ---[sw: bridge lan]--- n1 198.51.100.11, n2 .12, n3 .13
- *   apiproxy 198.51.100.2 ------'    (router 198.51.100.1 reserved for BGP)
+ *   client 198.51.100.99 ---[sw: bridge lan 198.51.100.0/25]--- n1 198.51.100.11, n2 .12, n3 .13
+ *   ctl 198.51.100.2 (edge-ccm) --'   |
+ *                         rtr .1 (BIRD) --- remote 198.51.100.226 (rtr .225, 198.51.100.224/28)
  *
- * The API server reaches the kubelets (logs, exec) through apiproxy: its egress selector sends
- * them to a CONNECT proxy on a Unix socket, running in that namespace. The kubelets serve with
+ * ctl is the control plane's leg in the lab: edge-ccm runs there (its BGP speaker peers with the
+ * router, announcing the "routed" pool's addresses and the pod CIDRs with the nodes as next
+ * hops), and the API server reaches the kubelets (logs, exec) through it: its egress selector
+ * sends them to a CONNECT proxy on a Unix socket, running there. The kubelets serve with
  * certificates from the cluster CA (serverTLSBootstrap), approved by edge-ccm, checked by the API
  * server (--kubelet-certificate-authority).
  *
  * Address plan (documentation ranges only; nothing in the machine's own namespace):
- * - nodes, client, router, load-balancer pool 198.51.100.200-.209: 198.51.100.0/24 on the switch;
+ * - nodes, client, router, ctl, the L2 pool 198.51.100.100-.109: 198.51.100.0/25 on the switch;
+ * - the remote client's segment 198.51.100.224/28, the BGP pool 198.51.100.240-.249 (routed);
  * - Service ClusterIPs 203.0.113.0/25 and pod CIDRs 203.0.113.128/25 (a /27 per node, from
  *   edge-ccm's node IPAM): inside the node namespaces only (kube-proxy's rules, the CNI bridge),
  *   each node routing the others' pod CIDRs via their InternalIP.
@@ -46,11 +51,19 @@ const CONNECT_PROXY = join(ROOT, 'test/fakes/connect-proxy-main.ts');
 export const SERVICE_CIDR = '203.0.113.0/25';
 export const CLUSTER_CIDR = '203.0.113.128/25';
 export const NODE_CIDR_MASK = 27;
-export const LB_POOL = ['198.51.100.200', '198.51.100.209'] as const;
+export const SWITCH_PREFIX = 25;
+/** The pool announced by ARP (announce: l2), the default one. */
+export const L2_POOL = ['198.51.100.100', '198.51.100.109'] as const;
+/** The pool announced by BGP (announce: bgp), for services that name it (edge-ccm.io/address-pool: routed). */
+export const BGP_POOL = ['198.51.100.240', '198.51.100.249'] as const;
+export const BGP_POOL_NAME = 'routed';
 export const CLIENT_IP = '198.51.100.99';
 export const ROUTER_IP = '198.51.100.1';
-/** The API server's leg in the lab: the CONNECT proxy it reaches the kubelets through. */
-export const API_PROXY_IP = '198.51.100.2';
+/** The control plane's leg in the lab: edge-ccm, and the CONNECT proxy the API server reaches the kubelets through. */
+export const CTL_IP = '198.51.100.2';
+export const REMOTE_NET = '198.51.100.224/28';
+export const ROUTER_REMOTE_IP = '198.51.100.225';
+export const REMOTE_CLIENT_IP = '198.51.100.226';
 export const HTTP_ECHO_IMAGE = 'edge-ccm.local/http-echo:1';
 export const PAUSE_IMAGE = 'edge-ccm.local/pause:1';
 
@@ -64,6 +77,8 @@ export const CLUSTER_TOOLS = {
   '/usr/sbin/iptables': 'iptables',
   '/usr/sbin/conntrack': 'conntrack',
   '/usr/bin/nsenter': 'util-linux',
+  '/usr/sbin/bird': 'bird2',
+  '/usr/sbin/birdc': 'bird2',
 };
 
 export interface ClusterNode {
@@ -103,6 +118,7 @@ export class RealCluster {
   lab!: NetnsLab;
   ccm?: CcmProcess;
   private bridge?: ApiBridge;
+  router!: ClusterRouter;
   private cgroupTop: string;
   readonly configPath: string;
   private readonly say: (line: string) => void;
@@ -124,7 +140,7 @@ export class RealCluster {
   /** Everything up; on a failure everything started so far is stopped before the error is thrown. */
   static async start(opts: RealClusterOptions = {}): Promise<RealCluster> {
     const binaries = clusterBinaries();
-    requireTools(CLUSTER_TOOLS, 'bash scripts/install-cluster-tools.sh');
+    requireTools(CLUSTER_TOOLS, 'bash scripts/install-cluster-tools.sh && bash scripts/install-network-tools.sh');
     if (!existsSync(EDGE_CCM)) throw new Error(`${EDGE_CCM} is missing: run \`bun run build\` first`);
     const cluster = new RealCluster(opts);
     try {
@@ -156,7 +172,7 @@ egressSelections:
         uds:
           udsName: ${proxySocket}
 `);
-    const proxy = this.lab.spawnLogged('apiproxy', 'kubelet-proxy', [process.execPath, CONNECT_PROXY, proxySocket]);
+    const proxy = this.lab.spawnLogged('ctl', 'kubelet-proxy', [process.execPath, CONNECT_PROXY, proxySocket]);
     this.controlProcesses.push(proxy);
     await eventually(`the kubelets' CONNECT proxy (log ${proxy.logPath})`, () => proxy.logTail().includes('listening') || (!proxy.running && Promise.reject(new Error(proxy.logTail()))), 30_000);
 
@@ -178,7 +194,8 @@ egressSelections:
     });
     this.admin = transportFor(this.cp.adminKubeconfig);
     this.bridge = await ApiBridge.start(this.lab, this.cp.server);
-    for (const n of this.nodes) await this.bridge.into(this.lab, n.role);
+    for (const role of ['ctl', ...this.nodes.map((n) => n.role)]) await this.bridge.into(this.lab, role);
+    this.router = await ClusterRouter.start(this.lab, 'rtr', ROUTER_IP, CTL_IP);
 
     this.say('control plane: kube-controller-manager, kube-scheduler');
     const pki = join(this.cp.dir, 'pki');
@@ -235,17 +252,27 @@ egressSelections:
     const hosts = [
       ...this.nodes.map((n) => ({ role: n.role, ip: n.ip, mac: n.mac })),
       { role: 'client', ip: CLIENT_IP, mac: '02:00:5e:03:00:99' },
-      { role: 'apiproxy', ip: API_PROXY_IP, mac: '02:00:5e:03:00:02' },
+      { role: 'ctl', ip: CTL_IP, mac: '02:00:5e:03:00:02' },
+      { role: 'rtr', ip: ROUTER_IP, mac: '02:00:5e:03:00:01' },
     ];
     for (const h of hosts) {
       await lab.addNamespace(h.role);
       await lab.addVeth({ from: 'sw', fromName: `${h.role}-lan`, to: h.role, toName: 'eth0', bridge: 'lan', mac: h.mac });
-      await lab.ip(h.role, 'addr', 'add', `${h.ip}/24`, 'dev', 'eth0');
+      await lab.ip(h.role, 'addr', 'add', `${h.ip}/${SWITCH_PREFIX}`, 'dev', 'eth0');
     }
+    // The router's other leg: the remote client's segment, reached only through it.
+    await lab.addNamespace('remote');
+    await lab.addVeth({ from: 'rtr', fromName: 'eth1', to: 'remote', toName: 'eth0' });
+    await lab.ip('rtr', 'addr', 'add', `${ROUTER_REMOTE_IP}/28`, 'dev', 'eth1');
+    await lab.ip('remote', 'addr', 'add', `${REMOTE_CLIENT_IP}/28`, 'dev', 'eth0');
+    await lab.ip('remote', 'route', 'add', 'default', 'via', ROUTER_REMOTE_IP);
+    await lab.sysctl('rtr', { 'net.ipv4.ip_forward': 1 });
     for (const n of this.nodes) {
       await lab.sysctl(n.role, { 'net.ipv4.ip_forward': 1 });
       // A node's own connections to a ClusterIP need a route before kube-proxy's DNAT applies.
       await lab.ip(n.role, 'route', 'add', SERVICE_CIDR, 'dev', 'eth0');
+      // Answers to the remote client go back through the router.
+      await lab.ip(n.role, 'route', 'add', REMOTE_NET, 'via', ROUTER_IP);
     }
   }
 
@@ -267,19 +294,34 @@ ${machines.replaceAll('      nodeName', '      site: lab\n      nodeName')}
 loadBalancer:
   pools:
     - name: lan
-      addresses: [${LB_POOL[0]}-${LB_POOL[1]}]
+      addresses: [${L2_POOL[0]}-${L2_POOL[1]}]
       announce: l2
+    - name: ${BGP_POOL_NAME}
+      addresses: [${BGP_POOL[0]}-${BGP_POOL[1]}]
+      announce: bgp
+      autoAssign: false
+bgp:
+  localASN: ${CLUSTER_ASN}
+  routerID: ${CTL_IP}
+  peers:
+    - address: ${ROUTER_IP}
+      asn: ${ROUTER_ASN}
+      families: [4]
+      connectRetry: { minSeconds: 1, maxSeconds: 2 }
 `;
   }
 
-  /** edge-ccm, the compiled binary as users run it: static provider, node IPAM on. */
+  /**
+   * edge-ccm, the compiled binary as users run it, in the ctl namespace (its BGP speaker peers
+   * with the router from there): static provider, node IPAM, routes (the pod CIDRs over BGP),
+   * kubelet serving-certificate approval.
+   */
   startEdgeCcm(): CcmProcess {
-    this.say('edge-ccm: static provider, node IPAM, kubelet serving-certificate approval');
-    this.ccm = CcmProcess.binary([
+    this.say('edge-ccm: static provider, node IPAM, BGP to the router, kubelet serving-certificate approval');
+    this.ccm = CcmProcess.binaryInNamespace(this.lab.ns('ctl'), [
       '--cloud-provider=static', `--cloud-config=${this.configPath}`, `--kubeconfig=${this.cp.adminKubeconfig}`,
       '--secure-port=0', '--leader-elect=false',
       '--controllers=*,node-ipam-controller,node-csr-approval', '--allocate-node-cidrs', `--cluster-cidr=${CLUSTER_CIDR}`, `--node-cidr-mask-size=${NODE_CIDR_MASK}`,
-      '--configure-cloud-routes=false',
     ]);
     return this.ccm;
   }
@@ -319,9 +361,9 @@ loadBalancer:
     return mustRun([clusterBinaries().kubectl, `--kubeconfig=${this.cp.adminKubeconfig}`, ...args], timeoutMs);
   }
 
-  /** One HTTP request from the client namespace: the answer's body, or undefined on failure. */
-  async fetchFromClient(address: string, port: number, timeoutSeconds = 2): Promise<string | undefined> {
-    const r = await runCommand(['ip', 'netns', 'exec', this.lab.ns('client'), 'curl', '-s', '--max-time', String(timeoutSeconds), `http://${address}:${port}/`]);
+  /** One HTTP request from the client on the switch (or the remote one behind the router): the answer's body, or undefined on failure. */
+  async fetchFromClient(address: string, port: number, from: 'client' | 'remote' = 'client', timeoutSeconds = 2): Promise<string | undefined> {
+    const r = await runCommand(['ip', 'netns', 'exec', this.lab.ns(from), 'curl', '-s', '--max-time', String(timeoutSeconds), `http://${address}:${port}/`]);
     return r.code === 0 ? r.stdout.trim() : undefined;
   }
 
@@ -337,6 +379,7 @@ loadBalancer:
   /** Stops everything, each process by its pid; removes namespaces, cgroups, mounts (with their namespaces) and dirs. */
   async stop(): Promise<void> {
     for (const s of this.speakers.values()) await s.kill();
+    await this.router?.proc.kill();
     await this.ccm?.stop('SIGKILL');
     await Promise.all([...this.realNodes.values()].map((n) => n.stop()));
     for (const p of this.controlProcesses) await p.kill();
