@@ -3,9 +3,10 @@
 # and `scripts/demo.sh --scenario cluster`), from Debian, installed only when missing (quiet when
 # everything is there): containerd and ctr (containerd), runc, the CNI plugins bridge, host-local,
 # loopback and portmap (containernetworking-plugins), conntrack and iptables (kube-proxy's
-# iptables mode), nsenter and unshare (util-linux), ip (iproute2), curl (the client's requests).
-# Each daemon is started by hand inside its node's namespaces: the containerd service the package
-# brings is kept from starting (apt_install in scripts/lib.sh) and, where systemd runs, disabled.
+# iptables mode), nsenter and unshare (util-linux), ip (iproute2), curl (the client's requests),
+# BIRD 2 (bird2: the router edge-ccm's BGP speaker peers with).
+# Each daemon is started by hand inside its namespace: the containerd and bird services the
+# packages bring are kept from starting (apt_install in scripts/lib.sh) and, where systemd runs, disabled.
 # Needs root and apt-get; exits non-zero otherwise.
 set -euo pipefail
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
@@ -14,6 +15,7 @@ declare -A package_for=(
   [/usr/bin/containerd]=containerd [/usr/bin/ctr]=containerd [/usr/sbin/runc]=runc
   [/usr/lib/cni/bridge]=containernetworking-plugins [/usr/sbin/conntrack]=conntrack [/usr/sbin/iptables]=iptables
   [/usr/bin/nsenter]=util-linux [/usr/bin/unshare]=util-linux [/usr/sbin/ip]=iproute2 [/usr/bin/curl]=curl
+  [/usr/sbin/bird]=bird2 [/usr/sbin/birdc]=bird2
 )
 declare -A wanted=()
 for path in "${!package_for[@]}"; do
@@ -23,6 +25,8 @@ done
 
 apt_install install-cluster-tools "${!wanted[@]}"
 
-if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1 && systemctl list-unit-files containerd.service >/dev/null 2>&1; then
-  systemctl disable --now containerd.service >&2 || true
+if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
+  for unit in containerd.service bird.service; do
+    if systemctl list-unit-files "$unit" >/dev/null 2>&1; then systemctl disable --now "$unit" >&2 || true; fi
+  done
 fi

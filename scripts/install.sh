@@ -45,7 +45,7 @@ if $demo_only; then
 fi
 EDGE_CCM_STEP_FIRST=3 EDGE_CCM_STEP_TOTAL="$total" bash "$root/scripts/build-control-plane.sh" cluster >/dev/null
 if $demo_cluster; then
-  step_run $((5 + cluster_steps)) "$total" "the real cluster's Debian packages: containerd, runc, CNI plugins, conntrack, iptables" \
+  step_run $((5 + cluster_steps)) "$total" "the real cluster's Debian packages: containerd, runc, CNI plugins, conntrack, iptables, bird2" \
     "$EDGE_CCM_LOG_DIR/install-cluster-tools.log" bash "$root/scripts/install-cluster-tools.sh"
   exit 0
 fi

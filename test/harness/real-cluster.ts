@@ -140,7 +140,7 @@ export class RealCluster {
   /** Everything up; on a failure everything started so far is stopped before the error is thrown. */
   static async start(opts: RealClusterOptions = {}): Promise<RealCluster> {
     const binaries = clusterBinaries();
-    requireTools(CLUSTER_TOOLS, 'bash scripts/install-cluster-tools.sh && bash scripts/install-network-tools.sh');
+    requireTools(CLUSTER_TOOLS, 'bash scripts/install-cluster-tools.sh');
     if (!existsSync(EDGE_CCM)) throw new Error(`${EDGE_CCM} is missing: run \`bun run build\` first`);
     const cluster = new RealCluster(opts);
     try {
