@@ -154,6 +154,36 @@ describe('kubelet serving certificates', () => {
 const toInt = (a: string) => a.split('.').reduce((acc, o) => acc * 256 + Number(o), 0);
 const inRange = (address: string, [first, last]: readonly [string, string]) => toInt(address) >= toInt(first) && toInt(address) <= toInt(last);
 
+describe('a node dies', () => {
+  test("the L2 address moves to a live node; the Node goes NotReady, is deleted once its machine leaves the inventory, and registers and is initialised again when the machine comes back", async () => {
+    const address = await loadBalancerAddress(cluster.admin, NS, APP, explain);
+    expect(await cluster.fetchFromClient(address, SERVICE_PORT)).toBeDefined();
+    const ownerMac = /lladdr (\S+)/.exec(await cluster.lab.ip('client', 'neigh', 'show', address, 'dev', 'eth0'))?.[1];
+    const victim = cluster.nodes.find((n) => n.mac === ownerMac)!;
+    expect(victim).toBeDefined();
+    await cluster.killNode(victim.name);
+
+    // The client's requests are answered again, by a live node that took the address over.
+    await eventually(`${address} answered again after ${victim.name} died`, () => cluster.fetchFromClient(address, SERVICE_PORT, 'client', 0.5), { timeoutMs: 30_000, intervalMs: 100, explain });
+    const newMac = /lladdr (\S+)/.exec(await cluster.lab.ip('client', 'neigh', 'show', address, 'dev', 'eth0'))?.[1];
+    expect(cluster.nodes.filter((n) => n !== victim).map((n) => n.mac)).toContain(newMac!);
+
+    await eventually(`${victim.name} NotReady`, async () => (await nodes.get(victim.name)).status?.conditions?.find((c) => c.type === 'Ready')?.status !== 'True', { timeoutMs: 90_000, intervalMs: 500, explain });
+    cluster.setInventory([victim.name]);
+    await eventually(`${victim.name} deleted once its machine left the inventory`, async () => !(await nodes.list()).items.some((n) => n.metadata!.name === victim.name), { timeoutMs: 90_000, intervalMs: 500, explain });
+
+    cluster.setInventory([]);
+    await cluster.restartNode(victim.name);
+    const back = await eventually(`${victim.name} registered and initialised again`, async () => {
+      const n = await nodes.get(victim.name).catch(() => undefined);
+      const ready = n?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
+      return n && ready && n.spec?.podCIDR && !(n.spec.taints ?? []).some((t) => t.key === UNINITIALIZED) ? n : undefined;
+    }, { timeoutMs: 120_000, intervalMs: 250, explain });
+    expect(back.spec!.providerID).toBe(`static://${victim.machineId}`);
+    expect(back.status!.addresses).toEqual([{ type: 'InternalIP', address: victim.ip }, { type: 'Hostname', address: victim.name }]);
+  }, 300_000);
+});
+
 function inCidr(address: string, cidr: string): boolean {
   const [base, bits] = cidr.split('/');
   const size = 2 ** (32 - Number(bits));

@@ -14,7 +14,7 @@ import { eventually } from './eventually.ts';
 import { transportFor } from './kubeconfig.ts';
 import { mustRun, NetnsLab, requireTools, runCommand } from './netns.ts';
 import { DIR_CLEANUP_SCRIPT, LoggedProcess } from './processes.ts';
-import { killCgroupTreeCommand, RealNode } from './real-node.ts';
+import { killCgroupTreeCommand, RealNode, type RealNodeSetup } from './real-node.ts';
 
 /**
  * A Kubernetes cluster of real nodes on one machine, for the end-to-end tests and the demo's
@@ -111,6 +111,7 @@ export class RealCluster {
   readonly realNodes = new Map<string, RealNode>();
   readonly speakers = new Map<string, LoggedProcess>();
   readonly controlProcesses: LoggedProcess[] = [];
+  private readonly nodeSetups = new Map<string, RealNodeSetup>();
   /** Each kubelet's kubeconfig (client certificate system:node:NAME), by node name. */
   readonly nodeKubeconfigs = new Map<string, string>();
   admin!: KubeTransport;
@@ -227,13 +228,15 @@ egressSelections:
       const kubeletKubeconfig = await this.cp.clientCertKubeconfig(`system:node:${n.name}`, ['system:nodes']);
       this.nodeKubeconfigs.set(n.name, kubeletKubeconfig);
       const proxyKubeconfig = await this.cp.clientCertKubeconfig('system:kube-proxy');
-      return RealNode.start(this.lab, { name: n.name, role: n.role, ip: n.ip }, {
+      const setup: RealNodeSetup = {
         binaries, kubeletKubeconfig, proxyKubeconfig, caFile: this.cp.caFile,
         imageTars: [images.pause, images.httpEcho], pauseImage: PAUSE_IMAGE,
         cgroupTop: this.cgroupTop, clusterCidr: CLUSTER_CIDR,
         // Serving certificates from the cluster CA, approved by edge-ccm's node-csr-approval.
         kubeletConfig: { serverTLSBootstrap: true },
-      });
+      };
+      this.nodeSetups.set(n.name, setup);
+      return RealNode.start(this.lab, { name: n.name, role: n.role, ip: n.ip }, setup);
     }));
     for (const r of started) this.realNodes.set(r.spec.name, r);
     const nodes = new ResourceClient<V1Node>(this.admin, NODES);
@@ -276,13 +279,16 @@ egressSelections:
     }
   }
 
-  cloudConfig(): string {
-    const machines = this.nodes.map((n) => `    - id: ${n.machineId}
+  /** The static provider's file: the nodes' machines (but the `absent` ones), the two pools, the router. */
+  cloudConfig(absent: readonly string[] = []): string {
+    const machines = this.nodes.filter((n) => !absent.includes(n.name)).map((n) => `    - id: ${n.machineId}
       nodeName: ${n.name}
       addresses:
         - { type: InternalIP, address: ${n.ip} }`).join('\n');
     return `# written by test/harness/real-cluster.ts
 inventory:
+  # The file lists every machine: a Node whose machine is not in it is deleted (after the grace period).
+  authoritative: true
   defaults:
     region: one-machine
     instanceType: netns
@@ -321,20 +327,27 @@ bgp:
     this.ccm = CcmProcess.binaryInNamespace(this.lab.ns('ctl'), [
       '--cloud-provider=static', `--cloud-config=${this.configPath}`, `--kubeconfig=${this.cp.adminKubeconfig}`,
       '--secure-port=0', '--leader-elect=false',
+      // A Node whose machine left the inventory goes after 5 s, not 5 min (the tests wait for it).
+      '--node-deletion-grace-period=5s',
       '--controllers=*,node-ipam-controller,node-csr-approval', '--allocate-node-cidrs', `--cluster-cidr=${CLUSTER_CIDR}`, `--node-cidr-mask-size=${NODE_CIDR_MASK}`,
     ]);
     return this.ccm;
   }
 
   private async startSpeakers(): Promise<void> {
-    const keyPath = join(this.lab.dir, 'liveness.key');
-    writeFileSync(keyPath, randomBytes(32).toString('hex'), { mode: 0o600 });
-    for (const n of this.nodes) {
-      this.speakers.set(n.name, this.lab.spawnLogged(n.role, `speaker-${n.role}`, [
-        EDGE_CCM, 'speaker', `--node-name=${n.name}`, `--cloud-config=${this.configPath}`,
-        `--kubeconfig=${this.cp.adminKubeconfig}`, `--liveness-key-file=${keyPath}`,
-      ]));
-    }
+    writeFileSync(this.livenessKeyPath, randomBytes(32).toString('hex'), { mode: 0o600 });
+    for (const n of this.nodes) this.startSpeaker(n);
+  }
+
+  private get livenessKeyPath(): string {
+    return join(this.lab.dir, 'liveness.key');
+  }
+
+  private startSpeaker(n: ClusterNode): void {
+    this.speakers.set(n.name, this.lab.spawnLogged(n.role, `speaker-${n.role}-${Date.now()}`, [
+      EDGE_CCM, 'speaker', `--node-name=${n.name}`, `--cloud-config=${this.configPath}`,
+      `--kubeconfig=${this.cp.adminKubeconfig}`, `--liveness-key-file=${this.livenessKeyPath}`,
+    ]));
   }
 
   /**
@@ -354,6 +367,37 @@ bgp:
         await this.lab.ip(n.role, 'route', 'replace', cidrs.get(other.name)!, 'via', other.ip, 'dev', 'eth0');
       }
     }
+  }
+
+  /**
+   * A machine dies: its kubelet, kube-proxy, containerd, pods and speaker killed (by pid), its
+   * link to the switch down. The Node object stays until someone deletes it.
+   */
+  async killNode(name: string): Promise<void> {
+    const n = this.node(name);
+    await this.lab.ip('sw', 'link', 'set', `${n.role}-lan`, 'down');
+    await this.speakers.get(name)?.kill();
+    await this.realNodes.get(name)?.stop();
+    this.realNodes.delete(name);
+  }
+
+  /** The machine comes back: link up, containerd, kubelet, kube-proxy and its speaker started again. */
+  async restartNode(name: string): Promise<void> {
+    const n = this.node(name);
+    await this.lab.ip('sw', 'link', 'set', `${n.role}-lan`, 'up');
+    this.realNodes.set(name, await RealNode.start(this.lab, { name: n.name, role: n.role, ip: n.ip }, this.nodeSetups.get(name)!));
+    this.startSpeaker(n);
+  }
+
+  private node(name: string): ClusterNode {
+    const n = this.nodes.find((x) => x.name === name);
+    if (!n) throw new Error(`no node ${name} in this cluster (have ${this.nodes.map((x) => x.name).join(', ')})`);
+    return n;
+  }
+
+  /** Rewrites the provider's file without the machines of the `absent` nodes (edge-ccm reloads it). */
+  setInventory(absent: readonly string[]): void {
+    writeFileSync(this.configPath, this.cloudConfig(absent));
   }
 
   /** `kubectl` as admin, run to its end; its output. */
