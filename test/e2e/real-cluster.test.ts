@@ -9,10 +9,13 @@ import { BGP_POOL, BGP_POOL_NAME, CLUSTER_CIDR, L2_POOL, NODE_CIDR_MASK, RealClu
 
 /**
  * edge-ccm meets real kubelets, containerd, kube-proxy and pods (issue 35): three real nodes in
- * network namespaces (test/harness/real-cluster.ts), brought up once for the file. edge-ccm (the
- * compiled binary, static provider) initialises the Nodes the kubelets register, hands out their
- * pod CIDRs, assigns a load-balancer address, and its speakers answer ARP for it: a client on the
- * switch reaches the pods of a Deployment through that address, kube-proxy's rules doing the rest.
+ * network namespaces (test/harness/real-cluster.ts), brought up once for the file (about 50 s in
+ * all, 33 of them the dying node's). edge-ccm (the compiled binary, static provider) initialises
+ * the Nodes the kubelets register, hands out their pod CIDRs, approves their serving
+ * certificates, assigns load-balancer addresses: its speakers answer ARP for the L2 pool's, its
+ * BGP speaker announces the BGP pool's to BIRD; clients on the switch and behind the router reach
+ * the pods of a Deployment through them, kube-proxy's rules doing the rest. The last test kills a
+ * node: keep it last.
  */
 const NS = 'web';
 const APP = 'echo';
@@ -30,6 +33,12 @@ beforeAll(async () => {
   cluster = await RealCluster.start({ nodes: 3 });
   nodes = new ResourceClient<V1Node>(cluster.admin, NODES);
   csrs = new ResourceClient<V1CertificateSigningRequest>(cluster.admin, CERTIFICATE_SIGNING_REQUESTS);
+  // The workload every test below reads: made once, as a user would (each test also runs alone).
+  await cluster.routePodCidrs();
+  await createNamespace(cluster.admin, NS);
+  await deployEcho(cluster.admin, NS, APP, REPLICAS);
+  await createLoadBalancer(cluster.admin, NS, APP);
+  await createLoadBalancer(cluster.admin, NS, ROUTED, { pool: BGP_POOL_NAME, app: APP });
 }, 400_000);
 
 afterAll(async () => {
@@ -66,10 +75,6 @@ describe('node initialisation from real kubelets', () => {
 
 describe('traffic', () => {
   test('a client on the switch reaches the pods of a Deployment through its LoadBalancer address, answered by ARP from one node', async () => {
-    await cluster.routePodCidrs();
-    await createNamespace(cluster.admin, NS);
-    await deployEcho(cluster.admin, NS, APP, REPLICAS);
-    await createLoadBalancer(cluster.admin, NS, APP);
     const address = await loadBalancerAddress(cluster.admin, NS, APP, explain);
     expect(inRange(address, L2_POOL)).toBe(true);
     const pods = await podsReady(cluster.admin, NS, APP, REPLICAS, explain);
@@ -93,7 +98,6 @@ describe('traffic', () => {
 
 describe('traffic by BGP', () => {
   test('a client behind the router reaches the same pods through an address of the BGP pool: edge-ccm (the leader) announces it with every node as next hop, and the pod CIDRs', async () => {
-    await createLoadBalancer(cluster.admin, NS, ROUTED, { pool: BGP_POOL_NAME, app: APP });
     const address = await loadBalancerAddress(cluster.admin, NS, ROUTED, explain);
     expect(inRange(address, BGP_POOL)).toBe(true);
     const everyNode = cluster.nodes.map((n) => n.ip).sort();
@@ -133,6 +137,7 @@ describe('kubelet serving certificates', () => {
   }, 120_000);
 
   test("a kubelet asking for another node's address is denied", async () => {
+    await eventually('the nodes registered', async () => (await nodes.list()).items.length === cluster.nodes.length, { timeoutMs: 60_000, explain });
     const [n1, n2] = cluster.nodes;
     const { csrPem } = await createSigningRequest(cluster.lab.dir, 'n1-steals-n2', {
       commonName: `system:node:${n1!.name}`, organizations: ['system:nodes'], dnsNames: [n1!.name], ipAddresses: [n1!.ip, n2!.ip],
