@@ -3,25 +3,28 @@ import type { V1CertificateSigningRequest, V1Node } from '@kubernetes/client-nod
 import { CERTIFICATE_SIGNING_REQUESTS, NODES, ResourceClient } from '../../src/kube/resources.ts';
 import { createSigningRequest } from '../harness/certs.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
-import { createLoadBalancer, createNamespace, deployEcho, loadBalancerAddress, podsReady, SERVICE_PORT } from '../harness/echo-workload.ts';
+import { createLoadBalancer, createNamespace, deployEcho, loadBalancerAddress, podsReady, scaleEcho, SERVICE_PORT } from '../harness/echo-workload.ts';
 import { eventually } from '../harness/eventually.ts';
-import { BGP_POOL, BGP_POOL_NAME, CLUSTER_CIDR, L2_POOL, NODE_CIDR_MASK, RealCluster } from '../harness/real-cluster.ts';
+import { BGP_POOL, BGP_POOL_NAME, CLIENT_IP, CLUSTER_CIDR, L2_POOL, NODE_CIDR_MASK, RealCluster, REMOTE_CLIENT_IP } from '../harness/real-cluster.ts';
 
 /**
  * edge-ccm meets real kubelets, containerd, kube-proxy and pods (issue 35): three real nodes in
- * network namespaces (test/harness/real-cluster.ts), brought up once for the file (about 50 s in
- * all, 33 of them the dying node's). edge-ccm (the compiled binary, static provider) initialises
+ * network namespaces (test/harness/real-cluster.ts), brought up once for the file (50-60 s in
+ * all, about 30 of them the dying node's). edge-ccm (the compiled binary, static provider) initialises
  * the Nodes the kubelets register, hands out their pod CIDRs, approves their serving
  * certificates, assigns load-balancer addresses: its speakers answer ARP for the L2 pool's, its
  * BGP speaker announces the BGP pool's to BIRD; clients on the switch and behind the router reach
- * the pods of a Deployment through them, kube-proxy's rules doing the rest. The last test kills a
- * node: keep it last.
+ * the pods of a Deployment through them, kube-proxy's rules doing the rest (with
+ * externalTrafficPolicy: Local, only from the pods' nodes). The last test kills a node: keep it last.
  */
 const NS = 'web';
 const APP = 'echo';
 const REPLICAS = 3;
 /** The same pods behind a second Service, from the BGP pool. */
 const ROUTED = 'echo-routed';
+/** A Deployment of its own behind two externalTrafficPolicy: Local Services (L2 and BGP). */
+const SOLO = 'solo';
+const SOLO_ROUTED = 'solo-routed';
 /** The kubelet's own taint with --cloud-provider=external, removed by edge-ccm's node controller. */
 const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 
@@ -158,6 +161,34 @@ describe('kubelet serving certificates', () => {
 
 const toInt = (a: string) => a.split('.').reduce((acc, o) => acc * 256 + Number(o), 0);
 const inRange = (address: string, [first, last]: readonly [string, string]) => toInt(address) >= toInt(first) && toInt(address) <= toInt(last);
+
+describe('externalTrafficPolicy: Local', () => {
+  test("only nodes with a ready pod announce (ARP and BGP next hops), the pod sees the client's own address, and scaling moves the announcements", async () => {
+    await deployEcho(cluster.admin, NS, SOLO, 1);
+    await createLoadBalancer(cluster.admin, NS, SOLO, { local: true });
+    await createLoadBalancer(cluster.admin, NS, SOLO_ROUTED, { local: true, pool: BGP_POOL_NAME, app: SOLO });
+    const l2 = await loadBalancerAddress(cluster.admin, NS, SOLO, explain);
+    const routed = await loadBalancerAddress(cluster.admin, NS, SOLO_ROUTED, explain);
+    const one = await podsReady(cluster.admin, NS, SOLO, 1, explain);
+    const [pod, podNode] = [...one][0]!;
+    const ipOf = (name: string) => cluster.nodes.find((n) => n.name === name)!.ip;
+
+    // On the switch: the answer comes from the pod, which saw the client's own address, by the MAC of the pod's node.
+    const body = await eventually(`${l2} answered`, () => cluster.fetchFromClient(l2, SERVICE_PORT), { timeoutMs: 30_000, intervalMs: 100, explain });
+    expect(body).toBe(`${pod} ${CLIENT_IP}`);
+    const mac = /lladdr (\S+)/.exec(await cluster.lab.ip('client', 'neigh', 'show', l2, 'dev', 'eth0'))?.[1];
+    expect(mac).toBe(cluster.nodes.find((n) => n.name === podNode)!.mac);
+    // Behind the router: the pod's node alone is the next hop.
+    await eventually(`${routed} via ${podNode} alone`, async () => Bun.deepEquals(await cluster.router.nextHops(routed), [ipOf(podNode)]), { timeoutMs: 30_000, intervalMs: 250, explain });
+    expect(await cluster.fetchFromClient(routed, SERVICE_PORT, 'remote')).toBe(`${pod} ${REMOTE_CLIENT_IP}`);
+
+    // Two pods: each one's node is a next hop.
+    await scaleEcho(cluster.admin, NS, SOLO, 2);
+    const two = await podsReady(cluster.admin, NS, SOLO, 2, explain);
+    const hops = [...new Set(two.values())].map(ipOf).sort();
+    await eventually(`${routed} via ${hops.join(', ')}`, async () => Bun.deepEquals(await cluster.router.nextHops(routed), hops), { timeoutMs: 30_000, intervalMs: 250, explain });
+  }, 120_000);
+});
 
 describe('a node dies', () => {
   test("the L2 address moves to a live node; the Node goes NotReady, is deleted once its machine leaves the inventory, and registers and is initialised again when the machine comes back", async () => {
