@@ -27,6 +27,7 @@ declare -A package_for=(
   [systemd-analyze]=systemd [unshare]=util-linux [chroot]=coreutils [ldd]=libc-bin [readelf]=binutils
   [podman]=podman [/usr/sbin/runc]=runc [mmdebstrap]=mmdebstrap [systemd-nspawn]=systemd-container
   [qemu-aarch64-static]=qemu-user-static [/lib/ld-linux-aarch64.so.1]=libc6:arm64
+  [/usr/bin/lxd]=lxd [/usr/bin/lxc]=lxd-client [/bin/busybox]=busybox-static
 )
 declare -A wanted=()
 for tool in "${!package_for[@]}"; do

@@ -1,6 +1,7 @@
 import type { ProviderRegistry } from './cloud/registry.ts';
 import { registerStaticProvider } from '../providers/static/index.ts';
 import { registerProxmoxProvider } from '../providers/proxmox/index.ts';
+import { registerLxdProvider } from '../providers/lxd/index.ts';
 
 /**
  * The providers linked into the binary. Each registers itself by name; --cloud-provider picks
@@ -9,4 +10,5 @@ import { registerProxmoxProvider } from '../providers/proxmox/index.ts';
 export function registerProviders(registry: ProviderRegistry): void {
   registerStaticProvider(registry);
   registerProxmoxProvider(registry);
+  registerLxdProvider(registry);
 }

@@ -1,10 +1,11 @@
 import { TokenBucket } from '../../src/util/token-bucket.ts';
 import { Backoff, type BackoffBounds } from '../../src/util/backoff.ts';
 import { silentLogger, type Logger } from '../../src/log.ts';
+import { PinnedTlsTrust } from '../../src/http-api/pinned-tls.ts';
+import { BackoffGate, exchange } from '../../src/http-api/exchange.ts';
 import { authenticatorFor, type ProxmoxAuthenticator, type Ticket } from './auth.ts';
 import type { ProxmoxCluster } from './config-model.ts';
 import type { ApiMetrics } from './metrics.ts';
-import { TlsTrust } from './tls.ts';
 
 /**
  * A read-only client for one Proxmox VE cluster's API (/api2/json): authentication, TLS trust,
@@ -46,20 +47,28 @@ export interface ProxmoxApiOptions {
 
 export class ProxmoxApi {
   private readonly bucket: TokenBucket;
-  private readonly trust: TlsTrust;
+  private readonly trust: PinnedTlsTrust;
   private readonly auth: ProxmoxAuthenticator;
   private readonly logger: Logger;
   private readonly now: () => number;
-  private readonly backoff: Backoff;
-  private backoffUntil = 0;
+  private readonly gate: BackoffGate;
 
   constructor(readonly cluster: ProxmoxCluster, private readonly opts: ProxmoxApiOptions = {}) {
     this.now = opts.now ?? (() => performance.now());
     this.bucket = new TokenBucket(cluster.qps, cluster.burst, this.now);
-    this.trust = new TlsTrust(cluster.tls, cluster.url, cluster.timeoutMs);
+    this.trust = new PinnedTlsTrust({
+      ...cluster.tls,
+      url: cluster.url,
+      defaultPort: 443,
+      timeoutMs: cluster.timeoutMs,
+      topMustBeIssuer: true,
+      // A leaf signed by a CA the server does not send (the Proxmox default pve-ssl.pem) cannot be pinned alone.
+      noAnchorHint: 'the server presents neither a self-signed certificate nor its CA; set caFile (e.g. /etc/pve/pve-root-ca.pem)',
+    });
     this.auth = authenticatorFor(cluster.auth, () => this.login(), this.now);
     this.logger = opts.logger ?? silentLogger;
-    this.backoff = Backoff.doubling(opts.backoff ?? { initialMs: INITIAL_BACKOFF_MS, maxMs: Math.max(INITIAL_BACKOFF_MS, cluster.maxBackoffMs) });
+    const backoff = Backoff.doubling(opts.backoff ?? { initialMs: INITIAL_BACKOFF_MS, maxMs: Math.max(INITIAL_BACKOFF_MS, cluster.maxBackoffMs) });
+    this.gate = new BackoffGate(backoff, this.now, (backoffMs) => this.logger.warn('proxmox API errors: backing off', { cluster: this.cluster.region, backoffMs }));
   }
 
   /** GET /api2/json/PATH and its `data`; throws ProxmoxApiError for anything but an answer. */
@@ -77,7 +86,7 @@ export class ProxmoxApi {
 
   /** Whether requests are being refused for now after errors (for logs and tests). */
   get backingOff(): boolean {
-    return this.now() < this.backoffUntil;
+    return this.gate.left() > 0;
   }
 
   private async login(): Promise<Ticket> {
@@ -95,42 +104,23 @@ export class ProxmoxApi {
   }
 
   private checkBackoff(): void {
-    const left = this.backoffUntil - this.now();
+    const left = this.gate.left();
     if (left > 0) throw new ProxmoxApiError(`backing off after API errors (${Math.ceil(left)}ms left)`);
   }
 
   /** One HTTP exchange with timing, TLS and the timeout; network failures become ProxmoxApiError. */
-  private async send(request: RequestName, method: string, path: string, headers: Record<string, string>, body: string | undefined, signal?: AbortSignal): Promise<Response> {
-    const timeout = AbortSignal.timeout(this.cluster.timeoutMs);
-    const both = signal ? AbortSignal.any([signal, timeout]) : timeout;
-    const started = performance.now();
-    try {
-      const res = await fetch(`${this.cluster.url}/api2/json${path}`, {
-        method,
-        headers: { accept: 'application/json', ...headers },
-        body,
-        signal: both,
-        redirect: 'manual',
-        tls: await this.trust.options(),
-      });
-      this.opts.metrics?.()?.observe(request, (performance.now() - started) / 1000);
-      return res;
-    } catch (e) {
-      this.opts.metrics?.()?.observe(request, (performance.now() - started) / 1000);
-      this.opts.metrics?.()?.error(request);
-      if (signal?.aborted && !timeout.aborted) throw e; // the caller gave up: says nothing about the API
-      if (isTlsError(e)) this.trust.forget();
-      const message = timeout.aborted ? `no answer within ${this.cluster.timeoutMs}ms` : (e as Error).message;
-      this.startBackoff(undefined);
-      throw new ProxmoxApiError(`${method} ${path}: ${message}`);
-    }
+  private send(request: RequestName, method: string, path: string, headers: Record<string, string>, body: string | undefined, signal?: AbortSignal): Promise<Response> {
+    return exchange(`${this.cluster.url}/api2/json${path}`, { method, headers: { accept: 'application/json', ...headers }, body }, {
+      request, timeoutMs: this.cluster.timeoutMs, signal, metrics: this.opts.metrics, trust: this.trust, gate: this.gate,
+      failure: (reason) => new ProxmoxApiError(`${method} ${path}: ${reason}`),
+    });
   }
 
   private async data<T>(request: RequestName, res: Response): Promise<T> {
     if (res.ok) {
       try {
         const parsed = (await res.json()) as { data?: unknown };
-        this.backoff.reset();
+        this.gate.reset();
         return parsed.data as T;
       } catch (e) {
         this.opts.metrics?.()?.error(request);
@@ -140,17 +130,14 @@ export class ProxmoxApi {
     const reason = await errorReason(res);
     this.opts.metrics?.()?.error(request);
     const agentNotRunning = request === REQUEST.guestAgentInterfaces && res.status === 500;
-    if (res.status === 429 || (res.status >= 500 && !agentNotRunning)) this.startBackoff(res.headers.get('retry-after'));
+    if (res.status === 429 || (res.status >= 500 && !agentNotRunning)) this.gate.start(retryAfterMs(res.headers.get('retry-after')));
     throw new ProxmoxApiError(`${request}: HTTP ${res.status}${reason ? `: ${reason}` : ''}`, res.status);
   }
+}
 
-  private startBackoff(retryAfter: string | null | undefined): void {
-    const delay = this.backoff.next();
-    const serverSays = retryAfter && /^\d+$/.test(retryAfter) ? Number(retryAfter) * 1000 : 0;
-    const wait = Math.min(Math.max(delay, serverSays), this.backoff.maxMs);
-    this.backoffUntil = this.now() + wait;
-    this.logger.warn('proxmox API errors: backing off', { cluster: this.cluster.region, backoffMs: wait });
-  }
+/** Retry-After in seconds, as milliseconds; 0 when absent or a date. */
+function retryAfterMs(header: string | null): number {
+  return header && /^\d+$/.test(header) ? Number(header) * 1000 : 0;
 }
 
 /** pveproxy gives the reason in the status line and, in newer versions, as `message` in the body. */
@@ -163,9 +150,3 @@ async function errorReason(res: Response): Promise<string> {
   }
   return (typeof message === 'string' && message.trim()) || res.statusText;
 }
-
-function isTlsError(e: unknown): boolean {
-  const text = `${(e as { code?: string }).code ?? ''} ${(e as Error).message ?? ''}`;
-  return /CERT|TLS|SSL|self.signed|fingerprint/i.test(text);
-}
-

@@ -1,3 +1,4 @@
+import type { AddressPolicy as SharedAddressPolicy } from '../../src/node-addresses/select.ts';
 import type { IPFamily } from '../../src/net/ip.ts';
 import type { AddressRange } from '../../src/lb/ranges.ts';
 import type { SharedSections } from '../../src/config-sections.ts';
@@ -54,16 +55,10 @@ export interface InstanceTypeNaming {
   tagPrefix: string;
 }
 
-export interface AddressPolicy {
-  /** Addresses a node may get; empty: any. */
-  include: AddressRange[];
-  exclude: AddressRange[];
-  /** Families kept, in the order they are listed on the node. */
-  families: IPFamily[];
+/** The policy every API provider has (src/node-addresses), and whether the guest agent is asked. */
+export interface AddressPolicy extends SharedAddressPolicy {
   /** Ask the QEMU guest agent when the VM config has no static (cloud-init) address. */
   guestAgent: boolean;
-  /** Also report the VM name as the node's Hostname address. */
-  hostname: boolean;
 }
 
 /** The clusters and how VMs become nodes, and the sections every provider has (loadBalancer). */

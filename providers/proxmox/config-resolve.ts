@@ -1,8 +1,7 @@
 import { labelValueError } from '../../src/kube/labels.ts';
-import type { IPFamily } from '../../src/net/ip.ts';
 import type { ConfigIssue, ConfigPath, ReportIssue } from '../../src/config-file/issues.ts';
 import { SecretFiles, type ConfigWarningIssue, type SecretSource } from '../../src/config-file/secrets.ts';
-import { parseAddressRange, type AddressRange } from '../../src/lb/ranges.ts';
+import { resolveAddressPolicy } from '../../src/node-addresses/select.ts';
 import { resolveSharedSections } from '../../src/config-sections.ts';
 import { PROXMOX_FACTS } from './facts.ts';
 import { PROXMOX_MATCH_CRITERIA, type ClusterAuth, type ProxmoxCluster, type ProxmoxConfig } from './config-model.ts';
@@ -61,17 +60,14 @@ export function resolveProxmoxConfig(raw: ResolvableProxmoxConfig, secrets: Secr
   }
 
   const a = raw.addresses ?? {};
-  // The schema checked every entry.
-  const ranges = (texts: string[] | undefined) => (texts ?? []).map((t) => parseAddressRange(t) as AddressRange);
-  const families = (a.families ?? ['IPv4', 'IPv6']).map((f): IPFamily => (f === 'IPv6' ? 6 : 4));
-  if (new Set(families).size !== families.length) report(['addresses', 'families'], 'lists a family twice');
+  const addresses = resolveAddressPolicy(a, report);
 
   return {
     config: {
       clusters,
       matchBy: raw.matchBy ?? PROXMOX_MATCH_CRITERIA,
       instanceType: { format, tagPrefix: raw.instanceType?.tagPrefix ?? DEFAULTS.instanceTypeTagPrefix },
-      addresses: { include: ranges(a.include), exclude: ranges(a.exclude), families: [...new Set(families)], guestAgent: a.guestAgent ?? true, hostname: a.hostname ?? true },
+      addresses: { ...addresses, guestAgent: a.guestAgent ?? true },
       topologyLabelResync: raw.topologyLabelResync ?? false,
       resyncPeriodMs: (raw.resyncPeriodSeconds ?? DEFAULTS.resyncPeriodSeconds) * 1000,
       ...resolveSharedSections(raw, report, files, PROXMOX_FACTS),

@@ -1,32 +1,13 @@
-import { Counter, Histogram, type Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
+import { registerApiMetrics, type ApiMetrics } from '../../src/http-api/request-metrics.ts';
+
+export type { ApiMetrics };
 
 /**
  * Proxmox API metrics, with the names of the upstream Proxmox CCM so its dashboards work:
- *   cloudprovider_proxmox_api_request_duration_seconds{request} (histogram, every answer or failure),
- *   cloudprovider_proxmox_api_request_errors{request} (counter: HTTP errors, timeouts, refused connections).
- * `request` is one of the REQUEST names of api.ts.
+ * cloudprovider_proxmox_api_request_duration_seconds and cloudprovider_proxmox_api_request_errors,
+ * by `request` (one of the REQUEST names of api.ts).
  */
-export interface ApiMetrics {
-  observe(request: string, seconds: number): void;
-  error(request: string): void;
-}
-
 export function registerProxmoxMetrics(registry: Registry): ApiMetrics {
-  const duration = new Histogram({
-    name: 'cloudprovider_proxmox_api_request_duration_seconds',
-    help: 'Latency of Proxmox VE API requests, by request.',
-    labelNames: ['request'],
-    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-    registers: [registry],
-  });
-  const errors = new Counter({
-    name: 'cloudprovider_proxmox_api_request_errors',
-    help: 'Proxmox VE API requests that failed (HTTP error, timeout, connection), by request.',
-    labelNames: ['request'],
-    registers: [registry],
-  });
-  return {
-    observe: (request, seconds) => duration.observe({ request }, seconds),
-    error: (request) => errors.inc({ request }),
-  };
+  return registerApiMetrics(registry, { api: 'proxmox', title: 'Proxmox VE', buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] });
 }

@@ -12,7 +12,7 @@ import { DEFAULT_REBUILD_RETRY, PoolLoadBalancer, rebuildFromServices, type Rebu
 import { registerPoolMetrics } from '../../src/lb/metrics.ts';
 import { perRegistry } from '../../src/util/per-registry.ts';
 import { ProxmoxApi } from './api.ts';
-import type { ProxmoxCluster, ProxmoxConfig } from './config-model.ts';
+import { PROXMOX_PROVIDER_ID_PREFIX, type ProxmoxCluster, type ProxmoxConfig } from './config-model.ts';
 import { loadProxmoxConfig } from './config-load.ts';
 import { ProxmoxInstances } from './instances.ts';
 import type { ProxmoxClusterView } from './matching.ts';
@@ -61,6 +61,8 @@ interface Generation {
 
 export class ProxmoxProvider extends FileBackedProvider<ProxmoxConfig> implements CloudProvider {
   readonly providerName = PROXMOX_PROVIDER_NAME;
+  /** Its nodes' providerIDs are proxmox://REGION/VMID. */
+  readonly platform = PROXMOX_PROVIDER_ID_PREFIX.slice(0, -3);
   /** Stable for the app; each call is answered by the generation in force when it starts. */
   readonly instances: Required<Instances>;
   readonly loadBalancer: PoolLoadBalancer;

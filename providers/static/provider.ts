@@ -12,7 +12,7 @@ import { DEFAULT_REBUILD_RETRY, PoolLoadBalancer, rebuildFromServices, type Rebu
 import { registerPoolMetrics } from '../../src/lb/metrics.ts';
 import { perRegistry } from '../../src/util/per-registry.ts';
 import { loadStaticConfig } from './config-load.ts';
-import type { StaticConfig } from './config-model.ts';
+import { STATIC_PROVIDER_ID_PREFIX, type StaticConfig } from './config-model.ts';
 import { StaticInstances } from './instances.ts';
 import { Inventory } from './inventory.ts';
 import { RedfishClientPool } from './redfish.ts';
@@ -43,6 +43,8 @@ export interface StaticProviderOptions extends ProviderFileOptions {
 
 export class StaticProvider extends FileBackedProvider<StaticConfig> implements CloudProvider {
   readonly providerName = STATIC_PROVIDER_NAME;
+  /** Its nodes' providerIDs are static://... */
+  readonly platform = STATIC_PROVIDER_ID_PREFIX.slice(0, -3);
   readonly instances: StaticInstances;
   readonly loadBalancer: PoolLoadBalancer;
   readonly bgp: ProviderBgp;

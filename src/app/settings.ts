@@ -1,5 +1,7 @@
 import type { KubeConfig, V1Node } from '@kubernetes/client-node';
 import { readCloudConfigFile } from '../cloud/config-file.ts';
+import { CompositeProvider, type CompositeMember } from '../cloud/composite-provider.ts';
+import { parseCloudConfigs, parseProviderNames } from '../cloud/provider-list.ts';
 import type { ProviderRegistry } from '../cloud/registry.ts';
 import type { CloudProvider } from '../cloud/types.ts';
 import { resolveLifecycleOptions } from '../controllers/nodelifecycle/index.ts';
@@ -71,6 +73,10 @@ export async function loadSettings(options: Options, providers: ProviderRegistry
     await cloud?.close?.();
     throw new ConfigurationError(problems.join('\n'));
   }
+  // Several providers: a node of a platform none of them serves is never ours, whatever the ownership flags say.
+  const servesNode = cloud.servesNode?.bind(cloud);
+  const byFlags = settings.isManagedNode;
+  if (servesNode) settings.isManagedNode = (node) => servesNode(node) && byFlags(node);
   return { settings, cloud };
 }
 
@@ -154,25 +160,46 @@ export function resolveSettings(options: Options): Settings {
   };
 }
 
-/** The provider --cloud-provider names, built from the --cloud-config file (read bounded). */
+/**
+ * The provider --cloud-provider names, built from the --cloud-config file (read bounded); with
+ * several names (beyond upstream), each built from its own file and put behind one
+ * CompositeProvider that hands each node to the provider of its platform.
+ */
 async function createProvider(options: Options, providers: ProviderRegistry, logger: Logger): Promise<CloudProvider> {
-  if (!providers.has(options.cloudProvider)) {
-    throw new ConfigurationError(`--cloud-provider: unknown cloud provider "${options.cloudProvider}" (known: ${providers.names().join(', ')})`);
+  let files: Map<string, string | undefined>;
+  try {
+    const names = parseProviderNames(options.cloudProvider, providers.names());
+    files = parseCloudConfigs(options.cloudConfig, names);
+  } catch (e) {
+    throw new ConfigurationError(errorMessage(e));
   }
-  const configPath = given(options.cloudConfig);
-  let config: string | undefined;
-  if (configPath !== undefined) {
+  const several = files.size > 1;
+  const problems: string[] = [];
+  const members: CompositeMember[] = [];
+  for (const [name, configPath] of files) {
+    let config: string | undefined;
+    if (configPath !== undefined) {
+      try {
+        config = readCloudConfigFile(configPath);
+      } catch (e) {
+        problems.push(`--cloud-config: cannot read ${configPath}: ${errorMessage(e)}`);
+        continue;
+      }
+    }
     try {
-      config = readCloudConfigFile(configPath);
+      members.push({ name, provider: await providers.create(name, { config, configPath, logger: logger.with({ provider: name }) }) });
     } catch (e) {
-      throw new ConfigurationError(`--cloud-config: cannot read ${configPath}: ${errorMessage(e)}`);
+      problems.push(`--cloud-config: ${several ? `${name}: ` : ''}${errorMessage(e)}`);
     }
   }
+  if (problems.length === 0 && !several) return members[0]!.provider;
   try {
-    return await providers.create(options.cloudProvider, { config, configPath, logger: logger.with({ provider: options.cloudProvider }) });
+    if (problems.length === 0) return new CompositeProvider(members);
   } catch (e) {
-    throw new ConfigurationError(`--cloud-config: ${errorMessage(e)}`);
+    problems.push(`--cloud-provider: ${errorMessage(e)}`);
   }
+  await Promise.all(members.map((m) => m.provider.close?.()));
+  throw new ConfigurationError(problems.join('\n'));
 }
 
 /** Routes run (the controller table decides, once): then the pod CIDRs are required. */

@@ -123,6 +123,10 @@ export async function runTerm(deps: TermDeps, term: Term, signal: AbortSignal, e
       c.healthCheck?.();
     }, { endpoints: ['healthz', 'readyz'] });
   }
+  // Each provider's own answers (several providers in one process): on /healthz only, since an
+  // outage of one provider's API is no reason for the process to be restarted (/livez) nor to stop
+  // serving the others (/readyz).
+  for (const { name, check } of cloud.healthChecks?.() ?? []) addCheck(name, check, { endpoints: ['healthz'] });
   const informerRuns = [informers.nodes.run(signal), informers.services.run(signal), informers.endpoints.run(signal)];
   addCheck('informer-sync', () => {
     if (!informers.nodes.hasSynced() || !informers.services.hasSynced()) throw new Error('informers not synced yet');

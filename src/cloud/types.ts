@@ -175,8 +175,44 @@ export interface ProviderContext {
   recorder?: EventRecorder;
 }
 
+/**
+ * Beyond upstream, several providers in one process (src/cloud/composite-provider.ts): one of
+ * them, as the controllers that judge nodes per provider see it.
+ */
+export interface ProviderPartition {
+  /** Its --cloud-provider name, for metrics, health checks, logs and events. */
+  name: string;
+  /** Its platform: the scheme of its nodes' providerIDs. */
+  platform: string;
+  instances?: Instances;
+}
+
 export interface CloudProvider {
   readonly providerName: string;
+  /**
+   * Beyond upstream (KEP-5778's platform): the scheme of the providerIDs this provider gives its
+   * nodes, e.g. `static` for `static://rack1/m1`. Required to run with other providers.
+   */
+  readonly platform?: string;
+  /**
+   * Beyond upstream: the provider serves only some platforms (several providers in one process):
+   * whether a node may be read, labelled, tainted or deleted here at all. A node of a platform
+   * nobody here serves is not, whatever the ownership flags say. Absent: every node (as upstream).
+   */
+  servesNode?(node: V1Node): boolean;
+  /** Beyond upstream: the providers behind this one, in the configured order (several providers in one process). */
+  readonly partitions?: readonly ProviderPartition[];
+  /**
+   * The partition that answers for this node: by its providerID's scheme, else by its
+   * `cloudprovider.kubernetes.io/platform` annotation; undefined while that is not known (a node
+   * without either is judged by none: never deleted).
+   */
+  partitionOf?(node: V1Node): ProviderPartition | undefined;
+  /**
+   * Beyond upstream: named checks the app serves on /healthz (not /livez: a provider's outage is
+   * no reason to restart the process), e.g. one per provider behind a composite.
+   */
+  healthChecks?(): readonly { name: string; check: () => void }[];
   initialize?(ctx: ProviderContext): Promise<void> | void;
   readonly instances?: Instances;
   readonly loadBalancer?: LoadBalancer;

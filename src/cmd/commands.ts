@@ -17,7 +17,10 @@ export const COMMANDS: readonly CommandInfo[] = [
       'Usage:\n  edge-ccm validate --cloud-provider NAME --cloud-config FILE\n\n' +
       'Checks the provider configuration FILE as the controller manager would read it and prints every problem\n' +
       'with its path and line. Exit 0 when valid, 2 when invalid (the code the controller manager exits with on\n' +
-      'the same file).',
+      'the same file).\n\n' +
+      'Several providers (beyond upstream, see docs/hybrid-clusters.md):\n' +
+      '  edge-ccm validate --cloud-provider static,proxmox --cloud-config static=FILE,proxmox=FILE\n' +
+      'checks each file with its provider\'s checks.',
   },
   {
     name: 'selftest',

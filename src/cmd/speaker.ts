@@ -15,7 +15,8 @@ import { L2Announcer } from '../announce/l2/announcer.ts';
 import { loadNodeBgpConfig, type NodeBgpConfig } from '../announce/bgp/node-config.ts';
 import { NodeBgpAnnouncer } from '../announce/bgp/node-announcer.ts';
 import { DEFAULT_PROBE_INTERVAL_MS } from '../net/l2/probe.ts';
-import { loadSection, parseSubcommandFlags, readConfigAndKey, serveMetrics } from './subcommand.ts';
+import { FLAG_ERROR_EXIT_CODE } from '../options/index.ts';
+import { loadSection, parseSubcommandFlags, readConfigAndOptionalKey, serveMetrics } from './subcommand.ts';
 
 /** `edge-ccm speaker ...`: exits 0 on SIGTERM/SIGINT, 2 on bad flags or config, 1 on other failures. */
 export async function runSpeaker(argv: string[]): Promise<number> {
@@ -23,13 +24,20 @@ export async function runSpeaker(argv: string[]): Promise<number> {
   if (typeof flags === 'number') return flags;
   const logger = createLogger({ format: flags.loggingFormat, verbosity: flags.verbosity });
 
-  const inputs = readConfigAndKey('speaker', flags);
+  const inputs = readConfigAndOptionalKey('speaker', flags);
   if (typeof inputs === 'number') return inputs;
   const { text, key } = inputs;
   const pools = loadSection('speaker', flags.cloudConfig, loadSpeakerConfig(text));
   if (typeof pools === 'number') return pools;
   const nodeBgpConfig = loadSection('speaker', flags.cloudConfig, loadNodeBgpConfig(text));
   if (typeof nodeBgpConfig === 'number') return nodeBgpConfig;
+  // The L2 part (ARP/NDP answers and the heartbeats it elects by) runs only for a file with an
+  // announce: l2 pool at start: a BGP-only speaker (announceFrom: nodes) needs no key and sends no heartbeats.
+  const l2Pools = l2PoolNames(pools);
+  if (l2Pools.length > 0 && !key) {
+    console.error(`error: speaker: --liveness-key-file: required: ${flags.cloudConfig} has announce: l2 pools (${l2Pools.join(', ')}), whose answering speakers elect by signed heartbeats`);
+    return FLAG_ERROR_EXIT_CODE;
+  }
 
   const registry = createRegistry();
   let transport: BunKubeTransport;
@@ -41,7 +49,7 @@ export async function runSpeaker(argv: string[]): Promise<number> {
     return EXIT_INVALID_INPUT;
   }
   const events = new EventBroadcaster({ transport, logger, instance: flags.nodeName });
-  const speaker = new L2Announcer({
+  const speaker = l2Pools.length === 0 || !key ? undefined : new L2Announcer({
     node: flags.nodeName,
     transport,
     pools: pools,
@@ -58,7 +66,11 @@ export async function runSpeaker(argv: string[]): Promise<number> {
     path: flags.cloudConfig,
     initialText: text,
     load: (t) => loadSpeakerConfig(t),
-    apply: (pools) => speaker.setPools(pools),
+    apply: (pools) => {
+      if (speaker) return speaker.setPools(pools);
+      const added = l2PoolNames(pools);
+      if (added.length > 0) logger.error('the file has announce: l2 pools now, but this speaker started without any: restart it (with --liveness-key-file) to answer ARP/NDP for them', { pools: added.join(',') });
+    },
     logger,
   });
 
@@ -69,8 +81,8 @@ export async function runSpeaker(argv: string[]): Promise<number> {
   try {
     await config.start();
     await bgpConfig.start();
-    logger.info('speaker starting', { node: flags.nodeName, pools: pools.pools.filter((p) => p.announce === 'l2').map((p) => p.name).join(','), metrics: server ? `http://${flags.metrics!.hostname}:${server.port}` : 'off', livenessPort: flags.livenessPort });
-    await Promise.all([speaker.run(stop.signal), nodeBgp.run(stop.signal)]);
+    logger.info('speaker starting', { node: flags.nodeName, pools: l2Pools.join(','), l2: speaker ? 'on' : 'off (no announce: l2 pool at start)', metrics: server ? `http://${flags.metrics!.hostname}:${server.port}` : 'off', livenessPort: speaker ? flags.livenessPort : 'off' });
+    await Promise.all([speaker?.run(stop.signal), nodeBgp.run(stop.signal)]);
     return EXIT_OK;
   } catch (e) {
     logger.error('speaker failed', { error: errorMessage(e) });
@@ -81,4 +93,8 @@ export async function runSpeaker(argv: string[]): Promise<number> {
     void server?.stop(true);
     await events.close(2000);
   }
+}
+
+function l2PoolNames(config: LoadBalancerConfig): string[] {
+  return config.pools.filter((p) => p.announce === 'l2').map((p) => p.name);
 }

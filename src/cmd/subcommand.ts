@@ -38,8 +38,16 @@ export function readHeartbeatKey(path: string): Uint8Array {
 
 /** The config file's text and the heartbeat key, or EXIT_INVALID_INPUT after printing why. */
 export function readConfigAndKey(command: string, flags: { cloudConfig: string; livenessKeyFile: string }): { text: string; key: Uint8Array } | number {
+  const read = readConfigAndOptionalKey(command, flags);
+  if (typeof read === 'number' || read.key) return read as { text: string; key: Uint8Array } | number;
+  console.error(`error: ${command}: --liveness-key-file: required (a shared secret signing the heartbeats)`);
+  return FLAG_ERROR_EXIT_CODE;
+}
+
+/** As readConfigAndKey, the key read only when --liveness-key-file is given. */
+export function readConfigAndOptionalKey(command: string, flags: { cloudConfig: string; livenessKeyFile: string }): { text: string; key?: Uint8Array } | number {
   try {
-    return { text: readCloudConfigFile(flags.cloudConfig), key: readHeartbeatKey(flags.livenessKeyFile) };
+    return { text: readCloudConfigFile(flags.cloudConfig), key: flags.livenessKeyFile ? readHeartbeatKey(flags.livenessKeyFile) : undefined };
   } catch (e) {
     console.error(`error: ${command}: ${errorMessage(e)}`);
     return EXIT_INVALID_INPUT;

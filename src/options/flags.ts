@@ -39,7 +39,9 @@ export const FLAGS = [
     kind: 'string',
     default: '',
     group: 'generic',
-    help: 'The provider for cloud services: the name of a provider built into edge-ccm. Required.',
+    help: 'The provider for cloud services: the name of a provider built into edge-ccm. Required. Beyond upstream (one name): ' +
+      'several names separated by commas (e.g. static,proxmox) run those providers in one process, each serving the nodes of its ' +
+      'platform (providerID scheme); a node of another platform is never touched. See docs/hybrid-clusters.md.',
   }),
   flag({
     name: 'cloud-config',
@@ -47,7 +49,8 @@ export const FLAGS = [
     kind: 'string',
     default: '',
     group: 'generic',
-    help: 'The path to the cloud provider configuration file. Empty string for no configuration file.',
+    help: 'The path to the cloud provider configuration file. Empty string for no configuration file. Beyond upstream: ' +
+      'with several providers, one file each, as NAME=PATH pairs separated by commas (e.g. static=/etc/edge-ccm/static.yaml,proxmox=/etc/edge-ccm/proxmox.yaml).',
   }),
   flag({
     name: 'controllers',

@@ -43,7 +43,7 @@ export function renderHelp(ctx: HelpContext): string {
 /** `edge-ccm speaker --help`: the same layout, its own table (src/options/speaker.ts). */
 export function renderSpeakerHelp(width: number): string {
   return (
-    `${SPEAKER_DESCRIPTION}\n\nUsage:\n  edge-ccm speaker --cloud-config FILE --liveness-key-file FILE [flags]\n\n` +
+    `${SPEAKER_DESCRIPTION}\n\nUsage:\n  edge-ccm speaker --cloud-config FILE [--liveness-key-file FILE] [flags]\n\n` +
     `Flags:\n\n${renderFlagLines(SPEAKER_FLAGS, width, (def) => def.help)}\n\n${renderExitCodes(width)}`
   );
 }

@@ -55,7 +55,6 @@ describe('edge-ccm speaker flags', () => {
     expect(problems([])).toEqual([
       '--node-name: required (or set NODE_NAME, as the DaemonSet does from spec.nodeName)',
       '--cloud-config: required (the file with the loadBalancer pools)',
-      '--liveness-key-file: required (a shared Secret signing the heartbeats)',
     ]);
     expect(problems([...REQUIRED, '--liveness-port=0', '--address-probes=11', '--metrics-bind-address=7472', '--logging-format=yaml', '--v=-1', '--heartbeat-interval=0s'])).toEqual([
       '--liveness-port: "0" is not a port',
@@ -85,14 +84,13 @@ describe('edge-ccm speaker flags', () => {
     expect(problems(['--cloud-confg=/etc/edge-ccm/config.yaml'])).toEqual([
       '--cloud-confg: unknown flag (did you mean --cloud-config?)',
       '--node-name: required (or set NODE_NAME, as the DaemonSet does from spec.nodeName)',
-      '--liveness-key-file: required (a shared Secret signing the heartbeats)',
     ]);
   });
 
   test('--help and docs/flags.md list every speaker flag with its default, in the manager\'s layout', () => {
     const help = renderSpeakerHelp(100_000);
     const markdown = renderFlagsMarkdown();
-    expect(help).toContain('Usage:\n  edge-ccm speaker --cloud-config FILE --liveness-key-file FILE [flags]\n');
+    expect(help).toContain('Usage:\n  edge-ccm speaker --cloud-config FILE [--liveness-key-file FILE] [flags]\n');
     expect(help).toContain('\nExit codes:\n');
     for (const def of SPEAKER_FLAGS) {
       expect(help.split('\n').filter((l) => new RegExp(`^ +(-\\w, )?--${def.name} `).test(l))).toHaveLength(1);

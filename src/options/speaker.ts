@@ -35,7 +35,7 @@ export const SPEAKER_FLAGS = [
     kind: 'string',
     default: '',
     group: 'speaker',
-    help: "The shared secret (at least 32 bytes) signing the speakers' heartbeats. Required.",
+    help: "The shared secret (at least 32 bytes) signing the speakers' heartbeats. Required when the file has an announce: l2 pool at start (the L2 part, heartbeats included, runs only then).",
   }),
   flag({ name: 'liveness-port', key: 'livenessPort', kind: 'int', default: DEFAULT_LIVENESS_PORT, group: 'speaker', help: 'UDP port of the heartbeats.', schema: port(false) }),
   flag({
@@ -106,6 +106,7 @@ export interface SpeakerOptions {
   cloudConfig: string;
   nodeName: string;
   kubeconfig?: string;
+  /** Empty: not given (needed only with an announce: l2 pool; the command checks it against the file). */
   livenessKeyFile: string;
   livenessPort: number;
   heartbeatIntervalMs: number;
@@ -135,7 +136,6 @@ export function parseSpeakerArgs(argv: readonly string[], env: Record<string, st
   };
   if (!nodeName) missing('--node-name', 'required (or set NODE_NAME, as the DaemonSet does from spec.nodeName)');
   if (!values.cloudConfig) missing('--cloud-config', 'required (the file with the loadBalancer pools)');
-  if (!values.livenessKeyFile) missing('--liveness-key-file', 'required (a shared Secret signing the heartbeats)');
   const timing = ['heartbeatIntervalMs', 'livenessTimeoutMs'] as const;
   if (!timing.some((key) => scan.unreadable.has(key)) && values.livenessTimeoutMs <= values.heartbeatIntervalMs) {
     errors.push({

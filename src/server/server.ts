@@ -50,6 +50,7 @@ export function createServer(opts: ServerOptions): CcmServer {
       for (const warning of tls.warnings) log.warn(warning);
       if (tls.selfSignedFiles) log.info(tls.selfSignedFiles.reused ? 'serving with the self-signed pair in --cert-dir' : 'wrote a self-signed pair to --cert-dir', tls.selfSignedFiles);
       if (opts.clientCertificates) {
+        for (const line of opts.clientCertificates.leftOut) log.warn('a client CA certificate is left out: nobody authenticates through it', { certificate: line });
         // Client certificates authenticate: node:tls, which tells the request what its client sent.
         certListener = await listenWithClientCertificates({
           hostname: opts.bindAddress,

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { V1Node, V1Service } from '@kubernetes/client-node';
@@ -199,11 +198,10 @@ export class NodeLab {
 
     const token = await cp.serviceAccountToken(SPEAKER_NS, SPEAKER_SA);
     const kubeconfig = await writeKubeconfig(join(lab.dir, 'speaker.kubeconfig'), cp.server, cp.caPem, 'speaker', { token });
-    const keyPath = join(lab.dir, 'liveness.key');
-    writeFileSync(keyPath, randomBytes(32).toString('hex'), { mode: 0o600 });
+    // No --liveness-key-file: a file without announce: l2 pools runs no heartbeats and needs no key.
     this.startSpeakerProcess = (i) => {
       const name = CLUSTER_NODES[i]!.name;
-      const p = lab.spawnLogged(name, `speaker-${name}-${Date.now()}`, ccmBinaryCommand(['speaker', `--node-name=${this.node(i)}`, `--cloud-config=${configPath}`, `--kubeconfig=${kubeconfig}`, `--liveness-key-file=${keyPath}`, '--metrics-bind-address=0', '--v=1']));
+      const p = lab.spawnLogged(name, `speaker-${name}-${Date.now()}`, ccmBinaryCommand(['speaker', `--node-name=${this.node(i)}`, `--cloud-config=${configPath}`, `--kubeconfig=${kubeconfig}`, '--metrics-bind-address=0', '--v=1']));
       this.speakers.set(i, p);
       this.cleanups.push(() => p.kill());
     };

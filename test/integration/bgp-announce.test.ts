@@ -13,7 +13,7 @@ import { startControlPlane, type ControlPlane } from '../harness/control-plane.t
 import { eventually, eventuallyEqual } from '../harness/eventually.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
 import type { NetnsLab, PipedProcess } from '../harness/netns.ts';
-import { UNINITIALIZED } from '../harness/nodes.ts';
+import { setReady, UNINITIALIZED } from '../harness/nodes.ts';
 import { freeLoopbackPorts } from '../harness/ports.ts';
 
 /**
@@ -221,6 +221,14 @@ for (const kind of KINDS) {
         await listenOnNodes(c, web);
         expect(['n1', 'n2', 'n3']).toContain(await curlFromClient(c.lab, web));
       }
+
+      // Leader mode follows readiness (no kubelet here: no node has a Ready condition yet, and with none Ready all are kept).
+      await setReady(nodes(), c.node(1), 'True');
+      await setReady(nodes(), c.node(2), 'True');
+      await setReady(nodes(), c.node(0), 'False');
+      await eventuallyEqual('a NotReady node is no next hop', () => bgpTable(c.router), { ...podRoutes([0, 1, 2]), [`${web}/32`]: [v4(1), v4(2)] }, logOf(ccm));
+      await setReady(nodes(), c.node(0), 'True');
+      await eventuallyEqual('Ready again: a next hop again', () => bgpTable(c.router), { ...podRoutes([0, 1, 2]), [`${web}/32`]: all }, logOf(ccm));
 
       const local = await createService(c, 'local', true);
       await setEndpoints(c, 'local', [1]);

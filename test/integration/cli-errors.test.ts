@@ -128,3 +128,10 @@ test('edge-ccm vip whose metrics port is taken (a restart while the old process 
     taken.stop(true);
   }
 });
+
+test('edge-ccm speaker for a file with announce: l2 pools and no --liveness-key-file: exit 2 naming the flag and the pools', async () => {
+  const dir = tempDir('edge-ccm-cli-errors-');
+  writeFileSync(join(dir, 'lb.yaml'), 'loadBalancer:\n  pools:\n    - { name: lan, addresses: [198.51.100.240/29], announce: l2 }\n    - { name: routed, addresses: [198.51.100.248/29], announce: bgp }\n');
+  const { exitCode, output } = await run(ccmBinaryCommand(['speaker', `--cloud-config=${join(dir, 'lb.yaml')}`, '--node-name=n1', '--kubeconfig=/nonexistent']));
+  expect({ exitCode, output: output.trim() }).toEqual({ exitCode: 2, output: `error: speaker: --liveness-key-file: required: ${join(dir, 'lb.yaml')} has announce: l2 pools (lan), whose answering speakers elect by signed heartbeats` });
+});

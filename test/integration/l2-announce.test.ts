@@ -5,6 +5,7 @@ import { electNode } from '../../src/net/l2/election.ts';
 import { ARP_REQUEST, serializeArp } from '../../src/net/l2/arp.ts';
 import { BROADCAST_MAC, ETHERTYPE_ARP, ZERO_MAC, buildEthernet, parseMac } from '../../src/net/l2/ethernet.ts';
 import { icmpv6Checksum, neighborSolicitationFrame } from '../../src/net/l2/ndp.ts';
+import { MALFORMED_REASONS, MARTIAN_REASONS, type MalformedReason } from '../../src/net/l2/refusals.ts';
 import { eventually } from '../harness/eventually.ts';
 import { L2Lab, failoverGap, NODES, SERVICE_IPV4, SERVICE_IPV6, SIDE_IPV4, SIDE_IPV6, UNASSIGNED_IPV4, UNASSIGNED_IPV6, type Attempt, type NodeName } from '../harness/l2-lab.ts';
 import { ResponderChild } from '../harness/l2-responder.ts';
@@ -192,14 +193,15 @@ describe('malformed frames', () => {
       frame[57] = sum & 0xff;
       return frame;
     };
-    const junk: Record<string, Uint8Array> = {
+    // Keyed by the reason each is counted under.
+    const junk: Partial<Record<MalformedReason, Uint8Array>> = {
       // A veth does not pad, so a short ARP frame arrives as short as it was sent.
-      'ARP packet of 10 bytes': Buffer.concat([arpHeader, request.subarray(0, 10)]),
-      'not Ethernet/IPv4': Buffer.concat([arpHeader, Object.assign(request.slice(), { 2: 0x86, 3: 0xdd })]),
-      'ARP operation 9': Buffer.concat([arpHeader, Object.assign(request.slice(), { 7: 9 })]),
-      'wrong ICMPv6 checksum': Object.assign(solicitation(), { 57: solicitation()[57]! ^ 0xff }),
-      'hop limit 64': Object.assign(solicitation(), { 21: 64 }),
-      'zero-length option': withChecksum(Object.assign(solicitation(), { 79: 0 })),
+      'arp-short': Buffer.concat([arpHeader, request.subarray(0, 10)]),
+      'arp-not-ethernet-ipv4': Buffer.concat([arpHeader, Object.assign(request.slice(), { 2: 0x86, 3: 0xdd })]),
+      'arp-operation': Buffer.concat([arpHeader, Object.assign(request.slice(), { 7: 9 })]),
+      'ndp-checksum': Object.assign(solicitation(), { 57: solicitation()[57]! ^ 0xff }),
+      'ndp-hop-limit': Object.assign(solicitation(), { 21: 64 }),
+      'ndp-option': withChecksum(Object.assign(solicitation(), { 79: 0 })),
     };
     const node4 = owner(SERVICE_IPV4);
     const node6 = owner(SERVICE_IPV6);
@@ -207,8 +209,9 @@ describe('malformed frames', () => {
     const before6 = (await responder(node6).stats()).stats;
     await mustRun(['ip', 'netns', 'exec', site.lab.ns('client'), process.execPath, FRAME_SENDER, 'eth0', ...Object.values(junk).map((f) => Buffer.from(f).toString('hex'))]);
     const reasonsSeen = async (node: NodeName, names: string[]) => {
-      const reasons = Object.keys((await responder(node).stats()).stats.malformedReasons);
-      return names.every((name) => reasons.some((r) => r.includes(name)));
+      const counts = (await responder(node).stats()).stats.malformedReasons;
+      const before = node === node4 ? before4 : before6;
+      return names.every((name) => counts[name as MalformedReason] > before.malformedReasons[name as MalformedReason]);
     };
     await eventually('the owners counting every junk frame as malformed', async () =>
       (await reasonsSeen(node4, Object.keys(junk).slice(0, 3))) && reasonsSeen(node6, Object.keys(junk).slice(3)),
@@ -220,6 +223,84 @@ describe('malformed frames', () => {
     expect(after4.malformedFrames - before4.malformedFrames).toBeGreaterThanOrEqual(3);
     expect(after6.malformedFrames - before6.malformedFrames).toBeGreaterThanOrEqual(3);
     // The responders are alive and still answer.
+    expect(await site.arpAnswers(SERVICE_IPV4)).toEqual([macOf(node4)]);
+    expect(await site.ndpAnswers(SERVICE_IPV6)).toEqual([macOf(node6)]);
+  }, TEST_TIMEOUT_MS);
+
+  test("requests from martian senders are not answered, and a flood of the issue's frame, each one different, leaves the counters' shape as it was", async () => {
+    await announceElected();
+    const clientMac = parseMac(site.client.lanMac)!;
+    const clientIp = ipToBytes(parseIP(site.client.lanIPv4)!);
+    const target = ipToBytes(parseIP(SERVICE_IPV6)!);
+    const arpRequest = (senderMac: Uint8Array, senderIp: Uint8Array) =>
+      buildEthernet(BROADCAST_MAC, clientMac, ETHERTYPE_ARP, serializeArp({ operation: ARP_REQUEST, senderMac, senderIp, targetMac: ZERO_MAC, targetIp: ipToBytes(parseIP(SERVICE_IPV4)!) }));
+    const solicitationFrom = (source: string) => neighborSolicitationFrame(target, clientMac, ipToBytes(parseIP(source)!));
+    const withLinkLayer = (mac: string) => {
+      const frame = neighborSolicitationFrame(target, clientMac, ipToBytes(parseIP('fe80::ff:fe00:99')!));
+      frame.set(parseMac(mac)!, 80); // the source link-layer address option, which the answer would go to
+      frame[56] = frame[57] = 0;
+      const sum = icmpv6Checksum(frame.subarray(22, 38), frame.subarray(38, 54), frame.subarray(54, 86));
+      frame[56] = sum >> 8;
+      frame[57] = sum & 0xff;
+      return frame;
+    };
+    const martians4 = [
+      arpRequest(BROADCAST_MAC, clientIp),
+      arpRequest(ZERO_MAC, clientIp),
+      arpRequest(parseMac('01:00:5e:00:00:01')!, clientIp),
+      ...['224.0.0.1', '255.255.255.255', '127.0.0.1', '0.0.0.9'].map((ip) => arpRequest(clientMac, ipToBytes(parseIP(ip)!))),
+    ];
+    const martians6 = [solicitationFrom('ff02::1'), solicitationFrom('::1'), withLinkLayer('33:33:00:00:00:01'), withLinkLayer('00:00:00:00:00:00')];
+    // The issue's 60-byte frame (ARP with hardware and protocol type 0), its four type and length
+    // bytes made different in each copy: before the fix, each made a key of its own.
+    const issueFrame = Uint8Array.from(Buffer.from('ffffffffffff02000000000908060000000006040001020000000009c6336414000000000000c633640a000000000000000000000000000000000000', 'hex'));
+    const flood = Array.from({ length: 500 }, (_, i) => Object.assign(issueFrame.slice(), { 14: i >> 8, 15: i & 0xff, 16: (i * 7) & 0xff, 17: (i * 13) & 0xff }));
+    const ROUNDS = 4;
+    const node4 = owner(SERVICE_IPV4);
+    const node6 = owner(SERVICE_IPV6);
+    const before4 = (await responder(node4).stats()).stats;
+    const before6 = (await responder(node6).stats()).stats;
+    const hex = (frames: Uint8Array[]) => frames.map((f) => Buffer.from(f).toString('hex'));
+    const send = (frames: Uint8Array[]) => mustRun(['ip', 'netns', 'exec', site.lab.ns('client'), process.execPath, FRAME_SENDER, 'eth0', `--repeat=${ROUNDS}`, ...hex(frames)], 60_000);
+    const martianCount = (s: typeof before4) => Object.values(s.martianReasons).reduce((a, b) => a + b, 0);
+    // The martians first, few enough that none is dropped; each node reads every broadcast, the
+    // solicitations reach the IPv6 owner (the switch snoops MLD).
+    await send([...martians4, ...martians6]);
+    await eventually('the owners counting every martian', async () => {
+      const s4 = (await responder(node4).stats()).stats;
+      const s6 = (await responder(node6).stats()).stats;
+      return martianCount(s4) - martianCount(before4) >= martians4.length * ROUNDS && martianCount(s6) - martianCount(before6) >= martians6.length * ROUNDS;
+    });
+    // Then the flood: a loaded machine may drop some of 2,000 frames from the receiver's socket
+    // buffer, so wait until the count has settled (and is not zero) rather than for every frame.
+    await send(flood);
+    let last = -1;
+    await eventually('the flood counted, the count settled', async () => {
+      const counted = (await responder(node4).stats()).stats.malformedFrames - before4.malformedFrames;
+      const settled = counted > 0 && counted === last;
+      last = counted;
+      if (!settled) await Bun.sleep(1000);
+      return settled;
+    });
+    const after4 = (await responder(node4).stats()).stats;
+    const after6 = (await responder(node6).stats()).stats;
+    // Not one answered.
+    expect(after4.answers).toEqual(before4.answers);
+    expect(after6.answers).toEqual(before6.answers);
+    expect(after4.martianReasons['arp-sender-mac'] - before4.martianReasons['arp-sender-mac']).toBe(3 * ROUNDS);
+    expect(after4.martianReasons['arp-sender-ip'] - before4.martianReasons['arp-sender-ip']).toBe(4 * ROUNDS);
+    expect(after6.martianReasons['ipv6-source'] - before6.martianReasons['ipv6-source']).toBe(2 * ROUNDS);
+    expect(after6.martianReasons['ndp-sender-mac'] - before6.martianReasons['ndp-sender-mac']).toBe(2 * ROUNDS);
+    // Every flood frame that was read counted under its one fixed reason.
+    expect(after4.malformedReasons['arp-not-ethernet-ipv4'] - before4.malformedReasons['arp-not-ethernet-ipv4']).toBe(after4.malformedFrames - before4.malformedFrames);
+    // No growth: the same keys as before the flood, the fixed sets and nothing else.
+    for (const [before, after] of [[before4, after4], [before6, after6]] as const) {
+      expect(Object.keys(after.malformedReasons)).toEqual([...MALFORMED_REASONS]);
+      expect(Object.keys(after.martianReasons)).toEqual([...MARTIAN_REASONS]);
+      expect(Object.keys(after.answers)).toEqual(Object.keys(before.answers));
+      expect(Object.keys(after.claims)).toEqual(Object.keys(before.claims));
+    }
+    // Still answering.
     expect(await site.arpAnswers(SERVICE_IPV4)).toEqual([macOf(node4)]);
     expect(await site.ndpAnswers(SERVICE_IPV6)).toEqual([macOf(node6)]);
   }, TEST_TIMEOUT_MS);

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import type { V1EndpointSlice, V1Node, V1Service } from '@kubernetes/client-node';
-import { loadBalancerAnnouncements, mergeAnnouncements, nodeLoadBalancerAnnouncements, podCIDRAnnouncements } from './announcements.ts';
+import { leaderNextHopCandidates, loadBalancerAnnouncements, mergeAnnouncements, nodeLoadBalancerAnnouncements, podCIDRAnnouncements } from './announcements.ts';
 import type { BgpConfig } from './config-model.ts';
 import { BgpRouteTable } from './route-table.ts';
 import type { LoadBalancerConfig } from '../../lb/config-model.ts';
@@ -139,6 +139,23 @@ describe('pod CIDR routes', () => {
       table: [{ prefix: '203.0.113.5/32', nextHops: ['198.51.100.11'] }],
       clashes: ['203.0.113.5/32'],
     });
+  });
+});
+
+describe('the leader\'s next hops follow readiness (announceFrom: leader)', () => {
+  const withReady = (n: V1Node, status: string | undefined): V1Node => ({ ...n, status: { ...n.status, ...(status ? { conditions: [{ type: 'Ready', status }] } : {}) } });
+  test('a node whose Ready is Unknown, False or not yet posted is no next hop', () => {
+    const [n1, n2, n3] = nodes;
+    const { nodes: candidates, noneReady } = leaderNextHopCandidates([withReady(n1!, 'True'), withReady(n2!, 'Unknown'), withReady(n3!, 'False'), withReady(node('n4', '198.51.100.14'), undefined)]);
+    expect(candidates.map((n) => n.metadata?.name)).toEqual(['n1']);
+    expect(noneReady).toBe(false);
+    const table = loadBalancerAnnouncements({ services: [service('web', ['203.0.113.5'])], eligibleNodes: candidates, readyEndpointNodes: new Map() }, lb, bgp);
+    expect(table).toEqual([{ prefix: '203.0.113.5/32', nextHops: ['198.51.100.11'], communities: ['no-export'], localPref: 200 }]);
+  });
+  test('no eligible node Ready (the control plane cut off from every kubelet): every eligible node kept, not every address withdrawn', () => {
+    const unknown = nodes.map((n) => withReady(n, 'Unknown'));
+    expect(leaderNextHopCandidates(unknown)).toEqual({ nodes: unknown, noneReady: true });
+    expect(leaderNextHopCandidates([])).toEqual({ nodes: [], noneReady: false });
   });
 });
 

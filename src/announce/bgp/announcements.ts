@@ -1,5 +1,6 @@
 import type { V1Node, V1Service } from '@kubernetes/client-node';
 import type { BgpClusterView } from '../../cloud/types.ts';
+import { isNodeReady } from '../../kube/node-helpers.ts';
 import { nodeEligibleForLoadBalancer } from '../../kube/service-helpers.ts';
 import type { Announcement } from '../../net/bgp/speaker.ts';
 import type { LoadBalancerConfig } from '../../lb/config-model.ts';
@@ -20,6 +21,23 @@ import type { AnnouncedRoute } from './route-table.ts';
  *   externalTrafficPolicy: Local only those with a ready endpoint of the service. An address
  *   shared by several services gets the union of their next hops. No next hop: not announced.
  */
+
+/**
+ * The leader's next-hop candidates (announceFrom: leader): the eligible nodes whose Ready
+ * condition is True. Upstream's service controller ignores readiness because a cloud load
+ * balancer health-checks its backends; a BGP route has no such check, so a dead node would keep
+ * its share of the traffic for as long as its Node exists. Ready turns Unknown once the kubelet
+ * has been silent for kube-controller-manager's --node-monitor-grace-period (50 s by default), or
+ * False when the kubelet itself says so: from then on the node is no next hop. When no eligible
+ * node is Ready (the control plane cut off from every kubelet, not every node dead), the
+ * eligible nodes are kept as they are: withdrawing every address would turn a control-plane
+ * outage into a data-plane one.
+ */
+export function leaderNextHopCandidates(eligible: readonly V1Node[]): { nodes: readonly V1Node[]; noneReady: boolean } {
+  const ready = eligible.filter(isNodeReady);
+  if (ready.length > 0 || eligible.length === 0) return { nodes: ready, noneReady: false };
+  return { nodes: eligible, noneReady: true };
+}
 
 export function podCIDRAnnouncements(routes: readonly AnnouncedRoute[], bgp: BgpConfig): Announcement[] {
   if (!bgp.podCIDRs.announce) return [];

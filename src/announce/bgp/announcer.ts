@@ -11,6 +11,7 @@ import type { ServerEnv } from '../../server/types.ts';
 import type { HealthChecks } from '../../server/health.ts';
 import { aborted } from '../../util/abort.ts';
 import { errorMessage } from '../../util/errors.ts';
+import { leaderNextHopCandidates } from './announcements.ts';
 import { registerBgpMetrics } from './metrics.ts';
 
 /**
@@ -117,6 +118,8 @@ class BgpTerm {
   private appliedConfig?: string;
   private readonly log: Logger;
   private warnedRestartTime = false;
+  /** The last view had no Ready eligible node (logged on each change only). */
+  private noneReady = false;
 
   constructor(private readonly deps: BgpTermDeps) {
     this.log = deps.logger.with({ component: 'bgp' });
@@ -325,11 +328,13 @@ class BgpTerm {
   }
 
   private view(): BgpClusterView {
-    return {
-      services: this.deps.services.store.list(),
-      // The service controller's eligibility: nodes this process manages that may back a load balancer.
-      eligibleNodes: this.deps.nodes.store.list().filter((n) => this.deps.isManagedNode(n) && nodeEligibleForLoadBalancer(n)),
-      readyEndpointNodes: this.deps.endpoints.all(),
-    };
+    // The service controller's eligibility (nodes this process manages that may back a load balancer), then readiness.
+    const { nodes, noneReady } = leaderNextHopCandidates(this.deps.nodes.store.list().filter((n) => this.deps.isManagedNode(n) && nodeEligibleForLoadBalancer(n)));
+    if (noneReady !== this.noneReady) {
+      this.noneReady = noneReady;
+      if (noneReady) this.log.warn('no eligible node is Ready: keeping every eligible node as a next hop (a control plane cut off from the kubelets must not withdraw every address)');
+      else this.log.info('a Ready node again: next hops are the Ready nodes');
+    }
+    return { services: this.deps.services.store.list(), eligibleNodes: nodes, readyEndpointNodes: this.deps.endpoints.all() };
   }
 }

@@ -6,6 +6,7 @@ import type { SpeakerStats } from '../../net/bgp/speaker.ts';
 const peer = (address: string, asn: number, state: 'established' | 'active', updatesSent: number): SpeakerStats['peers'][number] => ({
   address, asn, state, uptimeSeconds: state === 'established' ? 42 : 0, prefixesAnnounced: 3, updatesSent,
   updatesReceived: 1, notificationsSent: 0, notificationsReceived: 2, flaps: 1,
+  updateErrors: { treat_as_withdraw: 3, attribute_discard: 0, repeated_attribute: 1, session_reset: 0 }, routeRefreshesCoalesced: 4, queuedBytes: 512,
 });
 
 test('per-peer series read from the speaker at scrape time; none while no speaker runs', async () => {
@@ -24,6 +25,10 @@ test('per-peer series read from the speaker at scrape time; none while no speake
     'edge_ccm_bgp_updates_sent_total{peer="198.51.100.1",peer_asn="65000"} 5',
     'edge_ccm_bgp_notifications_received_total{peer="2001:db8::1",peer_asn="65001"} 2',
     'edge_ccm_bgp_announcements 7',
+    'edge_ccm_bgp_update_errors_total{peer="198.51.100.1",peer_asn="65000",kind="treat_as_withdraw"} 3',
+    'edge_ccm_bgp_update_errors_total{peer="198.51.100.1",peer_asn="65000",kind="session_reset"} 0',
+    'edge_ccm_bgp_write_queue_bytes{peer="2001:db8::1",peer_asn="65001"} 512',
+    'edge_ccm_bgp_route_refreshes_coalesced_total{peer="198.51.100.1",peer_asn="65000"} 4',
   ]));
 
   // A peer removed from the config leaves no series behind.

@@ -1,5 +1,6 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { PeerState, SpeakerStats } from '../../net/bgp/speaker.ts';
+import { UPDATE_ERROR_KINDS } from '../../net/bgp/update-faults.ts';
 import { perRegistry } from '../../util/per-registry.ts';
 
 /**
@@ -38,6 +39,20 @@ const metricsOf = perRegistry((registry) => {
   counter('edge_ccm_bgp_notifications_sent_total', 'NOTIFICATION messages sent to the peer.', (p) => p.notificationsSent);
   counter('edge_ccm_bgp_notifications_received_total', 'NOTIFICATION messages received from the peer.', (p) => p.notificationsReceived);
   counter('edge_ccm_bgp_session_flaps_total', 'Times an established BGP session with the peer went down.', (p) => p.flaps);
+  gauge('edge_ccm_bgp_write_queue_bytes', 'Bytes queued for the peer that it has not read yet (capped; see docs/networking/bgp.md).', (p) => p.queuedBytes);
+  counter('edge_ccm_bgp_route_refreshes_coalesced_total', 'ROUTE-REFRESH requests from the peer not answered because the previous answer was still queued.', (p) => p.routeRefreshesCoalesced);
+  new Counter({
+    name: 'edge_ccm_bgp_update_errors_total',
+    help: 'Malformed UPDATEs from the peer by RFC 7606 handling: treat_as_withdraw (per UPDATE), attribute_discard and repeated_attribute (per attribute), session_reset.',
+    labelNames: [...labelNames, 'kind'],
+    registers,
+    collect() {
+      this.reset();
+      for (const p of stats()?.peers ?? []) {
+        for (const kind of UPDATE_ERROR_KINDS) this.inc({ peer: p.address, peer_asn: String(p.asn), kind }, p.updateErrors[kind]);
+      }
+    },
+  });
   new Gauge({
     name: 'edge_ccm_bgp_announcements',
     help: 'Prefixes in the table the BGP speaker announces (pod CIDRs and load-balancer addresses).',

@@ -413,8 +413,9 @@ export class L2Announcer {
       case 'error':
         this.log.warn('responder error', { interface: event.interface, error: event.message });
         return;
-      case 'malformed':
-        this.log.debug(4, 'malformed frame ignored', { interface: event.interface, reason: event.reason });
+      case 'refused':
+        // At most one per reason per the responder's report window: a flood stays a line per reason.
+        this.log.debug(4, `${event.kind} frame ignored`, { interface: event.interface, reason: event.reason, detail: event.detail, notReportedSince: event.notReportedSince });
         return;
     }
   }

@@ -66,13 +66,25 @@ export class L2AnnouncerMetrics {
         for (const [address, n] of Object.entries(stats().responder.answers)) this.inc({ address }, n);
       },
     });
+    // Labelled by a reason of a fixed set (src/net/l2/refusals.ts), never by what a frame carried.
     new Counter({
       name: 'edge_ccm_l2_malformed_frames_total',
-      help: 'ARP/NDP frames ignored as malformed.',
+      help: 'ARP/NDP frames ignored as malformed, by reason (a fixed set: docs/networking/l2.md).',
+      labelNames: ['reason'],
       registers: [registry],
       collect() {
         this.reset();
-        this.inc(stats().responder.malformedFrames);
+        for (const [reason, n] of Object.entries(stats().responder.malformedReasons)) this.inc({ reason }, n);
+      },
+    });
+    new Counter({
+      name: 'edge_ccm_l2_martian_frames_total',
+      help: 'Well-formed ARP/NDP frames ignored because their sender cannot be a station (broadcast, multicast or zero MAC; multicast, broadcast, loopback or 0/8 IPv4 sender; multicast, loopback or IPv4-mapped IPv6 source), by reason.',
+      labelNames: ['reason'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const [reason, n] of Object.entries(stats().responder.martianReasons)) this.inc({ reason }, n);
       },
     });
     new Counter({

@@ -79,10 +79,11 @@ export function decide(csr: CsrFacts, node: NodeFacts, minimum: MinimumKey = DEF
   try {
     request = parseCsrPem(csr.requestPem);
   } catch (error) {
-    if (error instanceof CsrParseError) return deny('Malformed', `spec.request is not a certificate request: ${error.message}`);
+    // Not one reading only (or not a request at all): what the API server and the signer read may differ from what is checked here.
+    if (error instanceof CsrParseError) return deny('Malformed', `spec.request is not a kubelet's certificate request read one way only: ${error.message}`);
     throw error;
   }
-  if (!request.signatureValid) return deny('Malformed', 'the request\'s signature does not verify with its public key (or its algorithm is not one a kubelet uses)');
+  if (!request.signatureValid) return deny('Malformed', 'the request\'s signature does not verify with its public key');
   if (request.commonName !== csr.username || request.organizations.length !== 1 || request.organizations[0] !== NODES_GROUP) {
     return deny('SubjectMismatch', `subject CN=${JSON.stringify(request.commonName)} O=${JSON.stringify(request.organizations)}: must be CN=${csr.username} O=${NODES_GROUP}`);
   }
@@ -94,8 +95,8 @@ export function decide(csr: CsrFacts, node: NodeFacts, minimum: MinimumKey = DEF
   if (strangerIps.length > 0) {
     return deny('IPNotOfNode', `IP SANs ${strangerIps.join(', ')} are not addresses of node ${name}'s machine (${node.addresses.join(', ') || 'none'})`);
   }
-  const names = new Set(node.dnsNames.map((n) => n.toLowerCase()));
-  const strangerNames = request.dnsNames.filter((n) => !names.has(n.toLowerCase()));
+  const names = new Set(node.dnsNames.map(asciiLowerCase));
+  const strangerNames = request.dnsNames.filter((n) => !names.has(asciiLowerCase(n)));
   if (strangerNames.length > 0) {
     return deny('DNSNotOfNode', `DNS SANs ${strangerNames.join(', ')} are neither node ${name}'s hostname nor names the inventory lists (${node.dnsNames.join(', ') || 'none'})`);
   }
@@ -119,6 +120,11 @@ export function keyWeakness(key: KeyObject, minimum: MinimumKey): string | undef
   }
   if (type === 'ed25519' && minimum.ed25519) return undefined;
   return `${type ?? 'unknown'} key: allowed are RSA >= ${minimum.rsaBits} bits, EC on ${minimum.ecCurves.join('/')}${minimum.ed25519 ? ', Ed25519' : ''}`;
+}
+
+/** DNS names compare case-insensitively in ASCII only (RFC 4343): toLowerCase() would fold the Kelvin sign U+212A to "k". */
+function asciiLowerCase(name: string): string {
+  return name.replace(/[A-Z]/g, (c) => String.fromCharCode(c.charCodeAt(0) + 32));
 }
 
 /** One text form per address ("2001:DB8::1" and "2001:db8:0::1" are one), by round-tripping through a URL host. */

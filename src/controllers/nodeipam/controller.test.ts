@@ -160,6 +160,20 @@ describe('CloudAllocator', () => {
     expect(t.patches()[0]![1]).toEqual({ spec: { podCIDR: '10.244.0.64/26', podCIDRs: ['10.244.0.64/26'] } });
   });
 
+  test('a second Node of the same machine waits (CIDRConflict) while the first holds its CIDRs, and gets them as soon as the first is deleted', async () => {
+    const t = setup('CloudAllocator', '10.244.0.0/24', 26);
+    t.cloud.setNode('old', { metadata: fakeMetadata('old') });
+    t.informer.set(node('old', { providerID: 'fake://m1', podCIDRs: ['10.244.0.64/26'] }));
+    await eventually('the record of the machine', () => t.transport.requests.some((r) => r.method === 'POST'));
+    t.informer.set(node('new', { providerID: 'fake://m1' }));
+    await eventually('the Warning', () => t.recorder.events.some((e) => e.name === 'new' && e.reason === 'CIDRConflict'));
+    expect(t.patches()).toEqual([]);
+    // No further update of 'new' (a real kubelet with an unchanged status writes every few minutes): the deletion alone wakes it.
+    t.informer.remove(node('old', { providerID: 'fake://m1', podCIDRs: ['10.244.0.64/26'] }));
+    await eventually('the machine\'s CIDRs on the new Node', () => t.patches().length === 1);
+    expect(t.patches()[0]).toEqual(['/api/v1/nodes/new', { spec: { podCIDR: '10.244.0.64/26', podCIDRs: ['10.244.0.64/26'] } }]);
+  });
+
   test('the nodes waiting at the start of a term are recorded in one write, then patched', async () => {
     const waiting = ['w1', 'w2', 'w3'].map((name) => node(name, { providerID: `fake://${name}` }));
     const t = setup('CloudAllocator', '10.244.0.0/24', 26, waiting);

@@ -195,6 +195,12 @@ export class NodeIPAMController implements Controller {
     this.reported.delete(name);
     const state = this.state;
     if (!state) return; // before the rebuild, which reads the store after this
+    // CloudAllocator: the CIDRs stay the machine's, and a Node of the same machine that waited
+    // (CIDRConflict while this one held them) may have them now: at once, not at its next status write.
+    const machine = this.cloudAllocator ? node.spec?.providerID : undefined;
+    if (machine) {
+      for (const sibling of this.byMachine.get(machine) ?? []) if (this.waiting.delete(sibling)) this.queue.add(sibling);
+    }
     // RangeAllocator: the node's CIDRs go back (upstream). CloudAllocator: they stay the machine's.
     const owner = nodeOwner(name);
     const held = state.held(owner);

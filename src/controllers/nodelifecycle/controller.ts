@@ -1,5 +1,5 @@
 import type { V1Node } from '@kubernetes/client-node';
-import type { CloudProvider, Existence, Instances } from '../../cloud/types.ts';
+import type { CloudProvider, Existence, Instances, ProviderPartition } from '../../cloud/types.ts';
 import { isNodeReady, nodeEventSubject, nodeName } from '../../kube/node-helpers.ts';
 import { systemClock, type Clock } from '../../util/time.ts';
 import type { Logger } from '../../log.ts';
@@ -45,11 +45,44 @@ export interface MonitorReport {
   held: Map<string, HeldReason>;
   quarantined: string[];
   deleted: string[];
+  /** The breakers' verdicts together (one provider: its own). */
   breaker: BreakerVerdict<V1Node>;
+  /** Each provider's breaker verdict, by provider name. */
+  breakers: ReadonlyMap<string, BreakerVerdict<V1Node>>;
+}
+
+type Partition = ProviderPartition;
+
+interface PartitionState {
+  deletions: DeletionWindow;
+  breakerOpen: boolean;
+}
+
+/** One provider's managed nodes in a pass, and what the pass found about them. */
+interface Group {
+  partition: Partition;
+  state: PartitionState;
+  nodes: V1Node[];
+  asked: V1Node[];
+  existing: V1Node[];
+  candidates: V1Node[];
+}
+
+/** Several verdicts read as one, for the EdgeCCMStatus object and the report: open when any is; counts added. */
+function combined(verdicts: BreakerVerdict<V1Node>[]): BreakerVerdict<V1Node> {
+  if (verdicts.length === 1) return verdicts[0]!;
+  return {
+    open: verdicts.some((v) => v.open),
+    allowed: verdicts.reduce((n, v) => n + v.allowed, 0),
+    gone: verdicts.reduce((n, v) => n + v.gone, 0),
+    population: verdicts.reduce((n, v) => n + v.population, 0),
+    deletable: verdicts.flatMap((v) => v.deletable),
+    held: verdicts.flatMap((v) => v.held),
+  };
 }
 
 /** What the lifecycle controller uses of the app's context: the provider's instances, the node informer, its writes, events and metrics. */
-export type LifecycleControllerContext = Pick<ControllerContext, 'transport' | 'recorder' | 'logger' | 'registry' | 'nodeInformer' | 'isManagedNode'> & { cloud: Pick<CloudProvider, 'instances'> };
+export type LifecycleControllerContext = Pick<ControllerContext, 'transport' | 'recorder' | 'logger' | 'registry' | 'nodeInformer' | 'isManagedNode'> & { cloud: Pick<CloudProvider, 'instances'> & Partial<Pick<CloudProvider, 'providerName' | 'partitionOf'>> };
 
 /** Its name in logs, health checks and metrics: src/names.ts, the one list of names. */
 export { CLOUD_NODE_LIFECYCLE_CONTROLLER };
@@ -71,10 +104,14 @@ export class CloudNodeLifecycleController implements Controller {
   private readonly streaks = new Map<string, NotFoundStreak>();
   /** Last hold reason logged per node, so a held node is announced once, not every period. */
   private readonly announced = new Map<string, HeldReason>();
-  private readonly deletions: DeletionWindow;
+  /** Per provider (one with one provider): its deletions in the breaker's window and whether its breaker was open. */
+  private readonly partitionStates = new Map<string, PartitionState>();
+  /** What a node's answer is judged with (snapshot.ts): its providerID scheme; with several providers, its provider's platform. */
+  private readonly groupOf: (node: V1Node) => string;
+  /** The one provider's partition when the cloud has no partitions (one provider, as upstream). */
+  private readonly single: Partition;
   /** UIDs deleted but maybe still in the informer's store: never judged (or counted) twice. */
   private readonly deletedUids = new Set<string>();
-  private breakerOpen = false;
   private readonly snapshots: ProviderSnapshots;
   /** Last state logged per providerID scheme, so a distrusted answer is logged when it starts and ends, not every period. */
   private readonly groupStates = new Map<string, GroupJudgement['state']>();
@@ -91,7 +128,9 @@ export class CloudNodeLifecycleController implements Controller {
     this.log = ctx.logger.with({ controller: this.name });
     this.clock = deps.clock ?? systemClock;
     this.writer = deps.writer ?? new ApiLifecycleWriter(ctx.transport);
-    this.deletions = new DeletionWindow(this.options.breaker.windowMs);
+    this.single = { name: ctx.cloud.providerName ?? '', platform: '', instances: this.instances };
+    const partitionOf = ctx.cloud.partitionOf?.bind(ctx.cloud);
+    this.groupOf = partitionOf ? (node) => partitionOf(node)?.platform ?? providerIDScheme(node) : providerIDScheme;
     this.snapshots = new ProviderSnapshots({
       shrinkMaxShare: this.options.shrinkMaxShare,
       gracePeriodMs: this.options.gracePeriodMs,
@@ -121,108 +160,155 @@ export class CloudNodeLifecycleController implements Controller {
 
   /** One pass over every managed node (upstream MonitorNodes). */
   async monitorNodes(signal?: AbortSignal): Promise<MonitorReport> {
-    // One deadline for every provider question of the pass (one timer, one signal), not one per call.
-    const deadline = providerDeadline(this.options.providerTimeoutMs, signal);
+    // One deadline per provider for every question of the pass (one timer, one signal), not one
+    // per call: a provider that hangs uses up its own deadline, not the others'.
+    const deadlines = new Map<Partition, Deadline>();
+    const deadlineOf = (p: Partition) => {
+      let d = deadlines.get(p);
+      if (!d) deadlines.set(p, (d = providerDeadline(this.options.providerTimeoutMs, signal)));
+      return d;
+    };
     try {
-      return await this.monitorPass(deadline, signal);
+      return await this.monitorPass(deadlineOf, signal);
     } finally {
-      deadline.dispose();
+      for (const d of deadlines.values()) d.dispose();
     }
   }
 
-  private async monitorPass(deadline: Deadline, signal?: AbortSignal): Promise<MonitorReport> {
+  /**
+   * The managed nodes by the provider that answers for them: one group with one provider; with
+   * several in one process (the cloud's partitions), each provider's own, and none for a node
+   * whose platform is not known yet (never judged).
+   */
+  private groupNodes(): Group[] {
+    const cloud = this.ctx.cloud;
+    const groups = new Map<Partition, Group>();
+    const single = cloud.partitionOf ? undefined : this.single;
+    for (const n of this.ctx.nodeInformer.store.list()) {
+      if (!this.ctx.isManagedNode(n)) continue;
+      const partition = single ?? cloud.partitionOf!(n);
+      if (!partition?.instances) continue;
+      let group = groups.get(partition);
+      if (!group) groups.set(partition, (group = { partition, state: this.partitionState(partition), nodes: [], asked: [], existing: [], candidates: [] }));
+      group.nodes.push(n);
+      if (!this.deletedUids.size || !this.deletedUids.has(n.metadata?.uid ?? '')) group.asked.push(n);
+    }
+    return [...groups.values()];
+  }
+
+  private partitionState(partition: Partition): PartitionState {
+    let state = this.partitionStates.get(partition.name);
+    if (!state) {
+      this.partitionStates.set(partition.name, (state = { deletions: new DeletionWindow(this.options.breaker.windowMs), breakerOpen: false }));
+      this.metrics.seeProvider(partition.name);
+    }
+    return state;
+  }
+
+  private async monitorPass(deadlineOf: (p: Partition) => Deadline, signal?: AbortSignal): Promise<MonitorReport> {
     const now = this.clock.now();
     // Every managed node is asked, Ready ones too (upstream asks NotReady ones only): their
     // answers are what tells one machine gone from an empty or shrunken list (snapshot.ts). A
     // provider with the bulk call answers in one call; others are asked node by node.
     // One loop over the store for both lists: this runs every period over every node.
-    const nodes: V1Node[] = [];
-    const asked: V1Node[] = [];
-    for (const n of this.ctx.nodeInformer.store.list()) {
-      if (!this.ctx.isManagedNode(n)) continue;
-      nodes.push(n);
-      if (!this.deletedUids.size || !this.deletedUids.has(n.metadata?.uid ?? '')) asked.push(n);
-    }
+    const groups = this.groupNodes();
+    const nodes = groups.length === 1 ? groups[0]!.nodes : groups.flatMap((g) => g.nodes);
+    const asked = groups.length === 1 ? groups[0]!.asked : groups.flatMap((g) => g.asked);
     this.forgetAbsent(nodes);
-    const provided = await askExistence(this.instances, asked, {
-      deadline,
-      timeoutMs: this.options.providerTimeoutMs,
-      signal,
-      onError: (failed, error) => this.log.error('error checking if nodes exist in the cloud provider', { nodes: failed.map(nodeName), error }),
-    });
-    countBy(provided.values(), (answer, n) => this.metrics.existenceAnswers.inc({ answer }, n));
-    const snapshot = this.snapshots.judge(asked, provided, now);
+    // Each provider asked about its own nodes, all at once: one that fails or hangs leaves only its nodes unknown.
+    const replies = await Promise.all(groups.map(async (g) => {
+      const reply = await askExistence(g.partition.instances!, g.asked, {
+        deadline: deadlineOf(g.partition),
+        timeoutMs: this.options.providerTimeoutMs,
+        signal,
+        onError: (failed, error) => this.log.error('error checking if nodes exist in the cloud provider', { provider: g.partition.name, nodes: failed.map(nodeName), error }),
+      });
+      countBy(reply.values(), (answer, n) => this.metrics.existenceAnswers.inc({ answer, provider: g.partition.name }, n));
+      return reply;
+    }));
+    const provided = replies.length === 1 ? replies[0]! : new Map(replies.flatMap((r) => [...r]));
+    const snapshot = this.snapshots.judge(asked, provided, now, this.groupOf);
     this.reportSnapshot(snapshot, asked);
     const answers = snapshot.answers;
 
-    const report: Omit<MonitorReport, 'breaker'> = { answers, distrusted: snapshot.distrusted, held: new Map(), quarantined: [], deleted: [] };
+    const report: Omit<MonitorReport, 'breaker' | 'breakers'> = { answers, distrusted: snapshot.distrusted, held: new Map(), quarantined: [], deleted: [] };
     // The writes are bound methods, not arrows: an arrow in this loop's body would capture its
     // variables, which then cost a scope object per node and iteration, write or not.
     const writes: (() => Promise<void>)[] = [];
-    /** NotReady nodes whose machine exists: asked whether shut down once the writes (taints they lose first) are done. */
-    const existing: V1Node[] = [];
-    const candidates: V1Node[] = [];
-    for (const node of nodes) {
-      const name = nodeName(node);
-      if (this.deletedUids.size && this.deletedUids.has(node.metadata?.uid ?? '')) continue; // deleted; the informer has not caught up yet
-      // The memory maps are empty in the usual pass: no lookups in them for every node then.
-      const { action, streak } = decide(node, answers.get(name), this.streaks.size ? this.streaks.get(name) : undefined, now, this.options);
-      if (streak) this.streaks.set(name, streak);
-      else if (this.streaks.size) this.streaks.delete(name);
-      if (action.kind !== 'hold' && this.announced.size) this.announced.delete(name);
-      switch (action.kind) {
-        case 'ready':
-          if (action.removeTaints.length > 0) writes.push(this.removeTaints.bind(this, node, action.removeTaints, signal));
-          break;
-        case 'exists':
-          if (action.removeTaints.length > 0) writes.push(this.removeTaints.bind(this, node, action.removeTaints, signal));
-          existing.push(node);
-          break;
-        case 'unknown':
-          if (!snapshot.distrusted.has(name)) this.log.debug(2, 'cloud provider cannot tell whether node exists; doing nothing', { node: name });
-          break;
-        case 'hold':
-          this.hold(node, action.reason, report, streak);
-          break;
-        case 'quarantine':
-          this.hold(node, 'policy', report, streak);
-          report.quarantined.push(name);
-          if (!action.alreadyTainted) writes.push(this.quarantine.bind(this, node, signal));
-          break;
-        case 'delete':
-          candidates.push(node);
-          break;
+    for (const group of groups) {
+      /** NotReady nodes whose machine exists: asked whether shut down once the writes (taints they lose first) are done. */
+      const existing = group.existing;
+      const candidates = group.candidates;
+      for (const node of group.nodes) {
+        const name = nodeName(node);
+        if (this.deletedUids.size && this.deletedUids.has(node.metadata?.uid ?? '')) continue; // deleted; the informer has not caught up yet
+        // The memory maps are empty in the usual pass: no lookups in them for every node then.
+        const { action, streak } = decide(node, answers.get(name), this.streaks.size ? this.streaks.get(name) : undefined, now, this.options);
+        if (streak) this.streaks.set(name, streak);
+        else if (this.streaks.size) this.streaks.delete(name);
+        if (action.kind !== 'hold' && this.announced.size) this.announced.delete(name);
+        switch (action.kind) {
+          case 'ready':
+            if (action.removeTaints.length > 0) writes.push(this.removeTaints.bind(this, node, action.removeTaints, signal));
+            break;
+          case 'exists':
+            if (action.removeTaints.length > 0) writes.push(this.removeTaints.bind(this, node, action.removeTaints, signal));
+            existing.push(node);
+            break;
+          case 'unknown':
+            if (!snapshot.distrusted.has(name)) this.log.debug(2, 'cloud provider cannot tell whether node exists; doing nothing', { node: name });
+            break;
+          case 'hold':
+            this.hold(node, action.reason, report, streak, group.partition.name);
+            break;
+          case 'quarantine':
+            this.hold(node, 'policy', report, streak, group.partition.name);
+            report.quarantined.push(name);
+            if (!action.alreadyTainted) writes.push(this.quarantine.bind(this, node, signal));
+            break;
+          case 'delete':
+            candidates.push(node);
+            break;
+        }
       }
     }
     await forEachLimited(writes, WRITE_CONCURRENCY, (write) => write());
     // Then the shutdown question of each NotReady node whose machine exists (at idle, most of a
-    // pass's work), as many at once as the writes.
-    await forEachShutDown(this.instances, existing, WRITE_CONCURRENCY, {
-      deadline,
+    // pass's work), as many at once as the writes, each provider under its own deadline.
+    await Promise.all(groups.map((g) => forEachShutDown(g.partition.instances!, g.existing, WRITE_CONCURRENCY, {
+      deadline: deadlineOf(g.partition),
       timeoutMs: this.options.providerTimeoutMs,
       signal,
-      onError: ([node], error) => this.log.error('error checking if node is shutdown', { node: nodeName(node!), error }),
-    }, (node) => this.addShutdownTaint(node, signal));
+      onError: ([node], error) => this.log.error('error checking if node is shutdown', { provider: g.partition.name, node: nodeName(node!), error }),
+    }, (node) => this.addShutdownTaint(node, signal))));
 
     const link = this.deps.breakerLink;
     const viaObject = (n: V1Node) => !isDeletionAcknowledged(n) && (link?.acknowledges(nodeName(n)) ?? false);
-    const verdict = evaluateBreaker({
-      candidates,
-      acknowledged: (n) => isDeletionAcknowledged(n) || viaObject(n),
-      managedCount: asked.length, // deletedUids changes only in the deletions below
-      recentDeletions: this.deletions.count(now),
-      overridden: this.options.breakerAcknowledged === true,
-    }, this.options.breaker);
-    this.setBreaker(verdict);
-    for (const node of verdict.held) this.holdByBreaker(node, verdict, report);
-    for (const node of verdict.deletable) {
-      if (await this.deleteNode(node, now, signal)) report.deleted.push(nodeName(node));
+    // The breaker counts per provider: one provider's mass "not found" holds back only its own nodes.
+    const verdicts = new Map<Group, BreakerVerdict<V1Node>>();
+    for (const group of groups) {
+      const verdict = evaluateBreaker({
+        candidates: group.candidates,
+        acknowledged: (n) => isDeletionAcknowledged(n) || viaObject(n),
+        managedCount: group.asked.length, // deletedUids changes only in the deletions below
+        recentDeletions: group.state.deletions.count(now),
+        overridden: this.options.breakerAcknowledged === true,
+      }, this.options.breaker);
+      verdicts.set(group, verdict);
+      this.setBreaker(verdict, group);
+      for (const node of verdict.held) this.holdByBreaker(node, verdict, report, group);
     }
+    for (const [group, verdict] of verdicts) {
+      for (const node of verdict.deletable) {
+        if (await this.deleteNode(node, now, group.state, signal)) report.deleted.push(nodeName(node));
+      }
+    }
+    const verdict = combined([...verdicts.values()]);
     // The object's acknowledgment let these through: spent (the publisher removes the annotation).
-    if (verdict.open && verdict.deletable.some(viaObject)) link?.acknowledgmentUsed();
+    if ([...verdicts.values()].some((v) => v.open && v.deletable.some(viaObject))) link?.acknowledgmentUsed();
     link?.report({ open: verdict.open, gone: verdict.gone, allowed: verdict.allowed, population: verdict.population, windowMs: this.options.breaker.windowMs, held: verdict.held.map(nodeName) });
-    await this.writeHeldConditions(nodes, report, verdict, now, signal);
-    return { ...report, breaker: verdict };
+    for (const [group, v] of verdicts) await this.writeHeldConditions(group.nodes, report, v, now, signal);
+    return { ...report, breaker: verdict, breakers: new Map([...verdicts].map(([g, v]) => [g.partition.name, v])) };
   }
 
   /**
@@ -258,7 +344,7 @@ export class CloudNodeLifecycleController implements Controller {
     for (const node of asked) {
       const reason = snapshot.distrusted.get(nodeName(node));
       if (!reason || isNodeReady(node)) continue;
-      const group = snapshot.groups.get(providerIDScheme(node))!;
+      const group = snapshot.groups.get(this.groupOf(node))!;
       this.ctx.recorder.event(nodeEventSubject(node), 'Warning', 'ProviderAnswerDistrusted', reason === 'empty'
         ? `Not judging node ${nodeName(node)} gone: the cloud provider's answer listed none of the ${group.nodes} managed nodes with ${describeGroup(group.scheme)}; ` +
           'an empty answer is an outage or lost permissions, never evidence that every machine is gone'
@@ -277,10 +363,10 @@ export class CloudNodeLifecycleController implements Controller {
     for (const uid of this.deletedUids) if (!presentUids.has(uid)) this.deletedUids.delete(uid);
   }
 
-  private hold(node: V1Node, reason: HoldReason, report: Omit<MonitorReport, 'breaker'>, streak: NotFoundStreak | undefined): void {
+  private hold(node: V1Node, reason: HoldReason, report: Omit<MonitorReport, 'breaker' | 'breakers'>, streak: NotFoundStreak | undefined, provider: string): void {
     const name = nodeName(node);
     report.held.set(name, reason);
-    this.metrics.deletionsHeld.inc({ reason });
+    this.metrics.deletionsHeld.inc({ reason, provider });
     const fields = { node: name, reason, notFoundAnswers: streak?.count, notFoundFor: streak && formatGoDuration(this.clock.now() - streak.since) };
     if (reason === 'grace') {
       this.log.debug(2, 'node not found in the cloud provider; waiting for the grace period and threshold', fields);
@@ -291,7 +377,7 @@ export class CloudNodeLifecycleController implements Controller {
   }
 
   /** The DeletionHeld condition on every managed node, as this pass left it (only changes are written). */
-  private async writeHeldConditions(nodes: V1Node[], report: Omit<MonitorReport, 'breaker'>, verdict: BreakerVerdict<V1Node>, now: number, signal?: AbortSignal): Promise<void> {
+  private async writeHeldConditions(nodes: V1Node[], report: Omit<MonitorReport, 'breaker' | 'breakers'>, verdict: BreakerVerdict<V1Node>, now: number, signal?: AbortSignal): Promise<void> {
     const writer = this.deps.heldConditions;
     if (!writer) return;
     const at = new Date(now);
@@ -314,7 +400,7 @@ export class CloudNodeLifecycleController implements Controller {
   }
 
   /** Why the node is kept although its machine is not found, and what lets it go; undefined when it is not held. */
-  private heldState(node: V1Node, report: Omit<MonitorReport, 'breaker'>, verdict: BreakerVerdict<V1Node>): HeldState | undefined {
+  private heldState(node: V1Node, report: Omit<MonitorReport, 'breaker' | 'breakers'>, verdict: BreakerVerdict<V1Node>): HeldState | undefined {
     const name = nodeName(node);
     const reason = report.held.get(name);
     const streak = this.streaks.get(name);
@@ -350,29 +436,35 @@ export class CloudNodeLifecycleController implements Controller {
     return undefined;
   }
 
-  private setBreaker(verdict: BreakerVerdict<V1Node>): void {
-    this.metrics.breakerOpen.set(verdict.open ? 1 : 0);
-    const fields = { gone: verdict.gone, allowed: verdict.allowed, managed: verdict.population, window: formatGoDuration(this.options.breaker.windowMs) };
-    if (verdict.open && !this.breakerOpen) {
+  private setBreaker(verdict: BreakerVerdict<V1Node>, group: Group): void {
+    const provider = group.partition.name;
+    this.metrics.breakerOpen.set({ provider }, verdict.open ? 1 : 0);
+    const fields = { provider, gone: verdict.gone, allowed: verdict.allowed, managed: verdict.population, window: formatGoDuration(this.options.breaker.windowMs) };
+    if (verdict.open && !group.state.breakerOpen) {
       this.log.error('node deletion circuit breaker open: too many nodes judged gone at once, deleting none of them', { ...fields, held: verdict.held.map(nodeName) });
-    } else if (!verdict.open && this.breakerOpen) {
+    } else if (!verdict.open && group.state.breakerOpen) {
       this.log.info('node deletion circuit breaker closed', fields);
     }
-    this.breakerOpen = verdict.open;
+    group.state.breakerOpen = verdict.open;
   }
 
-  private holdByBreaker(node: V1Node, verdict: BreakerVerdict<V1Node>, report: Omit<MonitorReport, 'breaker'>): void {
+  private holdByBreaker(node: V1Node, verdict: BreakerVerdict<V1Node>, report: Omit<MonitorReport, 'breaker' | 'breakers'>, group: Group): void {
     const name = nodeName(node);
     report.held.set(name, 'breaker');
-    this.metrics.deletionsHeld.inc({ reason: 'breaker' });
+    this.metrics.deletionsHeld.inc({ reason: 'breaker', provider: group.partition.name });
     this.ctx.recorder.event(nodeEventSubject(node), 'Warning', 'NodeDeletionHeld',
-      `Not deleting node ${name} although it does not exist in the cloud provider: ${verdict.gone} of ${verdict.population} managed nodes ` +
+      `Not deleting node ${name} although it does not exist in the cloud provider: ${verdict.gone} of ${verdict.population} managed nodes${this.ofProvider(group)} ` +
       `were judged gone within ${formatGoDuration(this.options.breaker.windowMs)}, more than the ${verdict.allowed} allowed. ` +
       `If the machine is really gone, annotate the node ${ANNOTATION_ACKNOWLEDGE_DELETION}=true`);
   }
 
   /** Upstream: a Normal DeletingNode event, then the delete; a Warning DeletingNodeFailed on failure. */
-  private async deleteNode(node: V1Node, now: number, signal?: AbortSignal): Promise<boolean> {
+  /** " of the NAME provider" when several providers run here (its nodes are counted apart), else nothing. */
+  private ofProvider(group: Group): string {
+    return this.ctx.cloud.partitionOf ? ` of the ${group.partition.name} provider` : '';
+  }
+
+  private async deleteNode(node: V1Node, now: number, state: PartitionState, signal?: AbortSignal): Promise<boolean> {
     const name = nodeName(node);
     const subject = nodeEventSubject(node);
     this.log.info('deleting node since it is no longer present in cloud provider', { node: name });
@@ -390,7 +482,7 @@ export class CloudNodeLifecycleController implements Controller {
         return false;
       }
       this.deletedUids.add(node.metadata?.uid ?? '');
-      this.deletions.record(now);
+      state.deletions.record(now);
       this.streaks.delete(name);
       if (outcome === 'deleted') this.metrics.nodesDeleted.inc();
       return outcome === 'deleted';

@@ -11,9 +11,11 @@ export type HeldReason = HoldReason | 'breaker';
 export class NodeLifecycleMetrics {
   readonly nodesDeleted: Counter;
   /** Counted once per node per period in which its deletion was held back. */
-  readonly deletionsHeld: Counter<'reason'>;
-  readonly existenceAnswers: Counter<'answer'>;
-  readonly breakerOpen: Gauge;
+  readonly deletionsHeld: Counter<'reason' | 'provider'>;
+  readonly existenceAnswers: Counter<'answer' | 'provider'>;
+  /** Per provider: with several in one process each has its own breaker. */
+  readonly breakerOpen: Gauge<'provider'>;
+  private readonly providers = new Set<string>();
   /** "not found" answers not believed because the provider's answer was empty or shrunken (snapshot.ts). */
   readonly answersDistrusted: Counter<'reason'>;
   /** ProviderID schemes whose latest answer is not believed, by reason. */
@@ -28,19 +30,20 @@ export class NodeLifecycleMetrics {
     });
     this.deletionsHeld = new Counter({
       name: 'edge_ccm_node_deletions_held_total',
-      help: 'Periods in which a node whose machine was not found was kept, by reason (breaker, grace, policy, protected).',
-      labelNames: ['reason'],
+      help: 'Periods in which a node whose machine was not found was kept, by reason (breaker, grace, policy, protected) and provider.',
+      labelNames: ['reason', 'provider'],
       registers,
     });
     this.existenceAnswers = new Counter({
       name: 'edge_ccm_instance_existence_answers_total',
-      help: 'Answers of the cloud provider to "does this node\'s machine exist", by answer (exists, not-found, unknown).',
-      labelNames: ['answer'],
+      help: 'Answers of the cloud provider to "does this node\'s machine exist", by answer (exists, not-found, unknown) and provider.',
+      labelNames: ['answer', 'provider'],
       registers,
     });
     this.breakerOpen = new Gauge({
       name: 'edge_ccm_node_deletion_breaker_open',
-      help: '1 while the node deletion circuit breaker holds back deletions, else 0.',
+      help: '1 while the node deletion circuit breaker of a provider holds back deletions, else 0.',
+      labelNames: ['provider'],
       registers,
     });
     this.answersDistrusted = new Counter({
@@ -56,13 +59,19 @@ export class NodeLifecycleMetrics {
       registers,
     });
     // Every series exists from the start, so alerts and rate() see zeros rather than nothing.
-    for (const reason of ['breaker', 'grace', 'policy', 'protected'] satisfies HeldReason[]) this.deletionsHeld.inc({ reason }, 0);
-    for (const answer of ['exists', 'not-found', 'unknown'] satisfies Existence[]) this.existenceAnswers.inc({ answer }, 0);
-    this.breakerOpen.set(0);
     for (const reason of DISTRUST_REASONS) {
       this.answersDistrusted.inc({ reason }, 0);
       this.answerDistrusted.set({ reason }, 0);
     }
+  }
+
+  /** The per-provider series at zero, made the first time a provider is judged (alerts and rate() see zeros rather than nothing). */
+  seeProvider(provider: string): void {
+    if (this.providers.has(provider)) return;
+    this.providers.add(provider);
+    for (const reason of ['breaker', 'grace', 'policy', 'protected'] satisfies HeldReason[]) this.deletionsHeld.inc({ reason, provider }, 0);
+    for (const answer of ['exists', 'not-found', 'unknown'] satisfies Existence[]) this.existenceAnswers.inc({ answer, provider }, 0);
+    this.breakerOpen.set({ provider }, 0);
   }
 
   /** The metrics of a registry, created on first use. */

@@ -100,14 +100,18 @@ export class ProviderSnapshots {
 
   constructor(private readonly opts: SnapshotOptions) {}
 
-  /** `nodes`: every node the provider was asked about this pass; `answers`: its answers by node name. */
-  judge(nodes: readonly V1Node[], answers: ReadonlyMap<string, Existence>, now: number): SnapshotJudgement {
+  /**
+   * `nodes`: every node the provider was asked about this pass; `answers`: its answers by node
+   * name; `groupOf`: the source of truth a node's answer came from (several providers in one
+   * process: its provider's platform, which a node waiting for its providerID has too).
+   */
+  judge(nodes: readonly V1Node[], answers: ReadonlyMap<string, Existence>, now: number, groupOf: (node: V1Node) => string = providerIDScheme): SnapshotJudgement {
     // The answers are copied only when one is distrusted: every pass at idle would copy them all.
     let acted: Map<string, Existence> | undefined;
     const result: SnapshotJudgement = { answers: answers as Map<string, Existence>, distrusted: new Map(), groups: new Map() };
     const groups = new Map<string, string[]>();
     for (const node of nodes) {
-      const scheme = providerIDScheme(node);
+      const scheme = groupOf(node);
       const names = groups.get(scheme);
       if (names) names.push(nodeName(node));
       else groups.set(scheme, [nodeName(node)]);

@@ -3,8 +3,9 @@ import { ptr } from 'bun:ffi';
 import { formatIP, parseIP, type IP } from '../ip.ts';
 import { type Logger, silentLogger } from '../../log.ts';
 import { attachSocketFilter, IP_TTL, IPPROTO_IP, IPPROTO_IPV6, IPV6_UNICAST_HOPS, libc, SocketError, type BpfInstruction } from '../../util/libc.ts';
+import { LogLimiter } from '../../util/log-limiter.ts';
 import { systemClock, type Clock } from '../../util/time.ts';
-import { decodeControlPacket } from './packet.ts';
+import { BFD_DISCARD_REASONS, decodeControlPacket, type BfdDiscardReason } from './packet.ts';
 import { BfdSession, type BfdSessionStats, type BfdStateChange, type BfdTimers } from './session.ts';
 
 /**
@@ -21,6 +22,14 @@ export const BFD_CONTROL_PORT = 3784;
 const SOURCE_PORT_MIN = 49152;
 const SOURCE_PORT_MAX = 65535;
 const TTL = 255;
+/** A discarded packet's detail, or a socket error, is logged at most once per reason (or code) per this window. */
+const LOG_WINDOW_MS = 10_000;
+/**
+ * The socket errors counted by code (what ICMP from the network and the kernel can cause); any
+ * other is counted as "other": a fixed set, like the discard reasons.
+ */
+export const BFD_SOCKET_ERROR_CODES = ['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EHOSTDOWN', 'EMSGSIZE', 'EACCES', 'other'] as const;
+export type BfdSocketErrorCode = (typeof BFD_SOCKET_ERROR_CODES)[number];
 
 export interface BfdEndpointOptions {
   /** Where Control packets are received; default 3784 (tests use others). */
@@ -41,8 +50,10 @@ export interface BfdPeerOptions {
 }
 
 export interface BfdEndpointStats {
-  /** Packets that reached the socket and were discarded (malformed, or for no session), and socket errors, by reason. */
-  discarded: Record<string, number>;
+  /** Packets that reached the socket and were discarded (malformed, or for no session), by reason: every reason of a fixed set. */
+  discarded: Record<BfdDiscardReason, number>;
+  /** Errors the kernel queued on the sockets (an ICMP port unreachable from a peer whose BFD is not up yet), by code. */
+  socketErrors: Record<BfdSocketErrorCode, number>;
   sessions: (BfdSessionStats & { peer: string })[];
 }
 
@@ -55,7 +66,10 @@ interface Entry {
 export class BfdEndpoint {
   private readonly byPeer = new Map<string, Entry>();
   private readonly byDiscriminator = new Map<number, Entry>();
-  private readonly discarded: Record<string, number> = {};
+  private readonly discarded = Object.fromEntries(BFD_DISCARD_REASONS.map((r) => [r, 0])) as Record<BfdDiscardReason, number>;
+  private readonly socketErrors = Object.fromEntries(BFD_SOCKET_ERROR_CODES.map((c) => [c, 0])) as Record<BfdSocketErrorCode, number>;
+  /** Keyed by reason or error code: as bounded as they are. */
+  private readonly logLimit: LogLimiter;
   private readonly clock: Clock;
   private readonly log: Logger;
   private rx?: udp.Socket<'buffer'>;
@@ -63,6 +77,7 @@ export class BfdEndpoint {
   private constructor(o: BfdEndpointOptions) {
     this.clock = o.clock ?? systemClock;
     this.log = o.log ?? silentLogger;
+    this.logLimit = new LogLimiter(LOG_WINDOW_MS, () => this.clock.now());
   }
 
   /** Binds the receiving socket (throws naming the port when it is taken, e.g. by a routing daemon's bfdd). */
@@ -132,7 +147,7 @@ export class BfdEndpoint {
   }
 
   stats(): BfdEndpointStats {
-    return { discarded: { ...this.discarded }, sessions: [...this.byPeer.entries()].map(([peer, e]) => ({ peer, ...e.session.stats() })) };
+    return { discarded: { ...this.discarded }, socketErrors: { ...this.socketErrors }, sessions: [...this.byPeer.entries()].map(([peer, e]) => ({ peer, ...e.session.stats() })) };
   }
 
   /** Every session AdminDown, then the sockets closed. */
@@ -144,13 +159,13 @@ export class BfdEndpoint {
 
   private onPacket(data: Buffer, address: string): void {
     const decoded = decodeControlPacket(data);
-    if ('error' in decoded) return this.discard(decoded.error, address);
+    if ('error' in decoded) return this.discard(decoded.error, decoded.detail, address);
     const p = decoded.packet;
     const from = parseIP(address.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/i, ''));
     const entry = p.yourDiscriminator !== 0 ? this.byDiscriminator.get(p.yourDiscriminator) : from ? this.byPeer.get(formatIP(from)) : undefined;
-    if (!entry) return this.discard(p.yourDiscriminator !== 0 ? 'unknown Your Discriminator' : 'no session with the sender', address);
+    if (!entry) return p.yourDiscriminator !== 0 ? this.discard('unknown-your-discriminator', 'unknown Your Discriminator', address) : this.discard('no-session', 'no session with the sender', address);
     // A discriminator is guessable; the source address of a single-hop session is not spoofed past the TTL check.
-    if (!from || formatIP(from) !== formatIP(entry.peer)) return this.discard('Your Discriminator of another peer\'s session', address);
+    if (!from || formatIP(from) !== formatIP(entry.peer)) return this.discard('other-peers-discriminator', 'Your Discriminator of another peer\'s session', address);
     entry.session.receive(p);
   }
 
@@ -160,14 +175,17 @@ export class BfdEndpoint {
    * session has its own sending socket, so one peer's error cannot cost another its packets.
    */
   private socketError(error: Error): void {
-    const code = (error as { code?: string }).code ?? error.message;
-    this.discarded[`socket error ${code}`] = (this.discarded[`socket error ${code}`] ?? 0) + 1;
-    this.log.debug(2, 'BFD socket error', { error: error.message });
+    const given = (error as { code?: string }).code;
+    const code = (BFD_SOCKET_ERROR_CODES as readonly string[]).includes(given ?? '') ? (given as BfdSocketErrorCode) : 'other';
+    this.socketErrors[code] += 1;
+    const logged = this.logLimit.allow(`socket ${code}`);
+    if (logged) this.log.debug(2, 'BFD socket error', { error: error.message, notLoggedSince: logged.suppressed });
   }
 
-  private discard(reason: string, from: string): void {
-    this.discarded[reason] = (this.discarded[reason] ?? 0) + 1;
-    this.log.debug(2, 'BFD packet discarded', { reason, from });
+  private discard(reason: BfdDiscardReason, detail: string, from: string): void {
+    this.discarded[reason] += 1;
+    const logged = this.logLimit.allow(reason);
+    if (logged) this.log.debug(2, 'BFD packet discarded', { reason, detail, from, notLoggedSince: logged.suppressed });
   }
 
   private newDiscriminator(): number {

@@ -35,24 +35,24 @@ describe('BFD Control packet (RFC 5880 4.1)', () => {
     expect(() => encodeControlPacket({ ...base, poll: true, final: true })).toThrow('Poll and Final');
   });
 
-  test('discards what RFC 5880 6.8.6 says to discard, naming why', () => {
+  test('discards what RFC 5880 6.8.6 says to discard, with a reason of a fixed set and what it found', () => {
     const good = encodeControlPacket(base);
     const edit = (f: (b: Uint8Array) => void) => {
       const b = good.slice();
       f(b);
       return decodeControlPacket(b);
     };
-    expect(decodeControlPacket(good.subarray(0, 23))).toEqual({ error: '23 bytes, shorter than a BFD Control packet (24)' });
-    expect(edit((b) => (b[0] = 0x40))).toEqual({ error: 'version 2, not 1' });
-    expect(edit((b) => (b[3] = 20))).toEqual({ error: 'Length field 20 is too short' });
-    expect(edit((b) => (b[3] = 30))).toEqual({ error: 'Length field 30 exceeds the 24 bytes received' });
-    expect(edit((b) => (b[1]! |= 0x04))).toEqual({ error: 'Length field 24 is too short' });
-    expect(decodeControlPacket(Buffer.concat([Buffer.from(good.map((x, i) => (i === 1 ? x | 0x04 : i === 3 ? 28 : x))), Buffer.alloc(4)]))).toEqual({ error: 'authentication requested (the A bit), which is not configured' });
-    expect(edit((b) => (b[2] = 0))).toEqual({ error: 'Detect Mult is zero' });
-    expect(edit((b) => (b[1]! |= 0x01))).toEqual({ error: 'the Multipoint bit is set' });
-    expect(edit((b) => b.fill(0, 4, 8))).toEqual({ error: 'My Discriminator is zero' });
-    expect(edit((b) => (b[1] = BfdState.Up << 6))).toEqual({ error: 'Your Discriminator is zero in state Up' });
-    expect(edit((b) => (b[1] = BfdState.Init << 6))).toEqual({ error: 'Your Discriminator is zero in state Init' });
+    expect(decodeControlPacket(good.subarray(0, 23))).toEqual({ error: 'short', detail: '23 bytes, shorter than a BFD Control packet (24)' });
+    expect(edit((b) => (b[0] = 0x40))).toEqual({ error: 'version', detail: 'version 2, not 1' });
+    expect(edit((b) => (b[3] = 20))).toEqual({ error: 'length-too-short', detail: 'Length field 20 is too short' });
+    expect(edit((b) => (b[3] = 30))).toEqual({ error: 'length-beyond-datagram', detail: 'Length field 30 exceeds the 24 bytes received' });
+    expect(edit((b) => (b[1]! |= 0x04))).toEqual({ error: 'length-too-short', detail: 'Length field 24 is too short' });
+    expect(decodeControlPacket(Buffer.concat([Buffer.from(good.map((x, i) => (i === 1 ? x | 0x04 : i === 3 ? 28 : x))), Buffer.alloc(4)]))).toEqual({ error: 'authentication', detail: 'authentication requested (the A bit), which is not configured' });
+    expect(edit((b) => (b[2] = 0))).toEqual({ error: 'detect-mult-zero', detail: 'Detect Mult is zero' });
+    expect(edit((b) => (b[1]! |= 0x01))).toEqual({ error: 'multipoint', detail: 'the Multipoint bit is set' });
+    expect(edit((b) => b.fill(0, 4, 8))).toEqual({ error: 'my-discriminator-zero', detail: 'My Discriminator is zero' });
+    expect(edit((b) => (b[1] = BfdState.Up << 6))).toEqual({ error: 'your-discriminator-zero', detail: 'Your Discriminator is zero in state Up' });
+    expect(edit((b) => (b[1] = BfdState.Init << 6))).toEqual({ error: 'your-discriminator-zero', detail: 'Your Discriminator is zero in state Init' });
     // AdminDown with a zero Your Discriminator is valid; extra bytes beyond Length are ignored.
     expect('packet' in edit((b) => (b[1] = 0))).toBe(true);
     expect('packet' in decodeControlPacket(Buffer.concat([good, Buffer.alloc(8)]))).toBe(true);

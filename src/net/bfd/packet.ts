@@ -47,6 +47,32 @@ export interface ControlPacket {
   requiredMinEchoRxUs: number;
 }
 
+/**
+ * Why a packet is discarded: a fixed set, so a count per reason stays the same size whatever
+ * arrives (issue 34). What varies (a length, a version) is the `detail`, for a rate-limited log.
+ * The first ten are decodeControlPacket's; the last three the endpoint's (no session matches).
+ */
+export const BFD_DISCARD_REASONS = [
+  'short',
+  'version',
+  'length-too-short',
+  'length-beyond-datagram',
+  'authentication',
+  'detect-mult-zero',
+  'multipoint',
+  'my-discriminator-zero',
+  'your-discriminator-zero',
+  'unknown-your-discriminator',
+  'no-session',
+  'other-peers-discriminator',
+] as const;
+export type BfdDiscardReason = (typeof BFD_DISCARD_REASONS)[number];
+
+export interface BfdDiscard {
+  error: BfdDiscardReason;
+  detail: string;
+}
+
 export function encodeControlPacket(p: ControlPacket): Uint8Array {
   if (p.poll && p.final) throw new Error('a BFD packet never carries both Poll and Final (RFC 5880 6.5)');
   const out = new Uint8Array(CONTROL_PACKET_LENGTH);
@@ -69,17 +95,17 @@ export function encodeControlPacket(p: ControlPacket): Uint8Array {
  * zero, the Multipoint bit, a My Discriminator of zero, a zero Your Discriminator from a sender
  * that is not Down or AdminDown, authentication (not configured here, so refused).
  */
-export function decodeControlPacket(data: Uint8Array): { packet: ControlPacket } | { error: string } {
-  if (data.length < CONTROL_PACKET_LENGTH) return { error: `${data.length} bytes, shorter than a BFD Control packet (24)` };
+export function decodeControlPacket(data: Uint8Array): { packet: ControlPacket } | BfdDiscard {
+  if (data.length < CONTROL_PACKET_LENGTH) return { error: 'short', detail: `${data.length} bytes, shorter than a BFD Control packet (24)` };
   const v = new DataView(data.buffer, data.byteOffset, data.byteLength);
   const version = v.getUint8(0) >> 5;
-  if (version !== BFD_VERSION) return { error: `version ${version}, not 1` };
+  if (version !== BFD_VERSION) return { error: 'version', detail: `version ${version}, not 1` };
   const flags = v.getUint8(1);
   const auth = (flags & 0x04) !== 0;
   const length = v.getUint8(3);
-  if (length < (auth ? 26 : CONTROL_PACKET_LENGTH)) return { error: `Length field ${length} is too short` };
-  if (length > data.length) return { error: `Length field ${length} exceeds the ${data.length} bytes received` };
-  if (auth) return { error: 'authentication requested (the A bit), which is not configured' };
+  if (length < (auth ? 26 : CONTROL_PACKET_LENGTH)) return { error: 'length-too-short', detail: `Length field ${length} is too short` };
+  if (length > data.length) return { error: 'length-beyond-datagram', detail: `Length field ${length} exceeds the ${data.length} bytes received` };
+  if (auth) return { error: 'authentication', detail: 'authentication requested (the A bit), which is not configured' };
   const packet: ControlPacket = {
     diag: v.getUint8(0) & 0x1f,
     state: (flags >> 6) as BfdState,
@@ -94,11 +120,11 @@ export function decodeControlPacket(data: Uint8Array): { packet: ControlPacket }
     requiredMinRxUs: v.getUint32(16),
     requiredMinEchoRxUs: v.getUint32(20),
   };
-  if (packet.detectMult === 0) return { error: 'Detect Mult is zero' };
-  if (flags & 0x01) return { error: 'the Multipoint bit is set' };
-  if (packet.myDiscriminator === 0) return { error: 'My Discriminator is zero' };
+  if (packet.detectMult === 0) return { error: 'detect-mult-zero', detail: 'Detect Mult is zero' };
+  if (flags & 0x01) return { error: 'multipoint', detail: 'the Multipoint bit is set' };
+  if (packet.myDiscriminator === 0) return { error: 'my-discriminator-zero', detail: 'My Discriminator is zero' };
   if (packet.yourDiscriminator === 0 && packet.state !== BfdState.Down && packet.state !== BfdState.AdminDown) {
-    return { error: `Your Discriminator is zero in state ${BfdState[packet.state]}` };
+    return { error: 'your-discriminator-zero', detail: `Your Discriminator is zero in state ${BfdState[packet.state]}` };
   }
   return { packet };
 }

@@ -17,7 +17,7 @@ function harness(timers = TIMERS, random = () => 0.999) {
     random,
     send: (bytes) => {
       const d = decodeControlPacket(bytes);
-      if ('error' in d) throw new Error(d.error);
+      if ('error' in d) throw new Error(d.detail);
       sent.push({ at: clock.now(), p: d.packet });
     },
     onStateChange: (c) => changes.push(c),

@@ -7,7 +7,7 @@ import { decodeMessage, encodeNotification, encodeRouteRefresh, Framer, frame, t
 import { type Capabilities, decodeOpen, emptyCapabilities, encodeOpenBody } from './open.ts';
 import { parseAnnouncements, pickNextHop } from './routes.ts';
 import { decodeUpdate, encodeUpdateBody, endOfRib, endOfRibFamily, packAnnouncements, packWithdrawals, type UpdateContext, type UpdateMessage } from './update.ts';
-import { ACCEPTED, MALFORMED } from '../../../test/fakes/bgp-malformed-corpus.ts';
+import { ACCEPTED, MALFORMED, RFC7606 } from '../../../test/fakes/bgp-malformed-corpus.ts';
 
 const CTX4: UpdateContext = { fourOctetAs: true, addPath: { 4: false, 6: false } };
 
@@ -130,6 +130,51 @@ for (const c of MALFORMED.filter((m) => !m.session)) {
     expect(e.message.length).toBeGreaterThan(10);
   });
 }
+
+for (const c of RFC7606) {
+  test(`RFC 7606: ${c.name} -> ${c.treatAsWithdraw ? 'treat-as-withdraw' : Object.keys(c.counts).join(', ')}, no reset`, () => {
+    const ctx: UpdateContext = { ...CTX4, ebgp: !c.ibgp };
+    const [m] = decodeAll(c.bytes, ctx);
+    const u = m as UpdateMessage;
+    expect(u.type).toBe('update');
+    expect(u.treatAsWithdraw === true).toBe(c.treatAsWithdraw);
+    const counts: Record<string, number> = {};
+    for (const f of u.faults ?? []) if (f.action !== 'treat_as_withdraw') counts[f.action] = (counts[f.action] ?? 0) + 1;
+    if (u.treatAsWithdraw) counts.treat_as_withdraw = 1;
+    expect(counts).toEqual(c.counts);
+    for (const f of u.faults ?? []) expect(f.what.length).toBeGreaterThan(10);
+  });
+}
+
+test('RFC 7606: the routes of a treat-as-withdraw UPDATE are still read (to be withdrawn), a discarded attribute is gone, a repeat leaves the first', () => {
+  const ctx: UpdateContext = { ...CTX4, ebgp: true };
+  const taw = decodeAll(RFC7606.find((c) => c.name.startsWith('ORIGIN value 3'))!.bytes, ctx)[0] as UpdateMessage;
+  expect(taw.nlri.map((n) => formatPrefix(n.prefix))).toEqual(['203.0.113.0/24']);
+  const mp = decodeAll(RFC7606.find((c) => c.name.startsWith('MP_REACH_NLRI flagged'))!.bytes, ctx)[0] as UpdateMessage;
+  expect(mp.treatAsWithdraw).toBe(true);
+  expect(mp.attributes.mpReach!.nlri.map((n) => formatPrefix(n.prefix))).toEqual(['2001:db8:1::/48']);
+  const discarded = decodeAll(RFC7606.find((c) => c.name.startsWith('AS4_PATH'))!.bytes, ctx)[0] as UpdateMessage;
+  expect(discarded.attributes.as4Path).toBeUndefined();
+  expect(discarded.attributes.origin).toBe(0);
+  const repeated = decodeAll(RFC7606.find((c) => c.name.startsWith('MULTI_EXIT_DISC twice'))!.bytes, ctx)[0] as UpdateMessage;
+  expect(repeated.attributes.med).toBe(5);
+  const origins = decodeAll(RFC7606.find((c) => c.name.startsWith('ORIGIN three times'))!.bytes, ctx)[0] as UpdateMessage;
+  expect(origins.attributes.origin).toBe(0);
+});
+
+test('MP_REACH_NLRI next hop lengths: IPv4 only 4, IPv6 16 or 32 (RFC 4760, RFC 2545, RFC 7606 7.11)', () => {
+  const reach = (afi: number, nh: number[]) => {
+    const value = [0, afi, 1, nh.length, ...nh, 0];
+    return frame(MessageType.UPDATE, new Uint8Array([0, 0, 0, value.length + 3 + 4 + 9, 0x80, 14, value.length, ...value, 0x40, 1, 1, 0, 0x40, 2, 6, 2, 1, 0, 0, 0xfd, 0xf2]));
+  };
+  const ok = (afi: number, n: number) => (decodeAll(reach(afi, Array.from({ length: n }, () => 1)))[0] as UpdateMessage).attributes.mpReach!.nextHops.length;
+  expect(ok(1, 4)).toBe(1);
+  expect(ok(2, 16)).toBe(1);
+  expect(ok(2, 32)).toBe(2);
+  for (const [afi, n] of [[1, 8], [1, 16], [1, 0], [2, 4], [2, 8], [2, 24]] as const) {
+    expect(() => decodeAll(reach(afi, Array.from({ length: n }, () => 1)))).toThrow(/next hop length/);
+  }
+});
 
 for (const c of ACCEPTED) {
   test(`accepted: ${c.name}`, () => {

@@ -15,7 +15,19 @@ export interface ConnectionEvents {
   /** A bad header: the stream cannot be read further. */
   framingError(conn: Connection, error: unknown): void;
   closed(conn: Connection): void;
+  /** A write would take the queue past `maxQueuedBytes`: it was not queued. */
+  overflow(conn: Connection, queuedBytes: number): void;
+  /** Bytes have waited in the queue for `sendHoldMs` without the peer taking any (RFC 9687). */
+  sendHoldExpired(conn: Connection, stalledMs: number): void;
 }
+
+/**
+ * The floor of the write queue's cap: the Linux default ceiling of a TCP send buffer
+ * (net.ipv4.tcp_wmem max, 4 MiB), so the queue holds at most about as much again as the
+ * kernel already holds for a peer that does not read. The peer raises it to twice its full
+ * table when that is larger (see Peer), so a legitimate full table never overflows.
+ */
+export const QUEUE_CAP_FLOOR_BYTES = 4 * 1024 * 1024;
 
 /**
  * One TCP connection of a session: cuts the stream into messages, queues writes while the
@@ -26,7 +38,17 @@ export class Connection {
   state: ConnectionState = 'opensent';
   private readonly framer = new Framer();
   private queue: Uint8Array[] = [];
+  private queued = 0;
+  /** Bytes accepted by `write` and bytes handed to the kernel, since the connection opened. */
+  private accepted = 0;
+  private handed = 0;
+  private sendHoldTimer: ReturnType<typeof setTimeout> | undefined;
+  private stalledSince = 0;
   private ending = false;
+  /** Cap of the write queue (bytes not yet taken by the kernel); see QUEUE_CAP_FLOOR_BYTES. */
+  maxQueuedBytes = QUEUE_CAP_FLOOR_BYTES;
+  /** How long queued bytes may wait without the peer reading any before it is dropped. */
+  sendHoldMs = 240_000;
   closed = false;
   /** Timers of the session on this connection; cleared when it closes. */
   holdTimer: ReturnType<typeof setTimeout> | undefined;
@@ -80,31 +102,86 @@ export class Connection {
     flush();
   }
 
+  /** A final NOTIFICATION: queued even past the cap (at most 4096 bytes), then the connection ends. */
   writeRaw(bytes: Uint8Array): void {
-    this.write(bytes);
+    this.write(bytes, true);
   }
 
-  private write(bytes: Uint8Array): void {
+  /** Bytes not yet taken by the kernel. */
+  get queuedBytes(): number {
+    return this.queued;
+  }
+
+  /** A mark after everything written so far: `sentThrough(mark)` once the kernel has it all. */
+  mark(): number {
+    return this.accepted;
+  }
+
+  sentThrough(mark: number): boolean {
+    return this.handed >= mark;
+  }
+
+  private write(bytes: Uint8Array, pastCap = false): void {
     if (this.closed || this.ending) return;
     if (this.queue.length > 0) {
-      this.queue.push(bytes);
+      if (!pastCap && this.queued + bytes.length > this.maxQueuedBytes) {
+        this.events.overflow(this, this.queued);
+        return;
+      }
+      this.accepted += bytes.length;
+      this.enqueue(bytes);
       return;
     }
-    const n = this.wire.write(bytes);
-    if (n < bytes.length) this.queue.push(bytes.subarray(Math.max(n, 0)));
+    this.accepted += bytes.length;
+    const n = Math.max(this.wire.write(bytes), 0);
+    this.handed += Math.min(n, bytes.length);
+    if (n < bytes.length) {
+      this.enqueue(bytes.subarray(n));
+      this.stalledSince = Date.now();
+      this.armSendHold();
+    }
+  }
+
+  private enqueue(bytes: Uint8Array): void {
+    this.queue.push(bytes);
+    this.queued += bytes.length;
   }
 
   onDrain(): void {
+    let progress = false;
     while (this.queue.length > 0) {
       const head = this.queue[0]!;
-      const n = this.wire.write(head);
+      const n = Math.max(this.wire.write(head), 0);
+      this.handed += Math.min(n, head.length);
+      this.queued -= Math.min(n, head.length);
+      if (n > 0) progress = true;
       if (n < head.length) {
-        this.queue[0] = head.subarray(Math.max(n, 0));
+        this.queue[0] = head.subarray(n);
+        if (progress) {
+          this.stalledSince = Date.now();
+          this.sendHoldTimer?.refresh();
+        }
         return;
       }
       this.queue.shift();
     }
+    this.disarmSendHold();
     if (this.ending) this.wire.end();
+  }
+
+  /** RFC 9687: a timer runs while bytes wait; each time the peer takes some it starts again. */
+  private armSendHold(): void {
+    if (this.sendHoldTimer || this.closed) return;
+    this.sendHoldTimer = setTimeout(() => {
+      this.sendHoldTimer = undefined;
+      if (this.queue.length > 0 && !this.closed) this.events.sendHoldExpired(this, Date.now() - this.stalledSince);
+    }, this.sendHoldMs);
+    this.sendHoldTimer.unref?.();
+  }
+
+  private disarmSendHold(): void {
+    clearTimeout(this.sendHoldTimer);
+    this.sendHoldTimer = undefined;
   }
 
   /** Ends the connection once what is queued has been written; no more reads or writes. */
@@ -112,6 +189,7 @@ export class Connection {
     if (this.closed || this.ending) return;
     this.ending = true;
     this.stopTimers();
+    this.disarmSendHold();
     if (this.queue.length === 0) this.wire.end();
     // A peer that stops reading must not keep the connection: give it a moment, then drop it.
     else setTimeout(() => this.wire.terminate(), 2000).unref?.();
@@ -122,7 +200,9 @@ export class Connection {
   onClosed(): void {
     if (!this.ending) this.stopTimers();
     if (!this.closed) this.markClosed();
+    this.disarmSendHold();
     this.queue = [];
+    this.queued = 0;
   }
 
   private markClosed(): void {

@@ -23,6 +23,8 @@ export const ErrorCode = {
   CEASE: 6,
   /** RFC 7313. */
   ROUTE_REFRESH_MESSAGE: 7,
+  /** RFC 9687. */
+  SEND_HOLD_TIMER_EXPIRED: 8,
 } as const;
 
 export const HeaderError = { CONNECTION_NOT_SYNCHRONIZED: 1, BAD_MESSAGE_LENGTH: 2, BAD_MESSAGE_TYPE: 3 } as const;
@@ -64,6 +66,7 @@ export const CeaseSubcode = {
   OUT_OF_RESOURCES: 8,
 } as const;
 
+
 export const AttrFlag = { OPTIONAL: 0x80, TRANSITIVE: 0x40, PARTIAL: 0x20, EXTENDED_LENGTH: 0x10 } as const;
 
 export const AttrType = {
@@ -75,10 +78,17 @@ export const AttrType = {
   ATOMIC_AGGREGATE: 6,
   AGGREGATOR: 7,
   COMMUNITIES: 8,
+  /** RFC 4456 (route reflection): read only to check them (RFC 7606 7.9, 7.10). */
+  ORIGINATOR_ID: 9,
+  CLUSTER_LIST: 10,
   MP_REACH_NLRI: 14,
   MP_UNREACH_NLRI: 15,
+  /** RFC 4360, RFC 5701, RFC 8092: read only to check their lengths (RFC 7606 7.14, 7.15; RFC 8092 6). */
+  EXTENDED_COMMUNITIES: 16,
   AS4_PATH: 17,
   AS4_AGGREGATOR: 18,
+  IPV6_EXTENDED_COMMUNITIES: 25,
+  LARGE_COMMUNITY: 32,
 } as const;
 
 export const Origin = { IGP: 0, EGP: 1, INCOMPLETE: 2 } as const;

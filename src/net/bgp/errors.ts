@@ -24,6 +24,7 @@ const CODE_NAMES: Record<number, string> = {
   [ErrorCode.FSM]: 'finite state machine error',
   [ErrorCode.CEASE]: 'cease',
   [ErrorCode.ROUTE_REFRESH_MESSAGE]: 'ROUTE-REFRESH message error',
+  [ErrorCode.SEND_HOLD_TIMER_EXPIRED]: 'send hold timer expired',
 };
 
 /** "UPDATE message error (3/1)": for logs and the observability data. */

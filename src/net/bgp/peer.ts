@@ -2,14 +2,16 @@ import type { Socket } from 'bun';
 import { formatIP, type IP, type IPFamily } from '../ip.ts';
 import type { Logger } from '../../log.ts';
 import { AdjRibOut, type PeerView } from './adj-rib-out.ts';
-import { AS_TRANS, CeaseSubcode, ErrorCode, FsmError, MessageType, OpenError, Safi } from './constants.ts';
-import { Connection, type ConnectionState, type Wire } from './connection.ts';
+import { AS_TRANS, CeaseSubcode, ErrorCode, FsmError, HEADER_LENGTH, MessageType, OpenError, Safi } from './constants.ts';
+import { Connection, type ConnectionState, QUEUE_CAP_FLOOR_BYTES, type Wire } from './connection.ts';
 import { BgpError, describeNotification } from './errors.ts';
 import { decodeMessage, encodeNotification, type RawMessage } from './message.ts';
 import { type Capabilities, emptyCapabilities, encodeOpenBody, type OpenMessage, openAs, twoOctetAs } from './open.ts';
 import type { BgpRoute } from './routes.ts';
 import { adoptConnectedFd, connectTcp, fdOf, setTtl } from './tcp.ts';
-import { afiOf, familyOf, type UpdateContext } from './update.ts';
+import { afiOf, familyOf, type UpdateContext, type UpdateMessage } from './update.ts';
+import { UPDATE_ERROR_KINDS, type UpdateErrorKind } from './update-faults.ts';
+import { LogLimiter } from '../../util/log-limiter.ts';
 
 /** RFC 4271 8.2.2 session states, as the peer's summary (the furthest of its connections). */
 export type PeerState = 'idle' | 'connect' | 'active' | 'opensent' | 'openconfirm' | 'established';
@@ -65,6 +67,12 @@ export interface PeerStats {
   notificationsReceived: number;
   /** Times an established session went down. */
   flaps: number;
+  /** Received UPDATE errors by how RFC 7606 handled them (see update-faults.ts). */
+  updateErrors: Record<UpdateErrorKind, number>;
+  /** ROUTE-REFRESH requests not answered because the previous answer was still queued. */
+  routeRefreshesCoalesced: number;
+  /** Bytes waiting for the peer to read them (the write queue). */
+  queuedBytes: number;
   lastError?: string;
   negotiated?: NegotiatedSession;
 }
@@ -90,12 +98,17 @@ const OPEN_HOLD_MS = 240_000;
 const STABLE_SESSION_MS = 30_000;
 const STATE_RANK: Record<ConnectionState, number> = { opensent: 1, openconfirm: 2, established: 3 };
 
+/** One log line per peer and kind of UPDATE error a minute: a peer can send thousands a second. */
+const UPDATE_ERROR_LOG_WINDOW_MS = 60_000;
+
 interface Session {
   rib: AdjRibOut;
   view: PeerView;
   recv: UpdateContext;
   negotiated: NegotiatedSession;
   establishedAt: number;
+  /** Per family, the write-queue mark after the last ROUTE-REFRESH answer (Connection.mark). */
+  refreshAnswered: Partial<Record<IPFamily, number>>;
 }
 
 /**
@@ -115,7 +128,9 @@ export class Peer {
   private everSynced = false;
   private routes: readonly BgpRoute[] = [];
   private current: PeerState = 'idle';
-  private readonly counters = { updatesSent: 0, updatesReceived: 0, notificationsSent: 0, notificationsReceived: 0, flaps: 0 };
+  private readonly counters = { updatesSent: 0, updatesReceived: 0, notificationsSent: 0, notificationsReceived: 0, flaps: 0, routeRefreshesCoalesced: 0 };
+  private readonly updateErrors = Object.fromEntries(UPDATE_ERROR_KINDS.map((k) => [k, 0])) as Record<UpdateErrorKind, number>;
+  private readonly updateErrorLog = new LogLimiter(UPDATE_ERROR_LOG_WINDOW_MS);
   private lastError: string | undefined;
   private readonly remoteOpens = new WeakMap<Connection, OpenMessage>();
 
@@ -173,6 +188,8 @@ export class Peer {
       uptimeSeconds: s ? Math.floor((Date.now() - s.establishedAt) / 1000) : 0,
       prefixesAnnounced: s?.rib.prefixes ?? 0,
       ...this.counters,
+      updateErrors: { ...this.updateErrors },
+      queuedBytes: this.session?.conn.queuedBytes ?? 0,
       ...(this.lastError !== undefined ? { lastError: this.lastError } : {}),
       ...(s ? { negotiated: s.negotiated } : {}),
     };
@@ -204,7 +221,10 @@ export class Peer {
       messages: (c, m) => this.onMessages(c, m),
       framingError: (c, e) => this.onError(c, e),
       closed: (c) => this.onClosed(c),
+      overflow: (c, queued) => this.notify(c, new BgpError(ErrorCode.CEASE, CeaseSubcode.OUT_OF_RESOURCES, `write queue full: ${queued} bytes the peer has not read (cap ${c.maxQueuedBytes})`)),
+      sendHoldExpired: (c, ms) => this.notify(c, new BgpError(ErrorCode.SEND_HOLD_TIMER_EXPIRED, 0, `send hold timer expired: the peer read nothing for ${Math.round(ms / 1000)} s`)),
     });
+    conn.sendHoldMs = OPEN_HOLD_MS;
     this.conns.push(conn);
     conn.send(MessageType.OPEN, encodeOpenBody(this.ourOpen()));
     this.setHold(conn, OPEN_HOLD_MS);
@@ -321,6 +341,7 @@ export class Peer {
       try {
         this.handle(conn, raw);
       } catch (e) {
+        if (raw.type === MessageType.UPDATE && e instanceof BgpError && e.code === ErrorCode.UPDATE_MESSAGE) this.updateErrors.session_reset++;
         this.onError(conn, e);
         return;
       }
@@ -355,10 +376,29 @@ export class Peer {
         if (raw.type === MessageType.OPEN) throw new BgpError(ErrorCode.FSM, FsmError.UNEXPECTED_IN_ESTABLISHED, 'OPEN received in Established');
         const m = decodeMessage(raw, this.recvContext(conn));
         this.restartHold(conn);
-        if (m.type === 'update') this.counters.updatesReceived++;
+        if (m.type === 'update') this.onUpdate(m);
         else if (m.type === 'route-refresh') this.onRouteRefresh(conn, m.afi, m.safi, m.subtype);
         return;
       }
+    }
+  }
+
+  /** Counts a received UPDATE and what RFC 7606 let pass in it; this speaker installs nothing. */
+  private onUpdate(u: UpdateMessage): void {
+    this.counters.updatesReceived++;
+    if (!u.faults) return;
+    // Treat-as-withdraw counts once per UPDATE (all its routes go), the others per attribute.
+    if (u.treatAsWithdraw) this.updateErrors.treat_as_withdraw++;
+    for (const f of u.faults) if (f.action !== 'treat_as_withdraw') this.updateErrors[f.action]++;
+    const first = u.faults[0]!;
+    const allowed = this.updateErrorLog.allow(first.action);
+    if (allowed) {
+      this.hooks.log.warn('BGP: malformed UPDATE handled without a reset (RFC 7606)', {
+        peer: this.name,
+        action: u.treatAsWithdraw ? 'treat_as_withdraw' : first.action,
+        error: u.faults.map((f) => f.what).join('; '),
+        ...(allowed.suppressed > 0 ? { suppressed: allowed.suppressed } : {}),
+      });
     }
   }
 
@@ -397,6 +437,9 @@ export class Peer {
     conn.send(MessageType.KEEPALIVE);
     const hold = Math.min(this.settings.holdTimeSeconds, open.holdTime);
     conn.stopTimers();
+    // RFC 9687: a peer that reads nothing of ours for the hold time is dropped (with hold time
+    // 0, which turns keepalives off, after RFC 4271's "large value" of 4 minutes).
+    conn.sendHoldMs = hold > 0 ? hold * 1000 : OPEN_HOLD_MS;
     if (hold > 0) {
       conn.keepaliveTimer = setInterval(() => conn.send(MessageType.KEEPALIVE), (hold * 1000) / 3);
       this.setHold(conn, hold * 1000);
@@ -434,14 +477,17 @@ export class Peer {
       routeRefresh: caps.routeRefresh,
       remoteRouterId: formatRouterId(open.bgpId),
     };
-    const s: Session = { rib: new AdjRibOut(view), view, recv: { fourOctetAs, addPath: { 4: false, 6: false } }, negotiated, establishedAt: Date.now() };
+    const ebgp = this.settings.asn !== this.local.asn;
+    const s: Session = { rib: new AdjRibOut(view), view, recv: { fourOctetAs, addPath: { 4: false, 6: false }, ebgp }, negotiated, establishedAt: Date.now(), refreshAnswered: {} };
     conn.state = 'established';
     this.session = { conn, s };
     this.lastError = undefined;
     this.updateState();
     this.hooks.log.info('BGP session established', { peer: this.name, asn: this.settings.asn, families: negotiated.families.join(','), addPath: negotiated.addPath.join(',') || 'none' });
     // The initial table, then End-of-RIB for each family (RFC 4724 2).
-    this.sendUpdates(conn, [...s.rib.sync(this.routes), ...s.rib.endOfRib()]);
+    const table = [...s.rib.sync(this.routes), ...s.rib.endOfRib()];
+    this.fitQueueCap(conn, table);
+    this.sendUpdates(conn, table);
     this.everSynced = true;
   }
 
@@ -450,7 +496,29 @@ export class Peer {
     const s = this.session?.s;
     // Subtypes 1 and 2 (RFC 7313 demarcation) are not requests; unknown families are ignored (RFC 2918 4).
     if (!s || subtype !== 0 || !family || !s.view.families.has(family)) return;
-    this.sendUpdates(conn, s.rib.refresh(family));
+    // The previous answer still waits in the queue: once it is read the peer has the whole
+    // table, so a new answer would only queue it again (a peer that asks in a loop and never
+    // reads would otherwise fill memory with copies of the table).
+    const previous = s.refreshAnswered[family];
+    if (previous !== undefined && !conn.sentThrough(previous)) {
+      this.counters.routeRefreshesCoalesced++;
+      return;
+    }
+    const answer = s.rib.refresh(family);
+    this.fitQueueCap(conn, answer);
+    this.sendUpdates(conn, answer);
+    s.refreshAnswered[family] = conn.mark();
+  }
+
+  /**
+   * The write queue holds a full table (initial or a refresh answer) plus changes: its cap is
+   * at least twice the largest full table sent, so only a peer more than a table behind
+   * overflows it (QUEUE_CAP_FLOOR_BYTES below that).
+   */
+  private fitQueueCap(conn: Connection, table: Uint8Array[]): void {
+    let bytes = 0;
+    for (const b of table) bytes += b.length + HEADER_LENGTH;
+    conn.maxQueuedBytes = Math.max(conn.maxQueuedBytes, QUEUE_CAP_FLOOR_BYTES, 2 * bytes);
   }
 
   private sendUpdates(conn: Connection, bodies: Uint8Array[]): void {

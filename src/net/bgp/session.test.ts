@@ -6,7 +6,7 @@ import { BgpSpeaker, type SpeakerConfig, type StateChange } from './speaker.ts';
 import type { UpdateMessage } from './update.ts';
 import { eventually } from '../../../test/harness/eventually.ts';
 import { type ScriptedConnection, ScriptedPeer } from '../../../test/fakes/bgp-scripted-peer.ts';
-import { ACCEPTED, MALFORMED, PEER_ASN } from '../../../test/fakes/bgp-malformed-corpus.ts';
+import { ACCEPTED, MALFORMED, PEER_ASN, RFC7606 } from '../../../test/fakes/bgp-malformed-corpus.ts';
 
 const speakers: BgpSpeaker[] = [];
 const peers: ScriptedPeer[] = [];
@@ -127,6 +127,9 @@ test('malformed corpus: each gets its NOTIFICATION and a reset of that session o
   await eventually('the accepted UPDATEs counted', () => s.stats().peers[0]!.updatesReceived === ACCEPTED.length);
   const stats = s.stats().peers;
   expect(stats[0]).toMatchObject({ state: 'established', notificationsSent: MALFORMED.length });
+  // The UPDATE errors that still reset (RFC 7606 leaves them a reset), counted by kind.
+  const updateResets = MALFORMED.filter((c) => c.when === 'established' && c.code === ErrorCode.UPDATE_MESSAGE).length;
+  expect(stats[0]!.updateErrors.session_reset).toBe(updateResets);
   expect(again.of('notification')).toEqual([]);
   expect(stats[1]).toMatchObject({ state: 'established', flaps: 0, notificationsSent: 0, notificationsReceived: 0 });
   expect(other.closed).toBe(false);
@@ -135,6 +138,35 @@ test('malformed corpus: each gets its NOTIFICATION and a reset of that session o
   s.setAnnouncements([{ prefix: '203.0.113.0/24', nextHops: ['198.51.100.12'] }]);
   await eventually('the change at the bystander', () => announced(other).get('203.0.113.0/24') === '198.51.100.12');
 }, 120_000);
+
+test('RFC 7606 over TCP: every malformed UPDATE that RFC 7606 does not reset for leaves the session Established, our routes announced, and is counted by kind', async () => {
+  const p = peer();
+  const s = await speaker({ peers: [peerConfig(p, PEER_ASN)] });
+  s.setAnnouncements([
+    { prefix: '203.0.113.0/24', nextHops: ['198.51.100.11'] },
+    { prefix: '2001:db8:1::/64', nextHops: ['2001:db8::11'] },
+  ]);
+  const conn = await p.connection(0);
+  await conn.establish({ asn: PEER_ASN });
+  await eventually('two End-of-RIB markers', () => endOfRibs(conn) === 2);
+  const before = conn.of('update').length;
+  const cases = RFC7606.filter((c) => !c.ibgp); // this peer is external
+  for (const c of cases) conn.send(c.bytes);
+  const expected = { treat_as_withdraw: 0, attribute_discard: 0, repeated_attribute: 0, session_reset: 0 };
+  for (const c of cases) for (const [k, n] of Object.entries(c.counts)) expected[k as keyof typeof expected] += n;
+  await eventually('every UPDATE counted', () => s.stats().peers[0]!.updatesReceived === cases.length);
+  const stats = s.stats().peers[0]!;
+  expect(stats.updateErrors).toEqual(expected);
+  expect(stats).toMatchObject({ state: 'established', flaps: 0, notificationsSent: 0 });
+  expect(conn.of('notification')).toEqual([]);
+  expect(conn.closed).toBe(false);
+  // Nothing withdrawn or re-sent: the peer still has our routes as announced.
+  expect(conn.of('update').length).toBe(before);
+  expect(Object.fromEntries(announced(conn))).toEqual({ '203.0.113.0/24': '198.51.100.11', '2001:db8:1::/64': '2001:db8::11' });
+  // ... and the session still carries changes.
+  s.setAnnouncements([{ prefix: '203.0.113.0/24', nextHops: ['198.51.100.12'] }]);
+  await eventually('the change', () => announced(conn).get('203.0.113.0/24') === '198.51.100.12' && !announced(conn).has('2001:db8:1::/64'));
+}, 60_000);
 
 test('hold timer: a peer silent for the negotiated hold time gets NOTIFICATION 4/0', async () => {
   const p = peer();

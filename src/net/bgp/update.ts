@@ -2,6 +2,7 @@ import type { IP, IPFamily } from '../ip.ts';
 import { Afi, AS_TRANS, AsPathSegment, AttrFlag, AttrType, ErrorCode, HEADER_LENGTH, MAX_MESSAGE_LENGTH, Safi, UpdateError } from './constants.ts';
 import { BgpError } from './errors.ts';
 import { ADDRESS_BYTES, errorOf, type Nlri, nlriLength, readAddress, readNlriList, writeAddress, writeNlri } from './nlri.ts';
+import { MALFORMED_ACTION, type UpdateFault } from './update-faults.ts';
 import { Reader, Writer } from './wire.ts';
 
 /** What the session negotiated that changes the UPDATE encoding in one direction. */
@@ -10,6 +11,8 @@ export interface UpdateContext {
   fourOctetAs: boolean;
   /** RFC 7911: the NLRI of this family carry path identifiers in this direction. */
   addPath: Record<IPFamily, boolean>;
+  /** Receiving from an external peer: attributes only iBGP may carry are discarded (RFC 7606 7.2, 7.5, 7.9, 7.10). */
+  ebgp?: boolean;
 }
 
 export interface AsPathSegmentValue {
@@ -64,6 +67,13 @@ export interface UpdateMessage {
   attributes: PathAttributes;
   /** IPv4 unicast announcements in the classic field. */
   nlri: Nlri[];
+  /** What RFC 7606 let pass without a reset (absent when nothing was wrong). */
+  faults?: UpdateFault[];
+  /**
+   * RFC 7606 treat-as-withdraw: the routes of `nlri` and of `attributes.mpReach` are to be read as
+   * withdrawn, not announced (absent when false).
+   */
+  treatAsWithdraw?: true;
 }
 
 const MAX_BODY = MAX_MESSAGE_LENGTH - HEADER_LENGTH;
@@ -87,7 +97,7 @@ export function endOfRibFamily(u: UpdateMessage): IPFamily | undefined {
   return undefined;
 }
 
-// Flags (optional, transitive) each known attribute must carry (RFC 4271 5, 6.3).
+// Flags (optional, transitive) each known attribute must carry (RFC 4271 5, 6.3, and the RFC of each).
 const EXPECTED_FLAGS: Record<number, number> = {
   [AttrType.ORIGIN]: AttrFlag.TRANSITIVE,
   [AttrType.AS_PATH]: AttrFlag.TRANSITIVE,
@@ -97,10 +107,15 @@ const EXPECTED_FLAGS: Record<number, number> = {
   [AttrType.ATOMIC_AGGREGATE]: AttrFlag.TRANSITIVE,
   [AttrType.AGGREGATOR]: AttrFlag.OPTIONAL | AttrFlag.TRANSITIVE,
   [AttrType.COMMUNITIES]: AttrFlag.OPTIONAL | AttrFlag.TRANSITIVE,
+  [AttrType.ORIGINATOR_ID]: AttrFlag.OPTIONAL,
+  [AttrType.CLUSTER_LIST]: AttrFlag.OPTIONAL,
   [AttrType.MP_REACH_NLRI]: AttrFlag.OPTIONAL,
   [AttrType.MP_UNREACH_NLRI]: AttrFlag.OPTIONAL,
+  [AttrType.EXTENDED_COMMUNITIES]: AttrFlag.OPTIONAL | AttrFlag.TRANSITIVE,
   [AttrType.AS4_PATH]: AttrFlag.OPTIONAL | AttrFlag.TRANSITIVE,
   [AttrType.AS4_AGGREGATOR]: AttrFlag.OPTIONAL | AttrFlag.TRANSITIVE,
+  [AttrType.IPV6_EXTENDED_COMMUNITIES]: AttrFlag.OPTIONAL | AttrFlag.TRANSITIVE,
+  [AttrType.LARGE_COMMUNITY]: AttrFlag.OPTIONAL | AttrFlag.TRANSITIVE,
 };
 
 const FIXED_LENGTH: Record<number, number> = {
@@ -109,15 +124,37 @@ const FIXED_LENGTH: Record<number, number> = {
   [AttrType.MULTI_EXIT_DISC]: 4,
   [AttrType.LOCAL_PREF]: 4,
   [AttrType.ATOMIC_AGGREGATE]: 0,
+  [AttrType.ORIGINATOR_ID]: 4,
   [AttrType.AS4_AGGREGATOR]: 8,
 };
 
+/** Attributes whose length must be a non-zero multiple of their element (RFC 7606 7.8, 7.10, 7.14, 7.15; RFC 8092 6). */
+const ELEMENT_LENGTH: Record<number, { size: number; emptyOk: boolean }> = {
+  [AttrType.COMMUNITIES]: { size: 4, emptyOk: false },
+  [AttrType.CLUSTER_LIST]: { size: 4, emptyOk: false },
+  [AttrType.EXTENDED_COMMUNITIES]: { size: 8, emptyOk: true },
+  [AttrType.IPV6_EXTENDED_COMMUNITIES]: { size: 20, emptyOk: true },
+  [AttrType.LARGE_COMMUNITY]: { size: 12, emptyOk: false },
+};
+
+/** Only iBGP (and confederation) peers may send these; from an external peer they are discarded. */
+const IBGP_ONLY = new Set<number>([AttrType.LOCAL_PREF, AttrType.ORIGINATOR_ID, AttrType.CLUSTER_LIST]);
+
 const ATTR_NAMES: Record<number, string> = Object.fromEntries(Object.entries(AttrType).map(([k, v]) => [v, k]));
+
+function attrName(type: number): string {
+  return ATTR_NAMES[type] ?? `type ${type}`;
+}
 
 function updateError(subcode: number, data?: Uint8Array) {
   return (what: string) => new BgpError(ErrorCode.UPDATE_MESSAGE, subcode, `UPDATE: ${what}`, data);
 }
 
+/**
+ * Decodes a received UPDATE body with RFC 7606 error handling: the errors that still reset the
+ * session are thrown (a BgpError with its NOTIFICATION), the others are listed in `faults`
+ * and, for treat-as-withdraw, flagged in `treatAsWithdraw`.
+ */
 export function decodeUpdate(body: Uint8Array, ctx: UpdateContext): UpdateMessage {
   const malformed = updateError(UpdateError.MALFORMED_ATTRIBUTE_LIST);
   const r = new Reader(body, malformed);
@@ -126,34 +163,66 @@ export function decodeUpdate(body: Uint8Array, ctx: UpdateContext): UpdateMessag
   const withdrawn = readNlriList(withdrawnReader, 4, ctx.addPath[4], updateError(UpdateError.INVALID_NETWORK_FIELD));
   const attrsLength = r.u16('total path attribute length');
   const attrsReader = r.sub(attrsLength, `total path attribute length ${attrsLength} overruns the message`);
-  const attributes = decodeAttributes(body, attrsReader, ctx);
+  const faults: UpdateFault[] = [];
+  const attributes = decodeAttributes(body, attrsReader, ctx, faults);
+  // Read before any treat-as-withdraw is decided: it needs the NLRI parsed (RFC 7606 3.j, 5.3).
   const nlri = readNlriList(r, 4, ctx.addPath[4], updateError(UpdateError.INVALID_NETWORK_FIELD));
   if (nlri.length > 0 || attributes.mpReach) {
     const required = [AttrType.ORIGIN, AttrType.AS_PATH, ...(nlri.length > 0 ? [AttrType.NEXT_HOP] : [])];
     const present: Record<number, unknown> = { [AttrType.ORIGIN]: attributes.origin, [AttrType.AS_PATH]: attributes.asPath, [AttrType.NEXT_HOP]: attributes.nextHop };
+    // An attribute already faulted is not "missing": its fault says what it was.
+    const faulted = new Set(faults.map((f) => f.attribute));
     for (const type of required) {
-      if (present[type] === undefined) throw updateError(UpdateError.MISSING_WELL_KNOWN_ATTRIBUTE, new Uint8Array([type]))(`well-known attribute ${ATTR_NAMES[type]} (${type}) is missing`);
+      if (present[type] === undefined && !faulted.has(type)) faults.push({ action: 'treat_as_withdraw', attribute: type, what: `well-known attribute ${attrName(type)} (${type}) is missing` });
     }
   }
-  return { type: 'update', withdrawn, attributes, nlri };
+  const out: UpdateMessage = { type: 'update', withdrawn, attributes, nlri };
+  if (faults.length > 0) out.faults = faults;
+  if (faults.some((f) => f.action === 'treat_as_withdraw')) out.treatAsWithdraw = true;
+  return out;
 }
 
-function decodeAttributes(body: Uint8Array, r: Reader, ctx: UpdateContext): PathAttributes {
+/** Runs `read`; a BgpError it throws (the value is malformed) becomes a fault with `action`. */
+function readOr(faults: UpdateFault[], type: number, action: UpdateFault['action'], read: () => void): void {
+  try {
+    read();
+  } catch (e) {
+    if (!(e instanceof BgpError)) throw e;
+    faults.push({ action, attribute: type, what: e.message });
+  }
+}
+
+function decodeAttributes(body: Uint8Array, r: Reader, ctx: UpdateContext, faults: UpdateFault[]): PathAttributes {
   const attrs: PathAttributes = { unknown: [] };
   const seen = new Set<number>();
   while (r.remaining > 0) {
     const start = r.position;
+    // RFC 7606 4: too few bytes left for an attribute header, or a value overrunning the path
+    // attributes, is treat-as-withdraw; the total attribute length still locates the NLRI.
+    if (r.remaining < 3) {
+      faults.push({ action: 'treat_as_withdraw', what: `${r.remaining} bytes left after the last path attribute, too few for another` });
+      break;
+    }
     const flags = r.u8('attribute flags');
     const type = r.u8('attribute type');
     const extended = (flags & AttrFlag.EXTENDED_LENGTH) !== 0;
+    if (extended && r.remaining < 2) {
+      faults.push({ action: 'treat_as_withdraw', attribute: type, what: `attribute ${attrName(type)}: extended length needs 2 bytes, ${r.remaining} left` });
+      break;
+    }
     const length = extended ? r.u16('attribute length') : r.u8('attribute length');
     if (length > r.remaining) {
-      throw updateError(UpdateError.MALFORMED_ATTRIBUTE_LIST)(`attribute ${ATTR_NAMES[type] ?? type} of length ${length} overruns the path attributes (${r.remaining} bytes left)`);
+      faults.push({ action: 'treat_as_withdraw', attribute: type, what: `attribute ${attrName(type)} of length ${length} overruns the path attributes (${r.remaining} bytes left)` });
+      break;
     }
     const whole = body.subarray(start, r.position + length);
     const v = r.sub(length, 'attribute value', updateError(UpdateError.ATTRIBUTE_LENGTH_ERROR, whole));
-    const name = ATTR_NAMES[type] ?? `type ${type}`;
-    if (seen.has(type)) throw updateError(UpdateError.MALFORMED_ATTRIBUTE_LIST)(`attribute ${name} appears twice`);
+    const name = attrName(type);
+    if (seen.has(type)) {
+      if (type === AttrType.MP_REACH_NLRI || type === AttrType.MP_UNREACH_NLRI) throw updateError(UpdateError.MALFORMED_ATTRIBUTE_LIST)(`attribute ${name} appears twice`);
+      faults.push({ action: 'repeated_attribute', attribute: type, what: `attribute ${name} appears again: the first is kept` });
+      continue;
+    }
     seen.add(type);
     const expected = EXPECTED_FLAGS[type];
     if (expected === undefined) {
@@ -161,23 +230,45 @@ function decodeAttributes(body: Uint8Array, r: Reader, ctx: UpdateContext): Path
       attrs.unknown.push({ flags, type, value: v.bytes_(length, 'value').slice() });
       continue;
     }
-    if ((flags & (AttrFlag.OPTIONAL | AttrFlag.TRANSITIVE)) !== expected) {
-      throw updateError(UpdateError.ATTRIBUTE_FLAGS_ERROR, whole)(`attribute ${name} has flags 0x${flags.toString(16)} (optional/transitive must be 0x${expected.toString(16)})`);
+    // RFC 4271 4.3: Partial is 0 on well-known and optional non-transitive attributes.
+    const partialWrong = (flags & AttrFlag.PARTIAL) !== 0 && expected !== (AttrFlag.OPTIONAL | AttrFlag.TRANSITIVE);
+    if ((flags & (AttrFlag.OPTIONAL | AttrFlag.TRANSITIVE)) !== expected || partialWrong) {
+      const what = `attribute ${name} has flags 0x${flags.toString(16)} (optional/transitive must be 0x${expected.toString(16)}${partialWrong ? ', partial 0' : ''})`;
+      faults.push({ action: 'treat_as_withdraw', attribute: type, what });
+      // The MP attributes are still read: treat-as-withdraw needs their NLRI (RFC 7606 3.j).
+      if (type !== AttrType.MP_REACH_NLRI && type !== AttrType.MP_UNREACH_NLRI) continue;
     }
+    if (ctx.ebgp && IBGP_ONLY.has(type)) {
+      faults.push({ action: 'attribute_discard', attribute: type, what: `attribute ${name} from an external peer` });
+      continue;
+    }
+    const action = MALFORMED_ACTION[type];
     const fixed = FIXED_LENGTH[type];
-    if (fixed !== undefined && length !== fixed) throw updateError(UpdateError.ATTRIBUTE_LENGTH_ERROR, whole)(`attribute ${name} has length ${length}, expected ${fixed}`);
+    if (action && fixed !== undefined && length !== fixed) {
+      faults.push({ action, attribute: type, what: `attribute ${name} has length ${length}, expected ${fixed}` });
+      continue;
+    }
+    const element = ELEMENT_LENGTH[type];
+    if (action && element && (length % element.size !== 0 || (length === 0 && !element.emptyOk))) {
+      faults.push({ action, attribute: type, what: `attribute ${name} length ${length} is not a ${element.emptyOk ? '' : 'non-zero '}multiple of ${element.size}` });
+      continue;
+    }
     switch (type) {
       case AttrType.ORIGIN: {
         const origin = v.u8('ORIGIN');
-        if (origin > 2) throw updateError(UpdateError.INVALID_ORIGIN, whole)(`ORIGIN ${origin} is not IGP, EGP or INCOMPLETE`);
-        attrs.origin = origin;
+        if (origin > 2) faults.push({ action: 'treat_as_withdraw', attribute: type, what: `ORIGIN ${origin} is not IGP, EGP or INCOMPLETE` });
+        else attrs.origin = origin;
         break;
       }
       case AttrType.AS_PATH:
-        attrs.asPath = readAsPath(v, ctx.fourOctetAs ? 4 : 2, 'AS_PATH');
+        readOr(faults, type, 'treat_as_withdraw', () => {
+          attrs.asPath = readAsPath(v, ctx.fourOctetAs ? 4 : 2, 'AS_PATH', ctx.ebgp === true);
+        });
         break;
       case AttrType.AS4_PATH:
-        attrs.as4Path = readAsPath(v, 4, 'AS4_PATH');
+        readOr(faults, type, 'attribute_discard', () => {
+          attrs.as4Path = readAsPath(v, 4, 'AS4_PATH', false);
+        });
         break;
       case AttrType.NEXT_HOP:
         attrs.nextHop = readAddress(v.bytes_(4, 'NEXT_HOP'), 4);
@@ -191,13 +282,16 @@ function decodeAttributes(body: Uint8Array, r: Reader, ctx: UpdateContext): Path
       case AttrType.ATOMIC_AGGREGATE:
         attrs.atomicAggregate = true;
         break;
-      case AttrType.AGGREGATOR:
-        if (length !== (ctx.fourOctetAs ? 8 : 6)) throw updateError(UpdateError.ATTRIBUTE_LENGTH_ERROR, whole)(`AGGREGATOR has length ${length}, expected ${ctx.fourOctetAs ? 8 : 6}`);
+      case AttrType.AGGREGATOR: {
+        const size = ctx.fourOctetAs ? 8 : 6;
+        if (length !== size) faults.push({ action: 'attribute_discard', attribute: type, what: `AGGREGATOR has length ${length}, expected ${size}` });
+        else if ((size === 8 ? v.u32('AGGREGATOR AS') : v.u16('AGGREGATOR AS')) === 0) faults.push({ action: 'attribute_discard', attribute: type, what: 'AGGREGATOR AS is 0 (RFC 7607)' });
         break;
+      }
       case AttrType.AS4_AGGREGATOR:
+        if (v.u32('AS4_AGGREGATOR AS') === 0) faults.push({ action: 'attribute_discard', attribute: type, what: 'AS4_AGGREGATOR AS is 0 (RFC 7607)' });
         break;
       case AttrType.COMMUNITIES: {
-        if (length % 4 !== 0) throw updateError(UpdateError.OPTIONAL_ATTRIBUTE_ERROR, whole)(`COMMUNITIES length ${length} is not a multiple of 4`);
         const list: number[] = [];
         while (v.remaining > 0) list.push(v.u32('community'));
         attrs.communities = list;
@@ -215,28 +309,43 @@ function decodeAttributes(body: Uint8Array, r: Reader, ctx: UpdateContext): Path
         attrs.mpUnreach = { afi, safi, withdrawn: family ? readNlriList(sub, family, ctx.addPath[family], (w) => err(`MP_UNREACH_NLRI: ${w}`)) : [] };
         break;
       }
+      default:
+        // Checked, not interpreted (route reflection, extended and large communities): kept as unknown.
+        attrs.unknown.push({ flags, type, value: v.bytes_(length, 'value').slice() });
     }
   }
   return attrs;
 }
 
-function readAsPath(v: Reader, asSize: 2 | 4, name: string): AsPathSegmentValue[] {
+function readAsPath(v: Reader, asSize: 2 | 4, name: string, ebgp: boolean): AsPathSegmentValue[] {
   const segments: AsPathSegmentValue[] = [];
   const malformed = (what: string) => new BgpError(ErrorCode.UPDATE_MESSAGE, UpdateError.MALFORMED_AS_PATH, `UPDATE: ${name}: ${what}`);
   const s = new Reader(new Uint8Array(v.bytes_(v.remaining, name)), malformed);
   while (s.remaining > 0) {
     const type = s.u8('segment type');
     if (type < AsPathSegment.AS_SET || type > AsPathSegment.AS_CONFED_SET) throw malformed(`segment type ${type} is unknown`);
+    // RFC 7606 7.2: confederation segments from an external (non-confederation) peer.
+    if (ebgp && type >= AsPathSegment.AS_CONFED_SEQUENCE) throw malformed(`confederation segment (type ${type}) from an external peer`);
     const count = s.u8('segment length');
     if (count === 0) throw malformed('segment of zero ASes');
     if (count * asSize > s.remaining) throw malformed(`segment of ${count} ${asSize}-octet ASes overruns the attribute (${s.remaining} bytes left)`);
     const asns: number[] = [];
-    for (let i = 0; i < count; i++) asns.push(asSize === 4 ? s.u32('AS') : s.u16('AS'));
+    for (let i = 0; i < count; i++) {
+      const asn = asSize === 4 ? s.u32('AS') : s.u16('AS');
+      if (asn === 0) throw malformed('AS 0 in the path (RFC 7607)');
+      asns.push(asn);
+    }
     segments.push({ type, asns });
   }
   return segments;
 }
 
+/**
+ * MP_REACH_NLRI (RFC 4760 3). The next hop length must be what the family uses: 4 for IPv4
+ * (RFC 8950's IPv6 next hop for IPv4 NLRI is not negotiated by this speaker), 16 or 32 (a
+ * global and a link-local address, RFC 2545) for IPv6; anything else is malformed (RFC 7606
+ * 7.11), which resets the session (no AFI/SAFI disable here).
+ */
 function readMpReach(v: Reader, whole: Uint8Array, ctx: UpdateContext): MpReach {
   const err = updateError(UpdateError.OPTIONAL_ATTRIBUTE_ERROR, whole);
   const value = v.bytes_(v.remaining, 'MP_REACH_NLRI');
@@ -249,8 +358,9 @@ function readMpReach(v: Reader, whole: Uint8Array, ctx: UpdateContext): MpReach 
   const family = familyOf(afi, safi);
   if (!family) return { afi, safi, nextHops: [], nlri: [] };
   const size = ADDRESS_BYTES[family];
-  if (nextHopLength !== size && nextHopLength !== 2 * size) {
-    throw err(`MP_REACH_NLRI: next hop length ${nextHopLength} for IPv${family} is neither ${size} nor ${2 * size}`);
+  const allowed = family === 4 ? [size] : [size, 2 * size];
+  if (!allowed.includes(nextHopLength)) {
+    throw err(`MP_REACH_NLRI: next hop length ${nextHopLength} for IPv${family} is not ${allowed.join(' or ')}`);
   }
   const nextHops = [readAddress(nh.subarray(0, size), family)];
   if (nextHopLength === 2 * size) nextHops.push(readAddress(nh.subarray(size), family));

@@ -1,4 +1,5 @@
 import { BROADCAST_MAC, ETHERTYPE_ARP, MAC_LENGTH, ZERO_MAC, buildEthernet } from './ethernet.ts';
+import type { MalformedReason } from './refusals.ts';
 
 /** ARP for IPv4 over Ethernet (RFC 826) and the announcements of RFC 5227. */
 export const ARP_REQUEST = 1;
@@ -16,21 +17,21 @@ export interface ArpPacket {
   targetIp: Uint8Array;
 }
 
-export type ArpParse = { ok: true; packet: ArpPacket } | { ok: false; reason: string };
+export type ArpParse = { ok: true; packet: ArpPacket } | { ok: false; reason: MalformedReason; detail: string };
 
-/** Parses an Ethernet/IPv4 ARP packet; any other shape is refused with the reason. */
+/** Parses an Ethernet/IPv4 ARP packet; any other shape is refused with the reason (and what was found, for a log line). */
 export function parseArp(payload: Uint8Array): ArpParse {
-  if (payload.length < ARP_PACKET_LENGTH) return { ok: false, reason: `ARP packet of ${payload.length} bytes, shorter than ${ARP_PACKET_LENGTH}` };
+  if (payload.length < ARP_PACKET_LENGTH) return { ok: false, reason: 'arp-short', detail: `ARP packet of ${payload.length} bytes, shorter than ${ARP_PACKET_LENGTH}` };
   const view = new DataView(payload.buffer, payload.byteOffset, payload.byteLength);
   const htype = view.getUint16(0);
   const ptype = view.getUint16(2);
   const hlen = payload[4]!;
   const plen = payload[5]!;
   if (htype !== HTYPE_ETHERNET || ptype !== PTYPE_IPV4 || hlen !== MAC_LENGTH || plen !== 4) {
-    return { ok: false, reason: `ARP for hardware ${htype}/${hlen} and protocol 0x${ptype.toString(16)}/${plen}, not Ethernet/IPv4` };
+    return { ok: false, reason: 'arp-not-ethernet-ipv4', detail: `ARP for hardware ${htype}/${hlen} and protocol 0x${ptype.toString(16)}/${plen}, not Ethernet/IPv4` };
   }
   const operation = view.getUint16(6);
-  if (operation !== ARP_REQUEST && operation !== ARP_REPLY) return { ok: false, reason: `ARP operation ${operation}` };
+  if (operation !== ARP_REQUEST && operation !== ARP_REPLY) return { ok: false, reason: 'arp-operation', detail: `ARP operation ${operation}` };
   return {
     ok: true,
     packet: {

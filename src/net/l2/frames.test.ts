@@ -49,7 +49,7 @@ describe('NDP', () => {
 
   test('a kernel advertisement parses with its flags and target link-layer address', () => {
     const parsed = parseNeighborMessage(parseEthernet(KERNEL_NA)!.payload);
-    if (!parsed.ok) throw new Error(parsed.reason);
+    if (!parsed.ok) throw new Error(parsed.detail);
     expect(parsed.message).toMatchObject({ type: 136, solicited: true, override: true, router: false });
     expect(formatMac(parsed.message.linkLayerAddress!)).toBe('02:00:00:00:00:0b');
   });
@@ -58,7 +58,7 @@ describe('NDP', () => {
     const reply = answer(handleNdpFrame(KERNEL_DAD_NS, linkB('fe80::ff:fe00:a')));
     expect(formatMac(reply.subarray(0, 6))).toBe('33:33:00:00:00:01');
     const parsed = parseNeighborMessage(parseEthernet(reply)!.payload);
-    if (!parsed.ok) throw new Error(parsed.reason);
+    if (!parsed.ok) throw new Error(parsed.detail);
     expect(parsed.message).toMatchObject({ solicited: false, override: true });
   });
 
@@ -67,22 +67,52 @@ describe('NDP', () => {
     expect(handleNdpFrame(KERNEL_NS, linkB()).kind).toBe('ignored');
   });
 
-  test('what RFC 4861 §7.1.1 makes invalid is counted as malformed, never answered', () => {
-    const cases: [string, Uint8Array, string][] = [
-      ['flipped bit', (() => { const f = KERNEL_NS.slice(); f[70]! ^= 1; return f; })(), 'wrong ICMPv6 checksum'],
-      ['hop limit 64', fixChecksum(Object.assign(KERNEL_NS.slice(), { 21: 64 })), 'hop limit 64'],
-      ['code 1', fixChecksum(Object.assign(KERNEL_NS.slice(), { 55: 1 })), 'code 1'],
-      ['zero-length option', fixChecksum(Object.assign(KERNEL_NS.slice(), { 79: 0 })), 'zero-length option'],
-      ['option past the end', fixChecksum(Object.assign(KERNEL_NS.slice(), { 79: 2 })), 'runs past the message'],
-      ['payload length beyond the frame', Object.assign(KERNEL_NS.slice(), { 19: 0x40 }), 'beyond the'],
-      ['multicast target', fixChecksum(Object.assign(KERNEL_NS.slice(), { 62: 0xff })), 'multicast target'],
-      ['IP version 4', Object.assign(KERNEL_NS.slice(), { 14: 0x40 }), 'IP version 4'],
+  test('what RFC 4861 §7.1.1 makes invalid is counted as malformed under a fixed reason, never answered', () => {
+    const cases: [string, Uint8Array, string, string][] = [
+      ['flipped bit', (() => { const f = KERNEL_NS.slice(); f[70]! ^= 1; return f; })(), 'ndp-checksum', 'wrong ICMPv6 checksum'],
+      ['hop limit 64', fixChecksum(Object.assign(KERNEL_NS.slice(), { 21: 64 })), 'ndp-hop-limit', 'hop limit 64'],
+      ['code 1', fixChecksum(Object.assign(KERNEL_NS.slice(), { 55: 1 })), 'ndp-code', 'code 1'],
+      ['zero-length option', fixChecksum(Object.assign(KERNEL_NS.slice(), { 79: 0 })), 'ndp-option', 'zero-length option'],
+      ['option past the end', fixChecksum(Object.assign(KERNEL_NS.slice(), { 79: 2 })), 'ndp-option', 'runs past the message'],
+      ['payload length beyond the frame', Object.assign(KERNEL_NS.slice(), { 19: 0x40 }), 'ipv6-payload-length', 'beyond the'],
+      ['multicast target', fixChecksum(Object.assign(KERNEL_NS.slice(), { 62: 0xff })), 'ndp-multicast-target', 'multicast target'],
+      ['IP version 4', Object.assign(KERNEL_NS.slice(), { 14: 0x40 }), 'ipv6-version', 'IP version 4'],
     ];
-    for (const [name, frame, reason] of cases) {
+    for (const [name, frame, reason, detail] of cases) {
       const outcome = handleNdpFrame(frame, linkB('2001:db8::b'));
-      expect({ name, kind: outcome.kind }).toEqual({ name, kind: 'malformed' });
-      expect(outcome.kind === 'malformed' && outcome.reason).toContain(reason);
+      expect({ name, kind: outcome.kind, reason: outcome.kind === 'malformed' ? (outcome.reason as string) : undefined }).toEqual({ name, kind: 'malformed', reason });
+      expect(outcome.kind === 'malformed' && outcome.detail).toContain(detail);
     }
+  });
+
+  test('a solicitation from a multicast, loopback or IPv4-mapped source is a martian: not answered (RFC 4291 2.7, as Linux)', () => {
+    const withSource = (source: string) => {
+      const frame = KERNEL_NS.slice();
+      frame.set(bytesOf(source), 22);
+      return fixChecksum(frame);
+    };
+    for (const source of ['ff02::1', 'ff05::2', '::1', '::ffff:198.51.100.10']) {
+      expect({ source, outcome: handleNdpFrame(withSource(source), linkB('2001:db8::b')) }).toMatchObject({ source, outcome: { kind: 'martian', reason: 'ipv6-source' } });
+    }
+    // An advertisement from a multicast source is no claim either.
+    const na = KERNEL_NA.slice();
+    na.set(bytesOf('ff02::1'), 22);
+    expect(handleNdpFrame(fixChecksum(na), { mac: parseMac('02:00:00:00:00:0c')!, addresses: new Set(['2001:db8::b']) })).toMatchObject({ kind: 'martian', reason: 'ipv6-source' });
+  });
+
+  test('a solicitation whose answer would go to a multicast or zero MAC is a martian; DAD still goes to all nodes', () => {
+    const withLinkLayer = (mac: string) => fixChecksum(Object.assign(KERNEL_NS.slice(), Object.fromEntries([...parseMac(mac)!].map((b, i) => [80 + i, b]))));
+    for (const mac of ['ff:ff:ff:ff:ff:ff', '33:33:00:00:00:01', '01:00:5e:00:00:01', '00:00:00:00:00:00']) {
+      expect({ mac, outcome: handleNdpFrame(withLinkLayer(mac), linkB('2001:db8::b')) }).toMatchObject({ mac, outcome: { kind: 'martian', reason: 'ndp-sender-mac' } });
+    }
+    // No option: the frame's source is the asker's address, and a group one is refused the same way.
+    const noOption = fixChecksum(Object.assign(KERNEL_NS.slice(0, 78), { 19: 24 }));
+    expect(answer(handleNdpFrame(noOption, linkB('2001:db8::b'))).subarray(0, 6)).toEqual(parseMac('02:00:00:00:00:0a')!);
+    const fromGroup = Object.assign(noOption.slice(), { 6: 0x01 });
+    expect(handleNdpFrame(fromGroup, linkB('2001:db8::b'))).toMatchObject({ kind: 'martian', reason: 'ndp-sender-mac' });
+    // A DAD probe from a group frame source is still answered, to all nodes, as Linux answers it.
+    const dadFromGroup = Object.assign(KERNEL_DAD_NS.slice(), { 6: 0x01 });
+    expect(answer(handleNdpFrame(dadFromGroup, linkB('fe80::ff:fe00:a'))).subarray(0, 6)).toEqual(parseMac('33:33:00:00:00:01')!);
   });
 
   test('an advertisement for an announced address from another station is a claim', () => {
@@ -96,7 +126,7 @@ describe('NDP', () => {
   test('an unsolicited advertisement goes to all nodes with Override and the target link-layer address', () => {
     const frame = unsolicitedAdvertisementFrame(bytesOf('2001:db8::1:200'), MAC_B);
     const parsed = parseNeighborMessage(parseEthernet(frame)!.payload);
-    if (!parsed.ok) throw new Error(parsed.reason);
+    if (!parsed.ok) throw new Error(parsed.detail);
     expect(parsed.message).toMatchObject({ type: 136, solicited: false, override: true });
     expect(formatMac(parsed.message.linkLayerAddress!)).toBe('02:00:00:00:00:0b');
     expect(formatMac(frame.subarray(0, 6))).toBe('33:33:00:00:00:01');
@@ -105,7 +135,7 @@ describe('NDP', () => {
   test('a DAD probe we build is a valid solicitation to the solicited-node group', () => {
     const frame = neighborSolicitationFrame(bytesOf('2001:db8::1:200'), MAC_B);
     const parsed = parseNeighborMessage(parseEthernet(frame)!.payload);
-    if (!parsed.ok) throw new Error(parsed.reason);
+    if (!parsed.ok) throw new Error(parsed.detail);
     expect(parsed.message.destination).toEqual(solicitedNodeAddress(bytesOf('2001:db8::1:200')));
     expect(formatMac(frame.subarray(0, 6))).toBe('33:33:ff:01:02:00');
   });
@@ -151,6 +181,25 @@ describe('ARP', () => {
     }
   });
 
+  test('requests from a broadcast, multicast or zero sender MAC are martians, never answered (a reply would go to a group)', () => {
+    for (const mac of ['ff:ff:ff:ff:ff:ff', '01:00:5e:00:00:01', '00:00:00:00:00:00']) {
+      const request = KERNEL_ARP_REQUEST.slice();
+      request.set(parseMac(mac)!, 22);
+      expect({ mac, outcome: handleArpFrame(request, linkB('198.51.100.11')) }).toMatchObject({ mac, outcome: { kind: 'martian', reason: 'arp-sender-mac' } });
+    }
+    const fromGroupFrame = Object.assign(KERNEL_ARP_REQUEST.slice(), { 6: 0x03 });
+    expect(handleArpFrame(fromGroupFrame, linkB('198.51.100.11'))).toMatchObject({ kind: 'martian', reason: 'arp-sender-mac' });
+  });
+
+  test('requests from a multicast, broadcast, loopback or 0/8 sender address are martians (Linux\'s route lookup refuses them); the probe\'s 0.0.0.0 is answered', () => {
+    const from = (ip: string) => Object.assign(KERNEL_ARP_REQUEST.slice(), Object.fromEntries([...bytesOf(ip)].map((b, i) => [28 + i, b])));
+    for (const ip of ['224.0.0.1', '239.255.255.255', '255.255.255.255', '127.0.0.1', '127.1.2.3', '0.0.0.9']) {
+      expect({ ip, outcome: handleArpFrame(from(ip), linkB('198.51.100.11')) }).toMatchObject({ ip, outcome: { kind: 'martian', reason: 'arp-sender-ip' } });
+    }
+    expect(handleArpFrame(from('0.0.0.0'), linkB('198.51.100.11')).kind).toBe('answer');
+    expect(handleArpFrame(from('240.0.0.1'), linkB('198.51.100.11')).kind).toBe('answer'); // class E: Linux does not call it martian
+  });
+
   test('ARP for other hardware or protocols, or too short, is malformed', () => {
     const ipv6Arp = Object.assign(KERNEL_ARP_REQUEST.slice(), { 16: 0x86, 17: 0xdd });
     const opcode9 = Object.assign(KERNEL_ARP_REQUEST.slice(), { 21: 9 });
@@ -176,6 +225,6 @@ describe('every length is checked', () => {
         kinds.add(handle(frame, link).kind);
       }
     }
-    expect([...kinds].sort()).toEqual(['answer', 'claim', 'ignored', 'malformed']);
+    expect([...kinds].sort()).toEqual(['answer', 'claim', 'ignored', 'malformed', 'martian']);
   });
 });

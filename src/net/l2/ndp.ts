@@ -1,4 +1,5 @@
 import { ETHERTYPE_IPV6, MAC_LENGTH, buildEthernet } from './ethernet.ts';
+import type { MalformedReason } from './refusals.ts';
 
 /**
  * IPv6 Neighbor Discovery (RFC 4861) Neighbor Solicitations and Advertisements inside their IPv6
@@ -34,34 +35,38 @@ export interface NeighborMessage {
   linkLayerAddress?: Uint8Array;
 }
 
-export type NdpParse = { ok: true; message: NeighborMessage } | { ok: false; malformed: boolean; reason: string };
+/** Not NDP at all is ignored (`detail` says what it was); broken NDP is malformed, with its reason. */
+export type NdpParse =
+  | { ok: true; message: NeighborMessage }
+  | { ok: false; malformed: false; detail: string }
+  | { ok: false; malformed: true; reason: MalformedReason; detail: string };
 
-const ignored = (reason: string): NdpParse => ({ ok: false, malformed: false, reason });
-const malformed = (reason: string): NdpParse => ({ ok: false, malformed: true, reason });
+const ignored = (detail: string): NdpParse => ({ ok: false, malformed: false, detail });
+const malformed = (reason: MalformedReason, detail: string): NdpParse => ({ ok: false, malformed: true, reason, detail });
 
 /** Parses the IPv6 packet in an Ethernet payload as an NS or NA; anything else is ignored, a broken one malformed. */
 export function parseNeighborMessage(packet: Uint8Array): NdpParse {
-  if (packet.length < IPV6_HEADER_LENGTH) return malformed(`IPv6 packet of ${packet.length} bytes, shorter than its header`);
-  if (packet[0]! >> 4 !== 6) return malformed(`IP version ${packet[0]! >> 4} in an IPv6 frame`);
+  if (packet.length < IPV6_HEADER_LENGTH) return malformed('ipv6-short', `IPv6 packet of ${packet.length} bytes, shorter than its header`);
+  if (packet[0]! >> 4 !== 6) return malformed('ipv6-version', `IP version ${packet[0]! >> 4} in an IPv6 frame`);
   const payloadLength = (packet[4]! << 8) | packet[5]!;
   if (IPV6_HEADER_LENGTH + payloadLength > packet.length) {
-    return malformed(`IPv6 payload length ${payloadLength} beyond the ${packet.length - IPV6_HEADER_LENGTH} bytes received`);
+    return malformed('ipv6-payload-length', `IPv6 payload length ${payloadLength} beyond the ${packet.length - IPV6_HEADER_LENGTH} bytes received`);
   }
   // Neighbor Discovery is never sent with extension headers in front of it: those are not ours.
   if (packet[6] !== NEXT_HEADER_ICMPV6) return ignored(`IPv6 next header ${packet[6]}`);
   const source = packet.subarray(8, 24);
   const destination = packet.subarray(24, 40);
   const icmp = packet.subarray(IPV6_HEADER_LENGTH, IPV6_HEADER_LENGTH + payloadLength);
-  if (icmp.length < 4) return malformed(`ICMPv6 message of ${icmp.length} bytes`);
+  if (icmp.length < 4) return malformed('icmpv6-short', `ICMPv6 message of ${icmp.length} bytes`);
   const type = icmp[0]!;
   if (type !== ICMPV6_NEIGHBOR_SOLICITATION && type !== ICMPV6_NEIGHBOR_ADVERTISEMENT) return ignored(`ICMPv6 type ${type}`);
   const name = type === ICMPV6_NEIGHBOR_SOLICITATION ? 'Neighbor Solicitation' : 'Neighbor Advertisement';
-  if (packet[7] !== NDP_HOP_LIMIT) return malformed(`${name} with hop limit ${packet[7]}, not 255`);
-  if (icmp[1] !== 0) return malformed(`${name} with code ${icmp[1]}`);
-  if (icmp.length < NEIGHBOR_MESSAGE_LENGTH) return malformed(`${name} of ${icmp.length} bytes, shorter than ${NEIGHBOR_MESSAGE_LENGTH}`);
-  if (icmpv6Checksum(source, destination, icmp) !== 0) return malformed(`${name} with a wrong ICMPv6 checksum`);
+  if (packet[7] !== NDP_HOP_LIMIT) return malformed('ndp-hop-limit', `${name} with hop limit ${packet[7]}, not 255`);
+  if (icmp[1] !== 0) return malformed('ndp-code', `${name} with code ${icmp[1]}`);
+  if (icmp.length < NEIGHBOR_MESSAGE_LENGTH) return malformed('ndp-short', `${name} of ${icmp.length} bytes, shorter than ${NEIGHBOR_MESSAGE_LENGTH}`);
+  if (icmpv6Checksum(source, destination, icmp) !== 0) return malformed('ndp-checksum', `${name} with a wrong ICMPv6 checksum`);
   const target = icmp.subarray(8, 24);
-  if (target[0] === 0xff) return malformed(`${name} for a multicast target`);
+  if (target[0] === 0xff) return malformed('ndp-multicast-target', `${name} for a multicast target`);
   const flags = icmp[4]!;
   const message: NeighborMessage = {
     type,
@@ -74,20 +79,20 @@ export function parseNeighborMessage(packet: Uint8Array): NdpParse {
   };
   const wanted = type === ICMPV6_NEIGHBOR_SOLICITATION ? OPTION_SOURCE_LINK_LAYER_ADDRESS : OPTION_TARGET_LINK_LAYER_ADDRESS;
   for (let at = NEIGHBOR_MESSAGE_LENGTH; at < icmp.length; ) {
-    if (icmp.length - at < 2) return malformed(`${name} with a truncated option at byte ${at}`);
+    if (icmp.length - at < 2) return malformed('ndp-option', `${name} with a truncated option at byte ${at}`);
     const length = icmp[at + 1]! * 8;
-    if (length === 0) return malformed(`${name} with a zero-length option at byte ${at}`);
-    if (at + length > icmp.length) return malformed(`${name} option at byte ${at} runs past the message`);
+    if (length === 0) return malformed('ndp-option', `${name} with a zero-length option at byte ${at}`);
+    if (at + length > icmp.length) return malformed('ndp-option', `${name} option at byte ${at} runs past the message`);
     if (icmp[at] === wanted && length >= 2 + MAC_LENGTH) message.linkLayerAddress = icmp.subarray(at + 2, at + 2 + MAC_LENGTH);
     at += length;
   }
   const unspecifiedSource = isUnspecified(source);
   if (type === ICMPV6_NEIGHBOR_SOLICITATION && unspecifiedSource) {
-    if (!isSolicitedNodeAddress(destination)) return malformed('Neighbor Solicitation from :: not sent to a solicited-node address');
-    if (message.linkLayerAddress) return malformed('Neighbor Solicitation from :: with a source link-layer address');
+    if (!isSolicitedNodeAddress(destination)) return malformed('ndp-dad-destination', 'Neighbor Solicitation from :: not sent to a solicited-node address');
+    if (message.linkLayerAddress) return malformed('ndp-dad-option', 'Neighbor Solicitation from :: with a source link-layer address');
   }
   if (type === ICMPV6_NEIGHBOR_ADVERTISEMENT && destination[0] === 0xff && message.solicited) {
-    return malformed('solicited Neighbor Advertisement sent to a multicast address');
+    return malformed('ndp-solicited-to-multicast', 'solicited Neighbor Advertisement sent to a multicast address');
   }
   return { ok: true, message };
 }

@@ -3,6 +3,7 @@ import { handleArpFrame, handleNdpFrame, unsolicitedAdvertisementFrame, type Fra
 import { gratuitousArpFrames } from './arp.ts';
 import { solicitedNodeAddress } from './ndp.ts';
 import { ETH_P_ARP, ETH_P_IPV6, MulticastMembership, PACKET_OTHERHOST, PACKET_OUTGOING, PacketSocket, type BpfInstruction } from './packet-socket.ts';
+import { RefusalTally, type MalformedReason, type MartianReason, type Refusal } from './refusals.ts';
 
 /**
  * Answers ARP requests and IPv6 Neighbor Solicitations for the addresses it is given, on the
@@ -24,6 +25,8 @@ export const DEFAULT_POLL_INTERVAL_MS = 10;
 export const DEFAULT_ANNOUNCE_COUNT = 3;
 export const DEFAULT_ANNOUNCE_INTERVAL_MS = 1000;
 const MAX_FRAMES_PER_TICK = 256;
+/** A refused frame's detail is reported (the 'refused' event) at most once per reason per this window. */
+export const DEFAULT_REFUSAL_REPORT_WINDOW_MS = 10_000;
 /** Frames up to a jumbo MTU; ARP and NDP frames are far shorter. */
 const RECEIVE_BUFFER_SIZE = 9216;
 
@@ -46,7 +49,11 @@ export type ResponderEvent =
   | { type: 'release'; interface: string; address: string }
   /** Another station speaks for an address we announce (a former announcer, or a conflict). */
   | { type: 'claim'; interface: string; address: string; mac: string }
-  | { type: 'malformed'; interface: string; reason: string }
+  /**
+   * A frame refused as malformed or martian: at most one event per reason per report window
+   * (a flood stays a line per reason), `notReportedSince` counting the ones in between.
+   */
+  | ({ type: 'refused'; interface: string; notReportedSince: number } & Refusal)
   | { type: 'error'; interface: string; message: string };
 
 export interface AnnouncementProblem {
@@ -63,8 +70,11 @@ export interface ResponderStats {
   /** Address -> frames from other stations claiming it. */
   claims: Record<string, number>;
   malformedFrames: number;
-  /** Reason -> count, for the malformed frames. */
-  malformedReasons: Record<string, number>;
+  /** Reason -> count, for the malformed frames: every reason of a fixed set, whatever arrives. */
+  malformedReasons: Record<MalformedReason, number>;
+  /** Well-formed frames from a sender no station can be (refusals.ts), ignored as Linux ignores them. */
+  martianFrames: number;
+  martianReasons: Record<MartianReason, number>;
   sendErrors: number;
   /** Requests read while answering was not allowed (just woken from a pause): dropped, never answered late. */
   dropped: number;
@@ -81,6 +91,8 @@ export interface ResponderOptions {
   announceCount?: number;
   announceIntervalMs?: number;
   onEvent?: (event: ResponderEvent) => void;
+  /** Default DEFAULT_REFUSAL_REPORT_WINDOW_MS. */
+  refusalReportWindowMs?: number;
 }
 
 interface PendingAnnouncement {
@@ -121,7 +133,8 @@ class InterfaceAnnouncer {
 export class L2Responder {
   private readonly links = new Map<string, InterfaceAnnouncer>();
   private readonly buffer = new Uint8Array(RECEIVE_BUFFER_SIZE);
-  private readonly counters: ResponderStats = { answers: {}, takeovers: {}, claims: {}, malformedFrames: 0, malformedReasons: {}, sendErrors: 0, dropped: 0 };
+  private readonly counters = { answers: {} as Record<string, number>, takeovers: {} as Record<string, number>, claims: {} as Record<string, number>, sendErrors: 0, dropped: 0 };
+  private readonly refusals: RefusalTally;
   private timer: ReturnType<typeof setInterval> | undefined;
   private readonly pollIntervalMs: number;
   private readonly announceCount: number;
@@ -135,6 +148,7 @@ export class L2Responder {
     this.announceIntervalMs = options.announceIntervalMs ?? DEFAULT_ANNOUNCE_INTERVAL_MS;
     this.onEvent = options.onEvent ?? (() => {});
     this.mayAnswer = options.mayAnswer ?? (() => true);
+    this.refusals = new RefusalTally(options.refusalReportWindowMs ?? DEFAULT_REFUSAL_REPORT_WINDOW_MS);
   }
 
   /**
@@ -184,8 +198,24 @@ export class L2Responder {
     return [...this.links.values()].flatMap((link) => link.pending.map((p) => p.address));
   }
 
+  /**
+   * A snapshot, copied one level down: O(reasons + addresses announced), never O(frames received)
+   * (the reasons are a fixed set; answers and claims are only counted for addresses announced).
+   */
   stats(): ResponderStats {
-    return structuredClone(this.counters);
+    const c = this.counters;
+    const r = this.refusals;
+    return {
+      answers: { ...c.answers },
+      takeovers: { ...c.takeovers },
+      claims: { ...c.claims },
+      malformedFrames: r.malformedFrames,
+      malformedReasons: { ...r.malformedReasons },
+      martianFrames: r.martianFrames,
+      martianReasons: { ...r.martianReasons },
+      sendErrors: c.sendErrors,
+      dropped: c.dropped,
+    };
   }
 
   close(): void {
@@ -332,10 +362,11 @@ export class L2Responder {
         this.onEvent({ type: 'claim', interface: link.name, address: outcome.address, mac: outcome.mac });
         return;
       case 'malformed':
-        this.counters.malformedFrames += 1;
-        this.counters.malformedReasons[outcome.reason] = (this.counters.malformedReasons[outcome.reason] ?? 0) + 1;
-        this.onEvent({ type: 'malformed', interface: link.name, reason: outcome.reason });
+      case 'martian': {
+        const report = this.refusals.count(outcome);
+        if (report) this.onEvent({ type: 'refused', interface: link.name, ...report, ...outcome });
         return;
+      }
       case 'ignored':
         return;
     }

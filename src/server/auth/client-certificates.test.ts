@@ -3,12 +3,14 @@ import { X509Certificate } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { clientCertificateAuthenticator, verifies } from './client-certificates.ts';
+import { clientCertificateAuthenticator, parseBundle, readChain, verifies } from './client-certificates.ts';
 
 /** A root CA, an intermediate CA it signs, and client certificates under each, made with the openssl CLI. */
 let dir: string;
 const pem: Record<string, string> = {};
 const cert = (name: string) => new X509Certificate(pem[name]!);
+/** Certificates as the verifier takes them: read as Go reads them. */
+const read = (...names: string[]) => readChain(names.map(cert))!;
 
 function openssl(args: string[]): void {
   const run = Bun.spawnSync(['openssl', ...args], { stdout: 'pipe', stderr: 'pipe' });
@@ -33,6 +35,7 @@ beforeAll(() => {
   issue('direct', '/CN=erin', ['basicConstraints = CA:FALSE'], 'root'); // no extended key usage: any use, as Go
   issue('server', '/CN=frank', ['basicConstraints = CA:FALSE', 'extendedKeyUsage = serverAuth'], 'root');
   issue('other-root', '/CN=other', ca);
+  issue('enterprise-root', '/CN=enterprise', [...ca, 'crlDistributionPoints = URI:http://crl.example/root.crl']);
 });
 
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -41,18 +44,18 @@ describe('verifies (Go x509.Verify for client certificates)', () => {
   const now = () => new Date();
 
   test('a leaf under an intermediate the client sends along verifies; without the intermediate it does not', () => {
-    expect(verifies([cert('leaf'), cert('intermediate')], [cert('root')], now())).toBe(true);
-    expect(verifies([cert('leaf')], [cert('root')], now())).toBe(false);
+    expect(verifies(read('leaf', 'intermediate'), read('root'), now())).toBe(true);
+    expect(verifies(read('leaf'), read('root'), now())).toBe(false);
     // The intermediate itself as the trusted bundle is enough.
-    expect(verifies([cert('leaf')], [cert('intermediate')], now())).toBe(true);
+    expect(verifies(read('leaf'), read('intermediate'), now())).toBe(true);
   });
 
   test('another root, an expired chain, or a server-only certificate do not verify', () => {
-    expect(verifies([cert('leaf'), cert('intermediate')], [cert('other-root')], now())).toBe(false);
+    expect(verifies(read('leaf', 'intermediate'), read('other-root'), now())).toBe(false);
     const inThreeDays = new Date(Date.now() + 3 * 24 * 3600_000);
-    expect(verifies([cert('direct')], [cert('root')], inThreeDays)).toBe(false);
-    expect(verifies([cert('direct')], [cert('root')], now())).toBe(true);
-    expect(verifies([cert('server')], [cert('root')], now())).toBe(false);
+    expect(verifies(read('direct'), read('root'), inThreeDays)).toBe(false);
+    expect(verifies(read('direct'), read('root'), now())).toBe(true);
+    expect(verifies(read('server'), read('root'), now())).toBe(false);
   });
 });
 
@@ -81,5 +84,22 @@ describe('clientCertificateAuthenticator', () => {
     // A proxy certificate not in the allowed names, or no username header: nobody.
     expect(auth.authenticate([cert('leaf'), cert('intermediate')], headers)).toBeUndefined();
     expect(auth.authenticate([cert('direct')], new Headers())).toBeUndefined();
+  });
+});
+
+describe('CA bundles', () => {
+  test('a well-formed CA with an extension the reader does not check is left out and named; the rest of the bundle works', () => {
+    const leftOut: string[] = [];
+    const read = parseBundle(`${pem['enterprise-root']}${pem.root}`, leftOut);
+    expect(read).toHaveLength(1);
+    expect(leftOut).toEqual(['certificate 1 (CN=enterprise): extension CRL distribution points (2.5.29.31): not handled here']);
+    const auth = clientCertificateAuthenticator({ clientCaPem: `${pem['enterprise-root']}${pem.root}` });
+    expect(auth.leftOut).toEqual(leftOut);
+    expect(auth.authenticate([cert('direct')], new Headers())?.user.username).toBe('erin');
+  });
+
+  test('a bundle of such CAs only, or a malformed certificate, is refused naming it', () => {
+    expect(() => parseBundle(pem['enterprise-root']!)).toThrow('none of its certificates can be used: certificate 1 (CN=enterprise): extension CRL distribution points');
+    expect(() => parseBundle('-----BEGIN CERTIFICATE-----\nMIIBAA==\n-----END CERTIFICATE-----\n')).toThrow(/^certificate 1: /);
   });
 });

@@ -8,17 +8,17 @@
  *   username header it authenticates nobody;
  * - x509 (--client-ca-file): a certificate that verifies against it is the user CN, groups O.
  * A certificate that verifies against neither authenticates nobody (the bearer token still may).
- * Verification is Go's x509.Verify with ExtKeyUsageClientAuth: a chain of unexpired certificates,
- * each signed by the next, ending at one in the bundle; the leaf's extended key usage, if it has one,
- * includes client authentication.
+ * Verification is Go's x509.Verify with ExtKeyUsageClientAuth (x509/verify.ts) over certificates
+ * read as Go's ParseCertificate reads them, or stricter (x509/certificate.ts): a presented
+ * certificate that cannot be read authenticates nobody, as Go's TLS server would drop the
+ * connection. The user and groups are read from the subject's DER as Go reads them (x509/name.ts).
  */
 import { X509Certificate } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
 import type { Logger } from '../../log.ts';
 import type { PeerChain, ServerEnv, UserInfo } from '../types.ts';
-
-const CLIENT_AUTH = '1.3.6.1.5.5.7.3.2';
-const ANY_EXTENDED_KEY_USAGE = '2.5.29.37.0';
+import { readCertificate, UnhandledExtensionError, type ReadCertificate } from './x509/certificate.ts';
+import { verifyClientChain } from './x509/verify.ts';
 
 export interface RequestHeaderOptions {
   caBundlePem: string;
@@ -41,77 +41,75 @@ export interface ClientCertificateAuthenticator {
   authenticate(chain: PeerChain, headers: Headers, now?: Date): { user: UserInfo; via: 'front-proxy' | 'x509' } | undefined;
   /** Every CA a client certificate may verify against: what the TLS layer asks clients for. */
   readonly acceptedCaPem: string[];
+  /** The CA certificates left out of the bundles, each with its reason (logged at start). */
+  readonly leftOut: string[];
 }
 
 export function clientCertificateAuthenticator(opts: ClientCertificateOptions): ClientCertificateAuthenticator {
-  const clientCAs = opts.clientCaPem ? parseBundle(opts.clientCaPem) : [];
-  const proxyCAs = opts.requestHeader ? parseBundle(opts.requestHeader.caBundlePem) : [];
+  const leftOut: string[] = [];
+  const clientCAs = opts.clientCaPem ? parseBundle(opts.clientCaPem, leftOut) : [];
+  const proxyCAs = opts.requestHeader ? parseBundle(opts.requestHeader.caBundlePem, leftOut) : [];
   return {
-    acceptedCaPem: [...clientCAs, ...proxyCAs].map((c) => c.toString()),
+    leftOut,
+    acceptedCaPem: [...clientCAs, ...proxyCAs].map((c) => new X509Certificate(c.der).toString()),
     authenticate(chain, headers, now = new Date()) {
-      if (chain.length === 0) return undefined;
+      const presented = readChain(chain);
+      if (!presented) return undefined;
       const rh = opts.requestHeader;
-      if (rh && verifies(chain, proxyCAs, now)) {
-        const cn = commonName(chain[0]!);
-        const allowed = rh.allowedNames.length === 0 || rh.allowedNames.includes(cn ?? '');
+      if (rh && verifies(presented, proxyCAs, now)) {
+        const cn = presented[0]!.subject.commonName;
+        const allowed = rh.allowedNames.length === 0 || rh.allowedNames.includes(cn);
         const user = allowed ? userFromHeaders(rh, headers) : undefined;
         if (user) return { user, via: 'front-proxy' };
       }
-      if (clientCAs.length && verifies(chain, clientCAs, now)) {
-        const leaf = chain[0]!;
-        const username = commonName(leaf);
-        if (username) return { user: { username, groups: organizations(leaf) }, via: 'x509' };
+      if (clientCAs.length && verifies(presented, clientCAs, now)) {
+        // k8s.io/apiserver's CommonNameUserConversion: no common name, no user.
+        const { commonName: username, organizations: groups } = presented[0]!.subject;
+        if (username) return { user: { username, groups }, via: 'x509' };
       }
       return undefined;
     },
   };
 }
 
-/** The certificates of a PEM bundle; throws naming what is wrong. */
-export function parseBundle(pem: string): X509Certificate[] {
+/** The presented chain read, or undefined when it is empty or any certificate in it cannot be read. */
+export function readChain(chain: PeerChain): ReadCertificate[] | undefined {
+  if (chain.length === 0) return undefined;
+  try {
+    return chain.map((c) => readCertificate(new Uint8Array(c.raw)));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The certificates of a PEM bundle. Throws naming which one cannot be read and why (malformed:
+ * the API server refuses such a file too), or when none can be used. A well-formed one carrying
+ * an extension this reader does not check (name constraints, policies, CRL distribution points,
+ * AIA) is left out and named in `leftOut` (logged at start): nobody authenticates through it,
+ * and the rest of the bundle still works.
+ */
+export function parseBundle(pem: string, leftOut: string[] = []): ReadCertificate[] {
   const blocks = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
   if (blocks.length === 0) throw new Error('no PEM certificate in it');
-  return blocks.map((b) => new X509Certificate(b));
+  const out: ReadCertificate[] = [];
+  blocks.forEach((b, i) => {
+    try {
+      out.push(readCertificate(new Uint8Array(new X509Certificate(b).raw)));
+    } catch (e) {
+      if (!(e instanceof UnhandledExtensionError)) throw new Error(`certificate ${i + 1}: ${(e as Error).message}`);
+      leftOut.push(`certificate ${i + 1} (${new X509Certificate(b).subject.replaceAll('\n', ', ')}): ${e.message}`);
+    }
+  });
+  if (out.length === 0) throw new Error(`none of its certificates can be used: ${leftOut.join('; ')}`);
+  return out;
 }
 
 /** Go's Verify for client certificates, against `roots`, with the chain's other certificates as intermediates. */
-export function verifies(chain: PeerChain, roots: readonly X509Certificate[], now: Date): boolean {
-  if (roots.length === 0) return false;
-  const leaf = chain[0]!;
-  const eku = leaf.keyUsage; // node: the extended key usage OIDs, undefined when the extension is absent
-  if (eku && !eku.includes(CLIENT_AUTH) && !eku.includes(ANY_EXTENDED_KEY_USAGE)) return false;
-  const intermediates = chain.slice(1);
-  let current = leaf;
-  for (let depth = 0; depth <= intermediates.length; depth++) {
-    if (!valid(current, now)) return false;
-    const root = roots.find((r) => signedBy(current, r));
-    if (root) return valid(root, now);
-    const next = intermediates.find((i) => i !== current && i.ca && signedBy(current, i));
-    if (!next) return false;
-    current = next;
-  }
-  return false;
+export function verifies(chain: readonly ReadCertificate[], roots: readonly ReadCertificate[], now: Date): boolean {
+  if (roots.length === 0 || chain.length === 0) return false;
+  return verifyClientChain(chain[0]!, chain.slice(1), roots, now).ok;
 }
-
-function signedBy(cert: X509Certificate, issuer: X509Certificate): boolean {
-  try {
-    return cert.checkIssued(issuer) && cert.verify(issuer.publicKey);
-  } catch {
-    return false;
-  }
-}
-
-function valid(cert: X509Certificate, now: Date): boolean {
-  return new Date(cert.validFrom) <= now && now <= new Date(cert.validTo);
-}
-
-/** The subject attribute values of a type (node prints the subject as `TYPE=value` lines). */
-function subjectValues(cert: X509Certificate, type: string): string[] {
-  return cert.subject.split('\n').filter((line) => line.startsWith(`${type}=`)).map((line) => line.slice(type.length + 1));
-}
-
-const commonName = (cert: X509Certificate): string | undefined => subjectValues(cert, 'CN')[0];
-const organizations = (cert: X509Certificate): string[] => subjectValues(cert, 'O');
 
 function userFromHeaders(rh: RequestHeaderOptions, headers: Headers): UserInfo | undefined {
   const first = (names: readonly string[]): string | undefined => {

@@ -1,21 +1,10 @@
 /**
  * The few ASN.1 DER encodings an X.509 certificate needs (ITU-T X.690). Written here rather than
  * taken from a library: a self-signed serving certificate uses a dozen element types, and the
- * smallest certificate libraries bring a general ASN.1 schema engine along with them.
+ * smallest certificate libraries bring a general ASN.1 schema engine along with them. The tag
+ * numbers are the reader's (src/x509/der.ts).
  */
-
-const TAG = {
-  boolean: 0x01,
-  integer: 0x02,
-  bitString: 0x03,
-  octetString: 0x04,
-  oid: 0x06,
-  utf8String: 0x0c,
-  utcTime: 0x17,
-  generalizedTime: 0x18,
-  sequence: 0x30,
-  set: 0x31,
-} as const;
+import { TAG } from '../../x509/der.ts';
 
 function lengthBytes(length: number): number[] {
   if (length < 0x80) return [length];

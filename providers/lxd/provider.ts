@@ -1,0 +1,143 @@
+import type { CloudProvider, Instances, ProviderContext, Routes } from '../../src/cloud/types.ts';
+import type { Logger } from '../../src/log.ts';
+import type { BackoffBounds } from '../../src/util/backoff.ts';
+import { registerReloadMetrics } from '../../src/config-file/metrics.ts';
+import { processSecrets, type SecretSource } from '../../src/config-file/secrets.ts';
+import { providerFileOptions, watchProviderConfig, type ProviderFileOptions, type WatchedConfig } from '../../src/config-file/watch.ts';
+import { formatConfigErrors } from '../../src/config-file/yaml-load.ts';
+import { FileBackedProvider } from '../../src/config-file/file-backed-provider.ts';
+import { ProviderBgp } from '../../src/announce/bgp/source.ts';
+import { AddressAllocator } from '../../src/lb/allocator.ts';
+import { DEFAULT_REBUILD_RETRY, PoolLoadBalancer, rebuildFromServices, type RebuildRetry } from '../../src/lb/load-balancer.ts';
+import { registerPoolMetrics } from '../../src/lb/metrics.ts';
+import { perRegistry } from '../../src/util/per-registry.ts';
+import { errorMessage } from '../../src/util/errors.ts';
+import { LxdApi } from './api.ts';
+import { LXD_PROVIDER_ID_PREFIX, type LxdConfig } from './config-model.ts';
+import { loadLxdConfig } from './config-load.ts';
+import { InstanceCache } from './instance-list.ts';
+import { LxdInstances } from './instances.ts';
+import { registerLxdMetrics, type ApiMetrics } from './metrics.ts';
+import { readServerInfo } from './server.ts';
+
+/**
+ * The `lxd` provider: nodes are LXD (or Incus) instances (InstancesV2, read-only API use), over
+ * the daemon's unix socket or its HTTPS endpoint with a client certificate; load-balancer
+ * addresses from the shared pools (src/lb), routes and BGP from a `bgp` section, as every
+ * provider. The file is watched: a good edit swaps in a new API client and cache whole (a call
+ * under way finishes on the old ones), a rejected one keeps the last good configuration.
+ */
+
+export const LXD_PROVIDER_NAME = 'lxd';
+
+export interface LxdProviderOptions extends ProviderFileOptions {
+  secrets?: SecretSource;
+  backoff?: BackoffBounds;
+  rebuildRetry?: RebuildRetry;
+}
+
+interface Generation {
+  config: LxdConfig;
+  api: LxdApi;
+  instances: LxdInstances;
+}
+
+export class LxdProvider extends FileBackedProvider<LxdConfig> implements CloudProvider {
+  readonly providerName = LXD_PROVIDER_NAME;
+  /** Its nodes' providerIDs are lxd://PROJECT/NAME. */
+  readonly platform = LXD_PROVIDER_ID_PREFIX.slice(0, -3);
+  readonly instances: Required<Instances>;
+  readonly loadBalancer: PoolLoadBalancer;
+  readonly bgp: ProviderBgp;
+  readonly routes?: Routes;
+
+  private generation: Generation;
+  private readonly allocator: AddressAllocator;
+  protected readonly file: WatchedConfig<LxdConfig>;
+  private metrics?: ApiMetrics;
+  private readonly logger: Logger;
+
+  constructor(initial: LxdConfig, private readonly options: LxdProviderOptions) {
+    super();
+    this.logger = options.logger;
+    this.generation = this.build(initial);
+    const current = () => this.generation.instances;
+    this.instances = {
+      instanceExists: (node, signal) => current().instanceExists(node, signal),
+      instancesExist: (nodes, signal) => current().instancesExist(nodes, signal),
+      instanceShutdown: (node, signal) => current().instanceShutdown(node, signal),
+      instanceMetadata: (node, signal) => current().instanceMetadata(node, signal),
+    };
+    this.allocator = new AddressAllocator(initial.loadBalancer.pools, initial.loadBalancer);
+    this.loadBalancer = new PoolLoadBalancer(this.allocator, () => this.generation.config.loadBalancer.classes, options.logger.with({ component: 'lxd-lb' }),
+      () => this.generation.config.loadBalancer.compatibility ?? []);
+    this.bgp = new ProviderBgp(this.generation.config);
+    this.routes = this.bgp.routesAtStart();
+    this.file = watchProviderConfig('lxd provider', options, (text) => loadLxdConfig(text, options.secrets ?? processSecrets), (config) => this.apply(config));
+  }
+
+  currentConfig(): LxdConfig {
+    return this.generation.config;
+  }
+
+  private readonly metricsOnce = perRegistry((registry): ApiMetrics => {
+    const api = registerLxdMetrics(registry);
+    registerPoolMetrics(registry, () => this.allocator.usage(), LXD_PROVIDER_NAME);
+    registerReloadMetrics(registry, () => this.file.reloads(), LXD_PROVIDER_NAME);
+    return api;
+  });
+
+  async initialize(ctx: ProviderContext): Promise<void> {
+    if (ctx.registry) this.metrics = this.metricsOnce(ctx.registry);
+    await this.file.start();
+    this.loadBalancer.reportEventsTo(ctx.recorder);
+    this.bgp.beginTerm(ctx.signal);
+    void this.logDaemon(ctx.signal);
+    await rebuildFromServices(this.loadBalancer, ctx, this.options.rebuildRetry ?? DEFAULT_REBUILD_RETRY, this.logger);
+  }
+
+  close(): void {
+    this.file.stop();
+  }
+
+  /** Says once which daemon answers (LXD or Incus) and whether it trusts us: the first thing to look at when nothing initialises. */
+  private async logDaemon(signal: AbortSignal): Promise<void> {
+    const { api } = this.generation;
+    try {
+      const info = await readServerInfo(api, signal);
+      const fields = { endpoint: api.where, daemon: info.daemon, version: info.version, auth: info.auth, clustered: info.clustered };
+      if (info.auth === 'trusted') this.logger.info('LXD daemon answers', fields);
+      else this.logger.warn('LXD daemon does not trust this client: add its certificate with `lxc config trust add`', fields);
+    } catch (e) {
+      this.logger.warn('LXD daemon does not answer', { endpoint: api.where, error: errorMessage(e) });
+    }
+  }
+
+  private build(config: LxdConfig): Generation {
+    const api = new LxdApi(config, { logger: this.options.logger.with({ component: 'lxd-api' }), metrics: () => this.metrics, backoff: this.options.backoff });
+    const cache = new InstanceCache(api, config);
+    return { config, api, instances: new LxdInstances(api, cache, config, this.logger.with({ component: 'lxd' })) };
+  }
+
+  private apply(config: LxdConfig): void {
+    this.generation = this.build(config);
+    this.allocator.setPools(config.loadBalancer.pools, config.loadBalancer);
+    this.bgp.use(config);
+    this.logger.info('lxd provider configuration loaded', { endpoint: this.generation.api.where, projects: config.projects === 'all' ? 'all' : config.projects.join(','), pools: config.loadBalancer.pools.length });
+  }
+}
+
+export function createLxdProvider(input: {
+  config: string | undefined;
+  configPath: string | undefined;
+  logger: Logger;
+  secrets?: SecretSource;
+  watch?: LxdProviderOptions['watch'];
+  backoff?: BackoffBounds;
+  rebuildRetry?: LxdProviderOptions['rebuildRetry'];
+}): LxdProvider {
+  if (input.config === undefined) throw new Error('the lxd provider needs --cloud-config (its region, and the socket or URL of the daemon)');
+  const loaded = loadLxdConfig(input.config, input.secrets ?? processSecrets);
+  if (!loaded.ok) throw new Error(`invalid lxd provider configuration:\n${formatConfigErrors(input.configPath, loaded.errors)}`);
+  return new LxdProvider(loaded.config, { ...providerFileOptions(input, loaded.warnings), secrets: input.secrets, backoff: input.backoff, rebuildRetry: input.rebuildRetry });
+}

@@ -1,0 +1,3 @@
+module edge-ccm/test/differential/csr-reader
+
+go 1.24
