@@ -191,7 +191,7 @@ describe('externalTrafficPolicy: Local', () => {
 });
 
 describe('a node dies', () => {
-  test("the L2 address moves to a live node; the Node goes NotReady, is deleted once its machine leaves the inventory, and registers and is initialised again when the machine comes back", async () => {
+  test("the L2 address moves to a live node; the Node goes NotReady and stops being a BGP next hop, is deleted once its machine leaves the inventory, and registers and is initialised again when the machine comes back", async () => {
     const address = await loadBalancerAddress(cluster.admin, NS, APP, explain);
     expect(await cluster.fetchFromClient(address, SERVICE_PORT)).toBeDefined();
     const ownerMac = /lladdr (\S+)/.exec(await cluster.lab.ip('client', 'neigh', 'show', address, 'dev', 'eth0'))?.[1];
@@ -205,6 +205,10 @@ describe('a node dies', () => {
     expect(cluster.nodes.filter((n) => n !== victim).map((n) => n.mac)).toContain(newMac!);
 
     await eventually(`${victim.name} NotReady`, async () => (await nodes.get(victim.name)).status?.conditions?.find((c) => c.type === 'Ready')?.status !== 'True', { timeoutMs: 90_000, intervalMs: 500, explain });
+    // The BGP leader (announceFrom: leader) no longer gives a NotReady node as a next hop.
+    const routed = await loadBalancerAddress(cluster.admin, NS, ROUTED, explain);
+    const live = cluster.nodes.filter((n) => n !== victim).map((n) => n.ip).sort();
+    await eventually(`${routed} via the live nodes only`, async () => Bun.deepEquals(await cluster.router.nextHops(routed), live), { timeoutMs: 15_000, intervalMs: 250, explain });
     cluster.setInventory([victim.name]);
     await eventually(`${victim.name} deleted once its machine left the inventory`, async () => !(await nodes.list()).items.some((n) => n.metadata!.name === victim.name), { timeoutMs: 90_000, intervalMs: 500, explain });
 
