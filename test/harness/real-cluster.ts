@@ -94,7 +94,7 @@ export interface RealClusterOptions {
   nodes?: number;
   /** Start edge-ccm (default true): a test sees what happens without it first. */
   edgeCcm?: boolean;
-  /** Prefix of every log line of progress (the demo prints them). */
+  /** Told each step of the start (the demo prints them). */
   progress?: (line: string) => void;
 }
 
@@ -121,7 +121,6 @@ export class RealCluster {
   private bridge?: ApiBridge;
   router!: ClusterRouter;
   private cgroupTop: string;
-  readonly configPath: string;
   private readonly say: (line: string) => void;
 
   private constructor(private readonly opts: RealClusterOptions) {
@@ -134,7 +133,6 @@ export class RealCluster {
       machineId: `machine-${i + 1}`,
     }));
     this.cgroupTop = `edge-ccm-rc-${process.pid.toString(36)}${randomBytes(2).toString('hex')}`;
-    this.configPath = '';
     this.say = opts.progress ?? (() => undefined);
   }
 
@@ -158,7 +156,6 @@ export class RealCluster {
     this.lab = NetnsLab.create('rc');
     // The nodes' cgroups live under one top cgroup: whatever is left in it is killed and it is removed with the lab.
     appendFileSync(join(this.lab.dir, DIR_CLEANUP_SCRIPT), `${killCgroupTreeCommand(this.cgroupTop)}\n`);
-    (this as { configPath: string }).configPath = join(this.lab.dir, 'cloud-config.yaml');
     await this.wire();
     // The API server reaches the kubelets (logs, exec) through a CONNECT proxy inside the lab.
     const proxySocket = join(this.lab.dir, 'kubelet-proxy.sock');
@@ -277,6 +274,11 @@ egressSelections:
       // Answers to the remote client go back through the router.
       await lab.ip(n.role, 'route', 'add', REMOTE_NET, 'via', ROUTER_IP);
     }
+  }
+
+  /** The static provider's file, read by edge-ccm and the speakers (reloaded on change). */
+  get configPath(): string {
+    return join(this.lab.dir, 'cloud-config.yaml');
   }
 
   /** The static provider's file: the nodes' machines (but the `absent` ones), the two pools, the router. */
