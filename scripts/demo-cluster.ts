@@ -79,6 +79,7 @@ export async function runClusterDemo(opts: { once: boolean }): Promise<number> {
       const [pod, seen] = answer.split(' ');
       console.log(`   answered by ${pod} (on ${pods.get(pod!) ?? '?'}), which saw the request from ${seen}`);
     }
+    console.log('   (externalTrafficPolicy: Cluster: kube-proxy sends some requests on to pods of other nodes and masquerades them; with Local a pod sees the client\'s own address)');
     const neighbour = await c.lab.ip('client', 'neigh', 'show', address, 'dev', 'eth0');
     const mac = /lladdr ([0-9a-f:]{17})/.exec(neighbour)?.[1];
     const owner = c.nodes.find((n) => n.mac === mac);
