@@ -31,11 +31,25 @@ const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 let cluster: RealCluster;
 let nodes: ResourceClient<V1Node>;
 let csrs: ResourceClient<V1CertificateSigningRequest>;
+/** Each Node's addresses as they changed over the run (polled every 250 ms): the kubelet's writes and edge-ccm's must not fight. */
+const addressHistory = new Map<string, string[]>();
+let watching = true;
+let watcher: Promise<void> | undefined;
 
 beforeAll(async () => {
   cluster = await RealCluster.start({ nodes: 3 });
   nodes = new ResourceClient<V1Node>(cluster.admin, NODES);
   csrs = new ResourceClient<V1CertificateSigningRequest>(cluster.admin, CERTIFICATE_SIGNING_REQUESTS);
+  watcher = (async () => {
+    while (watching) {
+      for (const n of (await nodes.list().catch(() => ({ items: [] as V1Node[] }))).items) {
+        const seen = addressHistory.get(n.metadata!.name!) ?? [];
+        const now = JSON.stringify(n.status?.addresses ?? []);
+        if (seen.at(-1) !== now) addressHistory.set(n.metadata!.name!, [...seen, now]);
+      }
+      await Bun.sleep(250);
+    }
+  })();
   // The workload every test below reads: made once, as a user would (each test also runs alone).
   await cluster.routePodCidrs();
   await createNamespace(cluster.admin, NS);
@@ -45,6 +59,8 @@ beforeAll(async () => {
 }, 400_000);
 
 afterAll(async () => {
+  watching = false;
+  await watcher;
   await cluster?.stop();
 }, 120_000);
 
@@ -188,6 +204,17 @@ describe('externalTrafficPolicy: Local', () => {
     const hops = [...new Set(two.values())].map(ipOf).sort();
     await eventually(`${routed} via ${hops.join(', ')}`, async () => Bun.deepEquals(await cluster.router.nextHops(routed), hops), { timeoutMs: 30_000, intervalMs: 250, explain });
   }, 120_000);
+});
+
+describe('status writes', () => {
+  test("the kubelets' own status updates and edge-ccm's never fight: each Node's addresses changed at most once (to the initialised ones) since it registered", () => {
+    for (const n of cluster.nodes) {
+      const history = addressHistory.get(n.name) ?? [];
+      expect(history.length).toBeGreaterThanOrEqual(1);
+      expect(history.length).toBeLessThanOrEqual(2);
+      expect(JSON.parse(history.at(-1)!)).toEqual([{ type: 'InternalIP', address: n.ip }, { type: 'Hostname', address: n.name }]);
+    }
+  });
 });
 
 describe('a node dies', () => {
