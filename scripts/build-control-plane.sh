@@ -6,7 +6,12 @@
 #                                                  (the demo prints its path; nothing needs it)
 #        scripts/build-control-plane.sh kube-controller-manager
 #                                                  also kube-controller-manager (bench/node-ipam.ts
-#                                                  runs its node IPAM allocator; nothing else needs it)
+#                                                  runs its node IPAM allocator)
+#        scripts/build-control-plane.sh cluster    also what a cluster of real nodes needs
+#                                                  (test/harness/real-cluster.ts): kubelet,
+#                                                  kube-proxy, kube-scheduler, kube-controller-manager
+#                                                  and kubectl; about 11 minutes once on 2 cores
+# Several names may be given; each is built once and cached beside the API server.
 # Each build is a numbered step with its log in ~/.cache/edge-ccm/logs (scripts/lib.sh step_run);
 # EDGE_CCM_STEP_FIRST and EDGE_CCM_STEP_TOTAL number them within a caller's steps (install.sh).
 set -euo pipefail
@@ -18,15 +23,20 @@ CACHE_ROOT="$EDGE_CCM_CACHE"
 BIN_DIR="$CACHE_ROOT/control-plane/k8s-$K8S_VERSION-etcd-$ETCD_VERSION"
 mkdir -p "$BIN_DIR"
 
-extra_cmd=''
-case "${1:-}" in
-  '') ;;
-  kubectl) extra_cmd=kubectl ;;
-  kube-controller-manager) extra_cmd=kube-controller-manager ;;
-  *) echo "usage: $0 [kubectl|kube-controller-manager]" >&2; exit 2 ;;
-esac
+# The commands of a real cluster's nodes and control plane besides the API server.
+CLUSTER_CMDS="kubelet kube-proxy kube-scheduler kube-controller-manager kubectl"
+extra_cmds=()
+for arg in "$@"; do
+  case "$arg" in
+    kubectl | kube-controller-manager | kubelet | kube-proxy | kube-scheduler) extra_cmds+=("$arg") ;;
+    cluster) read -ra more <<<"$CLUSTER_CMDS"; extra_cmds+=("${more[@]}") ;;
+    *) echo "usage: $0 [kubectl|kube-controller-manager|kubelet|kube-proxy|kube-scheduler|cluster]..." >&2; exit 2 ;;
+  esac
+done
+# Each once, in the order given.
+mapfile -t extra_cmds < <(printf '%s\n' "${extra_cmds[@]+"${extra_cmds[@]}"}" | awk 'NF && !seen[$0]++')
 step=${EDGE_CCM_STEP_FIRST:-1}
-total=${EDGE_CCM_STEP_TOTAL:-$([ -n "$extra_cmd" ] && echo 3 || echo 2)}
+total=${EDGE_CCM_STEP_TOTAL:-$((2 + ${#extra_cmds[@]}))}
 
 command -v go >/dev/null || { echo "go is required to build kube-apiserver and etcd (install the Go toolchain)" >&2; exit 1; }
 
@@ -127,7 +137,7 @@ else
   step_run "$step" "$total" "building kube-apiserver $K8S_VERSION from its Go module (first run only, about 9 minutes on 2 cores; cached in $BIN_DIR)" \
     "$EDGE_CCM_LOG_DIR/build-kube-apiserver-$K8S_VERSION.log" apiserver_build
 fi
-if [ -n "$extra_cmd" ]; then
+for extra_cmd in "${extra_cmds[@]+"${extra_cmds[@]}"}"; do
   step=$((step + 1))
   if [ -x "$BIN_DIR/$extra_cmd" ]; then
     step_say "$step" "$total" "$extra_cmd $K8S_VERSION: built already ($BIN_DIR/$extra_cmd)"
@@ -135,7 +145,7 @@ if [ -n "$extra_cmd" ]; then
     step_run "$step" "$total" "building $extra_cmd $K8S_VERSION from the same module (a few minutes after the API server's build; cached in $BIN_DIR)" \
       "$EDGE_CCM_LOG_DIR/build-$extra_cmd-$K8S_VERSION.log" k8s_build "$extra_cmd"
   fi
-fi
+done
 # Only after a build: a run that found everything built says so in its step lines already.
 [ $(( $(date +%s) - start )) -lt 2 ] || say "ready in $(( $(date +%s) - start ))s: $BIN_DIR"
 echo "$BIN_DIR"

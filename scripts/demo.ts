@@ -7,6 +7,8 @@
  *   --scenario outage  what nobody else does: an inventory outage (the provider lists no machine
  *                      while every node is NotReady) deletes nothing; a machine really removed is
  *                      deleted alone; a pool running out leaves the next service pending with an event
+ *   --scenario cluster real nodes instead (kubelets, containerd, kube-proxy, pods in network
+ *                      namespaces; needs root): scripts/demo-cluster.ts
  *   --once             exit after showing the result (used by the tests)
  * edge-ccm's log goes to a file (its path is printed); it stays after the demo ends.
  */
@@ -26,9 +28,13 @@ const root = resolve(import.meta.dir, '..');
 const once = process.argv.includes('--once');
 const scenarioArg = process.argv.indexOf('--scenario');
 const scenario = scenarioArg >= 0 ? process.argv[scenarioArg + 1] : 'basic';
-if (scenario !== 'basic' && scenario !== 'outage') {
-  console.error(`--scenario: basic or outage, not ${scenario}`);
+if (scenario !== 'basic' && scenario !== 'outage' && scenario !== 'cluster') {
+  console.error(`--scenario: basic, outage or cluster, not ${scenario}`);
   process.exit(2);
+}
+if (scenario === 'cluster') {
+  const { runClusterDemo } = await import('./demo-cluster.ts');
+  process.exit(await runClusterDemo({ once }));
 }
 const binary = join(root, 'dist/edge-ccm');
 if (!existsSync(binary)) {

@@ -57,7 +57,7 @@ function installSandbox() {
   mkdirSync(marks);
   for (const f of ['install.sh', 'lib.sh']) copyFileSync(join(ROOT, 'scripts', f), join(root, 'scripts', f));
   for (const f of ['build-control-plane.sh', 'install-test-deps.sh', 'install-network-tools.sh', 'fetch-bun-runtime.sh']) {
-    writeFileSync(join(root, 'scripts', f), `echo "\${EDGE_CCM_STEP_FIRST:-}/\${EDGE_CCM_STEP_TOTAL:-}" > ${marks}/${f}\necho /bin/dir\n`);
+    writeFileSync(join(root, 'scripts', f), `echo "\${EDGE_CCM_STEP_FIRST:-}/\${EDGE_CCM_STEP_TOTAL:-} $*" > ${marks}/${f}\necho /bin/dir\n`);
   }
   // Packages and Bun present: the real Bun, already installed in this machine's cache.
   writeFileSync(join(root, 'bun.lock'), 'lock');
@@ -85,6 +85,7 @@ test('install.sh without --demo (the test command) installs the rest too, each a
   const box = installSandbox();
   const r = box.run('');
   expect(r.code, r.stderr).toBe(0);
-  expect(box.ran()).toEqual({ 'build-control-plane.sh': '3/7', 'install-test-deps.sh': '/', 'install-network-tools.sh': '/', 'fetch-bun-runtime.sh': '/' });
-  for (const n of [5, 6, 7]) expect(r.stderr).toMatch(new RegExp(`^\\[${n}/7\\] .* \\(log: .*\\.log\\)$`, 'm'));
+  // The real cluster's commands too (kubelet, kube-proxy, kube-scheduler, kube-controller-manager, kubectl: steps 5-9).
+  expect(box.ran()).toEqual({ 'build-control-plane.sh': '3/12 cluster', 'install-test-deps.sh': '/', 'install-network-tools.sh': '/', 'fetch-bun-runtime.sh': '/ linux-aarch64' });
+  for (const n of [10, 11, 12]) expect(r.stderr).toMatch(new RegExp(`^\\[${n}/12\\] .* \\(log: .*\\.log\\)$`, 'm'));
 });

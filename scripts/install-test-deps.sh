@@ -10,6 +10,7 @@
 #   (test/integration/systemd-boot);
 #   qemu-aarch64-static (qemu-user-static) with the arm64 loader and libc (libc6:arm64, after
 #   `dpkg --add-architecture arm64`) runs dist/edge-ccm-linux-arm64 (test/integration/arm64-qemu).
+# What the real cluster's nodes run (install-cluster-tools.sh: containerd, runc, the CNI plugins...).
 # And promtool, built from its Go module (no release download) into ~/.cache/edge-ccm/promtool-*,
 # which checks and unit-tests docs/observability/edge-ccm.rules.yaml.
 # Needs root and apt-get for the packages, Go for promtool; prints what it could not install and
@@ -38,6 +39,8 @@ if [ ${#wanted[@]} -gt 0 ]; then
   # systemd and systemd-container for their tools only: nothing here boots the host's systemd.
   apt_install install-test-deps "${!wanted[@]}"
 fi
+
+bash "$root/scripts/install-cluster-tools.sh"
 
 if [ ! -x "$PROMTOOL" ]; then
   command -v go >/dev/null || { echo "install-test-deps: go is required to build promtool (install the Go toolchain)" >&2; exit 1; }

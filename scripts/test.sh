@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's test command: installs what is missing (Bun, packages, control-plane binaries, and
-# what only the tests use: Debian packages, promtool, helm, the network tools; scripts/install.sh),
+# what only the tests use: the real cluster's kubelet, kube-proxy, kube-scheduler,
+# kube-controller-manager and kubectl, Debian packages, promtool, helm, the network tools; scripts/install.sh),
 # type-checks, builds the binary the end-to-end tests run, then runs every test with bun test
 # and prints a last line "N passed, N failed". Extra arguments go to bun test (e.g. a path).
 set -uo pipefail

@@ -60,3 +60,18 @@ export function controlPlaneBinaries(): Record<ControlPlaneBinary, string> {
   if (missing) throw new Error(missing);
   return { etcd: join(dir, 'etcd'), 'kube-apiserver': join(dir, 'kube-apiserver') };
 }
+
+/** What a cluster of real nodes runs besides etcd and kube-apiserver (`build-control-plane.sh cluster`). */
+export const CLUSTER_BINARIES = ['kubelet', 'kube-proxy', 'kube-scheduler', 'kube-controller-manager', 'kubectl'] as const;
+export type ClusterBinary = ControlPlaneBinary | (typeof CLUSTER_BINARIES)[number];
+
+/** Paths of every binary a real cluster runs; throws the build command when one is missing. */
+export function clusterBinaries(): Record<ClusterBinary, string> {
+  const base = controlPlaneBinaries();
+  const dir = controlPlaneBinDir();
+  const missing = CLUSTER_BINARIES.filter((name) => !existsSync(join(dir, name)));
+  if (missing.length > 0) {
+    throw new Error(`${missing.join(', ')} not found in ${dir}: run \`bash scripts/install.sh\` (or \`bash scripts/build-control-plane.sh cluster\`: builds them from the same Go module, about 11 minutes once on 2 cores)`);
+  }
+  return { ...base, ...Object.fromEntries(CLUSTER_BINARIES.map((name) => [name, join(dir, name)])) } as Record<ClusterBinary, string>;
+}

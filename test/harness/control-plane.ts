@@ -54,7 +54,15 @@ const READY_TIMEOUT_MS = 180_000;
 const LAUNCH_ATTEMPTS = 3;
 const PORT_TAKEN = /address already in use|bind: /i;
 
-export async function startControlPlane(opts: { extraApiServerFlags?: string[] } = {}): Promise<ControlPlane> {
+export interface ControlPlaneOptions {
+  /**
+   * More kube-apiserver flags; a function is given the PKI made for this start (the cluster CA,
+   * its dir), e.g. to issue the API server a kubelet client certificate.
+   */
+  extraApiServerFlags?: string[] | ((pki: { ca: CertificateAuthority; dir: string }) => Promise<string[]>);
+}
+
+export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await launch(opts);
@@ -65,7 +73,7 @@ export async function startControlPlane(opts: { extraApiServerFlags?: string[] }
   }
 }
 
-async function launch(opts: { extraApiServerFlags?: string[] }): Promise<LocalControlPlane> {
+async function launch(opts: ControlPlaneOptions): Promise<LocalControlPlane> {
   const binaries = controlPlaneBinaries(); // fails with the install hint before anything is created
   const dir = await mkdtemp(join(tmpdir(), 'edge-ccm-control-plane-'));
   ownDir(dir);
@@ -99,6 +107,7 @@ async function launch(opts: { extraApiServerFlags?: string[] }): Promise<LocalCo
     const auditLogPath = join(dir, 'audit.log');
 
     const server = `https://127.0.0.1:${apiPort}`;
+    const extraFlags = typeof opts.extraApiServerFlags === 'function' ? await opts.extraApiServerFlags({ ca, dir: pkiDir }) : opts.extraApiServerFlags;
     const apiServer = new ApiServerProcess(
       binaries['kube-apiserver'],
       apiServerFlags(apiPort, (await etcdStarted).endpoint, {
@@ -113,7 +122,7 @@ async function launch(opts: { extraApiServerFlags?: string[] }): Promise<LocalCo
         tokenAuthFile,
         auditPolicyFile,
         auditLogPath,
-      }, opts.extraApiServerFlags),
+      }, extraFlags),
       dir,
       { url: `${server}/readyz`, tls: { ca: ca.certPem, cert: admin.certPem, key: admin.keyPem } },
       READY_TIMEOUT_MS,

@@ -86,6 +86,22 @@ describe('RangeAllocator', () => {
     expect(await metric(t.registry, 'node_ipam_controller_cidrset_usage_cidrs', { clusterCIDR: '10.244.0.0/30' })).toBe(1);
   });
 
+  test('a node changed by another writer before its own CIDR write reached the informer is not patched (nor counted) twice', async () => {
+    // Seen with real kubelets (test/e2e/real-cluster.test.ts): the cloud node controller's write
+    // of a just-registered node comes in right after the CIDR patch, still without the CIDRs.
+    const t = setup('RangeAllocator');
+    t.informer.set(node('new'));
+    await eventually('the patch', () => t.patches().length === 1);
+    t.informer.set({ ...node('new'), metadata: { name: 'new', uid: 'uid-new', labels: { initialised: 'yes' } } });
+    await Bun.sleep(100);
+    expect(t.patches()).toHaveLength(1);
+    expect(await metric(t.registry, 'node_ipam_controller_cidrset_cidrs_allocations_total', { clusterCIDR: '10.244.0.0/30' })).toBe(1);
+    // A new Node by that name (another uid) is a new node: it gets its CIDRs.
+    t.informer.remove(node('new'));
+    t.informer.set({ ...node('new'), metadata: { name: 'new', uid: 'uid-new-2' } });
+    await eventually('the new node\'s patch', () => t.patches().length === 2);
+  });
+
   test('exhausted: one Warning event and one count, however often the node changes; a deletion frees a CIDR for it', async () => {
     const t = setup('RangeAllocator');
     t.informer.set(node('a', { podCIDRs: ['10.244.0.0/31'] }));

@@ -60,6 +60,8 @@ export class NodeIPAMController implements Controller {
   private readonly reported = new Map<string, string>();
   /** Nodes whose record write (then node write) is in flight, and those writes, awaited at the end of the term. */
   private readonly recording = new Set<string>();
+  /** The uid of each Node this term gave its CIDRs, until the Node is deleted: never written twice. */
+  private readonly written = new Map<string, string>();
   private readonly completions = new Set<Promise<void>>();
   /** Node names per machine (CloudAllocator): a machine's CIDRs are on one Node at a time. */
   private readonly byMachine = new Map<string, Set<string>>();
@@ -188,6 +190,7 @@ export class NodeIPAMController implements Controller {
   private nodeDeleted(node: V1Node): void {
     const name = nodeName(node);
     this.trackMachine(node, undefined);
+    this.written.delete(name);
     this.waiting.delete(name);
     this.reported.delete(name);
     const state = this.state;
@@ -244,6 +247,9 @@ export class NodeIPAMController implements Controller {
     // Its record write is on the way, the node write after it; a failure queues it again.
     if (this.recording.has(name)) return;
     const empty = podCIDRs(node).length === 0;
+    // Written already: this Node (by uid) has its CIDRs, the informer has not seen them yet (an
+    // update by another writer came first). Pod CIDRs are set once, so its next event shows them.
+    if (empty && node.metadata?.uid !== undefined && this.written.get(name) === node.metadata.uid) return;
     // CloudAllocator: the CIDRs are the machine's, so a node waits for the cloud node controller
     // to name its machine (spec.providerID); until then it still carries the uninitialized taint.
     if (this.cloudAllocator && empty && !node.spec?.providerID) return;
@@ -309,6 +315,7 @@ export class NodeIPAMController implements Controller {
       }
       throw new Error(`failed to patch the pod CIDRs ${texts.join(',')} of node ${name}: ${errorMessage(e)}`);
     }
+    if (uid !== undefined) this.written.set(name, uid);
     for (const prefix of cidrs) this.metrics.allocations.inc({ clusterCIDR: formatPrefix(this.state?.setFor(prefix)?.cluster ?? prefix) });
     this.log.info('set node pod CIDRs', { node: name, podCIDRs: texts.join(',') });
   }

@@ -1,0 +1,258 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import type { V1CertificateSigningRequest, V1Node } from '@kubernetes/client-node';
+import { CERTIFICATE_SIGNING_REQUESTS, NODES, ResourceClient } from '../../src/kube/resources.ts';
+import { createSigningRequest } from '../harness/certs.ts';
+import { transportFor } from '../harness/kubeconfig.ts';
+import { createLoadBalancer, createNamespace, deployEcho, loadBalancerAddress, podsReady, scaleEcho, SERVICE_PORT } from '../harness/echo-workload.ts';
+import { eventually } from '../harness/eventually.ts';
+import { BGP_POOL, BGP_POOL_NAME, CLIENT_IP, CLUSTER_CIDR, L2_POOL, NODE_CIDR_MASK, RealCluster, REMOTE_CLIENT_IP } from '../harness/real-cluster.ts';
+
+/**
+ * edge-ccm meets real kubelets, containerd, kube-proxy and pods (issue 35): three real nodes in
+ * network namespaces (test/harness/real-cluster.ts), brought up once for the file (50-60 s in
+ * all, about 30 of them the dying node's). edge-ccm (the compiled binary, static provider) initialises
+ * the Nodes the kubelets register, hands out their pod CIDRs, approves their serving
+ * certificates, assigns load-balancer addresses: its speakers answer ARP for the L2 pool's, its
+ * BGP speaker announces the BGP pool's to BIRD; clients on the switch and behind the router reach
+ * the pods of a Deployment through them, kube-proxy's rules doing the rest (with
+ * externalTrafficPolicy: Local, only from the pods' nodes). The last test kills a node: keep it last.
+ */
+const NS = 'web';
+const APP = 'echo';
+const REPLICAS = 3;
+/** The same pods behind a second Service, from the BGP pool. */
+const ROUTED = 'echo-routed';
+/** A Deployment of its own behind two externalTrafficPolicy: Local Services (L2 and BGP). */
+const SOLO = 'solo';
+const SOLO_ROUTED = 'solo-routed';
+/** The kubelet's own taint with --cloud-provider=external, removed by edge-ccm's node controller. */
+const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
+
+let cluster: RealCluster;
+let nodes: ResourceClient<V1Node>;
+let csrs: ResourceClient<V1CertificateSigningRequest>;
+/** Each Node's addresses as they changed over the run (polled every 250 ms): the kubelet's writes and edge-ccm's must not fight. */
+const addressHistory = new Map<string, string[]>();
+let watching = true;
+let watcher: Promise<void> | undefined;
+
+beforeAll(async () => {
+  cluster = await RealCluster.start({ nodes: 3 });
+  nodes = new ResourceClient<V1Node>(cluster.admin, NODES);
+  csrs = new ResourceClient<V1CertificateSigningRequest>(cluster.admin, CERTIFICATE_SIGNING_REQUESTS);
+  watcher = (async () => {
+    while (watching) {
+      for (const n of (await nodes.list().catch(() => ({ items: [] as V1Node[] }))).items) {
+        const seen = addressHistory.get(n.metadata!.name!) ?? [];
+        const now = JSON.stringify(n.status?.addresses ?? []);
+        if (seen.at(-1) !== now) addressHistory.set(n.metadata!.name!, [...seen, now]);
+      }
+      await Bun.sleep(250);
+    }
+  })();
+  // The workload every test below reads: made once, as a user would (each test also runs alone).
+  await cluster.routePodCidrs();
+  await createNamespace(cluster.admin, NS);
+  await deployEcho(cluster.admin, NS, APP, REPLICAS);
+  await createLoadBalancer(cluster.admin, NS, APP);
+  await createLoadBalancer(cluster.admin, NS, ROUTED, { pool: BGP_POOL_NAME, app: APP });
+}, 400_000);
+
+afterAll(async () => {
+  watching = false;
+  await watcher;
+  await cluster?.stop();
+}, 120_000);
+
+const explain = () => cluster.logs();
+
+describe('node initialisation from real kubelets', () => {
+  test('each Node the kubelet registered loses the uninitialized taint and gets its providerID, labels and addresses (--node-ip honoured), a pod CIDR, and turns Ready', async () => {
+    for (const n of cluster.nodes) {
+      const node = await eventually(`node ${n.name} initialised and Ready`, async () => {
+        const got = await nodes.get(n.name);
+        const tainted = (got.spec?.taints ?? []).some((t) => t.key === UNINITIALIZED);
+        const ready = got.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
+        return !tainted && ready && got.spec?.podCIDR ? got : undefined;
+      }, { timeoutMs: 120_000, intervalMs: 250, explain });
+      expect(node.spec!.providerID).toBe(`static://${n.machineId}`);
+      expect(node.metadata!.labels).toMatchObject({
+        'node.kubernetes.io/instance-type': 'netns',
+        'topology.kubernetes.io/zone': 'lab-1',
+        'topology.kubernetes.io/region': 'one-machine',
+        'kubernetes.io/hostname': n.name,
+      });
+      // The inventory's InternalIP, which is the kubelet's --node-ip, and the kubelet's Hostname.
+      expect(node.status!.addresses).toEqual([{ type: 'InternalIP', address: n.ip }, { type: 'Hostname', address: n.name }]);
+      expect(node.metadata!.annotations?.['alpha.kubernetes.io/provided-node-ip']).toBe(n.ip);
+      const [base, bits] = node.spec!.podCIDR!.split('/');
+      expect(Number(bits)).toBe(NODE_CIDR_MASK);
+      expect(inCidr(base!, CLUSTER_CIDR)).toBe(true);
+    }
+  }, 180_000);
+});
+
+describe('traffic', () => {
+  test('a client on the switch reaches the pods of a Deployment through its LoadBalancer address, answered by ARP from one node', async () => {
+    const address = await loadBalancerAddress(cluster.admin, NS, APP, explain);
+    expect(inRange(address, L2_POOL)).toBe(true);
+    const pods = await podsReady(cluster.admin, NS, APP, REPLICAS, explain);
+
+    // Requests until every pod has answered: kube-proxy spreads them over the three.
+    const answeredBy = new Set<string>();
+    await eventually(`every pod answering through ${address}`, async () => {
+      const body = await cluster.fetchFromClient(address, SERVICE_PORT);
+      const pod = body?.split(' ')[0];
+      if (pod) answeredBy.add(pod);
+      return answeredBy.size === pods.size;
+    }, { timeoutMs: 60_000, intervalMs: 100, explain: () => `answered by ${[...answeredBy].join(', ') || 'none'}; pods ${[...pods.keys()].join(', ')}\n${cluster.logs()}` });
+    expect([...answeredBy].sort()).toEqual([...pods.keys()].sort());
+
+    // The client learnt the address by ARP: one node's MAC, the one the speakers elected.
+    const neighbour = await cluster.lab.ip('client', 'neigh', 'show', address, 'dev', 'eth0');
+    const mac = /lladdr ([0-9a-f:]{17})/.exec(neighbour)?.[1];
+    expect(cluster.nodes.map((n) => n.mac)).toContain(mac!);
+  }, 240_000);
+});
+
+describe('traffic by BGP', () => {
+  test('a client behind the router reaches the same pods through an address of the BGP pool: edge-ccm (the leader) announces it with every node as next hop, and the pod CIDRs', async () => {
+    const address = await loadBalancerAddress(cluster.admin, NS, ROUTED, explain);
+    expect(inRange(address, BGP_POOL)).toBe(true);
+    const everyNode = cluster.nodes.map((n) => n.ip).sort();
+    await eventually(`the router's route to ${address} via every node`, async () => Bun.deepEquals(await cluster.router.nextHops(address), everyNode),
+      { timeoutMs: 60_000, intervalMs: 250, explain: () => `bird: ${cluster.router.proc.logTail()}\n${explain()}` });
+    const pods = await podsReady(cluster.admin, NS, APP, REPLICAS, explain);
+    const answeredBy = new Set<string>();
+    await eventually(`every pod answering the remote client through ${address}`, async () => {
+      const pod = (await cluster.fetchFromClient(address, SERVICE_PORT, 'remote'))?.split(' ')[0];
+      if (pod) answeredBy.add(pod);
+      return answeredBy.size === pods.size;
+    }, { timeoutMs: 60_000, intervalMs: 100, explain: () => `answered by ${[...answeredBy].join(', ') || 'none'}\n${explain()}` });
+    // The pod CIDRs too, each via its own node (the route controller on BGP).
+    for (const n of cluster.nodes) {
+      const cidr = (await nodes.get(n.name)).spec!.podCIDR!;
+      await eventually(`the router's route to ${n.name}'s pod CIDR ${cidr}`, async () => Bun.deepEquals(await cluster.router.nextHops(cidr), [n.ip]), { timeoutMs: 30_000, explain });
+    }
+  }, 120_000);
+});
+
+describe('kubelet serving certificates', () => {
+  test("each kubelet's serving-certificate request is approved by edge-ccm and signed; the API server, checking them against the cluster CA, serves kubectl logs and exec", async () => {
+    for (const n of cluster.nodes) {
+      const csr = await eventually(`${n.name}'s serving certificate issued`, async () => {
+        const list = (await csrs.list()).items.filter((c) => c.spec.signerName === 'kubernetes.io/kubelet-serving' && c.spec.username === `system:node:${n.name}`);
+        return list.find((c) => c.status?.certificate);
+      }, { timeoutMs: 60_000, explain });
+      const approved = csr.status!.conditions!.find((c) => c.type === 'Approved');
+      expect(approved?.status).toBe('True');
+      expect(approved?.reason).toBe('EdgeCCMApproved');
+    }
+    const pods = await podsReady(cluster.admin, NS, APP, REPLICAS, explain);
+    for (const pod of pods.keys()) {
+      expect(await cluster.kubectl(['-n', NS, 'logs', pod])).toContain(`http-echo ${pod} listening on :8080`);
+      expect((await cluster.kubectl(['-n', NS, 'exec', pod, '--', '/http-echo', 'hostname'])).trim()).toBe(pod);
+    }
+  }, 120_000);
+
+  test("a kubelet asking for another node's address is denied", async () => {
+    await eventually('the nodes registered', async () => (await nodes.list()).items.length === cluster.nodes.length, { timeoutMs: 60_000, explain });
+    const [n1, n2] = cluster.nodes;
+    const { csrPem } = await createSigningRequest(cluster.lab.dir, 'n1-steals-n2', {
+      commonName: `system:node:${n1!.name}`, organizations: ['system:nodes'], dnsNames: [n1!.name], ipAddresses: [n1!.ip, n2!.ip],
+    });
+    const asNode = new ResourceClient<V1CertificateSigningRequest>(transportFor(cluster.nodeKubeconfigs.get(n1!.name)!), CERTIFICATE_SIGNING_REQUESTS);
+    await asNode.create({
+      apiVersion: 'certificates.k8s.io/v1',
+      kind: 'CertificateSigningRequest',
+      metadata: { name: 'n1-steals-n2' },
+      spec: { request: Buffer.from(csrPem).toString('base64'), signerName: 'kubernetes.io/kubelet-serving', usages: ['digital signature', 'server auth'] },
+    });
+    const denied = await eventually('the crafted request decided', async () => (await csrs.get('n1-steals-n2')).status?.conditions?.find((c) => c.type === 'Denied' || c.type === 'Approved'), { timeoutMs: 30_000, explain });
+    expect(denied.type).toBe('Denied');
+    expect(denied.reason).toBe('IPNotOfNode');
+    expect(denied.message).toContain(n2!.ip);
+  }, 60_000);
+});
+
+const toInt = (a: string) => a.split('.').reduce((acc, o) => acc * 256 + Number(o), 0);
+const inRange = (address: string, [first, last]: readonly [string, string]) => toInt(address) >= toInt(first) && toInt(address) <= toInt(last);
+
+describe('externalTrafficPolicy: Local', () => {
+  test("only nodes with a ready pod announce (ARP and BGP next hops), the pod sees the client's own address, and scaling moves the announcements", async () => {
+    await deployEcho(cluster.admin, NS, SOLO, 1);
+    await createLoadBalancer(cluster.admin, NS, SOLO, { local: true });
+    await createLoadBalancer(cluster.admin, NS, SOLO_ROUTED, { local: true, pool: BGP_POOL_NAME, app: SOLO });
+    const l2 = await loadBalancerAddress(cluster.admin, NS, SOLO, explain);
+    const routed = await loadBalancerAddress(cluster.admin, NS, SOLO_ROUTED, explain);
+    const one = await podsReady(cluster.admin, NS, SOLO, 1, explain);
+    const [pod, podNode] = [...one][0]!;
+    const ipOf = (name: string) => cluster.nodes.find((n) => n.name === name)!.ip;
+
+    // On the switch: the answer comes from the pod, which saw the client's own address, by the MAC of the pod's node.
+    const body = await eventually(`${l2} answered`, () => cluster.fetchFromClient(l2, SERVICE_PORT), { timeoutMs: 30_000, intervalMs: 100, explain });
+    expect(body).toBe(`${pod} ${CLIENT_IP}`);
+    const mac = /lladdr (\S+)/.exec(await cluster.lab.ip('client', 'neigh', 'show', l2, 'dev', 'eth0'))?.[1];
+    expect(mac).toBe(cluster.nodes.find((n) => n.name === podNode)!.mac);
+    // Behind the router: the pod's node alone is the next hop.
+    await eventually(`${routed} via ${podNode} alone`, async () => Bun.deepEquals(await cluster.router.nextHops(routed), [ipOf(podNode)]), { timeoutMs: 30_000, intervalMs: 250, explain });
+    expect(await cluster.fetchFromClient(routed, SERVICE_PORT, 'remote')).toBe(`${pod} ${REMOTE_CLIENT_IP}`);
+
+    // Two pods: each one's node is a next hop.
+    await scaleEcho(cluster.admin, NS, SOLO, 2);
+    const two = await podsReady(cluster.admin, NS, SOLO, 2, explain);
+    const hops = [...new Set(two.values())].map(ipOf).sort();
+    await eventually(`${routed} via ${hops.join(', ')}`, async () => Bun.deepEquals(await cluster.router.nextHops(routed), hops), { timeoutMs: 30_000, intervalMs: 250, explain });
+  }, 120_000);
+});
+
+describe('status writes', () => {
+  test("the kubelets' own status updates and edge-ccm's never fight: each Node's addresses changed at most once (to the initialised ones) since it registered", () => {
+    for (const n of cluster.nodes) {
+      const history = addressHistory.get(n.name) ?? [];
+      expect(history.length).toBeGreaterThanOrEqual(1);
+      expect(history.length).toBeLessThanOrEqual(2);
+      expect(JSON.parse(history.at(-1)!)).toEqual([{ type: 'InternalIP', address: n.ip }, { type: 'Hostname', address: n.name }]);
+    }
+  });
+});
+
+describe('a node dies', () => {
+  test("the L2 address moves to a live node; the Node goes NotReady and stops being a BGP next hop, is deleted once its machine leaves the inventory, and registers and is initialised again when the machine comes back", async () => {
+    const address = await loadBalancerAddress(cluster.admin, NS, APP, explain);
+    expect(await cluster.fetchFromClient(address, SERVICE_PORT)).toBeDefined();
+    const ownerMac = /lladdr (\S+)/.exec(await cluster.lab.ip('client', 'neigh', 'show', address, 'dev', 'eth0'))?.[1];
+    const victim = cluster.nodes.find((n) => n.mac === ownerMac)!;
+    expect(victim).toBeDefined();
+    await cluster.killNode(victim.name);
+
+    // The client's requests are answered again, by a live node that took the address over.
+    await eventually(`${address} answered again after ${victim.name} died`, () => cluster.fetchFromClient(address, SERVICE_PORT, 'client', 0.5), { timeoutMs: 30_000, intervalMs: 100, explain });
+    const newMac = /lladdr (\S+)/.exec(await cluster.lab.ip('client', 'neigh', 'show', address, 'dev', 'eth0'))?.[1];
+    expect(cluster.nodes.filter((n) => n !== victim).map((n) => n.mac)).toContain(newMac!);
+
+    await eventually(`${victim.name} NotReady`, async () => (await nodes.get(victim.name)).status?.conditions?.find((c) => c.type === 'Ready')?.status !== 'True', { timeoutMs: 90_000, intervalMs: 500, explain });
+    // The BGP leader (announceFrom: leader) no longer gives a NotReady node as a next hop.
+    const routed = await loadBalancerAddress(cluster.admin, NS, ROUTED, explain);
+    const live = cluster.nodes.filter((n) => n !== victim).map((n) => n.ip).sort();
+    await eventually(`${routed} via the live nodes only`, async () => Bun.deepEquals(await cluster.router.nextHops(routed), live), { timeoutMs: 15_000, intervalMs: 250, explain });
+    cluster.setInventory([victim.name]);
+    await eventually(`${victim.name} deleted once its machine left the inventory`, async () => !(await nodes.list()).items.some((n) => n.metadata!.name === victim.name), { timeoutMs: 90_000, intervalMs: 500, explain });
+
+    cluster.setInventory([]);
+    await cluster.restartNode(victim.name);
+    const back = await eventually(`${victim.name} registered and initialised again`, async () => {
+      const n = await nodes.get(victim.name).catch(() => undefined);
+      const ready = n?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
+      return n && ready && n.spec?.podCIDR && !(n.spec.taints ?? []).some((t) => t.key === UNINITIALIZED) ? n : undefined;
+    }, { timeoutMs: 120_000, intervalMs: 250, explain });
+    expect(back.spec!.providerID).toBe(`static://${victim.machineId}`);
+    expect(back.status!.addresses).toEqual([{ type: 'InternalIP', address: victim.ip }, { type: 'Hostname', address: victim.name }]);
+  }, 300_000);
+});
+
+function inCidr(address: string, cidr: string): boolean {
+  const [base, bits] = cidr.split('/');
+  const size = 2 ** (32 - Number(bits));
+  return Math.floor(toInt(address) / size) === Math.floor(toInt(base!) / size);
+}
