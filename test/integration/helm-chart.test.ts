@@ -8,6 +8,8 @@ import { isNotFound } from '../../src/kube/errors.ts';
 import { NODES, ResourceClient, SERVICES } from '../../src/kube/resources.ts';
 import type { BunKubeTransport } from '../../src/kube/transport.ts';
 import { parseArgs } from '../../src/options/index.ts';
+import { processSecrets } from '../../src/config-file/secrets.ts';
+import { DEFAULT_LXD_SOCKET, loadLxdConfig } from '../../providers/lxd/index.ts';
 import { MANIFESTS, MANIFESTS_DIR, renderManifest, rulesForChart } from '../../scripts/gen-manifests.ts';
 import { readAuditLog } from '../harness/audit.ts';
 import { CcmProcess, tempDir } from '../harness/ccm-process.ts';
@@ -365,6 +367,28 @@ const CASES: Case[] = [
       expect(await proc.stop('SIGTERM')).toBe(0);
     },
   },
+  {
+    label: 'lxd over the host\'s unix socket: the socket mounted (hostPath, type Socket) where the config names it, with the socket\'s group',
+    release: 'lxd-socket',
+    namespace: 'helm-lxd',
+    values: {
+      provider: 'lxd',
+      cloudConfig: { content: 'region: edge-1\n' },
+      lxd: { socket: { hostPath: DEFAULT_LXD_SOCKET } },
+      podSecurityContext: { supplementalGroups: [997] },
+    },
+    check(stored) {
+      const d = must(stored, 'Deployment');
+      expect(containerOptions(d).cloudProvider).toBe('lxd');
+      expect(podSpec(d).volumes?.find((v) => v.name === 'lxd-socket')).toEqual({ name: 'lxd-socket', hostPath: { path: DEFAULT_LXD_SOCKET, type: 'Socket' } });
+      // Mounted where the config (as the chart ships it) makes the provider connect.
+      const loaded = loadLxdConfig((must(stored, 'ConfigMap', 'lxd-socket-edge-ccm-cloud-config') as unknown as V1ConfigMap).data!['cloud-config.yaml']!, processSecrets);
+      if (!loaded.ok) throw new Error(JSON.stringify(loaded.errors));
+      expect(edgeCcm(d).volumeMounts?.find((m) => m.name === 'lxd-socket')).toEqual({ name: 'lxd-socket', mountPath: (loaded.config.endpoint as { socket: string }).socket, readOnly: true });
+      // The group is added to the defaults (still non-root, fsGroup for the Secret).
+      expect(podSpec(d).securityContext).toMatchObject({ runAsNonRoot: true, fsGroup: 65532, supplementalGroups: [997] });
+    },
+  },
 ];
 
 test('helm lint --strict passes with the default values and with every case of the matrix', () => {
@@ -420,7 +444,8 @@ describe('values that cannot work are refused, naming the value', () => {
     ['an unknown kind', { kind: 'StatefulSet' }, /at '\/kind': value must be one of 'Deployment', 'DaemonSet'/],
     ['an unknown key', { replica: 3 }, /additional properties 'replica' not allowed/],
     ['no replica', { replicas: 0 }, /at '\/replicas': minimum/],
-    ['an unknown provider', { provider: 'aws' }, /at '\/provider': value must be one of 'static', 'proxmox'/],
+    ['an unknown provider', { provider: 'aws' }, /at '\/provider': value must be one of 'static', 'proxmox', 'lxd'/],
+    ['an LXD socket that is no absolute path', { lxd: { socket: { hostPath: 'var/lib/lxd/unix.socket' } } }, /at '\/lxd\/socket\/hostPath': 'var\/lib\/lxd\/unix.socket' does not match/],
     ['a bind address that is no address', { server: { bindAddress: 'localhost', securePort: 10258 } }, /'localhost' is not valid ipv4/],
     ['a digest that is no digest', { image: { repository: 'edge-ccm', digest: 'latest' } }, /at '\/image\/digest': 'latest' does not match/],
     ['a flag that is no flag', { extraArgs: ['v=4'] }, /at '\/extraArgs\/0': 'v=4' does not match/],

@@ -11,6 +11,7 @@ import { eventually } from '../harness/eventually.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
 import { LXD_BRIDGE_ADDRESS, LxdDaemon } from '../harness/lxd-daemon.ts';
 import { UNINITIALIZED, nodeExists, setReady } from '../harness/nodes.ts';
+import { ClosableSocketRelay, relay } from '../harness/socket-relay.ts';
 
 // The compiled binary with --cloud-provider=lxd against the real API server and a real LXD
 // daemon (Debian's 5.0, in namespaces of its own: test/harness/lxd-daemon.ts) with three
@@ -32,29 +33,8 @@ let dir: string;
 let ccm: CcmProcess | undefined;
 let forwarder: ReturnType<typeof Bun.spawn> | undefined;
 let tcpBridge: Server | undefined;
-const ccmSocket = () => join(dir, 'ccm-view.socket');
-let socketView: { server: Server; open: Set<{ destroy(): void }> } | undefined;
-
-function relay(client: import('node:net').Socket, upstream: import('node:net').Socket, open?: Set<{ destroy(): void }>): void {
-  client.pipe(upstream);
-  upstream.pipe(client);
-  open?.add(client).add(upstream);
-  const close = () => (client.destroy(), upstream.destroy(), open?.delete(client), open?.delete(upstream));
-  for (const s of [client, upstream]) s.on('error', close).on('close', close);
-}
-
-async function openSocketView(): Promise<void> {
-  const open = new Set<{ destroy(): void }>();
-  const server = createServer((client) => relay(client, connect(lxd.socket), open));
-  await new Promise<void>((resolve) => server.listen(ccmSocket(), resolve));
-  socketView = { server, open };
-}
-
-function closeSocketView(): void {
-  socketView?.server.close();
-  for (const s of socketView?.open ?? []) s.destroy();
-  socketView = undefined;
-}
+// The edge-ccm's own path to the socket, which the test can take away (test/harness/socket-relay.ts).
+let socketView: ClosableSocketRelay;
 
 function ccmArgs(config: string, id: string): string[] {
   return [
@@ -76,11 +56,12 @@ beforeAll(async () => {
   await lxd.launch(name('gone'), 13);
   // The edge-ccm's own path to the socket, a relay this test can take away with every open
   // connection (LXD's own hooks call back through the real one, which stays).
-  await openSocketView();
+  socketView = new ClosableSocketRelay(join(dir, 'ccm-view.socket'), lxd.socket);
+  await socketView.open();
   const config = join(dir, 'lxd.yaml');
   writeFileSync(config, [
     'region: it-region',
-    `socket: ${ccmSocket()}`,
+    `socket: ${socketView.path}`,
     'timeoutSeconds: 1',
     'cacheSeconds: 0.2',
     'maxBackoffSeconds: 2',
@@ -99,7 +80,7 @@ afterAll(async () => {
   forwarder?.kill();
   await forwarder?.exited;
   tcpBridge?.close();
-  closeSocketView();
+  socketView?.close();
   await lxd?.stop();
   if (nodes) {
     const ours = (await nodes.list({ query: { labelSelector: `${SELECTOR_LABEL}=${process.pid}` } })).items;
@@ -149,13 +130,13 @@ test('a stopped instance\'s NotReady node gets the shutdown taint, and loses it 
 test('the socket gone deletes nothing; a deleted instance\'s node goes only after the grace period', async () => {
   const gone = name('gone');
   await Promise.all([name('a'), gone].map((n) => setReady(nodes, n, 'False')));
-  closeSocketView();
+  socketView.close();
   await lxd.lxc(['delete', '--force', gone]);
   const unknownLogs = () => ccm!.logs().split('\n').filter((l) => l.includes('cannot tell whether node exists') && l.includes(gone)).length;
   await eventually('several passes answered unknown', () => unknownLogs() >= 4, WAIT_MS);
   for (const n of [name('a'), gone, name('stops')]) expect(await nodeExists(nodes, n)).toBe(true);
 
-  await openSocketView();
+  await socketView.open();
   await ccm!.waitForLog(new RegExp(`node not found in the cloud provider; waiting for the grace period and threshold.*${gone}`), WAIT_MS);
   expect(await nodeExists(nodes, gone)).toBe(true);
   await eventually('the deleted instance\'s node deleted', async () => !(await nodeExists(nodes, gone)), WAIT_MS);
