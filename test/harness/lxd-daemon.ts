@@ -24,6 +24,8 @@ function need(tool: string, path: string): void {
 
 export class LxdDaemon {
   readonly socket: string;
+  /** The containers this daemon launched: their cgroups are the only ones stop() removes. */
+  private readonly launched = new Set<string>();
   private constructor(readonly dir: string, readonly lxdDir: string, private readonly proc: ReturnType<typeof Bun.spawn>) {
     this.socket = join(lxdDir, 'unix.socket');
   }
@@ -116,6 +118,7 @@ export class LxdDaemon {
   /** An unprivileged container with 198.51.100.`host` on eth0 (and `config`), started. */
   async launch(name: string, host: number, config: Record<string, string> = {}): Promise<void> {
     const sets = Object.entries({ 'raw.lxc': `lxc.net.0.ipv4.address = 198.51.100.${host}/24`, ...config }).flatMap(([k, v]) => ['-c', `${k}=${v}`]);
+    this.launched.add(name);
     await this.lxc(['launch', 'bb', name, ...sets]);
   }
 
@@ -130,7 +133,9 @@ export class LxdDaemon {
     }
     await Bun.sleep(200);
     // Containers' processes die with the namespace's first process (--kill-child); cgroups stay.
-    await run(['sh', '-c', 'for h in /sys/fs/cgroup/*/; do for d in "$h"lxc.pivot "$h"lxc.payload.* "$h"lxc.monitor.*; do [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null; done; done; true']);
+    // Only this daemon's containers' cgroups (another test's LXD may run beside), and lxc.pivot if empty.
+    const own = [...this.launched].flatMap((n) => [`"$h"lxc.payload.${n}`, `"$h"lxc.monitor.${n}`]).join(' ');
+    await run(['sh', '-c', `for h in /sys/fs/cgroup/*/; do for d in "$h"lxc.pivot ${own}; do [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null; done; done; true`]);
     await run(['umount', '-R', join(this.lxdDir, 'shmounts')]).catch(() => undefined);
     await run(['umount', '-R', join(this.lxdDir, 'devlxd')]).catch(() => undefined);
     rmSync(this.dir, { recursive: true, force: true });
