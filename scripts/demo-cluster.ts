@@ -5,8 +5,9 @@
  * their pod CIDRs; a Deployment of a small HTTP server runs behind two LoadBalancer Services; a
  * client on the switch asks the first one's address and the pods answer (the address found by
  * ARP, answered by edge-ccm's speaker on one node); a client behind the router (BIRD) asks the
- * second one's, which edge-ccm announced over BGP with every node as next hop. Then what to try, until Ctrl-C, which stops
- * everything it started (each process by its pid; namespaces, cgroups and mounts removed).
+ * second one's, which each node's speaker announced over its own BGP session, tied to a BFD
+ * session with the router (announceFrom: nodes: a dead node's next hop goes within a second).
+ * Then what to try, until Ctrl-C, which stops everything it started (each process by its pid; namespaces, cgroups and mounts removed).
  */
 import type { V1Node } from '@kubernetes/client-node';
 import { NODES, ResourceClient } from '../src/kube/resources.ts';
@@ -90,7 +91,7 @@ export async function runClusterDemo(opts: { once: boolean }): Promise<number> {
       const h = await c.router.nextHops(routed);
       return h.length === c.nodes.length ? h : undefined;
     }, { timeoutMs: 60_000, intervalMs: 250, explain });
-    console.log(`   the router (BIRD) learnt ${routed} from edge-ccm over BGP, next hops ${hops.join(', ')}`);
+    console.log(`   the router (BIRD) learnt ${routed} from each node's edge-ccm speaker over BGP (sessions tied to BFD), next hops ${hops.join(', ')}`);
     for (let i = 0; i < REQUESTS; i++) {
       const answer = await eventually(`an answer from ${routed}`, () => c.fetchFromClient(routed, SERVICE_PORT, 'remote'), { timeoutMs: 30_000, intervalMs: 200, explain });
       const [pod, seen] = answer.split(' ');
@@ -104,7 +105,8 @@ export async function runClusterDemo(opts: { once: boolean }): Promise<number> {
     console.log(`  ${kubectl} -n ${NS} scale deployment ${APP} --replicas=6`);
     console.log(`  ip netns exec ${c.lab.ns('client')} curl -s http://${address}/`);
     console.log(`  ip netns exec ${c.lab.ns('remote')} curl -s http://${routed}/`);
-    console.log(`  ip netns exec ${c.lab.ns('rtr')} ip route   (the routes BIRD learnt from edge-ccm)`);
+    console.log(`  ip netns exec ${c.lab.ns('rtr')} ip route   (the routes BIRD learnt from edge-ccm and the nodes)`);
+    console.log(`  ip netns exec ${c.lab.ns('sw')} ip link set ${owner?.role ?? 'n1'}-lan down   (a node's link cut: its next hop leaves the router within a second, its L2 address moves)`);
     const kubelet = c.realNodes.get(owner?.name ?? 'n1')!.daemon('kubelet');
     console.log(`  kill a node's kubelet: kill ${kubelet.pid}   (${owner?.name ?? 'n1'}; the Node goes NotReady after 20 s)`);
     console.log(`  logs: ${c.lab.dir} (kubelet, containerd, kube-proxy per node; edge-ccm's speaker per node)`);

@@ -10,7 +10,8 @@ import { CcmProcess, ccmBinaryCommand } from './ccm-process.ts';
 import type { ControlPlane } from './control-plane.ts';
 import { eventually } from './eventually.ts';
 import { writeKubeconfig } from './kubeconfig.ts';
-import type { NetnsLab, PipedProcess } from './netns.ts';
+import { HttpProber, type ProbeResult } from './http-prober.ts';
+import type { NetnsLab } from './netns.ts';
 import { UNINITIALIZED } from './nodes.ts';
 import type { LoggedProcess } from './processes.ts';
 
@@ -28,7 +29,6 @@ import type { LoggedProcess } from './processes.ts';
 
 export const SPEAKER_NS = 'edge-ccm-bgp-liveness';
 export const SPEAKER_SA = 'edge-ccm-speaker';
-const PROBE = join(import.meta.dir, '..', 'fakes', 'http-probe-main.ts');
 const LISTENER = join(import.meta.dir, '..', 'fakes', 'node-listener-main.ts');
 
 export interface NodeLabOptions {
@@ -40,14 +40,6 @@ export interface NodeLabOptions {
 
 /** The ranges holding the nodes (.11-.13, ::11-::13) and not the edge-ccm replicas (.2-.4). */
 export const NODE_RANGES = { v4: '198.51.100.8/29', v6: '2001:db8::10/124' };
-
-export interface ProbeResult {
-  sent: number;
-  failed: number;
-  failedAt: number[];
-  errors: string[];
-  byNode: Record<string, number>;
-}
 
 export class NodeLab {
   readonly speakers = new Map<number, LoggedProcess>();
@@ -153,18 +145,10 @@ export class NodeLab {
 
   /** A prober (one GET every `periodMs`, 1 s timeout each) in the client namespace while `during` runs. */
   async probing<T>(periodMs: number, during: () => Promise<T>): Promise<ProbeResult & { result: T }> {
-    const client: PipedProcess = this.lab.spawnPiped('cli', `probe-${Date.now()}`, [process.execPath, PROBE, `http://${this.address}/`, String(periodMs)]);
-    this.cleanups.push(async () => client.kill('SIGKILL'));
-    let printed = '';
-    const reading = (async () => {
-      for await (const chunk of client.stdout) printed += new TextDecoder().decode(chunk);
-    })();
-    await eventually('the client is answered', () => printed.includes('started'));
+    const client = await HttpProber.start(this.lab, 'cli', `http://${this.address}/`, periodMs);
+    this.cleanups.push(async () => client.kill());
     const result = await during();
-    client.stdin.write('stop\n');
-    client.stdin.end();
-    await reading;
-    return { result, ...JSON.parse(printed.trim().split('\n').pop()!) };
+    return { result, ...(await client.stop()) };
   }
 
   async destroy(): Promise<void> {

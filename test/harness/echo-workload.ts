@@ -20,7 +20,8 @@ export async function createNamespace(api: KubeTransport, ns: string): Promise<v
   await api.request({ method: 'POST', path: '/api/v1/namespaces', body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } } });
 }
 
-export async function deployEcho(api: KubeTransport, ns: string, name: string, replicas: number): Promise<void> {
+/** `onePerNode`: no two of its pods on one node (a required anti-affinity), so each node serves the Deployment. */
+export async function deployEcho(api: KubeTransport, ns: string, name: string, replicas: number, opts: { onePerNode?: boolean } = {}): Promise<void> {
   const labels = { app: name };
   const deployment: V1Deployment = {
     apiVersion: 'apps/v1',
@@ -33,6 +34,7 @@ export async function deployEcho(api: KubeTransport, ns: string, name: string, r
         metadata: { labels },
         spec: {
           terminationGracePeriodSeconds: 2,
+          ...(opts.onePerNode ? { affinity: { podAntiAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [{ labelSelector: { matchLabels: labels }, topologyKey: 'kubernetes.io/hostname' }] } } } : {}),
           containers: [{
             name: 'echo',
             image: HTTP_ECHO_IMAGE,

@@ -21,16 +21,18 @@ import { killCgroupTreeCommand, RealNode, type RealNodeSetup } from './real-node
  * cluster scenario (issue 35): etcd, kube-apiserver, kube-controller-manager and kube-scheduler
  * on the machine's loopback (harness/control-plane.ts), edge-ccm (the compiled binary, static
  * provider, its node IPAM handing out the pod CIDRs), and N nodes (harness/real-node.ts), each in
- * its own network namespace on one switch, each with an edge-ccm speaker (L2):
+ * its own network namespace on one switch, each with an edge-ccm speaker (answering ARP for the
+ * L2 pool, and announcing the BGP pool's addresses to the router over its own session tied to
+ * BFD: bgp.loadBalancers.announceFrom: nodes):
  *
  *   client 198.51.100.99 ---[sw: bridge lan 198.51.100.0/25]--- n1 198.51.100.11, n2 .12, n3 .13
  *   ctl 198.51.100.2 (edge-ccm) --'   |
  *                         rtr .1 (BIRD) --- remote 198.51.100.226 (rtr .225, 198.51.100.224/28)
  *
  * ctl is the control plane's leg in the lab: edge-ccm runs there (its BGP speaker peers with the
- * router, announcing the "routed" pool's addresses and the pod CIDRs with the nodes as next
- * hops), and the API server reaches the kubelets (logs, exec) through it: its egress selector
- * sends them to a CONNECT proxy on a Unix socket, running there. The kubelets serve with
+ * router, announcing the pod CIDRs with the nodes as next hops), and the API server reaches the
+ * kubelets (logs, exec) through it: its egress selector sends them to a CONNECT proxy on a Unix
+ * socket, running there. The kubelets serve with
  * certificates from the cluster CA (serverTLSBootstrap), approved by edge-ccm, checked by the API
  * server (--kubelet-certificate-authority).
  *
@@ -193,7 +195,7 @@ egressSelections:
     this.admin = transportFor(this.cp.adminKubeconfig);
     this.bridge = await ApiBridge.start(this.lab, this.cp.server);
     for (const role of ['ctl', ...this.nodes.map((n) => n.role)]) await this.bridge.into(this.lab, role);
-    this.router = await ClusterRouter.start(this.lab, 'rtr', ROUTER_IP, CTL_IP);
+    this.router = await ClusterRouter.start(this.lab, 'rtr', ROUTER_IP, CTL_IP, this.nodes.map((n) => n.ip));
 
     this.say('control plane: kube-controller-manager, kube-scheduler');
     const pki = join(this.cp.dir, 'pki');
@@ -266,7 +268,8 @@ egressSelections:
     await lab.ip('rtr', 'addr', 'add', `${ROUTER_REMOTE_IP}/28`, 'dev', 'eth1');
     await lab.ip('remote', 'addr', 'add', `${REMOTE_CLIENT_IP}/28`, 'dev', 'eth0');
     await lab.ip('remote', 'route', 'add', 'default', 'via', ROUTER_REMOTE_IP);
-    await lab.sysctl('rtr', { 'net.ipv4.ip_forward': 1 });
+    // Each new connection hashed on its ports too (L4), so that a client's requests spread over the next hops.
+    await lab.sysctl('rtr', { 'net.ipv4.ip_forward': 1, 'net.ipv4.fib_multipath_hash_policy': 1 });
     for (const n of this.nodes) {
       await lab.sysctl(n.role, { 'net.ipv4.ip_forward': 1 });
       // A node's own connections to a ClusterIP need a route before kube-proxy's DNAT applies.
@@ -316,6 +319,11 @@ bgp:
       asn: ${ROUTER_ASN}
       families: [4]
       connectRetry: { minSeconds: 1, maxSeconds: 2 }
+  # Each node's speaker announces the BGP pool's addresses over its own session, tied to BFD
+  # (3 x 200 ms by default): a dead node's next hop leaves the router within a second. The
+  # leader (edge-ccm) keeps announcing the pod CIDRs.
+  loadBalancers:
+    announceFrom: nodes
 `;
   }
 

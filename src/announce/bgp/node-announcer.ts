@@ -168,19 +168,28 @@ export class NodeBgpAnnouncer {
       return;
     }
     this.running = (async () => {
-      do {
-        this.again = false;
-        try {
-          await this.reconcile();
-        } catch (e) {
-          // A BFD port held by another daemon, a peer's socket refused: tried again, not given up.
-          const retryMs = this.o.retryMs ?? RETRY_MS;
-          this.log.error(`cannot apply the node BGP sessions; retrying in ${retryMs / 1000} s`, { error: errorMessage(e) });
-          clearTimeout(this.retry);
-          this.retry = setTimeout(() => this.schedule(), retryMs);
-        }
-      } while (this.again && !this.ended);
-    })().finally(() => (this.running = undefined));
+      // Cleared in the same microtask as the last check of `again`: cleared in a `.finally()`
+      // instead, a change told in between (informer events come one microtask apart) found
+      // `running` still set, set `again` after it was read, and was never applied (seen in the
+      // real cluster: a node with a new ready pod of an externalTrafficPolicy: Local service
+      // never announced it). `await` below suspends first, so this runs after the assignment.
+      try {
+        do {
+          this.again = false;
+          try {
+            await this.reconcile();
+          } catch (e) {
+            // A BFD port held by another daemon, a peer's socket refused: tried again, not given up.
+            const retryMs = this.o.retryMs ?? RETRY_MS;
+            this.log.error(`cannot apply the node BGP sessions; retrying in ${retryMs / 1000} s`, { error: errorMessage(e) });
+            clearTimeout(this.retry);
+            this.retry = setTimeout(() => this.schedule(), retryMs);
+          }
+        } while (this.again && !this.ended);
+      } finally {
+        this.running = undefined;
+      }
+    })();
   }
 
   private async reconcile(): Promise<void> {
