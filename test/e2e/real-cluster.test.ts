@@ -12,7 +12,8 @@ import { BGP_POOL, BGP_POOL_NAME, CLIENT_IP, CLUSTER_CIDR, IPAM_RECORD, L2_POOL,
  * edge-ccm meets real kubelets, containerd, kube-proxy and pods (issue 35): three real nodes in
  * network namespaces (test/harness/real-cluster.ts), brought up once for the file (50-60 s in
  * all, about 30 of them the dying node's). edge-ccm (the compiled binary, static provider) initialises
- * the Nodes the kubelets register, hands out their pod CIDRs, approves their serving
+ * the Nodes the kubelets register, hands out their pod CIDRs (node IPAM's CloudAllocator; the
+ * leader announces them to the router, the nodes' only path to each other's pods), approves their serving
  * certificates, assigns load-balancer addresses: its speakers answer ARP for the L2 pool's and
  * announce the BGP pool's to BIRD over their own sessions tied to BFD (announceFrom: nodes), the
  * leader the pod CIDRs; clients on the switch and behind the router reach
@@ -284,7 +285,7 @@ const WITHDRAW_BOUND_MS = 1200;
 const L2_TAKEOVER_BOUND_MS = 2000;
 
 describe('a node dies', () => {
-  test("its BGP next hop leaves the router within 1 s (BFD) and its L2 address moves, the clients' requests keep succeeding through the others; the Node goes NotReady, is deleted once its machine leaves the inventory, registers and is initialised again when the machine comes back, and is a next hop again", async () => {
+  test("its BGP next hop leaves the router within 1 s (BFD) and its L2 address moves, the clients' requests keep succeeding through the others; the Node goes NotReady, is deleted once its machine leaves the inventory, registers and is initialised again (with its machine's pod CIDR) when the machine comes back, and is a next hop again", async () => {
     // externalTrafficPolicy: Local, so that the live nodes' kube-proxy never sends a request to the
     // dead node's pod (with Cluster it would, until the Node is NotReady and its pods' endpoints go).
     await createLoadBalancer(cluster.admin, NS, LOCAL, { local: true, app: APP });
@@ -300,6 +301,7 @@ describe('a node dies', () => {
     const victim = cluster.nodes.find((n) => n.mac === ownerMac)!;
     expect(victim).toBeDefined();
     const live = cluster.nodes.filter((n) => n !== victim).map((n) => n.ip).sort();
+    const victimCidr = (await nodes.get(victim.name)).spec!.podCIDR!;
 
     // The victim holds the L2 address and is a BGP next hop: both clients probe while it dies.
     const probers = await Promise.all([
@@ -357,6 +359,8 @@ describe('a node dies', () => {
     }, { timeoutMs: 120_000, intervalMs: 250, explain });
     expect(back.spec!.providerID).toBe(`static://${victim.machineId}`);
     expect(back.status!.addresses).toEqual([{ type: 'InternalIP', address: victim.ip }, { type: 'Hostname', address: victim.name }]);
+    // The CloudAllocator gives the machine its CIDRs again, though its Node was deleted: the router's route to them stays right.
+    expect(back.spec!.podCIDR).toBe(victimCidr);
     // Its speaker announces again once its BFD session with the router is Up: the path back.
     await eventually(`${routed} via ${victim.name} again`, async () => Bun.deepEquals(await cluster.router.nextHops(routed), everyNode), { timeoutMs: 60_000, intervalMs: 100, explain });
     console.log(`[real cluster] ${victim.name} back: a next hop again ${(performance.now() - restartedAt).toFixed(0)} ms after its processes were started again`);
