@@ -43,7 +43,7 @@ export async function runClusterDemo(opts: { once: boolean }): Promise<number> {
     console.log('== starting a cluster of three real nodes (each in its own network namespace on one switch)');
     cluster = await RealCluster.start({ nodes: 3, progress: (line) => console.log(`   ${line}`) });
     const c = cluster;
-    await c.routePodCidrs();
+    await c.podCidrs();
     console.log(`   up in ${((performance.now() - started) / 1000).toFixed(0)} s`);
 
     const explain = () => c.logs();

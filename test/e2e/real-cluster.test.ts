@@ -1,18 +1,19 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import type { V1CertificateSigningRequest, V1Node } from '@kubernetes/client-node';
-import { CERTIFICATE_SIGNING_REQUESTS, NODES, ResourceClient } from '../../src/kube/resources.ts';
+import type { V1CertificateSigningRequest, V1ConfigMap, V1Node, V1Pod } from '@kubernetes/client-node';
+import { CERTIFICATE_SIGNING_REQUESTS, CONFIGMAPS, NODES, ResourceClient } from '../../src/kube/resources.ts';
 import { createSigningRequest } from '../harness/certs.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
-import { createLoadBalancer, createNamespace, deployEcho, loadBalancerAddress, podsReady, scaleEcho, SERVICE_PORT } from '../harness/echo-workload.ts';
+import { createLoadBalancer, createNamespace, deployEcho, ECHO_PORT, loadBalancerAddress, podsReady, scaleEcho, SERVICE_PORT } from '../harness/echo-workload.ts';
 import { eventually } from '../harness/eventually.ts';
 import { HttpProber, type ProbeResult } from '../harness/http-prober.ts';
-import { BGP_POOL, BGP_POOL_NAME, CLIENT_IP, CLUSTER_CIDR, L2_POOL, NODE_CIDR_MASK, RealCluster, REMOTE_CLIENT_IP } from '../harness/real-cluster.ts';
+import { BGP_POOL, BGP_POOL_NAME, CLIENT_IP, CLUSTER_CIDR, IPAM_RECORD, L2_POOL, NODE_CIDR_MASK, RealCluster, REMOTE_CLIENT_IP, ROUTER_IP } from '../harness/real-cluster.ts';
 
 /**
  * edge-ccm meets real kubelets, containerd, kube-proxy and pods (issue 35): three real nodes in
  * network namespaces (test/harness/real-cluster.ts), brought up once for the file (50-60 s in
  * all, about 30 of them the dying node's). edge-ccm (the compiled binary, static provider) initialises
- * the Nodes the kubelets register, hands out their pod CIDRs, approves their serving
+ * the Nodes the kubelets register, hands out their pod CIDRs (node IPAM's CloudAllocator; the
+ * leader announces them to the router, the nodes' only path to each other's pods), approves their serving
  * certificates, assigns load-balancer addresses: its speakers answer ARP for the L2 pool's and
  * announce the BGP pool's to BIRD over their own sessions tied to BFD (announceFrom: nodes), the
  * leader the pod CIDRs; clients on the switch and behind the router reach
@@ -56,7 +57,7 @@ beforeAll(async () => {
     }
   })();
   // The workload every test below reads: made once, as a user would (each test also runs alone).
-  await cluster.routePodCidrs();
+  await cluster.podCidrs();
   await createNamespace(cluster.admin, NS);
   await deployEcho(cluster.admin, NS, APP, REPLICAS, { onePerNode: true });
   await createLoadBalancer(cluster.admin, NS, APP);
@@ -230,6 +231,48 @@ describe('status writes', () => {
   });
 });
 
+describe('pod CIDRs', () => {
+  test("each Node's pod CIDR is its machine's in the CloudAllocator's record and the one its CNI uses; the router has each via its node (the leader's BGP), the nodes none: a pod reaches a pod on another node through the router, seeing its pod IP", async () => {
+    const record = (await new ResourceClient<V1ConfigMap>(cluster.admin, CONFIGMAPS).get(IPAM_RECORD.name, { namespace: IPAM_RECORD.namespace })).data ?? {};
+    const cidrOf = new Map<string, string>();
+    for (const n of cluster.nodes) {
+      const node = await nodes.get(n.name);
+      // The record's key is the machine's providerID escaped (docs/operations.md): static://ID.
+      expect({ node: n.name, record: record[`static_3A_2F_2F${n.machineId}`] }).toEqual({ node: n.name, record: node.spec!.podCIDR });
+      expect(node.spec!.podCIDRs).toEqual([node.spec!.podCIDR!]);
+      cidrOf.set(n.name, node.spec!.podCIDR!);
+    }
+    expect(new Set(cidrOf.values()).size).toBe(cluster.nodes.length);
+
+    // APP runs one pod per node: the CNI gave each an address of its node's CIDR.
+    await podsReady(cluster.admin, NS, APP, REPLICAS, explain);
+    const pods = (await cluster.admin.request<{ items: V1Pod[] }>({ method: 'GET', path: `/api/v1/namespaces/${NS}/pods`, query: { labelSelector: `app=${APP}` } })).items
+      .filter((p) => !p.metadata!.deletionTimestamp && p.status?.podIP)
+      .map((p) => ({ name: p.metadata!.name!, node: p.spec!.nodeName!, ip: p.status!.podIP! }));
+    expect(pods.map((p) => p.node).sort()).toEqual(cluster.nodes.map((n) => n.name).sort());
+    for (const p of pods) expect({ pod: p.name, inNodeCidr: inCidr(p.ip, cidrOf.get(p.node)!) }).toEqual({ pod: p.name, inNodeCidr: true });
+
+    for (const n of cluster.nodes) {
+      const cidr = cidrOf.get(n.name)!;
+      await eventually(`the router's route to ${n.name}'s pod CIDR ${cidr} via ${n.ip}`, async () => Bun.deepEquals(await cluster.router.nextHops(cidr), [n.ip]), { timeoutMs: 30_000, explain });
+    }
+    const ipOf = (name: string) => cluster.nodes.find((n) => n.name === name)!.ip;
+    for (const from of pods) {
+      for (const to of pods.filter((p) => p.node !== from.node)) {
+        const role = cluster.nodes.find((n) => n.name === from.node)!.role;
+        // No route on the sender's node names the other node's CIDR: the cluster CIDR goes to the router, and so does this packet.
+        expect(await cluster.lab.ip(role, '-4', 'route', 'show', 'root', cidrOf.get(to.node)!)).toBe('');
+        const path = await cluster.lab.ip(role, '-4', 'route', 'get', to.ip);
+        expect({ from: from.node, to: to.ip, via: /via (\S+)/.exec(path)?.[1] }).toEqual({ from: from.node, to: to.ip, via: ROUTER_IP });
+        expect(path).not.toContain(ipOf(to.node));
+        // The pod asks the other (its image has no curl: http-echo get); the answer names the other pod and the asker's own pod IP (no NAT, no overlay).
+        const answer = await cluster.kubectl(['-n', NS, 'exec', from.name, '--', '/http-echo', 'get', `http://${to.ip}:${ECHO_PORT}/`]).catch((e: Error) => `failed: ${e.message}`);
+        expect({ from: from.name, answer: answer.trim() }).toEqual({ from: from.name, answer: `${to.name} ${from.ip}` });
+      }
+    }
+  }, 120_000);
+});
+
 /** One request every PROBE_MS from each client while a node dies. */
 const PROBE_MS = 100;
 /**
@@ -242,7 +285,7 @@ const WITHDRAW_BOUND_MS = 1200;
 const L2_TAKEOVER_BOUND_MS = 2000;
 
 describe('a node dies', () => {
-  test("its BGP next hop leaves the router within 1 s (BFD) and its L2 address moves, the clients' requests keep succeeding through the others; the Node goes NotReady, is deleted once its machine leaves the inventory, registers and is initialised again when the machine comes back, and is a next hop again", async () => {
+  test("its BGP next hop leaves the router within 1 s (BFD) and its L2 address moves, the clients' requests keep succeeding through the others; the Node goes NotReady, is deleted once its machine leaves the inventory, registers and is initialised again (with its machine's pod CIDR) when the machine comes back, and is a next hop again", async () => {
     // externalTrafficPolicy: Local, so that the live nodes' kube-proxy never sends a request to the
     // dead node's pod (with Cluster it would, until the Node is NotReady and its pods' endpoints go).
     await createLoadBalancer(cluster.admin, NS, LOCAL, { local: true, app: APP });
@@ -258,6 +301,7 @@ describe('a node dies', () => {
     const victim = cluster.nodes.find((n) => n.mac === ownerMac)!;
     expect(victim).toBeDefined();
     const live = cluster.nodes.filter((n) => n !== victim).map((n) => n.ip).sort();
+    const victimCidr = (await nodes.get(victim.name)).spec!.podCIDR!;
 
     // The victim holds the L2 address and is a BGP next hop: both clients probe while it dies.
     const probers = await Promise.all([
@@ -315,6 +359,8 @@ describe('a node dies', () => {
     }, { timeoutMs: 120_000, intervalMs: 250, explain });
     expect(back.spec!.providerID).toBe(`static://${victim.machineId}`);
     expect(back.status!.addresses).toEqual([{ type: 'InternalIP', address: victim.ip }, { type: 'Hostname', address: victim.name }]);
+    // The CloudAllocator gives the machine its CIDRs again, though its Node was deleted: the router's route to them stays right.
+    expect(back.spec!.podCIDR).toBe(victimCidr);
     // Its speaker announces again once its BFD session with the router is Up: the path back.
     await eventually(`${routed} via ${victim.name} again`, async () => Bun.deepEquals(await cluster.router.nextHops(routed), everyNode), { timeoutMs: 60_000, intervalMs: 100, explain });
     console.log(`[real cluster] ${victim.name} back: a next hop again ${(performance.now() - restartedAt).toFixed(0)} ms after its processes were started again`);

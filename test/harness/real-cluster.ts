@@ -20,7 +20,7 @@ import { killCgroupTreeCommand, RealNode, type RealNodeSetup } from './real-node
  * A Kubernetes cluster of real nodes on one machine, for the end-to-end tests and the demo's
  * cluster scenario (issue 35): etcd, kube-apiserver, kube-controller-manager and kube-scheduler
  * on the machine's loopback (harness/control-plane.ts), edge-ccm (the compiled binary, static
- * provider, its node IPAM handing out the pod CIDRs), and N nodes (harness/real-node.ts), each in
+ * provider, its node IPAM's CloudAllocator handing out the pod CIDRs), and N nodes (harness/real-node.ts), each in
  * its own network namespace on one switch, each with an edge-ccm speaker (answering ARP for the
  * L2 pool, and announcing the BGP pool's addresses to the router over its own session tied to
  * BFD: bgp.loadBalancers.announceFrom: nodes):
@@ -40,8 +40,10 @@ import { killCgroupTreeCommand, RealNode, type RealNodeSetup } from './real-node
  * - nodes, client, router, ctl, the L2 pool 198.51.100.100-.109: 198.51.100.0/25 on the switch;
  * - the remote client's segment 198.51.100.224/28, the BGP pool 198.51.100.240-.249 (routed);
  * - Service ClusterIPs 203.0.113.0/25 and pod CIDRs 203.0.113.128/25 (a /27 per node, from
- *   edge-ccm's node IPAM): inside the node namespaces only (kube-proxy's rules, the CNI bridge),
- *   each node routing the others' pod CIDRs via their InternalIP.
+ *   edge-ccm's node IPAM, the CloudAllocator): inside the node namespaces only (kube-proxy's
+ *   rules, the CNI bridge). No node has a route to another's pod CIDR: each sends the cluster
+ *   CIDR to the router, which learnt each pod CIDR from the leader's BGP session, with its node
+ *   as next hop (the route controller on bare metal: no static routes, no overlay).
  * The nodes reach the API server through harness/api-bridge.ts (a forwarder on each node's
  * loopback): nothing is routed in or out of the lab.
  */
@@ -52,6 +54,8 @@ const CONNECT_PROXY = join(ROOT, 'test/fakes/connect-proxy-main.ts');
 
 export const SERVICE_CIDR = '203.0.113.0/25';
 export const CLUSTER_CIDR = '203.0.113.128/25';
+/** Where edge-ccm's CloudAllocator records each machine's pod CIDRs (docs/operations.md "node IPAM"): kube-system, named after the Lease. */
+export const IPAM_RECORD = { namespace: 'kube-system', name: 'cloud-controller-manager-node-ipam' } as const;
 export const NODE_CIDR_MASK = 27;
 export const SWITCH_PREFIX = 25;
 /** The pool announced by ARP (announce: l2), the default one. */
@@ -269,13 +273,18 @@ egressSelections:
     await lab.ip('remote', 'addr', 'add', `${REMOTE_CLIENT_IP}/28`, 'dev', 'eth0');
     await lab.ip('remote', 'route', 'add', 'default', 'via', ROUTER_REMOTE_IP);
     // Each new connection hashed on its ports too (L4), so that a client's requests spread over the next hops.
-    await lab.sysctl('rtr', { 'net.ipv4.ip_forward': 1, 'net.ipv4.fib_multipath_hash_policy': 1 });
+    // No ICMP redirects: the router forwards pod-to-pod traffic back onto the switch it came from,
+    // and a redirect would teach the sender a direct route to the other node (the path under test is through the router).
+    await lab.sysctl('rtr', { 'net.ipv4.ip_forward': 1, 'net.ipv4.fib_multipath_hash_policy': 1, 'net.ipv4.conf.all.send_redirects': 0, 'net.ipv4.conf.eth0.send_redirects': 0 });
     for (const n of this.nodes) {
       await lab.sysctl(n.role, { 'net.ipv4.ip_forward': 1 });
       // A node's own connections to a ClusterIP need a route before kube-proxy's DNAT applies.
       await lab.ip(n.role, 'route', 'add', SERVICE_CIDR, 'dev', 'eth0');
       // Answers to the remote client go back through the router.
       await lab.ip(n.role, 'route', 'add', REMOTE_NET, 'via', ROUTER_IP);
+      // The other nodes' pods too (the node's own /27 is on its CNI bridge, a longer prefix): the
+      // router knows each pod CIDR's node from BGP; the node knows none of them.
+      await lab.ip(n.role, 'route', 'add', CLUSTER_CIDR, 'via', ROUTER_IP);
     }
   }
 
@@ -333,13 +342,15 @@ bgp:
    * kubelet serving-certificate approval.
    */
   startEdgeCcm(): CcmProcess {
-    this.say('edge-ccm: static provider, node IPAM, BGP to the router, kubelet serving-certificate approval');
+    this.say('edge-ccm: static provider, node IPAM (CloudAllocator), BGP to the router, kubelet serving-certificate approval');
     this.ccm = CcmProcess.binaryInNamespace(this.lab.ns('ctl'), [
       '--cloud-provider=static', `--cloud-config=${this.configPath}`, `--kubeconfig=${this.cp.adminKubeconfig}`,
       '--secure-port=0', '--leader-elect=false',
       // A Node whose machine left the inventory goes after 5 s, not 5 min (the tests wait for it).
       '--node-deletion-grace-period=5s',
       '--controllers=*,node-ipam-controller,node-csr-approval', '--allocate-node-cidrs', `--cluster-cidr=${CLUSTER_CIDR}`, `--node-cidr-mask-size=${NODE_CIDR_MASK}`,
+      // The machine's CIDRs, recorded in the ConfigMap IPAM_RECORD (they outlive its Node objects).
+      '--cidr-allocator-type=CloudAllocator',
     ]);
     return this.ccm;
   }
@@ -360,23 +371,14 @@ bgp:
     ]));
   }
 
-  /**
-   * Routes each node's pod CIDR via its InternalIP in every other node (what a router learning
-   * them would do); waits until every Node has one.
-   */
-  async routePodCidrs(): Promise<void> {
+  /** Waits until every Node has its pod CIDR; they are, by node name. Nothing is routed here: the router learns them by BGP. */
+  async podCidrs(): Promise<Map<string, string>> {
     const nodes = new ResourceClient<V1Node>(this.admin, NODES);
-    const cidrs = await eventually('every Node given a pod CIDR', async () => {
+    return eventually('every Node given a pod CIDR', async () => {
       const list = (await nodes.list()).items;
       const byName = new Map(list.map((n) => [n.metadata!.name!, n.spec?.podCIDR]));
-      return this.nodes.every((n) => byName.get(n.name)) ? byName : undefined;
+      return this.nodes.every((n) => byName.get(n.name)) ? (byName as Map<string, string>) : undefined;
     }, { timeoutMs: 60_000, explain: () => this.ccm?.logs().slice(-3000) ?? '' });
-    for (const n of this.nodes) {
-      for (const other of this.nodes) {
-        if (other === n) continue;
-        await this.lab.ip(n.role, 'route', 'replace', cidrs.get(other.name)!, 'via', other.ip, 'dev', 'eth0');
-      }
-    }
   }
 
   /**
