@@ -9,7 +9,7 @@
  *
  *   bun bench/footprint.ts [--services=10,100] [--settle-seconds=20] [--idle-seconds=60]
  *     [--metallb=~/.cache/edge-ccm/anchors/metallb-speaker] [--metallb-crds=DIR]
- *     [--variant=NAME:BINARY[::ENV=V,...]]...   (default: dist/edge-ccm, and it again with BUN_OPTIONS=--smol)
+ *     [--variant=NAME:BINARY[::ENV=V,...]]...   (default: dist/edge-ccm, and it again with BUN_OPTIONS=--smol and with BUN_JSC_useJIT=0)
  *
  * Runs in the machine's namespace and announces nothing on the wire: no interface here is on
  * 198.51.100.0/24, so edge-ccm's L2 announcer places no address, and MetalLB's L2Advertisement
@@ -30,7 +30,7 @@ import { setReady } from '../test/harness/nodes.ts';
 import { freeLoopbackPorts } from '../test/harness/ports.ts';
 import { LoggedProcess } from '../test/harness/processes.ts';
 import { forEachLimited } from '../src/util/parallel.ts';
-import { cpuSeconds } from './proc-sampler.ts';
+import { cpuSeconds, residentMiB } from './proc-sampler.ts';
 
 const ROOT = resolve(import.meta.dir, '..');
 const ANCHORS = join(homedir(), '.cache/edge-ccm/anchors');
@@ -43,7 +43,7 @@ const METALLB = opt('metallb', join(ANCHORS, 'metallb-speaker'));
 const METALLB_CRDS = opt('metallb-crds', join(ANCHORS, 'src/metallb/config/crd/bases'));
 const variantArgs = args.filter((a) => a.startsWith('--variant=')).map((a) => a.slice('--variant='.length));
 const BINARY = join(ROOT, 'dist/edge-ccm');
-const variants = (variantArgs.length ? variantArgs : [`edge-ccm:${BINARY}`, `edge-ccm --smol:${BINARY}::BUN_OPTIONS=--smol`]).map((v) => {
+const variants = (variantArgs.length ? variantArgs : [`edge-ccm:${BINARY}`, `edge-ccm --smol:${BINARY}::BUN_OPTIONS=--smol`, `edge-ccm without JIT:${BINARY}::BUN_JSC_useJIT=0`]).map((v) => {
   const [head, envText] = v.split('::') as [string, string | undefined];
   const colon = head.indexOf(':');
   const env = Object.fromEntries((envText ? envText.split(',') : []).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
@@ -134,14 +134,14 @@ try {
     await addServices(step);
     await Bun.sleep(SETTLE_S * 1000);
     for (const s of sides) if (!s.proc.running) throw new Error(`${s.name} exited: ${readFileSync(s.proc.logPath, 'utf8').slice(-2000)}`);
-    const rssStart = sides.map((s) => rssMiB(s.proc.pid));
+    const rssStart = sides.map((s) => residentMiB(s.proc.pid));
     const cpu0 = sides.map((s) => cpuSeconds(s.proc.pid));
     const load0 = loadavg()[0]!;
     await Bun.sleep(IDLE_S * 1000);
     const load1 = loadavg()[0]!;
     sides.forEach((s, i) => {
       const cpuPerMin = ((cpuSeconds(s.proc.pid) - cpu0[i]!) * 60) / IDLE_S;
-      const row = `| ${s.name} | ${step} | ${rssStart[i]!.rss.toFixed(1)} | ${rssMiB(s.proc.pid).rss.toFixed(1)} | ${rssMiB(s.proc.pid).anon.toFixed(1)} | ${cpuPerMin.toFixed(3)} | ${load0.toFixed(1)}-${load1.toFixed(1)} |`;
+      const row = `| ${s.name} | ${step} | ${rssStart[i]!.rss.toFixed(1)} | ${residentMiB(s.proc.pid).rss.toFixed(1)} | ${residentMiB(s.proc.pid).anon.toFixed(1)} | ${cpuPerMin.toFixed(3)} | ${load0.toFixed(1)}-${load1.toFixed(1)} |`;
       rows.push(row);
       console.log(row);
     });
@@ -152,11 +152,6 @@ try {
   await cp.stop();
 }
 
-function rssMiB(pid: number): { rss: number; anon: number } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const field = (f: string) => Number(new RegExp(`^${f}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0) / 1024;
-  return { rss: field('VmRSS'), anon: field('RssAnon') };
-}
 
 /** The side's own variables through env(1), which execs: the pid is the side's. */
 function spawnEnv(name: string, cmd: string[], env: Record<string, string>): LoggedProcess {
