@@ -130,9 +130,15 @@ try {
     '--ml-bindaddr=127.0.0.1', `--ml-bindport=${memberlistPort}`, '--ml-labels=app=metallb,component=speaker', `--ml-secret-key-path=${mlSecretDir}`]);
 
   const rows: string[] = [];
+  let previous = 0;
   for (const step of STEPS) {
+    // The step's new services (3 writes each: the service, its status, its slice) as the sides see them: CPU until the settle ends.
+    const cpuBefore = sides.map((s) => cpuSeconds(s.proc.pid));
     await addServices(step);
     await Bun.sleep(SETTLE_S * 1000);
+    const changeCpu = sides.map((s, i) => cpuSeconds(s.proc.pid) - cpuBefore[i]!);
+    const added = step - previous;
+    previous = step;
     for (const s of sides) if (!s.proc.running) throw new Error(`${s.name} exited: ${readFileSync(s.proc.logPath, 'utf8').slice(-2000)}`);
     const rssStart = sides.map((s) => residentMiB(s.proc.pid));
     const cpu0 = sides.map((s) => cpuSeconds(s.proc.pid));
@@ -141,12 +147,13 @@ try {
     const load1 = loadavg()[0]!;
     sides.forEach((s, i) => {
       const cpuPerMin = ((cpuSeconds(s.proc.pid) - cpu0[i]!) * 60) / IDLE_S;
-      const row = `| ${s.name} | ${step} | ${rssStart[i]!.rss.toFixed(1)} | ${residentMiB(s.proc.pid).rss.toFixed(1)} | ${residentMiB(s.proc.pid).anon.toFixed(1)} | ${cpuPerMin.toFixed(3)} | ${load0.toFixed(1)}-${load1.toFixed(1)} |`;
+      const perChange = added > 0 && step !== STEPS[0] ? `${((changeCpu[i]! * 1000) / added).toFixed(1)} (${changeCpu[i]!.toFixed(1)} s)` : '-';
+      const row = `| ${s.name} | ${step} | ${perChange} | ${rssStart[i]!.rss.toFixed(1)} | ${residentMiB(s.proc.pid).rss.toFixed(1)} | ${residentMiB(s.proc.pid).anon.toFixed(1)} | ${cpuPerMin.toFixed(3)} | ${load0.toFixed(1)}-${load1.toFixed(1)} |`;
       rows.push(row);
       console.log(row);
     });
   }
-  console.log(`\n| side | services | RSS after ${SETTLE_S} s settle (MiB) | RSS after ${IDLE_S} s idle (MiB) | of it anonymous (MiB) | idle CPU-s/min | load avg (1 min) |\n|---|---|---|---|---|---|---|\n${rows.join('\n')}`);
+  console.log(`\n| side | services | CPU-ms per service added, from the previous step, until the settle ends (total) | RSS after ${SETTLE_S} s settle (MiB) | RSS after ${IDLE_S} s idle (MiB) | of it anonymous (MiB) | idle CPU-s/min | load avg (1 min) |\n|---|---|---|---|---|---|---|---|\n${rows.join('\n')}`);
 } finally {
   for (const s of sides) await s.proc.terminate(5000).catch(() => s.proc.kill());
   await cp.stop();

@@ -50,6 +50,12 @@ try {
   for (const s of sides) if (!s.proc.running) throw new Error(`${s.name} on ${s.node} exited: ${readFileSync(s.proc.logPath, 'utf8').slice(-2000)}`);
   const holders = await Promise.all(NODES.map(async (n) => (await vip.site.lab.ip(n, '-o', 'addr', 'show', 'dev', 'eth0')).includes(KUBE_VIP_ADDRESS) ? n : undefined));
   console.log(`kube-vip's address held by: ${holders.filter(Boolean).join(',') || 'none'}`);
+  // Each edge-ccm vip's own view: holding, API server healthy, quorum, pauses (a process that misses its deadlines says so here).
+  for (const n of NODES) {
+    const metrics = (await vip.vipEndpoint(n, '/metrics')) ?? '';
+    const gauge = (name: string) => new RegExp(`^${name} (\\S+)$`, 'm').exec(metrics)?.[1] ?? '?';
+    console.log(`edge-ccm vip on ${n}: holding ${gauge('edge_ccm_vip_holding')}, apiserver healthy ${gauge('edge_ccm_vip_apiserver_healthy')}, quorum ${gauge('edge_ccm_vip_quorum')}, pauses ${gauge('edge_ccm_vip_pauses_total')}`);
+  }
   const rssStart = sides.map((s) => residentMiB(s.proc.pid));
   const cpu0 = sides.map((s) => cpuSeconds(s.proc.pid));
   const load0 = loadavg()[0]!;
