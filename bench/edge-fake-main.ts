@@ -70,4 +70,4 @@ function benchFake(): CloudProvider {
 const providers = new ProviderRegistry();
 registerProviders(providers);
 providers.register('fake', () => benchFake());
-process.exit(await runCli(process.argv.slice(2), providers));
+process.exit(await runCli(process.argv.slice(2), () => providers));

@@ -20,6 +20,12 @@ function statusField(pid: number, field: string, status = readFileSync(`/proc/${
   return match?.[1] ? Number(match[1]) : 0;
 }
 
+/** The resident set and its anonymous part now, in MiB. */
+export function residentMiB(pid: number): { rss: number; anon: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return { rss: statusField(pid, 'VmRSS', status) / 1024, anon: statusField(pid, 'RssAnon', status) / 1024 };
+}
+
 /** CPU seconds (user + system) the process has used so far. */
 export function cpuSeconds(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');

@@ -35,6 +35,9 @@ async function compile(target: string, compileTarget: Bun.Build.CompileTarget, e
     format: 'esm',
     minify: true,
     bytecode: true,
+    // One chunk per dynamically imported subcommand (src/cmd/cli.ts), so `speaker` and `vip` do not
+    // parse and evaluate the controllers and providers (BENCHMARKS.md, footprint).
+    splitting: true,
     sourcemap: 'none',
     define: {
       EDGE_CCM_VERSION: JSON.stringify(pkg.version),

@@ -98,4 +98,4 @@ function registerFake(registry: ProviderRegistry): void {
 const providers = new ProviderRegistry();
 registerProviders(providers);
 registerFake(providers);
-process.exit(await runCli(process.argv.slice(2), providers));
+process.exit(await runCli(process.argv.slice(2), () => providers));

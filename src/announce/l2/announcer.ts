@@ -15,7 +15,7 @@ import { rankNodes } from '../../net/l2/election.ts';
 import { errorMessage } from '../../util/errors.ts';
 import { LogLimiter } from '../../util/log-limiter.ts';
 import { announcementTable, electAddresses, standbyInterfaces, type AddressElection, type ClusterView } from './election.ts';
-import { linkUp, subnetInterface } from './interfaces.ts';
+import { linkUp, subnetInterfaceNow } from './interfaces.ts';
 import { Liveness, loggedLivenessProblems, type LivenessOptions } from './liveness.ts';
 import { WarmUp } from './warm-up.ts';
 import { decodeView, disagreeing, electionView, takeoverBlocker } from './view.ts';
@@ -250,7 +250,8 @@ export class L2Announcer {
     this.metrics.elected.reset();
     for (const e of elections) this.metrics.elected.set({ address: e.address, node: e.owner ?? '', pool: e.pool.name }, 1);
 
-    const { table, unplaced } = announcementTable(elections, this.opts.node, this.opts.subnetInterface ?? subnetInterface);
+    const placeOf = this.opts.subnetInterface ?? subnetInterfaceNow();
+    const { table, unplaced } = announcementTable(elections, this.opts.node, placeOf);
     const fresh = this.reconciledOnce ? elections.filter((e) => !before.has(e.address) && e.owner === this.opts.node).map((e) => e.address) : [];
     this.reconciledOnce = true;
     for (const address of fresh) this.startProbe(address, [...table].filter(([, addresses]) => addresses.includes(address)).map(([iface]) => iface));
@@ -328,7 +329,7 @@ export class L2Announcer {
     const heldText = held.length ? `${held.sort().join(',')} until ${[...waitingFor].sort().join(',')} agree` : '';
     if (heldText !== this.lastHeld && heldText) this.log.info('takeover held: a speaker heard may still answer', { addresses: held.join(','), waitingFor: [...waitingFor].sort().join(',') });
     this.lastHeld = heldText;
-    for (const iface of standbyInterfaces(elections, this.opts.node, this.opts.subnetInterface ?? subnetInterface)) if (!table.has(iface)) table.set(iface, []);
+    for (const iface of standbyInterfaces(elections, this.opts.node, placeOf)) if (!table.has(iface)) table.set(iface, []);
     const problems = this.responder.setAnnouncements(table);
     const report = [...problems.map((p) => `${p.interface}${p.address ? ` ${p.address}` : ''}: ${p.message}`), ...unplaced.map((a) => `${a}: no interface of this node is on its subnet and its pool lists no interfaces`)].join('; ');
     if (report && report !== this.lastProblems) this.log.warn('cannot announce everything elected', { problems: report });

@@ -21,6 +21,16 @@ export function subnetInterface(ip: IP, interfaces = networkInterfaces()): strin
 }
 
 /**
+ * subnetInterface over one reading of this host's interfaces: a reconcile places every elected
+ * address, and each reading is a getifaddrs (with 1,000 services, read per address, adding them
+ * took the speaker minutes of CPU: BENCHMARKS.md, footprint on every node).
+ */
+export function subnetInterfaceNow(): (ip: IP) => string | undefined {
+  const interfaces = networkInterfaces();
+  return (ip) => subnetInterface(ip, interfaces);
+}
+
+/**
  * Whether `name` has a link (operstate up, or unknown as some virtual interfaces report): false
  * without carrier (a cable, a switch port: operstate down or lowerlayerdown). Unreadable: true
  * (nothing known against it).

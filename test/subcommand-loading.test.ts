@@ -1,0 +1,75 @@
+import { afterAll, expect, test } from 'bun:test';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+/**
+ * `edge-ccm speaker` and `edge-ccm vip` run on every node: they must not load the controllers,
+ * the providers or the manager (issue 38, BENCHMARKS.md "Footprint on every node"). Read from
+ * the bundle scripts/build.ts makes (split, here unminified so each module keeps its path
+ * comment): what the entry chunk and a subcommand's chunk load before it runs, following static
+ * imports only (a dynamic import() is loaded when its command runs).
+ */
+
+const ROOT = resolve(import.meta.dir, '..');
+const out = mkdtempSync(join(tmpdir(), 'edge-ccm-chunks-'));
+afterAll(() => rmSync(out, { recursive: true, force: true }));
+
+const built = await Bun.build({ entrypoints: [join(ROOT, 'src/main.ts')], outdir: out, target: 'bun', format: 'esm', splitting: true });
+if (!built.success) throw new Error(built.logs.join('\n'));
+const chunks = new Map(readdirSync(out).map((f) => [f, readFileSync(join(out, f), 'utf8')]));
+
+/** The chunks a chunk imports statically (`import ... from "./x.js"`, `import "./x.js"`), not `import("./x.js")`. */
+function staticImports(code: string): string[] {
+  return [...code.matchAll(/(?:\bfrom\s*|\bimport\s*)"\.\/([^"]+\.js)"/g)].map((m) => m[1]!);
+}
+
+/** The source modules evaluated when `chunk` is loaded: its own and its static imports', transitively. */
+function loadedModules(chunk: string): Set<string> {
+  const seen = new Set<string>();
+  const modules = new Set<string>();
+  const visit = (name: string) => {
+    if (seen.has(name)) return;
+    seen.add(name);
+    const code = chunks.get(name);
+    if (code === undefined) throw new Error(`chunk ${name} not in the build`);
+    for (const m of code.matchAll(/^\/\/ ((?:src|providers|node_modules)\/\S+)$/gm)) modules.add(m[1]!);
+    staticImports(code).forEach(visit);
+  };
+  visit(chunk);
+  return modules;
+}
+
+/** The chunk whose own modules include `source` (the chunk a dynamic import of it loads). */
+function chunkOf(source: string): string {
+  const found = [...chunks].find(([, code]) => code.includes(`\n// ${source}\n`));
+  if (!found) throw new Error(`${source} is in no chunk`);
+  return found[0];
+}
+
+const FORBIDDEN = [/^src\/controllers\//, /^providers\//, /^src\/providers\.ts$/, /^src\/cmd\/run\.ts$/, /^src\/app\/(manager|app|run)\b/];
+
+/** The lifecycle's flag defaults, which src/options reads to parse the flags (docs/architecture.md allows it). */
+const FLAG_DEFAULTS = 'src/controllers/nodelifecycle/options.ts';
+
+function forbiddenIn(modules: Set<string>): string[] {
+  return [...modules].filter((m) => m !== FLAG_DEFAULTS && FORBIDDEN.some((r) => r.test(m)));
+}
+
+test("the scan sees the bundle: the manager's chunk loads the controllers, the providers' chunk src/providers.ts", () => {
+  const manager = loadedModules(chunkOf('src/cmd/run.ts'));
+  expect([...manager].some((m) => m.startsWith('src/controllers/'))).toBe(true);
+  expect(forbiddenIn(loadedModules(chunkOf('src/providers.ts')))).toContain('src/providers.ts');
+});
+
+test('the entry chunk loads no controller, provider or manager module before a command is chosen', () => {
+  expect(forbiddenIn(loadedModules('main.js'))).toEqual([]);
+});
+
+for (const command of ['speaker', 'vip']) {
+  test(`edge-ccm ${command} loads no controller, provider or manager module`, () => {
+    const modules = new Set([...loadedModules('main.js'), ...loadedModules(chunkOf(`src/cmd/${command}.ts`))]);
+    expect(modules.has(`src/cmd/${command}.ts`)).toBe(true);
+    expect(forbiddenIn(modules)).toEqual([]);
+  });
+}
