@@ -95,7 +95,7 @@ describe('dist/edge-ccm --help', () => {
     const { exitCode, output } = await run(['--help']);
     expect(exitCode).toBe(0);
     expect(output).toContain('\n  edge-ccm [validate|selftest|speaker|vip|import] [flags]\n');
-    expect(output.replace(/\s+/g, ' ')).toContain('Linked providers: proxmox, static.');
+    expect(output.replace(/\s+/g, ' ')).toContain('Linked providers: lxd, proxmox, static.');
     // Lines past 80 columns hold one word only (a gate or controller name longer than the room left).
     expect(output.split('\n').filter((l) => l.length > 80 && /\S\s+\S/.test(l.trim()))).toEqual([]);
   });

@@ -11,7 +11,7 @@ const run = (cmd: string[], env?: Record<string, string | undefined>) => runToEn
 test('an unknown --cloud-provider exits 2 naming the known ones', async () => {
   const { exitCode, output } = await run(ccmBinaryCommand(['--cloud-provider=nimbus', '--kubeconfig=/nonexistent']));
   expect(exitCode).toBe(2);
-  expect(output).toContain('--cloud-provider: unknown cloud provider "nimbus" (known: proxmox, static)');
+  expect(output).toContain('--cloud-provider: unknown cloud provider "nimbus" (known: lxd, proxmox, static)');
 });
 
 test('a misspelt flag alone: one line, with the flag it is near (not also "--cloud-provider: is required")', async () => {
