@@ -440,6 +440,8 @@ describe('values that cannot work are refused, naming the value', () => {
       /speaker\.credentials: "bgp-router-2" is not a key of secrets\.files \(bgp-router-1\)/],
     ['a peer passwordFile of announceFrom: nodes the speaker is not given', { cloudConfig: { content: NODES_BGP_CONFIG }, secrets: { files: { 'bgp-router-1': 'k' } }, speaker: { enabled: true } },
       /speaker\.credentials lacks "bgp-router-1": cloudConfig\.content's bgp\.peers\[0\]\.passwordFile names it/],
+    ['a bgp section without announceFrom while the speaker runs (no silent leader default)', { cloudConfig: { content: NODES_BGP_CONFIG.replace('  loadBalancers: { announceFrom: nodes }\n', '') }, secrets: { files: { 'bgp-router-1': 'k' } }, speaker: { enabled: true, credentials: ['bgp-router-1'] } },
+      /cloudConfig\.content has a bgp section and speaker\.enabled is true: set bgp\.loadBalancers\.announceFrom: nodes/],
     ['a speaker credential that is no file name', { speaker: { enabled: true, credentials: ['../token'] } }, /at '\/speaker\/credentials\/0': '\.\.\/token' does not match/],
     ['an unknown kind', { kind: 'StatefulSet' }, /at '\/kind': value must be one of 'Deployment', 'DaemonSet'/],
     ['an unknown key', { replica: 3 }, /additional properties 'replica' not allowed/],

@@ -128,7 +128,25 @@ authorization:
 {{- end -}}
 {{- end -}}
 {{- if and .Values.speaker.enabled .Values.cloudConfig.content -}}
+{{- include "edge-ccm.validateSpeakerAnnounceFrom" . -}}
 {{- include "edge-ccm.validateSpeakerPasswordFiles" . -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+With the speaker running and a bgp section in the config, who announces the load-balancer
+addresses is the operator's explicit choice: edge-ccm's own default (leader) keeps a dead node a
+next hop until its Node turns NotReady (the node-monitor grace period, about 50 s), whereas the
+speakers (nodes) withdraw it within a second. The chart does not rewrite the config (comments and
+line numbers are the operator's), so it refuses to guess.
+*/}}
+{{- define "edge-ccm.validateSpeakerAnnounceFrom" -}}
+{{- $bgp := get (fromYaml .Values.cloudConfig.content) "bgp" -}}
+{{- if kindIs "map" $bgp -}}
+{{- $lb := get $bgp "loadBalancers" -}}
+{{- if not (and (kindIs "map" $lb) (hasKey $lb "announceFrom")) -}}
+{{- fail "cloudConfig.content has a bgp section and speaker.enabled is true: set bgp.loadBalancers.announceFrom: nodes (every node's speaker announces its own path and a dead node leaves the routers within a second; recommended with the speaker) or leader (the leader announces every Ready node: a dead node stays a next hop for the node-monitor grace period, about 50 s); docs/networking/bgp.md#node-liveness-per-node-sessions-with-bfd" -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 
