@@ -1,7 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import type { V1CertificateSigningRequest, V1ConfigMap, V1Node, V1Pod } from '@kubernetes/client-node';
+import { X509Certificate } from 'node:crypto';
+import type { V1CertificateSigningRequest, V1ConfigMap, V1Node, V1Pod, V1Service } from '@kubernetes/client-node';
+import { KubeApiError } from '../../src/kube/errors.ts';
 import { CERTIFICATE_SIGNING_REQUESTS, CONFIGMAPS, NODES, ResourceClient } from '../../src/kube/resources.ts';
 import { createSigningRequest } from '../harness/certs.ts';
+import { craftedServingRequests } from '../harness/csr-attacks.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
 import { createLoadBalancer, createNamespace, deployEcho, ECHO_PORT, loadBalancerAddress, podsReady, scaleEcho, SERVICE_PORT } from '../harness/echo-workload.ts';
 import { eventually } from '../harness/eventually.ts';
@@ -180,6 +183,67 @@ describe('kubelet serving certificates', () => {
     expect(denied.reason).toBe('IPNotOfNode');
     expect(denied.message).toContain(n2!.ip);
   }, 60_000);
+
+  test("the crafted requests of issue 33 (read one way as the node's own, another way as another node's or the API server's), filed by a real node with its kubelet's credentials: each refused by the API server or denied by edge-ccm, none approved, no certificate issued", async () => {
+    await eventually('the nodes registered', async () => (await nodes.list()).items.length === cluster.nodes.length, { timeoutMs: 60_000, explain });
+    const [n1, n2] = cluster.nodes;
+    const apiServerIp = (await cluster.admin.request<V1Service>({ method: 'GET', path: '/api/v1/namespaces/default/services/kubernetes' })).spec!.clusterIP!;
+    const own = { cn: `system:node:${n1!.name}`, dns: [n1!.name], ips: [n1!.ip] };
+    const wanted = { cn: `system:node:${n2!.name}`, dns: [n2!.name, 'kubernetes.default.svc'], ips: [n2!.ip, apiServerIp] };
+    // The kubelet's own kubeconfig (its client certificate): the API server sets the requester, not the test.
+    const asNode = new ResourceClient<V1CertificateSigningRequest>(transportFor(cluster.nodeKubeconfigs.get(n1!.name)!), CERTIFICATE_SIGNING_REQUESTS);
+    const crafted = craftedServingRequests(own, wanted);
+    const outcomes = new Map<string, { name: string; class: string; outcome: string }>();
+    const filed: string[] = [];
+    for (const [i, c] of crafted.entries()) {
+      const name = `${n1!.name}-crafted-${i}`;
+      try {
+        const made = await asNode.create({
+          apiVersion: 'certificates.k8s.io/v1',
+          kind: 'CertificateSigningRequest',
+          metadata: { name },
+          spec: { request: Buffer.from(c.text).toString('base64'), signerName: 'kubernetes.io/kubelet-serving', usages: ['digital signature', 'server auth'] },
+        });
+        expect({ name, username: made.spec.username, isNode: made.spec.groups?.includes('system:nodes') }).toEqual({ name, username: own.cn, isNode: true });
+        filed.push(name);
+      } catch (error) {
+        // Refused at create: the API server's own reading (pem.Decode, x509.ParseCertificateRequest) found no request.
+        if (!(error instanceof KubeApiError) || error.status !== 422) throw error;
+        outcomes.set(name, { name: c.name, class: c.class, outcome: `refused at create: 422 ${/Invalid value: "[^"]*": (.*)$/s.exec(error.message)?.[1] ?? error.message.slice(0, 200)}` });
+      }
+      outcomes.set(name, outcomes.get(name) ?? { name: c.name, class: c.class, outcome: 'filed' });
+    }
+    const decided = new Map<string, V1CertificateSigningRequest>();
+    await eventually('every filed request decided by edge-ccm', async () => {
+      for (const name of filed.filter((f) => !decided.has(f))) {
+        const csr = await csrs.get(name);
+        if (csr.status?.conditions?.some((c) => c.type === 'Denied' || c.type === 'Approved')) decided.set(name, csr);
+      }
+      return decided.size === filed.length;
+    }, { timeoutMs: 30_000, explain: () => `undecided: ${filed.filter((f) => !decided.has(f)).join(', ')}\n${explain()}` });
+    for (const [name, csr] of decided) {
+      const condition = csr.status!.conditions!.find((c) => c.type === 'Denied' || c.type === 'Approved')!;
+      outcomes.get(name)!.outcome = `${condition.type} ${condition.reason}: ${condition.message?.slice(0, 100)}`;
+    }
+    console.log(`[real cluster] crafted kubelet-serving requests from ${n1!.name} (as ${own.cn}) for ${wanted.cn}, ${wanted.dns.join(', ')}, ${wanted.ips.join(', ')}:\n` +
+      [...outcomes.values()].map((o) => `  ${o.class.padEnd(22)} | ${o.name.padEnd(52)} | ${o.outcome}`).join('\n'));
+
+    // Read again once all are decided: none approved, none signed; each crafted one either refused or denied as Malformed.
+    for (const [i, c] of crafted.entries()) {
+      const name = `${n1!.name}-crafted-${i}`;
+      const outcome = outcomes.get(name)!.outcome;
+      if (!filed.includes(name)) {
+        expect({ name: c.name, outcome }).toEqual({ name: c.name, outcome: expect.stringMatching(/^refused at create: 422 /) });
+        continue;
+      }
+      const csr = await csrs.get(name);
+      const conditions = (csr.status?.conditions ?? []).map((k) => `${k.type}/${k.reason}`);
+      const expected = c.class === 'plain' ? 'Denied/SubjectMismatch' : 'Denied/Malformed';
+      // What the signer issued, if it did: the names Go read, which the approver should have refused.
+      const signed = csr.status?.certificate ? (({ subject, subjectAltName }) => `${subject.replace(/\n/g, ', ')}; ${subjectAltName}`)(new X509Certificate(Buffer.from(csr.status.certificate, 'base64'))) : 'none';
+      expect({ name: c.name, conditions, signed }).toEqual({ name: c.name, conditions: [expected], signed: 'none' });
+    }
+  }, 90_000);
 });
 
 const toInt = (a: string) => a.split('.').reduce((acc, o) => acc * 256 + Number(o), 0);
