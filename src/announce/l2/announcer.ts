@@ -39,6 +39,8 @@ import { L2AnnouncerMetrics } from './metrics.ts';
 const CONFLICT_GRACE_MS = 10_000;
 /** Refused heartbeats and liveness errors: one log line per reason (or kind) per this window. */
 const LIVENESS_LOG_WINDOW_MS = 60_000;
+/** Another station's claims of an announced address: one log line per address per this window (a host on the LAN sends them at will). */
+const CONFLICT_LOG_WINDOW_MS = 10_000;
 
 export interface L2AnnouncerOptions {
   node: string;
@@ -82,6 +84,8 @@ export class L2Announcer {
   /** Addresses a probe found in use: never announced by this node while they stay assigned. */
   private readonly inUse = new Map<string, { mac: string; interface: string }>();
   private readonly livenessLog = new LogLimiter(LIVENESS_LOG_WINDOW_MS);
+  /** Keyed by announced address: as bounded as the configuration. */
+  private readonly conflictLog = new LogLimiter(CONFLICT_LOG_WINDOW_MS);
   private peerCache?: Map<string, string[]>;
   private lastAlive = '';
   private lastHeld = '';
@@ -407,7 +411,8 @@ export class L2Announcer {
         if (since === undefined || performance.now() - since < CONFLICT_GRACE_MS) return;
         this.metrics.conflicts.inc({ address: event.address, node: this.opts.node });
         const message = `station ${event.mac} claims ${event.address} on ${event.interface}, which node ${this.opts.node} announces: another host uses the address`;
-        this.log.warn('address conflict', { address: event.address, interface: event.interface, mac: event.mac });
+        const logged = this.conflictLog.allow(event.address);
+        if (logged) this.log.warn('address conflict', { address: event.address, interface: event.interface, mac: event.mac, notLoggedSince: logged.suppressed });
         this.eventOnServices(event.address, 'Warning', 'L2AddressConflict', message);
         return;
       }
