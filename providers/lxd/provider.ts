@@ -1,4 +1,5 @@
 import type { CloudProvider, Instances, ProviderContext, Routes } from '../../src/cloud/types.ts';
+import { currentInstances } from '../../src/cloud/current-instances.ts';
 import type { Logger } from '../../src/log.ts';
 import type { BackoffBounds } from '../../src/util/backoff.ts';
 import { registerReloadMetrics } from '../../src/config-file/metrics.ts';
@@ -7,7 +8,7 @@ import { providerFileOptions, watchProviderConfig, type ProviderFileOptions, typ
 import { formatConfigErrors } from '../../src/config-file/yaml-load.ts';
 import { FileBackedProvider } from '../../src/config-file/file-backed-provider.ts';
 import { ProviderBgp } from '../../src/announce/bgp/source.ts';
-import { AddressAllocator } from '../../src/lb/allocator.ts';
+import type { AddressAllocator } from '../../src/lb/allocator.ts';
 import { DEFAULT_REBUILD_RETRY, PoolLoadBalancer, rebuildFromServices, type RebuildRetry } from '../../src/lb/load-balancer.ts';
 import { registerPoolMetrics } from '../../src/lb/metrics.ts';
 import { perRegistry } from '../../src/util/per-registry.ts';
@@ -61,16 +62,8 @@ export class LxdProvider extends FileBackedProvider<LxdConfig> implements CloudP
     super();
     this.logger = options.logger;
     this.generation = this.build(initial);
-    const current = () => this.generation.instances;
-    this.instances = {
-      instanceExists: (node, signal) => current().instanceExists(node, signal),
-      instancesExist: (nodes, signal) => current().instancesExist(nodes, signal),
-      instanceShutdown: (node, signal) => current().instanceShutdown(node, signal),
-      instanceMetadata: (node, signal) => current().instanceMetadata(node, signal),
-    };
-    this.allocator = new AddressAllocator(initial.loadBalancer.pools, initial.loadBalancer);
-    this.loadBalancer = new PoolLoadBalancer(this.allocator, () => this.generation.config.loadBalancer.classes, options.logger.with({ component: 'lxd-lb' }),
-      () => this.generation.config.loadBalancer.compatibility ?? []);
+    this.instances = currentInstances(() => this.generation.instances);
+    ({ allocator: this.allocator, loadBalancer: this.loadBalancer } = PoolLoadBalancer.forConfig(initial.loadBalancer, () => this.generation.config.loadBalancer, options.logger.with({ component: 'lxd-lb' })));
     this.bgp = new ProviderBgp(this.generation.config);
     this.routes = this.bgp.routesAtStart();
     this.file = watchProviderConfig('lxd provider', options, (text) => loadLxdConfig(text, options.secrets ?? processSecrets), (config) => this.apply(config));

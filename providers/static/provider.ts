@@ -7,7 +7,7 @@ import { providerFileOptions, watchProviderConfig, type ConfigReloadResult, type
 import { formatConfigErrors } from '../../src/config-file/yaml-load.ts';
 import { FileBackedProvider } from '../../src/config-file/file-backed-provider.ts';
 import { ProviderBgp } from '../../src/announce/bgp/source.ts';
-import { AddressAllocator } from '../../src/lb/allocator.ts';
+import type { AddressAllocator } from '../../src/lb/allocator.ts';
 import { DEFAULT_REBUILD_RETRY, PoolLoadBalancer, rebuildFromServices, type RebuildRetry } from '../../src/lb/load-balancer.ts';
 import { registerPoolMetrics } from '../../src/lb/metrics.ts';
 import { perRegistry } from '../../src/util/per-registry.ts';
@@ -65,11 +65,9 @@ export class StaticProvider extends FileBackedProvider<StaticConfig> implements 
     this.logger = options.logger;
     this.config = initial;
     this.inventory = new Inventory(initial.inventory);
-    this.allocator = new AddressAllocator(initial.loadBalancer.pools, initial.loadBalancer);
     this.redfish = new RedfishClientPool(options.logger.with({ component: 'redfish' }));
     this.instances = new StaticInstances(() => this.inventory, this.redfish, () => this.config.nodeRules);
-    this.loadBalancer = new PoolLoadBalancer(this.allocator, () => this.config.loadBalancer.classes, options.logger.with({ component: 'static-lb' }),
-      () => this.config.loadBalancer.compatibility ?? []);
+    ({ allocator: this.allocator, loadBalancer: this.loadBalancer } = PoolLoadBalancer.forConfig(initial.loadBalancer, () => this.config.loadBalancer, options.logger.with({ component: 'static-lb' })));
     this.bgp = new ProviderBgp(initial);
     this.routes = this.bgp.routesAtStart();
     this.file = watchProviderConfig('static provider', options, (text) => loadStaticConfig(text, options.secrets ?? processSecrets), (config) => this.apply(config));

@@ -8,8 +8,9 @@ import { ResourceClient, SERVICES } from '../kube/resources.ts';
 import type { Logger } from '../log.ts';
 import { formatIP, parseIP, type IP } from '../net/ip.ts';
 import { rangesContain } from './ranges.ts';
-import type { AddressAllocator, Assignment, NotShared } from './allocator.ts';
+import { AddressAllocator, type Assignment, type NotShared } from './allocator.ts';
 import type { Compatibility } from './compatibility.ts';
+import type { LoadBalancerConfig } from './config-model.ts';
 import { NodeAddressPools } from './node-addresses.ts';
 import { type AddressRequest, type SharingTerms, ALLOW_SHARED_IP_ANNOTATION, AllocationError, addressRequest, sharingTerms } from './requests.ts';
 import { Backoff, type BackoffBounds } from '../util/backoff.ts';
@@ -57,6 +58,16 @@ export class PoolLoadBalancer implements LoadBalancer {
     /** loadBalancer.compatibility, read live (a reload may change it). */
     private readonly compatibility: () => readonly Compatibility[] = () => [],
   ) {}
+
+  /**
+   * A provider's address core from its `loadBalancer` section: the allocator over the pools at
+   * start, and the load balancer reading the classes and compatibility in force (`current`, the
+   * provider's last good configuration).
+   */
+  static forConfig(initial: LoadBalancerConfig, current: () => LoadBalancerConfig, logger: Logger): { allocator: AddressAllocator; loadBalancer: PoolLoadBalancer } {
+    const allocator = new AddressAllocator(initial.pools, initial);
+    return { allocator, loadBalancer: new PoolLoadBalancer(allocator, () => current().classes, logger, () => current().compatibility ?? []) };
+  }
 
   /** Read live by the service controller, which resyncs the changed classes' services on a reload. */
   get loadBalancerClasses(): readonly string[] {
