@@ -10,8 +10,9 @@ import { type ControlPlane, sharedControlPlane } from '../harness/control-plane.
 import { eventually } from '../harness/eventually.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
 import { LXD_BRIDGE_ADDRESS, LxdDaemon } from '../harness/lxd-daemon.ts';
-import { UNINITIALIZED, nodeExists, setReady } from '../harness/nodes.ts';
+import { nodeExists, setReady } from '../harness/nodes.ts';
 import { ClosableSocketRelay, relay } from '../harness/socket-relay.ts';
+import { ownNodes } from '../harness/own-nodes.ts';
 
 // The compiled binary with --cloud-provider=lxd against the real API server and a real LXD
 // daemon (Debian's 5.0, in namespaces of its own: test/harness/lxd-daemon.ts) with three
@@ -21,10 +22,10 @@ import { ClosableSocketRelay, relay } from '../harness/socket-relay.ts';
 // clear message. Nodes are created by the test (no kubelet runs).
 
 const PREFIX = `lxd${process.pid}-`;
-const SELECTOR_LABEL = 'edge-ccm-test/lxd';
 const SHUTDOWN_TAINT = 'node.cloudprovider.kubernetes.io/shutdown';
 const WAIT_MS = 60_000;
-const name = (s: string) => `${PREFIX}${s}`;
+const own = ownNodes(() => nodes, 'edge-ccm-test/lxd', PREFIX, WAIT_MS);
+const { name, initialised, create: createNode } = own;
 
 let cp: ControlPlane;
 let nodes: ResourceClient<V1Node>;
@@ -41,7 +42,7 @@ function ccmArgs(config: string, id: string): string[] {
     '--cloud-provider=lxd', `--cloud-config=${config}`, `--kubeconfig=${cp.adminKubeconfig}`,
     '--secure-port=0', '--controllers=cloud-node,cloud-node-lifecycle', '--v=2',
     `--leader-elect-resource-name=lxd-it-${id}-${process.pid}`, '--leader-elect-retry-period=500ms',
-    `--managed-node-selector=${SELECTOR_LABEL}=${process.pid}`,
+    own.selectorFlag,
     '--node-monitor-period=500ms', '--node-deletion-grace-period=3s', '--node-deletion-not-found-threshold=3',
     '--node-deletion-breaker-max-share=1', '--node-lifecycle-provider-timeout=3s',
   ];
@@ -82,22 +83,8 @@ afterAll(async () => {
   tcpBridge?.close();
   socketView?.close();
   await lxd?.stop();
-  if (nodes) {
-    const ours = (await nodes.list({ query: { labelSelector: `${SELECTOR_LABEL}=${process.pid}` } })).items;
-    await Promise.allSettled(ours.map((n) => nodes.delete(n.metadata!.name!)));
-  }
+  if (nodes) await own.removeAll();
 }, 60_000);
-
-async function createNode(suffix: string): Promise<string> {
-  const n = name(suffix);
-  await nodes.create({ metadata: { name: n, labels: { [SELECTOR_LABEL]: String(process.pid) } }, spec: { taints: [UNINITIALIZED] } });
-  return n;
-}
-
-const initialised = (n: string) => eventually(`node ${n} initialised`, async () => {
-  const node = await nodes.get(n);
-  return node.spec?.providerID && !node.spec.taints?.some((t) => t.key === UNINITIALIZED.key) && node.status?.addresses?.length ? node : undefined;
-}, WAIT_MS);
 
 test('nodes are initialised from the instances: providerID, instance type, zone, region, addresses, rules', async () => {
   const [a, stops] = await Promise.all(['a', 'stops', 'gone'].map(async (s) => initialised(await createNode(s))));

@@ -10,7 +10,8 @@ import { type ControlPlane, sharedControlPlane } from '../harness/control-plane.
 import { eventually } from '../harness/eventually.ts';
 import { replaceFile } from '../harness/files.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
-import { UNINITIALIZED, nodeExists, setReady } from '../harness/nodes.ts';
+import { nodeExists, setReady } from '../harness/nodes.ts';
+import { ownNodes } from '../harness/own-nodes.ts';
 
 // The compiled binary with --cloud-provider=proxmox against the real API server and a local
 // Proxmox VE API: nodes are initialised from VMs, a stopped VM's node gets the shutdown taint,
@@ -18,14 +19,13 @@ import { UNINITIALIZED, nodeExists, setReady } from '../harness/nodes.ts';
 // goes away deletes nothing. Nodes are created by the test (no kubelet runs).
 
 const PREFIX = `px-${process.pid}-`;
-const SELECTOR_LABEL = 'edge-ccm-test/proxmox';
 const TOKEN_ID = 'ccm@pve!edge-ccm';
 const TOKEN_SECRET = crypto.randomUUID();
 const SHUTDOWN_TAINT = 'node.cloudprovider.kubernetes.io/shutdown';
 const GRACE = '3s';
 const WAIT_MS = 60_000;
-
-const name = (s: string) => `${PREFIX}${s}`;
+const own = ownNodes(() => nodes, 'edge-ccm-test/proxmox', PREFIX, WAIT_MS);
+const { name, initialised, create: createNode } = own;
 
 let cp: ControlPlane;
 let nodes: ResourceClient<V1Node>;
@@ -66,7 +66,7 @@ beforeAll(async () => {
     '--cloud-provider=proxmox', `--cloud-config=${configPath}`, `--kubeconfig=${cp.adminKubeconfig}`,
     '--secure-port=0', '--controllers=cloud-node,cloud-node-lifecycle', '--v=2',
     `--leader-elect-resource-name=proxmox-it-${process.pid}`, '--leader-elect-retry-period=500ms',
-    `--managed-node-selector=${SELECTOR_LABEL}=${process.pid}`,
+    own.selectorFlag,
     '--node-monitor-period=500ms', `--node-deletion-grace-period=${GRACE}`, '--node-deletion-not-found-threshold=3',
     // The breaker counts shares of managed nodes: with four nodes, one gone is 25%.
     '--node-deletion-breaker-max-share=1', '--node-lifecycle-provider-timeout=3s',
@@ -77,26 +77,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await ccm?.stop();
   responder?.stop();
-  if (nodes) {
-    const ours = (await nodes.list({ query: { labelSelector: `${SELECTOR_LABEL}=${process.pid}` } })).items;
-    await Promise.allSettled(ours.map((n) => nodes.delete(n.metadata!.name!)));
-  }
+  if (nodes) await own.removeAll();
 });
-
-async function createNode(suffix: string): Promise<string> {
-  const n = name(suffix);
-  await nodes.create({ metadata: { name: n, labels: { [SELECTOR_LABEL]: String(process.pid) } }, spec: { taints: [UNINITIALIZED] } });
-  return n;
-}
-
-
-
-// Addresses are written on the status subresource right after the taint goes (as upstream):
-// initialised means both writes have landed.
-const initialised = (n: string) => eventually(`node ${n} initialised`, async () => {
-  const node = await nodes.get(n);
-  return node.spec?.providerID && !node.spec.taints?.some((t) => t.key === UNINITIALIZED.key) && node.status?.addresses?.length ? node : undefined;
-}, WAIT_MS);
 
 test('nodes are initialised from their VMs: providerID, instance type, zone, region, addresses', async () => {
   const names = await Promise.all(['a', 'stops', 'destroyed', 'agent'].map(createNode));
