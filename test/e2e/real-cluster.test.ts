@@ -10,6 +10,7 @@ import { createLoadBalancer, createNamespace, deployEcho, ECHO_PORT, loadBalance
 import { eventually } from '../harness/eventually.ts';
 import { HttpProber, type ProbeResult } from '../harness/http-prober.ts';
 import { BGP_POOL, BGP_POOL_NAME, CLIENT_IP, CLUSTER_CIDR, IPAM_RECORD, L2_POOL, NODE_CIDR_MASK, RealCluster, REMOTE_CLIENT_IP, ROUTER_IP } from '../harness/real-cluster.ts';
+import { UNINITIALIZED } from '../harness/nodes.ts';
 
 /**
  * edge-ccm meets real kubelets, containerd, kube-proxy and pods (issue 35): three real nodes in
@@ -34,8 +35,6 @@ const LOCAL_ROUTED = 'echo-local-routed';
 /** A Deployment of its own behind two externalTrafficPolicy: Local Services (L2 and BGP). */
 const SOLO = 'solo';
 const SOLO_ROUTED = 'solo-routed';
-/** The kubelet's own taint with --cloud-provider=external, removed by edge-ccm's node controller. */
-const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 
 let cluster: RealCluster;
 let nodes: ResourceClient<V1Node>;
@@ -80,7 +79,7 @@ describe('node initialisation from real kubelets', () => {
     for (const n of cluster.nodes) {
       const node = await eventually(`node ${n.name} initialised and Ready`, async () => {
         const got = await nodes.get(n.name);
-        const tainted = (got.spec?.taints ?? []).some((t) => t.key === UNINITIALIZED);
+        const tainted = (got.spec?.taints ?? []).some((t) => t.key === UNINITIALIZED.key);
         const ready = got.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
         return !tainted && ready && got.spec?.podCIDR ? got : undefined;
       }, { timeoutMs: 120_000, intervalMs: 250, explain });
@@ -419,7 +418,7 @@ describe('a node dies', () => {
     const back = await eventually(`${victim.name} registered and initialised again`, async () => {
       const n = await nodes.get(victim.name).catch(() => undefined);
       const ready = n?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
-      return n && ready && n.spec?.podCIDR && !(n.spec.taints ?? []).some((t) => t.key === UNINITIALIZED) ? n : undefined;
+      return n && ready && n.spec?.podCIDR && !(n.spec.taints ?? []).some((t) => t.key === UNINITIALIZED.key) ? n : undefined;
     }, { timeoutMs: 120_000, intervalMs: 250, explain });
     expect(back.spec!.providerID).toBe(`static://${victim.machineId}`);
     expect(back.status!.addresses).toEqual([{ type: 'InternalIP', address: victim.ip }, { type: 'Hostname', address: victim.name }]);
