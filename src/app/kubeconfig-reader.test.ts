@@ -152,6 +152,11 @@ describe('bad input: a message naming the file and the field, never a secret', (
     });
   }
 
+  test('nothing given, not in a cluster, no default file: says what was looked for', () => {
+    expect(failure('', { HOME: join(dir, 'no-home') })).toContain(`KUBECONFIG not set, ${join(dir, 'no-home', '.kube', 'config')} not found, and not in a cluster`);
+    expect(failure('', { KUBECONFIG: join(dir, 'none.yaml') })).toBe(`KUBECONFIG: none of its files exists (${join(dir, 'none.yaml')})`);
+  });
+
   test('a --kubeconfig that is not there', () => {
     expect(failure(join(dir, 'absent.yaml'))).toBe(`--kubeconfig: file ${join(dir, 'absent.yaml')} does not exist`);
   });
