@@ -41,10 +41,6 @@ export class KubeconfigCredentials implements KubeClientConfig {
     private readonly user: User,
   ) {}
 
-  get server(): string {
-    return this.cluster.server;
-  }
-
   getCurrentCluster(): { server: string } {
     return { server: this.cluster.server };
   }
