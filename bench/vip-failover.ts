@@ -10,6 +10,7 @@
  * the cold start of all three at once, the bootstrap (one host first, the others joining), and
  * the kill fault over IPv6 (Neighbor Solicitations every 100 ms, requests to the IPv6 VIP).
  * Usage: bun bench/vip-failover.ts [RUNS=10] [SECTIONS=faults,majority,load,cold,bootstrap,ipv6]
+ *   [--vip-binary=PATH] [--vip-env=K=V,...]   (the vips' binary and variables, theirs alone)
  * (root; after bun scripts/build.ts). BENCHMARKS.md.
  * VIP_BENCH_KEEP_LOGS=DIR copies the vip processes' and the prober's logs there before cleanup.
  */
@@ -25,10 +26,12 @@ import { describeOverlaps, holderOverlaps } from '../test/harness/vip-probes.ts'
 import { healHostPartition, partitionHost } from '../test/harness/host-partition.ts';
 import { CpuLoad } from './cpu-load.ts';
 
-const RUNS = Number(process.argv[2] ?? 10);
+const positional = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+const option = (name: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+const RUNS = Number(positional[0] ?? 10);
 const SECTIONS = ['faults', 'majority', 'load', 'cold', 'bootstrap', 'ipv6'] as const;
 /** A comma-separated subset of SECTIONS (default: all, in that order). */
-const only = new Set(process.argv[3]?.split(',') ?? SECTIONS);
+const only = new Set(positional[1]?.split(',') ?? SECTIONS);
 for (const s of only) if (!(SECTIONS as readonly string[]).includes(s)) throw new Error(`unknown section ${s}: one of ${SECTIONS.join(', ')}`);
 /** The order every host elects in when all three are eligible. */
 const ORDER = rankNodes(VIP_KEY, NODES) as NodeName[];
@@ -38,6 +41,8 @@ const READYZ_POLL_PAUSE_MS = 5;
 const READYZ_WATCH = join(import.meta.dir, '..', 'test', 'fakes', 'readyz-watch-main.ts');
 
 const vip = await VipLab.build();
+vip.vipProcess = { binary: option('vip-binary'), env: envList(option('vip-env')) };
+if (vip.vipProcess.binary || option('vip-env')) console.log(`vips: ${vip.vipProcess.binary ?? 'dist/edge-ccm'} ${option('vip-env') ?? ''}`);
 const prober = ArpProber.start(vip.site, VIP, 'vip-bench-prober');
 
 interface Request { t: number; ok: boolean }
@@ -346,4 +351,9 @@ try {
     console.log(`vip bench logs kept in ${keep}`);
   }
   await vip.destroy();
+}
+
+/** K=V,K=V as an environment. */
+function envList(text: string | undefined): Record<string, string> {
+  return Object.fromEntries((text ? text.split(',') : []).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
 }

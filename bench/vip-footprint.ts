@@ -7,6 +7,7 @@
  * load average (the machine is shared).
  *
  *   bun bench/vip-footprint.ts [--kube-vip=~/.cache/edge-ccm/anchors/kube-vip] [--settle-seconds=20] [--idle-seconds=60]
+ *     [--vip-binary=PATH] [--vip-env=K=V,...]   (the vips' binary and variables, theirs alone: one variant a run)
  *
  * Needs root, the network tools and the control-plane binaries, as bench/vip-failover.ts.
  */
@@ -24,9 +25,13 @@ const KUBE_VIP = opt('kube-vip', join(homedir(), '.cache/edge-ccm/anchors/kube-v
 const SETTLE_S = Number(opt('settle-seconds', '20'));
 const IDLE_S = Number(opt('idle-seconds', '60'));
 const KUBE_VIP_ADDRESS = '198.51.100.11';
+const VIP_BINARY = opt('vip-binary', '');
+const VIP_ENV = Object.fromEntries(opt('vip-env', '').split(',').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+const VIP_SIDE = `edge-ccm vip (announce: l2)${VIP_BINARY ? ` ${VIP_BINARY}` : ''}${Object.keys(VIP_ENV).length ? ` ${opt('vip-env', '')}` : ''}`;
 if (!existsSync(KUBE_VIP)) throw new Error(`${KUBE_VIP} is missing: build kube-vip there (BENCHMARKS.md, footprint, says how)`);
 
 const vip = await VipLab.build();
+vip.vipProcess = { binary: VIP_BINARY || undefined, env: VIP_ENV };
 try {
   await Promise.all(NODES.map((n) => vip.startApiServer(n)));
   // kube-vip reads a kubeconfig: each host's own API server, with the lab's system:masters token.
@@ -38,7 +43,7 @@ try {
     'contexts: [{name: c, context: {cluster: c, user: u}}]', '',
   ].join('\n'), { mode: 0o600 });
   const sides: { name: string; node: string; proc: LoggedProcess }[] = [];
-  for (const n of NODES) sides.push({ name: 'edge-ccm vip (announce: l2)', node: n, proc: vip.startVip(n) });
+  for (const n of NODES) sides.push({ name: VIP_SIDE, node: n, proc: vip.startVip(n) });
   for (const n of NODES) {
     sides.push({
       name: 'kube-vip (control plane, ARP, leader election)', node: n,

@@ -72,4 +72,16 @@ for (const command of ['speaker', 'vip']) {
     expect(modules.has(`src/cmd/${command}.ts`)).toBe(true);
     expect(forbiddenIn(modules)).toEqual([]);
   });
+
+  // client-node's KubeConfig module loads its generated API (765 modules, 0.5 MB of code, 1-2.5 MiB
+  // of heap and bytecode): the per-node processes read their kubeconfig with src/app/kubeconfig-reader.ts.
+  test(`edge-ccm ${command} loads none of client-node's modules (its types are fine)`, () => {
+    const modules = new Set([...loadedModules('main.js'), ...loadedModules(chunkOf(`src/cmd/${command}.ts`))]);
+    expect([...modules].filter((m) => m.startsWith('node_modules/@kubernetes/client-node/'))).toEqual([]);
+  });
 }
+
+test("the scan sees client-node where it is loaded: the manager's chunk loads its KubeConfig", () => {
+  const manager = loadedModules(chunkOf('src/cmd/run.ts'));
+  expect([...loadedModules('main.js'), ...manager]).toContain('node_modules/@kubernetes/client-node/dist/config.js');
+});

@@ -1,4 +1,4 @@
-import { loadKubeConfig } from '../app/kubeconfig.ts';
+import { readKubeconfig } from '../app/kubeconfig-reader.ts';
 import { createRegistry, restClientObserver } from '../app/metrics.ts';
 import { EventBroadcaster } from '../kube/events.ts';
 import { BunKubeTransport } from '../kube/transport.ts';
@@ -42,7 +42,7 @@ export async function runSpeaker(argv: string[]): Promise<number> {
   const registry = createRegistry();
   let transport: BunKubeTransport;
   try {
-    transport = new BunKubeTransport(loadKubeConfig({ kubeconfig: flags.kubeconfig }), { userAgent: 'edge-ccm-speaker', observe: restClientObserver(registry), onHttpVersionChange: logHttpVersionChange(logger) });
+    transport = new BunKubeTransport(readKubeconfig({ kubeconfig: flags.kubeconfig }), { userAgent: 'edge-ccm-speaker', observe: restClientObserver(registry), onHttpVersionChange: logHttpVersionChange(logger) });
     logHttpVersionAtStart(logger);
   } catch (e) {
     console.error(`error: speaker: ${errorMessage(e)}`);

@@ -1,4 +1,3 @@
-import type { KubeConfig } from '@kubernetes/client-node';
 import { KubeApiError, type KubeStatus } from './errors.ts';
 import { clientCertificateChain } from './client-cert-chain.ts';
 import { HttpVersionChoice, type HttpProtocol, type HttpVersionChange, type HttpVersionReason } from './http-version.ts';
@@ -16,9 +15,25 @@ import { TimeoutSignals } from '../util/timeout-signals.ts';
  * call fails, client certificates are silently not sent). Bun's fetch takes `tls` directly, does
  * mutual TLS, streams watch bodies and keeps one pooled connection per server (measured against
  * the real undici route: 10-20% faster per list of 5000 nodes, 8-18 MB lighter at idle).
- * client-node still provides the kubeconfig parsing and every authenticator (token files, exec
- * plugins, OIDC), through KubeConfig.applyToHTTPSOptions.
+ * The credentials come from a KubeClientConfig: client-node's KubeConfig in the controller manager
+ * (every authenticator: token files, exec plugins, OIDC), src/app/kubeconfig-reader.ts in the
+ * per-node speaker.
  */
+
+/** The TLS and header options a client configuration fills in, as client-node's applyToHTTPSOptions. */
+export interface ClientRequestOptions {
+  headers?: Record<string, string>;
+  ca?: Buffer; cert?: Buffer; key?: Buffer;
+  rejectUnauthorized?: boolean; servername?: string;
+  /** user:password, sent as basic auth. */
+  auth?: string;
+}
+
+/** What the transport needs of a client configuration: the server, and credentials as of now (re-read every credentialRefreshMs). */
+export interface KubeClientConfig {
+  getCurrentCluster(): { server: string } | null;
+  applyToHTTPSOptions(opts: ClientRequestOptions): Promise<void>;
+}
 
 export type QueryValue = string | number | boolean | undefined;
 
@@ -105,7 +120,7 @@ export class BunKubeTransport implements KubeTransport {
   private readonly httpVersion: HttpVersionChoice;
 
   constructor(
-    private readonly kubeConfig: KubeConfig,
+    private readonly kubeConfig: KubeClientConfig,
     private readonly options: TransportOptions = {},
   ) {
     const cluster = kubeConfig.getCurrentCluster();
@@ -315,12 +330,8 @@ export class BunKubeTransport implements KubeTransport {
   }
 
   private async loadCredentials(): Promise<Credentials> {
-    const opts: {
-      headers?: Record<string, string>;
-      ca?: Buffer; cert?: Buffer; key?: Buffer;
-      rejectUnauthorized?: boolean; servername?: string; auth?: string;
-    } = {};
-    await this.kubeConfig.applyToHTTPSOptions(opts as never);
+    const opts: ClientRequestOptions = {};
+    await this.kubeConfig.applyToHTTPSOptions(opts);
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(opts.headers ?? {})) headers[k.toLowerCase()] = String(v);
     if (opts.auth && !headers.authorization) headers.authorization = `Basic ${Buffer.from(opts.auth).toString('base64')}`;

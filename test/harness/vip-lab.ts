@@ -46,6 +46,11 @@ export class VipLab {
   router?: BgpRouter;
   /** A bearer token of group system:masters (for load on the API servers). */
   readonly adminToken = crypto.randomUUID();
+  /**
+   * The `edge-ccm vip` processes' binary and their own variables (e.g. BUN_JSC_useJIT=0), set
+   * through env(1) for them alone: the benches' variants (the prober and the bench keep theirs).
+   */
+  vipProcess: { binary?: string; env?: Record<string, string> } = {};
 
   private constructor(readonly site: L2Lab, private readonly binaries: ReturnType<typeof controlPlaneBinaries>) {
     this.configPath = join(site.lab.dir, 'vip-config.yaml');
@@ -169,7 +174,10 @@ export class VipLab {
   /** Starts the node's `edge-ccm vip` with the L2 config, or the BGP one. */
   startVip(node: NodeName, announce: 'l2' | 'bgp' = 'l2'): LoggedProcess {
     const config = announce === 'bgp' ? this.bgpConfigPath : this.configPath;
-    const proc = this.site.lab.spawnLogged(node, `vip-${announce}-${node}`, ccmBinaryCommand(['vip', `--cloud-config=${config}`, `--node-name=${node}`, `--liveness-key-file=${this.keyPath}`, `--metrics-bind-address=127.0.0.1:${VIP_METRICS_PORT}`]));
+    const env = Object.entries(this.vipProcess.env ?? {}).map(([k, v]) => `${k}=${v}`);
+    const cmd = ccmBinaryCommand(['vip', `--cloud-config=${config}`, `--node-name=${node}`, `--liveness-key-file=${this.keyPath}`, `--metrics-bind-address=127.0.0.1:${VIP_METRICS_PORT}`], this.vipProcess.binary);
+    // env(1) execs: the pid stays the vip's own.
+    const proc = this.site.lab.spawnLogged(node, `vip-${announce}-${node}`, env.length ? ['/usr/bin/env', ...env, ...cmd] : cmd);
     this.vips.set(node, proc);
     return proc;
   }

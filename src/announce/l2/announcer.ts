@@ -60,6 +60,9 @@ export interface L2AnnouncerOptions {
 /** Reason of the Warning event when a probe finds a newly assigned address in use by another station. */
 export const ADDRESS_IN_USE_REASON = 'L2AddressInUse';
 
+/** How long the services' and slices' changes are gathered before one reconcile (scheduleSoon). */
+const SERVICE_CHANGES_COALESCE_MS = 50;
+
 export class L2Announcer {
   private readonly services: Informer<V1Service>;
   private readonly nodes: Informer<V1Node>;
@@ -70,6 +73,7 @@ export class L2Announcer {
   private readonly log: Logger;
   private pools: LoadBalancerConfig;
   private scheduled = false;
+  private soonTimer?: ReturnType<typeof setTimeout>;
   private readonly warmUp: WarmUp;
   private elections: AddressElection[] = [];
   /** Address -> when this node took it over (for telling the former owner's frames from a conflict). */
@@ -109,7 +113,7 @@ export class L2Announcer {
     this.services = new Informer<V1Service>({ ...common, type: SERVICES });
     this.nodes = new Informer<V1Node>({ ...common, type: NODES, transform: slimNode });
     this.slices = new Informer<V1EndpointSlice>({ ...common, type: ENDPOINT_SLICES });
-    const changed = { onAdd: () => this.schedule(), onUpdate: () => this.schedule(), onDelete: () => this.schedule() };
+    const changed = { onAdd: () => this.scheduleSoon(), onUpdate: () => this.scheduleSoon(), onDelete: () => this.scheduleSoon() };
     this.services.addHandlers(changed);
     const nodeChanged = () => {
       this.peerCache = undefined;
@@ -153,6 +157,7 @@ export class L2Announcer {
     } finally {
       this.warmUp.stop();
       clearTimeout(this.rejoinTimer);
+      clearTimeout(this.soonTimer);
       for (const abort of this.probing.values()) abort.abort();
       // Silent first, then "leaving": the others never answer while this node still does.
       this.stopping = true;
@@ -199,6 +204,21 @@ export class L2Announcer {
     }
     this.peerCache = peers;
     return peers;
+  }
+
+  /**
+   * A reconcile within SERVICE_CHANGES_COALESCE_MS, for the services' and slices' changes: each
+   * reconcile re-elects every address, and a burst of writes (3 per new service: the service, its
+   * status, its slice) made one per watch event: at 1,000 services 20 CPU-ms and the garbage of a
+   * full election per event, the heap growing to hold it (BENCHMARKS.md, "Footprint on every
+   * node"). Liveness and node changes, the failover's path, still reconcile at once.
+   */
+  private scheduleSoon(): void {
+    if (this.soonTimer || this.scheduled) return;
+    this.soonTimer = setTimeout(() => {
+      this.soonTimer = undefined;
+      this.schedule();
+    }, SERVICE_CHANGES_COALESCE_MS);
   }
 
   private schedule(): void {
