@@ -30,7 +30,7 @@ import { setReady } from '../test/harness/nodes.ts';
 import { freeLoopbackPorts } from '../test/harness/ports.ts';
 import { LoggedProcess } from '../test/harness/processes.ts';
 import { forEachLimited } from '../src/util/parallel.ts';
-import { cpuSeconds, residentMiB } from './proc-sampler.ts';
+import { cpuSeconds, residentMiB, voluntarySwitches } from './proc-sampler.ts';
 
 const ROOT = resolve(import.meta.dir, '..');
 const ANCHORS = join(homedir(), '.cache/edge-ccm/anchors');
@@ -142,18 +142,20 @@ try {
     for (const s of sides) if (!s.proc.running) throw new Error(`${s.name} exited: ${readFileSync(s.proc.logPath, 'utf8').slice(-2000)}`);
     const rssStart = sides.map((s) => residentMiB(s.proc.pid));
     const cpu0 = sides.map((s) => cpuSeconds(s.proc.pid));
+    const woken0 = sides.map((s) => voluntarySwitches(s.proc.pid));
     const load0 = loadavg()[0]!;
     await Bun.sleep(IDLE_S * 1000);
     const load1 = loadavg()[0]!;
     sides.forEach((s, i) => {
       const cpuPerMin = ((cpuSeconds(s.proc.pid) - cpu0[i]!) * 60) / IDLE_S;
+      const wakeupsPerS = (voluntarySwitches(s.proc.pid) - woken0[i]!) / IDLE_S;
       const perChange = added > 0 && step !== STEPS[0] ? `${((changeCpu[i]! * 1000) / added).toFixed(1)} (${changeCpu[i]!.toFixed(1)} s)` : '-';
-      const row = `| ${s.name} | ${step} | ${perChange} | ${rssStart[i]!.rss.toFixed(1)} | ${residentMiB(s.proc.pid).rss.toFixed(1)} | ${residentMiB(s.proc.pid).anon.toFixed(1)} | ${cpuPerMin.toFixed(3)} | ${load0.toFixed(1)}-${load1.toFixed(1)} |`;
+      const row = `| ${s.name} | ${step} | ${perChange} | ${rssStart[i]!.rss.toFixed(1)} | ${residentMiB(s.proc.pid).rss.toFixed(1)} | ${residentMiB(s.proc.pid).anon.toFixed(1)} | ${cpuPerMin.toFixed(3)} | ${wakeupsPerS.toFixed(1)} | ${load0.toFixed(1)}-${load1.toFixed(1)} |`;
       rows.push(row);
       console.log(row);
     });
   }
-  console.log(`\n| side | services | CPU-ms per service added, from the previous step, until the settle ends (total) | RSS after ${SETTLE_S} s settle (MiB) | RSS after ${IDLE_S} s idle (MiB) | of it anonymous (MiB) | idle CPU-s/min | load avg (1 min) |\n|---|---|---|---|---|---|---|---|\n${rows.join('\n')}`);
+  console.log(`\n| side | services | CPU-ms per service added, from the previous step, until the settle ends (total) | RSS after ${SETTLE_S} s settle (MiB) | RSS after ${IDLE_S} s idle (MiB) | of it anonymous (MiB) | idle CPU-s/min | wake-ups/s (voluntary context switches, all threads) | load avg (1 min) |\n|---|---|---|---|---|---|---|---|---|\n${rows.join('\n')}`);
 } finally {
   for (const s of sides) await s.proc.terminate(5000).catch(() => s.proc.kill());
   await cp.stop();

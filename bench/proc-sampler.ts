@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 /**
  * Memory and CPU of one process from /proc: VmRSS sampled on an interval (for the steady
@@ -32,6 +32,23 @@ export function cpuSeconds(pid: number): number {
   // Fields after the command name, which may hold spaces, start after the last ')'.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+}
+
+/**
+ * Times the process's threads went to sleep and were woken (voluntary context switches, summed
+ * over /proc/PID/task/*): its wake-ups, a timer's or a socket's, on any thread. Threads that
+ * ended are not counted, so a difference over a window only holds for long-lived threads.
+ */
+export function voluntarySwitches(pid: number): number {
+  let total = 0;
+  for (const task of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      total += Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/task/${task}/status`, 'utf8'))?.[1] ?? 0);
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return total;
 }
 
 export class ProcSampler {

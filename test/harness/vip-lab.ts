@@ -174,6 +174,29 @@ export class VipLab {
     return proc;
   }
 
+  /**
+   * For benches running several builds or timings side by side: an L2 config of its own (VIP
+   * `address`, heartbeats on `heartbeatPort`, `timings` as controlPlaneEndpoint.timings takes
+   * them), written once under `name`, and `binary` started with it on `node`, metrics on
+   * `metricsPort`. Not in this.vips: the caller ends it (destroy() ends the lab's namespaces).
+   */
+  startVipVariant(node: NodeName, v: { name: string; binary: string; address: string; heartbeatPort: number; metricsPort: number; timings?: Record<string, number>; env?: Record<string, string> }): LoggedProcess {
+    const config = join(this.site.lab.dir, `vip-config-${v.name}.yaml`);
+    writeFileSync(config, [
+      'controlPlaneEndpoint:',
+      `  addresses: [${v.address}]`,
+      '  announce: l2',
+      '  interfaces: [eth0]',
+      `  heartbeatPort: ${v.heartbeatPort}`,
+      ...(v.timings ? ['  timings:', ...Object.entries(v.timings).map(([k, ms]) => `    ${k}: ${ms}`)] : []),
+      '  hosts:',
+      ...NODES.map((n) => `    - {name: ${n}, address: ${this.site.nodes[n].lanIPv4}}`),
+      '',
+    ].join('\n'));
+    const args = ['vip', `--cloud-config=${config}`, `--node-name=${node}`, `--liveness-key-file=${this.keyPath}`, `--metrics-bind-address=127.0.0.1:${v.metricsPort}`];
+    return this.site.lab.spawnLogged(node, `vip-${v.name}-${node}`, v.env ? ['env', ...Object.entries(v.env).map(([k, x]) => `${k}=${x}`), ...ccmBinaryCommand(args, v.binary)] : ccmBinaryCommand(args, v.binary));
+  }
+
   /** GET `path` of the node's `edge-ccm vip` metrics server: the body, or undefined when it did not answer 200. */
   async vipEndpoint(node: NodeName, path: '/metrics' | '/readyz'): Promise<string | undefined> {
     const r = await this.site.lab.exec(node, ['curl', '-sf', '--max-time', '2', `http://127.0.0.1:${VIP_METRICS_PORT}${path}`]);
