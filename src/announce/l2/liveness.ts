@@ -343,7 +343,8 @@ export class Liveness {
     const sends: Promise<void>[] = [];
     try {
       this.noticePause();
-      const packet = encodeHeartbeat(this.options.key, { n: this.options.node, b: this.boot, s: ++this.seq, t: Date.now(), r: STATE_CODES[this.state], v: this.view });
+      // Signed once a peer is there to send to (a lone node signs nothing).
+      let packet: Uint8Array | undefined;
       const wanted = new Set<string>();
       for (const [node, addresses] of this.options.peers()) {
         if (node === this.options.node) continue;
@@ -353,7 +354,8 @@ export class Liveness {
         const peer = this.sender(node, to);
         if (!peer.connected) continue;
         this.counters.sent += 1;
-        sends.push(new Promise((resolve) => peer.socket.send(packet, (err) => {
+        packet ??= encodeHeartbeat(this.options.key, { n: this.options.node, b: this.boot, s: ++this.seq, t: Date.now(), r: STATE_CODES[this.state], v: this.view });
+        sends.push(new Promise((resolve) => peer.socket.send(packet!, (err) => {
           if (err) this.sendFailed(node, err);
           resolve();
         })));
