@@ -30,7 +30,7 @@ import { setReady } from '../test/harness/nodes.ts';
 import { freeLoopbackPorts } from '../test/harness/ports.ts';
 import { LoggedProcess } from '../test/harness/processes.ts';
 import { forEachLimited } from '../src/util/parallel.ts';
-import { cpuSeconds, residentMiB, voluntarySwitches } from './proc-sampler.ts';
+import { cpuSeconds, residentMiB, threadWakeups, voluntarySwitches, voluntarySwitchesByThread } from './proc-sampler.ts';
 
 const ROOT = resolve(import.meta.dir, '..');
 const ANCHORS = join(homedir(), '.cache/edge-ccm/anchors');
@@ -143,6 +143,7 @@ try {
     const rssStart = sides.map((s) => residentMiB(s.proc.pid));
     const cpu0 = sides.map((s) => cpuSeconds(s.proc.pid));
     const woken0 = sides.map((s) => voluntarySwitches(s.proc.pid));
+    const byThread0 = sides.map((s) => voluntarySwitchesByThread(s.proc.pid));
     const load0 = loadavg()[0]!;
     await Bun.sleep(IDLE_S * 1000);
     const load1 = loadavg()[0]!;
@@ -153,6 +154,7 @@ try {
       const row = `| ${s.name} | ${step} | ${perChange} | ${rssStart[i]!.rss.toFixed(1)} | ${residentMiB(s.proc.pid).rss.toFixed(1)} | ${residentMiB(s.proc.pid).anon.toFixed(1)} | ${cpuPerMin.toFixed(3)} | ${wakeupsPerS.toFixed(1)} | ${load0.toFixed(1)}-${load1.toFixed(1)} |`;
       rows.push(row);
       console.log(row);
+      console.log(`  ${s.name}: wake-ups/s by thread: ${threadWakeups(byThread0[i]!, voluntarySwitchesByThread(s.proc.pid), IDLE_S)}`);
     });
   }
   console.log(`\n| side | services | CPU-ms per service added, from the previous step, until the settle ends (total) | RSS after ${SETTLE_S} s settle (MiB) | RSS after ${IDLE_S} s idle (MiB) | of it anonymous (MiB) | idle CPU-s/min | wake-ups/s (voluntary context switches, all threads) | load avg (1 min) |\n|---|---|---|---|---|---|---|---|---|\n${rows.join('\n')}`);

@@ -51,6 +51,27 @@ export function voluntarySwitches(pid: number): number {
   return total;
 }
 
+/** voluntarySwitches by thread name (threads of one name summed): which thread wakes up. */
+export function voluntarySwitchesByThread(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const task of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const status = readFileSync(`/proc/${pid}/task/${task}/status`, 'utf8');
+      const name = /^Name:\s+(.*)$/m.exec(status)?.[1] ?? '?';
+      out.set(name, (out.get(name) ?? 0) + Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0));
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return out;
+}
+
+/** Per second between two voluntarySwitchesByThread readings, as "name 12.3, ..." (busiest first). */
+export function threadWakeups(before: Map<string, number>, after: Map<string, number>, seconds: number): string {
+  return [...after].map(([name, n]) => [name, (n - (before.get(name) ?? 0)) / seconds] as const)
+    .filter(([, rate]) => rate >= 0.05).sort((a, b) => b[1] - a[1]).map(([name, rate]) => `${name} ${rate.toFixed(1)}`).join(', ');
+}
+
 export class ProcSampler {
   readonly samples: ProcSample[] = [];
   private readonly timer: ReturnType<typeof setInterval>;

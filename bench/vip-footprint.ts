@@ -23,7 +23,7 @@ import { join } from 'node:path';
 import { VipLab } from '../test/harness/vip-lab.ts';
 import { NODES } from '../test/harness/l2-lab.ts';
 import type { LoggedProcess } from '../test/harness/processes.ts';
-import { cpuSeconds, residentMiB, voluntarySwitches } from './proc-sampler.ts';
+import { cpuSeconds, residentMiB, threadWakeups, voluntarySwitches, voluntarySwitchesByThread } from './proc-sampler.ts';
 
 const args = process.argv.slice(2);
 const opt = (name: string, dflt: string) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? dflt;
@@ -94,6 +94,7 @@ try {
   const rssStart = sides.map((s) => residentMiB(s.proc.pid));
   const cpu0 = sides.map((s) => cpuSeconds(s.proc.pid));
   const woken0 = sides.map((s) => voluntarySwitches(s.proc.pid));
+  const byThread0 = sides.map((s) => voluntarySwitchesByThread(s.proc.pid));
   const load0 = loadavg()[0]!;
   await Bun.sleep(IDLE_S * 1000);
   const load1 = loadavg()[0]!;
@@ -101,6 +102,7 @@ try {
     const end = residentMiB(s.proc.pid);
     return `| ${s.name} | ${s.node} | ${rssStart[i]!.rss.toFixed(1)} | ${end.rss.toFixed(1)} | ${end.anon.toFixed(1)} | ${(((cpuSeconds(s.proc.pid) - cpu0[i]!) * 60) / IDLE_S).toFixed(3)} | ${((voluntarySwitches(s.proc.pid) - woken0[i]!) / IDLE_S).toFixed(1)} | ${load0.toFixed(1)}-${load1.toFixed(1)} |`;
   });
+  sides.forEach((s, i) => console.log(`${s.name} on ${s.node}: wake-ups/s by thread: ${threadWakeups(byThread0[i]!, voluntarySwitchesByThread(s.proc.pid), IDLE_S)}`));
   console.log(`| side | host | RSS after ${SETTLE_S} s (MiB) | RSS after ${IDLE_S} s idle (MiB) | of it anonymous (MiB) | idle CPU-s/min | wake-ups/s (voluntary context switches, all threads) | load avg (1 min) |\n|---|---|---|---|---|---|---|---|\n${rows.join('\n')}`);
 } finally {
   await vip.destroy();
