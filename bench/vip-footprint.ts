@@ -9,6 +9,7 @@
  *   bun bench/vip-footprint.ts [--kube-vip=~/.cache/edge-ccm/anchors/kube-vip] [--settle-seconds=20] [--idle-seconds=60]
  *     [--variant=NAME:BINARY[::ENV=V,...]]...   (default: dist/edge-ccm)
  *     [--timings=NAME:KEY=MS,...]...            (controlPlaneEndpoint.timings keys; default: the defaults)
+ *     [--interface=eth0]                         (edge-ccm's; one no host has: the VIP without its L2 responder)
  *
  * Every variant runs with every timings, all at once: each pair on all three hosts with a VIP
  * (198.51.100.20 and up), heartbeat port and metrics port of its own, so builds and timings are
@@ -50,6 +51,7 @@ const timings = (timingArgs.length ? timingArgs : ['defaults:']).map((t) => {
   }));
   return { name: t.slice(0, colon), values: Object.keys(values).length ? values : undefined };
 });
+const IFACE = opt('interface', 'eth0');
 const pairs = variants.flatMap((v) => timings.map((t) => ({ ...v, timings: t })));
 if (pairs.length > 20) throw new Error(`${pairs.length} variant x timings pairs: at most 20 (their VIPs are 198.51.100.20-39)`);
 if (!existsSync(KUBE_VIP)) throw new Error(`${KUBE_VIP} is missing: build kube-vip there (BENCHMARKS.md, footprint, says how)`);
@@ -67,10 +69,10 @@ try {
   ].join('\n'), { mode: 0o600 });
   const sides: { name: string; node: string; proc: LoggedProcess; metricsPort?: number }[] = [];
   pairs.forEach((p, i) => {
-    const name = `edge-ccm vip (announce: l2) ${p.name}, timings ${p.timings.name}`;
+    const name = `edge-ccm vip (announce: l2${IFACE === 'eth0' ? '' : ` on ${IFACE}`}) ${p.name}, timings ${p.timings.name}`;
     const fileName = `${p.name}-${p.timings.name}`.replace(/[^a-z0-9-]+/gi, '_');
     for (const n of NODES) {
-      sides.push({ name, node: n, metricsPort: 7480 + i, proc: vip.startVipVariant(n, { name: fileName, binary: p.binary, address: `198.51.100.${20 + i}`, heartbeatPort: 7950 + i, metricsPort: 7480 + i, ...(p.timings.values ? { timings: p.timings.values } : {}), ...(p.env ? { env: p.env } : {}) }) });
+      sides.push({ name, node: n, metricsPort: 7480 + i, proc: vip.startVipVariant(n, { name: fileName, binary: p.binary, address: `198.51.100.${20 + i}`, heartbeatPort: 7950 + i, metricsPort: 7480 + i, iface: IFACE, ...(p.timings.values ? { timings: p.timings.values } : {}), ...(p.env ? { env: p.env } : {}) }) });
     }
   });
   for (const n of NODES) {

@@ -177,16 +177,17 @@ export class VipLab {
   /**
    * For benches running several builds or timings side by side: an L2 config of its own (VIP
    * `address`, heartbeats on `heartbeatPort`, `timings` as controlPlaneEndpoint.timings takes
-   * them), written once under `name`, and `binary` started with it on `node`, metrics on
-   * `metricsPort`. Not in this.vips: the caller ends it (destroy() ends the lab's namespaces).
+   * them), announced on `iface` (default eth0), written once under `name`, and `binary` started
+   * with it on `node`, metrics on `metricsPort`. Not in this.vips: the caller ends it (destroy()
+   * ends the lab's namespaces).
    */
-  startVipVariant(node: NodeName, v: { name: string; binary: string; address: string; heartbeatPort: number; metricsPort: number; timings?: Record<string, number>; env?: Record<string, string> }): LoggedProcess {
+  startVipVariant(node: NodeName, v: { name: string; binary: string; address: string; heartbeatPort: number; metricsPort: number; timings?: Record<string, number>; env?: Record<string, string>; iface?: string }): LoggedProcess {
     const config = join(this.site.lab.dir, `vip-config-${v.name}.yaml`);
     writeFileSync(config, [
       'controlPlaneEndpoint:',
       `  addresses: [${v.address}]`,
       '  announce: l2',
-      '  interfaces: [eth0]',
+      `  interfaces: [${v.iface ?? 'eth0'}]`,
       `  heartbeatPort: ${v.heartbeatPort}`,
       ...(v.timings ? ['  timings:', ...Object.entries(v.timings).map(([k, ms]) => `    ${k}: ${ms}`)] : []),
       '  hosts:',
