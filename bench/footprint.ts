@@ -31,6 +31,7 @@ import { freeLoopbackPorts } from '../test/harness/ports.ts';
 import { LoggedProcess } from '../test/harness/processes.ts';
 import { forEachLimited } from '../src/util/parallel.ts';
 import { cpuSeconds, residentMiB, threadWakeups, voluntarySwitches, voluntarySwitchesByThread } from './proc-sampler.ts';
+import { parseVariants } from './variants.ts';
 
 const ROOT = resolve(import.meta.dir, '..');
 const ANCHORS = join(homedir(), '.cache/edge-ccm/anchors');
@@ -41,15 +42,8 @@ const SETTLE_S = Number(opt('settle-seconds', '20'));
 const IDLE_S = Number(opt('idle-seconds', '60'));
 const METALLB = opt('metallb', join(ANCHORS, 'metallb-speaker'));
 const METALLB_CRDS = opt('metallb-crds', join(ANCHORS, 'src/metallb/config/crd/bases'));
-const variantArgs = args.filter((a) => a.startsWith('--variant=')).map((a) => a.slice('--variant='.length));
 const BINARY = join(ROOT, 'dist/edge-ccm');
-const variants = (variantArgs.length ? variantArgs : [`edge-ccm:${BINARY}`, `edge-ccm --smol:${BINARY}::BUN_OPTIONS=--smol`, `edge-ccm without JIT:${BINARY}::BUN_JSC_useJIT=0`]).map((v) => {
-  const [head, envText] = v.split('::') as [string, string | undefined];
-  const colon = head.indexOf(':');
-  const env = Object.fromEntries((envText ? envText.split(',') : []).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
-  return { name: head.slice(0, colon), binary: head.slice(colon + 1), env };
-});
-for (const v of variants) if (!existsSync(v.binary)) throw new Error(`${v.name}: ${v.binary} is missing (bun scripts/build.ts)`);
+const variants = parseVariants(args, [`edge-ccm:${BINARY}`, `edge-ccm --smol:${BINARY}::BUN_OPTIONS=--smol`, `edge-ccm without JIT:${BINARY}::BUN_JSC_useJIT=0`]);
 if (!existsSync(METALLB)) throw new Error(`${METALLB} is missing: build MetalLB's speaker there (BENCHMARKS.md, footprint, says how)`);
 
 const NS = 'edge-ccm-footprint';

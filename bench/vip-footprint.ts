@@ -1,6 +1,6 @@
 /**
- * What the control-plane VIP costs on each host (issue 38): `edge-ccm vip` (announce: l2, VIP
- * 198.51.100.10) beside kube-vip in its control-plane ARP mode (--controlplane --arp
+ * What the control-plane VIP costs on each host (issue 38): `edge-ccm vip` (announce: l2, VIPs
+ * from 198.51.100.20) beside kube-vip in its control-plane ARP mode (--controlplane --arp
  * --leaderElection, VIP 198.51.100.11 on eth0), both running at once on the three hosts of
  * test/harness/vip-lab.ts (network namespaces, a real kube-apiserver on each host, one etcd).
  * RSS of every process after the settle, then CPU-seconds, wake-ups and RSS over an idle window,
@@ -25,6 +25,7 @@ import { VipLab } from '../test/harness/vip-lab.ts';
 import { NODES } from '../test/harness/l2-lab.ts';
 import type { LoggedProcess } from '../test/harness/processes.ts';
 import { cpuSeconds, residentMiB, threadWakeups, voluntarySwitches, voluntarySwitchesByThread } from './proc-sampler.ts';
+import { parseVariants } from './variants.ts';
 
 const args = process.argv.slice(2);
 const opt = (name: string, dflt: string) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? dflt;
@@ -32,14 +33,7 @@ const KUBE_VIP = opt('kube-vip', join(homedir(), '.cache/edge-ccm/anchors/kube-v
 const SETTLE_S = Number(opt('settle-seconds', '20'));
 const IDLE_S = Number(opt('idle-seconds', '60'));
 const KUBE_VIP_ADDRESS = '198.51.100.11';
-const variantArgs = args.filter((a) => a.startsWith('--variant=')).map((a) => a.slice('--variant='.length));
-const variants = (variantArgs.length ? variantArgs : [`edge-ccm:${join(import.meta.dir, '../dist/edge-ccm')}`]).map((v) => {
-  const [head, envText] = v.split('::') as [string, string | undefined];
-  const colon = head.indexOf(':');
-  const env = Object.fromEntries((envText ? envText.split(',') : []).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
-  return { name: head.slice(0, colon), binary: head.slice(colon + 1), env: envText ? env : undefined };
-});
-for (const v of variants) if (!existsSync(v.binary)) throw new Error(`--variant ${v.name}: ${v.binary} is missing (bun scripts/build.ts)`);
+const variants = parseVariants(args, [`edge-ccm:${join(import.meta.dir, '../dist/edge-ccm')}`]);
 const timingArgs = args.filter((a) => a.startsWith('--timings=')).map((a) => a.slice('--timings='.length));
 const timings = (timingArgs.length ? timingArgs : ['defaults:']).map((t) => {
   const colon = t.indexOf(':');
