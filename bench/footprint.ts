@@ -30,7 +30,8 @@ import { setReady } from '../test/harness/nodes.ts';
 import { freeLoopbackPorts } from '../test/harness/ports.ts';
 import { LoggedProcess } from '../test/harness/processes.ts';
 import { forEachLimited } from '../src/util/parallel.ts';
-import { cpuSeconds, residentMiB } from './proc-sampler.ts';
+import { cpuSeconds, residentMiB, threadWakeups, voluntarySwitches, voluntarySwitchesByThread } from './proc-sampler.ts';
+import { parseVariants } from './variants.ts';
 
 const ROOT = resolve(import.meta.dir, '..');
 const ANCHORS = join(homedir(), '.cache/edge-ccm/anchors');
@@ -41,15 +42,8 @@ const SETTLE_S = Number(opt('settle-seconds', '20'));
 const IDLE_S = Number(opt('idle-seconds', '60'));
 const METALLB = opt('metallb', join(ANCHORS, 'metallb-speaker'));
 const METALLB_CRDS = opt('metallb-crds', join(ANCHORS, 'src/metallb/config/crd/bases'));
-const variantArgs = args.filter((a) => a.startsWith('--variant=')).map((a) => a.slice('--variant='.length));
 const BINARY = join(ROOT, 'dist/edge-ccm');
-const variants = (variantArgs.length ? variantArgs : [`edge-ccm:${BINARY}`, `edge-ccm --smol:${BINARY}::BUN_OPTIONS=--smol`, `edge-ccm without JIT:${BINARY}::BUN_JSC_useJIT=0`]).map((v) => {
-  const [head, envText] = v.split('::') as [string, string | undefined];
-  const colon = head.indexOf(':');
-  const env = Object.fromEntries((envText ? envText.split(',') : []).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
-  return { name: head.slice(0, colon), binary: head.slice(colon + 1), env };
-});
-for (const v of variants) if (!existsSync(v.binary)) throw new Error(`${v.name}: ${v.binary} is missing (bun scripts/build.ts)`);
+const variants = parseVariants(args, [`edge-ccm:${BINARY}`, `edge-ccm --smol:${BINARY}::BUN_OPTIONS=--smol`, `edge-ccm without JIT:${BINARY}::BUN_JSC_useJIT=0`]);
 if (!existsSync(METALLB)) throw new Error(`${METALLB} is missing: build MetalLB's speaker there (BENCHMARKS.md, footprint, says how)`);
 
 const NS = 'edge-ccm-footprint';
@@ -142,18 +136,22 @@ try {
     for (const s of sides) if (!s.proc.running) throw new Error(`${s.name} exited: ${readFileSync(s.proc.logPath, 'utf8').slice(-2000)}`);
     const rssStart = sides.map((s) => residentMiB(s.proc.pid));
     const cpu0 = sides.map((s) => cpuSeconds(s.proc.pid));
+    const woken0 = sides.map((s) => voluntarySwitches(s.proc.pid));
+    const byThread0 = sides.map((s) => voluntarySwitchesByThread(s.proc.pid));
     const load0 = loadavg()[0]!;
     await Bun.sleep(IDLE_S * 1000);
     const load1 = loadavg()[0]!;
     sides.forEach((s, i) => {
       const cpuPerMin = ((cpuSeconds(s.proc.pid) - cpu0[i]!) * 60) / IDLE_S;
+      const wakeupsPerS = (voluntarySwitches(s.proc.pid) - woken0[i]!) / IDLE_S;
       const perChange = added > 0 && step !== STEPS[0] ? `${((changeCpu[i]! * 1000) / added).toFixed(1)} (${changeCpu[i]!.toFixed(1)} s)` : '-';
-      const row = `| ${s.name} | ${step} | ${perChange} | ${rssStart[i]!.rss.toFixed(1)} | ${residentMiB(s.proc.pid).rss.toFixed(1)} | ${residentMiB(s.proc.pid).anon.toFixed(1)} | ${cpuPerMin.toFixed(3)} | ${load0.toFixed(1)}-${load1.toFixed(1)} |`;
+      const row = `| ${s.name} | ${step} | ${perChange} | ${rssStart[i]!.rss.toFixed(1)} | ${residentMiB(s.proc.pid).rss.toFixed(1)} | ${residentMiB(s.proc.pid).anon.toFixed(1)} | ${cpuPerMin.toFixed(3)} | ${wakeupsPerS.toFixed(1)} | ${load0.toFixed(1)}-${load1.toFixed(1)} |`;
       rows.push(row);
       console.log(row);
+      console.log(`  ${s.name}: wake-ups/s by thread: ${threadWakeups(byThread0[i]!, voluntarySwitchesByThread(s.proc.pid), IDLE_S)}`);
     });
   }
-  console.log(`\n| side | services | CPU-ms per service added, from the previous step, until the settle ends (total) | RSS after ${SETTLE_S} s settle (MiB) | RSS after ${IDLE_S} s idle (MiB) | of it anonymous (MiB) | idle CPU-s/min | load avg (1 min) |\n|---|---|---|---|---|---|---|---|\n${rows.join('\n')}`);
+  console.log(`\n| side | services | CPU-ms per service added, from the previous step, until the settle ends (total) | RSS after ${SETTLE_S} s settle (MiB) | RSS after ${IDLE_S} s idle (MiB) | of it anonymous (MiB) | idle CPU-s/min | wake-ups/s (voluntary context switches, all threads) | load avg (1 min) |\n|---|---|---|---|---|---|---|---|---|\n${rows.join('\n')}`);
 } finally {
   for (const s of sides) await s.proc.terminate(5000).catch(() => s.proc.kill());
   await cp.stop();

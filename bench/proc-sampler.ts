@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 /**
  * Memory and CPU of one process from /proc: VmRSS sampled on an interval (for the steady
@@ -32,6 +32,44 @@ export function cpuSeconds(pid: number): number {
   // Fields after the command name, which may hold spaces, start after the last ')'.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+}
+
+/**
+ * Times the process's threads went to sleep and were woken (voluntary context switches, summed
+ * over /proc/PID/task/*): its wake-ups, a timer's or a socket's, on any thread. Threads that
+ * ended are not counted, so a difference over a window only holds for long-lived threads.
+ */
+export function voluntarySwitches(pid: number): number {
+  let total = 0;
+  for (const task of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      total += Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/task/${task}/status`, 'utf8'))?.[1] ?? 0);
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return total;
+}
+
+/** voluntarySwitches by thread name (threads of one name summed): which thread wakes up. */
+export function voluntarySwitchesByThread(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const task of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const status = readFileSync(`/proc/${pid}/task/${task}/status`, 'utf8');
+      const name = /^Name:\s+(.*)$/m.exec(status)?.[1] ?? '?';
+      out.set(name, (out.get(name) ?? 0) + Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0));
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return out;
+}
+
+/** Per second between two voluntarySwitchesByThread readings, as "name 12.3, ..." (busiest first). */
+export function threadWakeups(before: Map<string, number>, after: Map<string, number>, seconds: number): string {
+  return [...after].map(([name, n]) => [name, (n - (before.get(name) ?? 0)) / seconds] as const)
+    .filter(([, rate]) => rate >= 0.05).sort((a, b) => b[1] - a[1]).map(([name, rate]) => `${name} ${rate.toFixed(1)}`).join(', ');
 }
 
 export class ProcSampler {

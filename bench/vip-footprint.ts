@@ -1,13 +1,20 @@
 /**
- * What the control-plane VIP costs on each host (issue 38): `edge-ccm vip` (announce: l2, VIP
- * 198.51.100.10) beside kube-vip in its control-plane ARP mode (--controlplane --arp
+ * What the control-plane VIP costs on each host (issue 38): `edge-ccm vip` (announce: l2, VIPs
+ * from 198.51.100.20) beside kube-vip in its control-plane ARP mode (--controlplane --arp
  * --leaderElection, VIP 198.51.100.11 on eth0), both running at once on the three hosts of
  * test/harness/vip-lab.ts (network namespaces, a real kube-apiserver on each host, one etcd).
- * RSS of every process after the settle, then CPU-seconds and RSS over an idle window, with the
- * load average (the machine is shared).
+ * RSS of every process after the settle, then CPU-seconds, wake-ups and RSS over an idle window,
+ * with the load average (the machine is shared).
  *
  *   bun bench/vip-footprint.ts [--kube-vip=~/.cache/edge-ccm/anchors/kube-vip] [--settle-seconds=20] [--idle-seconds=60]
- *     [--vip-binary=PATH] [--vip-env=K=V,...]   (the vips' binary and variables, theirs alone: one variant a run)
+ *     [--variant=NAME:BINARY[::ENV=V,...]]...   (default: dist/edge-ccm)
+ *     [--timings=NAME:KEY=MS,...]...            (controlPlaneEndpoint.timings keys; default: the defaults)
+ *     [--interface=eth0]                         (edge-ccm's; one no host has: the VIP without its L2 responder)
+ *
+ * Every variant runs with every timings, all at once: each pair on all three hosts with a VIP
+ * (198.51.100.20 and up), heartbeat port and metrics port of its own, so builds and timings are
+ * compared in one window. E.g. kube-vip's failover time (seconds: lease 5 s, renew 3 s, retry
+ * 1 s): --timings=defaults: --timings=seconds:heartbeatIntervalMilliseconds=1000,livenessTimeoutMilliseconds=4000,healthIntervalMilliseconds=1000,healthTimeoutMilliseconds=800
  *
  * Needs root, the network tools and the control-plane binaries, as bench/vip-failover.ts.
  */
@@ -17,7 +24,8 @@ import { join } from 'node:path';
 import { VipLab } from '../test/harness/vip-lab.ts';
 import { NODES } from '../test/harness/l2-lab.ts';
 import type { LoggedProcess } from '../test/harness/processes.ts';
-import { cpuSeconds, residentMiB } from './proc-sampler.ts';
+import { cpuSeconds, residentMiB, threadWakeups, voluntarySwitches, voluntarySwitchesByThread } from './proc-sampler.ts';
+import { parseVariants } from './variants.ts';
 
 const args = process.argv.slice(2);
 const opt = (name: string, dflt: string) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? dflt;
@@ -25,13 +33,24 @@ const KUBE_VIP = opt('kube-vip', join(homedir(), '.cache/edge-ccm/anchors/kube-v
 const SETTLE_S = Number(opt('settle-seconds', '20'));
 const IDLE_S = Number(opt('idle-seconds', '60'));
 const KUBE_VIP_ADDRESS = '198.51.100.11';
-const VIP_BINARY = opt('vip-binary', '');
-const VIP_ENV = Object.fromEntries(opt('vip-env', '').split(',').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
-const VIP_SIDE = `edge-ccm vip (announce: l2)${VIP_BINARY ? ` ${VIP_BINARY}` : ''}${Object.keys(VIP_ENV).length ? ` ${opt('vip-env', '')}` : ''}`;
+const variants = parseVariants(args, [`edge-ccm:${join(import.meta.dir, '../dist/edge-ccm')}`]);
+const timingArgs = args.filter((a) => a.startsWith('--timings=')).map((a) => a.slice('--timings='.length));
+const timings = (timingArgs.length ? timingArgs : ['defaults:']).map((t) => {
+  const colon = t.indexOf(':');
+  if (colon < 1) throw new Error(`--timings=${t}: NAME:KEY=MS,... expected`);
+  const values = Object.fromEntries(t.slice(colon + 1).split(',').filter(Boolean).map((kv) => {
+    const [k, ms] = kv.split('=');
+    if (!k || !ms || !Number.isFinite(Number(ms))) throw new Error(`--timings=${t}: ${kv} is not KEY=MS`);
+    return [k, Number(ms)];
+  }));
+  return { name: t.slice(0, colon), values: Object.keys(values).length ? values : undefined };
+});
+const IFACE = opt('interface', 'eth0');
+const pairs = variants.flatMap((v) => timings.map((t) => ({ ...v, timings: t })));
+if (pairs.length > 20) throw new Error(`${pairs.length} variant x timings pairs: at most 20 (their VIPs are 198.51.100.20-39)`);
 if (!existsSync(KUBE_VIP)) throw new Error(`${KUBE_VIP} is missing: build kube-vip there (BENCHMARKS.md, footprint, says how)`);
 
 const vip = await VipLab.build();
-vip.vipProcess = { binary: VIP_BINARY || undefined, env: VIP_ENV };
 try {
   await Promise.all(NODES.map((n) => vip.startApiServer(n)));
   // kube-vip reads a kubeconfig: each host's own API server, with the lab's system:masters token.
@@ -42,8 +61,14 @@ try {
     `users: [{name: u, user: {token: "${vip.adminToken}"}}]`,
     'contexts: [{name: c, context: {cluster: c, user: u}}]', '',
   ].join('\n'), { mode: 0o600 });
-  const sides: { name: string; node: string; proc: LoggedProcess }[] = [];
-  for (const n of NODES) sides.push({ name: VIP_SIDE, node: n, proc: vip.startVip(n) });
+  const sides: { name: string; node: string; proc: LoggedProcess; metricsPort?: number }[] = [];
+  pairs.forEach((p, i) => {
+    const name = `edge-ccm vip (announce: l2${IFACE === 'eth0' ? '' : ` on ${IFACE}`}) ${p.name}, timings ${p.timings.name}`;
+    const fileName = `${p.name}-${p.timings.name}`.replace(/[^a-z0-9-]+/gi, '_');
+    for (const n of NODES) {
+      sides.push({ name, node: n, metricsPort: 7480 + i, proc: vip.startVipVariant(n, { name: fileName, binary: p.binary, address: `198.51.100.${20 + i}`, heartbeatPort: 7950 + i, metricsPort: 7480 + i, iface: IFACE, ...(p.timings.values ? { timings: p.timings.values } : {}), ...(p.env ? { env: p.env } : {}) }) });
+    }
+  });
   for (const n of NODES) {
     sides.push({
       name: 'kube-vip (control plane, ARP, leader election)', node: n,
@@ -56,21 +81,25 @@ try {
   const holders = await Promise.all(NODES.map(async (n) => (await vip.site.lab.ip(n, '-o', 'addr', 'show', 'dev', 'eth0')).includes(KUBE_VIP_ADDRESS) ? n : undefined));
   console.log(`kube-vip's address held by: ${holders.filter(Boolean).join(',') || 'none'}`);
   // Each edge-ccm vip's own view: holding, API server healthy, quorum, pauses (a process that misses its deadlines says so here).
-  for (const n of NODES) {
-    const metrics = (await vip.vipEndpoint(n, '/metrics')) ?? '';
+  for (const s of sides) {
+    if (s.metricsPort === undefined) continue;
+    const metrics = (await vip.site.lab.exec(s.node, ['curl', '-sf', '--max-time', '2', `http://127.0.0.1:${s.metricsPort}/metrics`])).stdout;
     const gauge = (name: string) => new RegExp(`^${name} (\\S+)$`, 'm').exec(metrics)?.[1] ?? '?';
-    console.log(`edge-ccm vip on ${n}: holding ${gauge('edge_ccm_vip_holding')}, apiserver healthy ${gauge('edge_ccm_vip_apiserver_healthy')}, quorum ${gauge('edge_ccm_vip_quorum')}, pauses ${gauge('edge_ccm_vip_pauses_total')}`);
+    console.log(`${s.name} on ${s.node}: holding ${gauge('edge_ccm_vip_holding')}, apiserver healthy ${gauge('edge_ccm_vip_apiserver_healthy')}, quorum ${gauge('edge_ccm_vip_quorum')}, pauses ${gauge('edge_ccm_vip_pauses_total')}`);
   }
   const rssStart = sides.map((s) => residentMiB(s.proc.pid));
   const cpu0 = sides.map((s) => cpuSeconds(s.proc.pid));
+  const woken0 = sides.map((s) => voluntarySwitches(s.proc.pid));
+  const byThread0 = sides.map((s) => voluntarySwitchesByThread(s.proc.pid));
   const load0 = loadavg()[0]!;
   await Bun.sleep(IDLE_S * 1000);
   const load1 = loadavg()[0]!;
   const rows = sides.map((s, i) => {
     const end = residentMiB(s.proc.pid);
-    return `| ${s.name} | ${s.node} | ${rssStart[i]!.rss.toFixed(1)} | ${end.rss.toFixed(1)} | ${end.anon.toFixed(1)} | ${(((cpuSeconds(s.proc.pid) - cpu0[i]!) * 60) / IDLE_S).toFixed(3)} | ${load0.toFixed(1)}-${load1.toFixed(1)} |`;
+    return `| ${s.name} | ${s.node} | ${rssStart[i]!.rss.toFixed(1)} | ${end.rss.toFixed(1)} | ${end.anon.toFixed(1)} | ${(((cpuSeconds(s.proc.pid) - cpu0[i]!) * 60) / IDLE_S).toFixed(3)} | ${((voluntarySwitches(s.proc.pid) - woken0[i]!) / IDLE_S).toFixed(1)} | ${load0.toFixed(1)}-${load1.toFixed(1)} |`;
   });
-  console.log(`| side | host | RSS after ${SETTLE_S} s (MiB) | RSS after ${IDLE_S} s idle (MiB) | of it anonymous (MiB) | idle CPU-s/min | load avg (1 min) |\n|---|---|---|---|---|---|---|\n${rows.join('\n')}`);
+  sides.forEach((s, i) => console.log(`${s.name} on ${s.node}: wake-ups/s by thread: ${threadWakeups(byThread0[i]!, voluntarySwitchesByThread(s.proc.pid), IDLE_S)}`));
+  console.log(`| side | host | RSS after ${SETTLE_S} s (MiB) | RSS after ${IDLE_S} s idle (MiB) | of it anonymous (MiB) | idle CPU-s/min | wake-ups/s (voluntary context switches, all threads) | load avg (1 min) |\n|---|---|---|---|---|---|---|---|\n${rows.join('\n')}`);
 } finally {
   await vip.destroy();
 }

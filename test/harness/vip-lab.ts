@@ -174,12 +174,41 @@ export class VipLab {
   /** Starts the node's `edge-ccm vip` with the L2 config, or the BGP one. */
   startVip(node: NodeName, announce: 'l2' | 'bgp' = 'l2'): LoggedProcess {
     const config = announce === 'bgp' ? this.bgpConfigPath : this.configPath;
-    const env = Object.entries(this.vipProcess.env ?? {}).map(([k, v]) => `${k}=${v}`);
-    const cmd = ccmBinaryCommand(['vip', `--cloud-config=${config}`, `--node-name=${node}`, `--liveness-key-file=${this.keyPath}`, `--metrics-bind-address=127.0.0.1:${VIP_METRICS_PORT}`], this.vipProcess.binary);
-    // env(1) execs: the pid stays the vip's own.
-    const proc = this.site.lab.spawnLogged(node, `vip-${announce}-${node}`, env.length ? ['/usr/bin/env', ...env, ...cmd] : cmd);
+    const args = ['vip', `--cloud-config=${config}`, `--node-name=${node}`, `--liveness-key-file=${this.keyPath}`, `--metrics-bind-address=127.0.0.1:${VIP_METRICS_PORT}`];
+    const proc = this.spawnVip(node, `vip-${announce}-${node}`, args, this.vipProcess.binary, this.vipProcess.env);
     this.vips.set(node, proc);
     return proc;
+  }
+
+  /**
+   * For benches running several builds or timings side by side: an L2 config of its own (VIP
+   * `address`, heartbeats on `heartbeatPort`, `timings` as controlPlaneEndpoint.timings takes
+   * them), announced on `iface` (default eth0), written once under `name`, and `binary` started
+   * with it on `node`, metrics on `metricsPort`. Not in this.vips: the caller ends it (destroy()
+   * ends the lab's namespaces).
+   */
+  startVipVariant(node: NodeName, v: { name: string; binary: string; address: string; heartbeatPort: number; metricsPort: number; timings?: Record<string, number>; env?: Record<string, string>; iface?: string }): LoggedProcess {
+    const config = join(this.site.lab.dir, `vip-config-${v.name}.yaml`);
+    writeFileSync(config, [
+      'controlPlaneEndpoint:',
+      `  addresses: [${v.address}]`,
+      '  announce: l2',
+      `  interfaces: [${v.iface ?? 'eth0'}]`,
+      `  heartbeatPort: ${v.heartbeatPort}`,
+      ...(v.timings ? ['  timings:', ...Object.entries(v.timings).map(([k, ms]) => `    ${k}: ${ms}`)] : []),
+      '  hosts:',
+      ...NODES.map((n) => `    - {name: ${n}, address: ${this.site.nodes[n].lanIPv4}}`),
+      '',
+    ].join('\n'));
+    const args = ['vip', `--cloud-config=${config}`, `--node-name=${node}`, `--liveness-key-file=${this.keyPath}`, `--metrics-bind-address=127.0.0.1:${v.metricsPort}`];
+    return this.spawnVip(node, `vip-${v.name}-${node}`, args, v.binary, v.env);
+  }
+
+  private spawnVip(node: NodeName, logName: string, args: string[], binary?: string, env: Record<string, string> = {}): LoggedProcess {
+    const cmd = ccmBinaryCommand(args, binary);
+    const vars = Object.entries(env).map(([k, v]) => `${k}=${v}`);
+    // env(1) execs: the pid stays the vip's own.
+    return this.site.lab.spawnLogged(node, logName, vars.length ? ['/usr/bin/env', ...vars, ...cmd] : cmd);
   }
 
   /** GET `path` of the node's `edge-ccm vip` metrics server: the body, or undefined when it did not answer 200. */

@@ -77,7 +77,79 @@ describe('Liveness', () => {
     expect(frozen.length).toBe(1);
   });
 
-  test('speakers hear each other within the timeout; a stopped one is dead within timeout + a check', async () => {
+  // Issue 38: silence was judged by a 50 ms poll, 20 wake-ups a second of every idle speaker and
+  // VIP. Now a timer is armed for the moment the first heard peer's timeout runs out: besides the
+  // heartbeats, about one wake-up per (timeout - interval) at most.
+  test('silence is judged without polling: besides the heartbeats, at most one timer per (timeout - interval)', async () => {
+    const [port] = await freeLoopbackPorts(1);
+    const fired = { heartbeat: 0, other: 0 };
+    const realTimeout = globalThis.setTimeout;
+    const realInterval = globalThis.setInterval;
+    const count = (fn: (...a: unknown[]) => unknown, kind: 'heartbeat' | 'other') => (...a: unknown[]) => {
+      fired[kind] += 1;
+      return fn(...a);
+    };
+    // Only this module's timers are created while the mesh runs (the test waits with Bun.sleep).
+    globalThis.setInterval = ((fn: (...a: unknown[]) => unknown, ms?: number) => realInterval(count(fn, ms === 100 ? 'heartbeat' : 'other'), ms)) as typeof setInterval;
+    globalThis.setTimeout = ((fn: (...a: unknown[]) => unknown, ms?: number) => realTimeout(count(fn, 'other'), ms)) as typeof setTimeout;
+    try {
+      const l = await mesh(port!, ['n1', 'n2']);
+      await eventually('both alive', () => l.n1!.alive().size === 2 && l.n2!.alive().size === 2, 10_000);
+      fired.heartbeat = 0;
+      fired.other = 0;
+      const seconds = 2;
+      await Bun.sleep(seconds * 1000);
+      // Two speakers, interval 100 ms, timeout 400 ms: 2 x 2 s / 300 ms = 13 deadlines at most
+      // (one more each for the one armed at the start); the 50 ms poll made 80.
+      console.log(`liveness: 2 speakers for ${seconds} s fired ${fired.heartbeat} heartbeat timers and ${fired.other} others`);
+      expect(fired.heartbeat).toBeGreaterThanOrEqual(2 * seconds * 5); // 40 on time; late under load
+      expect(fired.other).toBeLessThanOrEqual(2 * (Math.ceil((seconds * 1000) / 300) + 1));
+      expect(sorted(l.n1!.alive())).toEqual(['n1', 'n2']);
+    } finally {
+      globalThis.setTimeout = realTimeout;
+      globalThis.setInterval = realInterval;
+    }
+  });
+
+  // Heartbeats that arrived while the event loop was blocked are read before the silence they end
+  // is judged: a block shorter than the timeout (no pause to report: this speaker sent just
+  // before it) during which a peer's timeout ran out and its next heartbeat arrived unread.
+  test('a peer whose heartbeat waited through a short block of the event loop is not declared dead', async () => {
+    const [port] = await freeLoopbackPorts(1);
+    const sets: string[][] = [];
+    const frozen: number[] = [];
+    // n1 here; n2 is another process (its heartbeats arrive while this one is blocked), every 800 ms.
+    const twoNodes = () => new Map([['n1', [ADDRESS.n1!]], ['n2', [ADDRESS.n2!]]]);
+    const { n1 } = await mesh(port!, ['n1'], KEY, twoNodes, () => ({ timeoutMs: 1000, onChange: (alive) => sets.push(sorted(alive)), onFrozen: (gap) => frozen.push(gap) }));
+    const peer = Bun.spawn([process.execPath, '-e', `
+      const dgram = require('node:dgram');
+      const { encodeHeartbeat } = require(${JSON.stringify(`${import.meta.dir}/liveness.ts`)});
+      const key = new TextEncoder().encode('k'.repeat(32));
+      const socket = dgram.createSocket('udp4');
+      let s = 0;
+      socket.bind(0, '127.0.0.2', () => setInterval(() => socket.send(encodeHeartbeat(key, { n: 'n2', b: 'peer', s: ++s, t: Date.now(), r: 1 }), ${port}, '127.0.0.1'), 800));
+    `], { stdout: 'inherit', stderr: 'inherit' });
+    try {
+      await eventually('n2 heard', () => n1!.alive().has('n2'), 10_000);
+      sets.length = 0;
+      const received = n1!.stats().received;
+      await eventually('a heartbeat from n2', () => n1!.stats().received > received, 2_000, 1);
+      // n2 heard at t; blocked from t+450 to t+1050: n2's timeout runs out at t+1000, its next
+      // heartbeat arrived at t+800; n1 sent about 100 ms before the block (its gap: 700 < 1000).
+      await Bun.sleep(450);
+      const until = performance.now() + 600;
+      while (performance.now() < until) { /* blocked */ }
+      await Bun.sleep(50);
+      expect(frozen).toEqual([]);
+      expect(sets.filter((s) => !s.includes('n2'))).toEqual([]);
+      expect(sorted(n1!.alive())).toEqual(['n1', 'n2']);
+    } finally {
+      peer.kill();
+      await peer.exited;
+    }
+  });
+
+  test('speakers hear each other within the timeout; a stopped one is dead once the timeout of its last heartbeat has run out', async () => {
     const [port] = await freeLoopbackPorts(1);
     const l = await mesh(port!, ['n1', 'n2', 'n3']);
     await eventually('all three alive everywhere', () => Object.values(l).every((x) => x.alive().size === 3), 10_000);

@@ -8,8 +8,10 @@ import type { LogLimiter } from '../../util/log-limiter.ts';
 /**
  * Which speakers are alive, learnt without the API server: every speaker sends a small UDP
  * heartbeat to every other node's address once per interval, signed with HMAC-SHA256 under a key
- * all speakers share (a Secret); a node not heard from for the timeout is dead. Detection takes
- * the timeout minus the age of the last heartbeat plus one check (50 ms). Each heartbeat also
+ * all speakers share (a Secret); a node not heard from for the timeout is dead. Silence is judged
+ * by a timer armed for the moment the earliest heard peer's timeout runs out (not a poll: an idle
+ * speaker wakes up for its heartbeats and about once per timeout, issue 38), so detection takes
+ * the timeout minus the age of the last heartbeat plus the timer's lateness (about 1 ms). Each heartbeat also
  * says what its sender is doing (warming up, ready, leaving) and a digest of the speakers it
  * counts alive, so the election (view.ts) can wait for the others to agree before a takeover.
  *
@@ -47,8 +49,6 @@ export const DEFAULT_LIVENESS_PORT = 7947;
 export const DEFAULT_HEARTBEAT_INTERVAL_MS = 250;
 export const DEFAULT_LIVENESS_TIMEOUT_MS = 1000;
 const DEFAULT_MAX_CLOCK_SKEW_MS = 30_000;
-/** How often silence is judged: the resolution of the detection. */
-const CHECK_INTERVAL_MS = 50;
 /** Copies of the last ("leaving") heartbeat: one lost must not cost the others a timeout. */
 const LEAVING_COPIES = 3;
 
@@ -129,9 +129,9 @@ export interface LivenessOptions {
   /** An error on a socket, a failed send, a failure while sending or judging, or a reopen (rate-limited by the caller if logged). */
   onError?: (what: LivenessErrorKind, error: string) => void;
   /**
-   * This process did not run for longer than the timeout (SIGSTOP, a frozen cgroup, a blocked
-   * event loop): it sent no heartbeat meanwhile, so the others count it dead and have taken its
-   * addresses. Called once the timers run again, before anything else is judged.
+   * This process sent no heartbeat for longer than the timeout (SIGSTOP, a frozen cgroup, a
+   * blocked event loop): the others count it dead and have taken its addresses. Called once,
+   * when it runs again, before its next heartbeat leaves and before anything else is judged.
    */
   onFrozen?: (gapMs: number) => void;
 }
@@ -191,9 +191,10 @@ export class Liveness {
   private readonly senders = new Map<string, PeerSocket>();
   private current = new Set<string>();
   private sendTimer?: ReturnType<typeof setInterval>;
-  private checkTimer?: ReturnType<typeof setInterval>;
-  /** When check() last ran (performance.now()); undefined before the start. */
-  private lastCheckAt?: number;
+  /** Armed for the earliest moment a heard peer's timeout runs out; undefined while none is heard. */
+  private deadlineTimer?: ReturnType<typeof setTimeout>;
+  /** When this process last sent its heartbeats (performance.now()); undefined before the start. */
+  private lastSentAt?: number;
   private readonly counters: LivenessStats = { sent: 0, received: 0, refused: {}, errors: {} };
   private stopped = false;
   private reopenTimer?: ReturnType<typeof setTimeout>;
@@ -220,9 +221,8 @@ export class Liveness {
   async start(): Promise<void> {
     this.stopped = false;
     await this.open();
-    this.lastCheckAt = performance.now();
+    this.lastSentAt = performance.now();
     this.sendTimer = setInterval(() => this.beat(), this.intervalMs);
-    this.checkTimer = setInterval(() => this.check(), Math.min(CHECK_INTERVAL_MS, Math.floor(this.timeoutMs / 4)));
     this.beat();
   }
 
@@ -312,7 +312,8 @@ export class Liveness {
   stop(): void {
     this.stopped = true;
     clearInterval(this.sendTimer);
-    clearInterval(this.checkTimer);
+    clearTimeout(this.deadlineTimer);
+    this.deadlineTimer = undefined;
     clearTimeout(this.reopenTimer);
     this.reopenTimer = undefined;
     const socket = this.socket;
@@ -341,7 +342,9 @@ export class Liveness {
     if (this.stopped && this.state !== 'leaving') return Promise.resolve();
     const sends: Promise<void>[] = [];
     try {
-      const packet = encodeHeartbeat(this.options.key, { n: this.options.node, b: this.boot, s: ++this.seq, t: Date.now(), r: STATE_CODES[this.state], v: this.view });
+      this.noticePause();
+      // Signed once a peer is there to send to (a lone node signs nothing).
+      let packet: Uint8Array | undefined;
       const wanted = new Set<string>();
       for (const [node, addresses] of this.options.peers()) {
         if (node === this.options.node) continue;
@@ -351,7 +354,8 @@ export class Liveness {
         const peer = this.sender(node, to);
         if (!peer.connected) continue;
         this.counters.sent += 1;
-        sends.push(new Promise((resolve) => peer.socket.send(packet, (err) => {
+        packet ??= encodeHeartbeat(this.options.key, { n: this.options.node, b: this.boot, s: ++this.seq, t: Date.now(), r: STATE_CODES[this.state], v: this.view });
+        sends.push(new Promise((resolve) => peer.socket.send(packet!, (err) => {
           if (err) this.sendFailed(node, err);
           resolve();
         })));
@@ -441,6 +445,8 @@ export class Liveness {
     const changed = !known || state !== known.state || view !== known.view || now - known.lastHeardAt > this.timeoutMs || (known.refusedAt ?? -Infinity) > known.lastHeardAt;
     this.heard.set(beat.n, { boot: beat.b, seq: beat.s, lastHeardAt: now, state, view });
     if (changed) this.check();
+    // A heartbeat puts its sender's timeout last of all: the timer, when armed, stays right.
+    if (!this.deadlineTimer) this.armDeadline();
   }
 
   private refuse(reason: string, from: string): void {
@@ -462,20 +468,23 @@ export class Liveness {
   }
 
   /**
-   * How long since the last check ran: above the timeout, this process has just woken from a
-   * pause and has not judged anything yet (what it would answer now may be someone else's).
+   * How long since this process last sent its heartbeats: above the timeout, the others count it
+   * dead, and it has just woken from a pause without judging it yet (what it would answer now may
+   * be someone else's). At most one interval (and the timer's lateness) while it runs.
    */
   stalledFor(): number {
-    return this.lastCheckAt === undefined ? 0 : performance.now() - this.lastCheckAt;
+    return this.lastSentAt === undefined ? 0 : performance.now() - this.lastSentAt;
   }
 
-  /** Reports a change of who is heard, of what a peer says, or of a refusal. */
-  private check(): void {
+  /**
+   * Before each heartbeat: a silence longer than the timeout is reported (once: the heartbeat
+   * follows) while stalledFor() still says so. What onFrozen does (the announcer empties the
+   * responder's table, which first drains the frames queued meanwhile) must see the pause: reset
+   * first, the requests queued during a 3 s SIGSTOP were answered beside the new holder (CI run,
+   * the paused-speaker test: one probe round answered by two nodes).
+   */
+  private noticePause(): void {
     const gap = this.stalledFor();
-    // onFrozen runs while stalledFor() still says stalled: what it does (the announcer empties the
-    // responder's table, which first drains the frames queued meanwhile) must see the pause. Reset
-    // first, the requests queued during a 3 s SIGSTOP were answered beside the new holder (CI run,
-    // the paused-speaker test: one probe round answered by two nodes).
     if (gap > this.timeoutMs) {
       try {
         this.options.onFrozen?.(gap);
@@ -483,7 +492,48 @@ export class Liveness {
         this.error('internal', `onFrozen: ${errorMessage(e)}`);
       }
     }
-    this.lastCheckAt = performance.now();
+    this.lastSentAt = performance.now();
+  }
+
+  /**
+   * Arms the timer for the moment the first heard peer's timeout runs out (the only change of a
+   * report that time alone makes; the others come with a packet or a refusal); none while no
+   * peer is heard. A pass over the peers, so only when the timer fires or is not armed.
+   */
+  private armDeadline(): void {
+    clearTimeout(this.deadlineTimer);
+    this.deadlineTimer = undefined;
+    if (this.stopped) return;
+    const now = performance.now();
+    let earliest = Infinity;
+    for (const p of this.heard.values()) {
+      const silentAt = p.lastHeardAt + this.timeoutMs;
+      if (silentAt >= now && silentAt < earliest) earliest = silentAt;
+    }
+    if (earliest === Infinity) return;
+    // A peer is silent once more than the timeout has passed: 1 ms past the moment, in whole ms.
+    this.deadlineTimer = setTimeout(() => this.deadline(), Math.ceil(earliest - now) + 1);
+  }
+
+  private deadline(): void {
+    this.deadlineTimer = undefined;
+    try {
+      this.check();
+    } catch (e) {
+      this.error('internal', `judging silence: ${errorMessage(e)}`);
+    }
+    this.armDeadline();
+  }
+
+  /**
+   * Reports a change of who is heard, of what a peer says, or of a refusal. Just woken from a
+   * pause (a heartbeat, a refusal or the deadline ran before the heartbeat timer), it sends first,
+   * which reports the pause, so the change is judged after onFrozen, as everything after a pause.
+   * Bun 1.4.5 hands over the datagrams received during a pause before the timers that fell due
+   * meanwhile (measured), so heartbeats that waited are read before their senders are judged.
+   */
+  private check(): void {
+    if (this.stalledFor() > this.timeoutMs) void this.beat();
     const reports = this.reports();
     const next = new Set<string>([this.options.node]);
     for (const [node, r] of reports) if (r.heard && r.state !== 'leaving') next.add(node);

@@ -77,6 +77,18 @@ describe('the health check against an API server that refuses anonymous requests
     expect(await fetchStatus(apiserver, 2000, r)).toBe('200');
   });
 
+  // Issue 38: the check runs every 250 ms on each control-plane host; a TLS handshake per check
+  // would cost the idle VIP (and the API server) far more than the request.
+  test('checks reuse one TLS connection (one handshake, not one per check), with a client certificate and a CA too', async () => {
+    const handshakes: string[] = [];
+    servers[0]!.on('secureConnection', (socket: TLSSocket) => handshakes.push(`${socket.remotePort}`));
+    const r = request({ caFile: ca.certPath, clientCertificateFile: client.certPath, clientKeyFile: client.keyPath });
+    for (let i = 0; i < 5; i++) expect(await fetchStatus(apiserver, 2000, r)).toBe('200');
+    for (let i = 0; i < 5; i++) expect(await fetchStatus(apiserver, 2000)).toBe('401');
+    // At most one per TLS configuration (the pool keys a connection by it), whatever was pooled before.
+    expect(handshakes.length).toBeLessThanOrEqual(2);
+  });
+
   test('verified, no credential: 401 (the CA alone authenticates nothing)', async () => {
     expect(await fetchStatus(apiserver, 2000, request({ caFile: ca.certPath }))).toBe('401');
   });
