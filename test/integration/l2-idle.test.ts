@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { readdirSync, readFileSync } from 'node:fs';
+import { eventually } from '../harness/eventually.ts';
 import { ResponderChild } from '../harness/l2-responder.ts';
 import { NetnsLab, requireTools } from '../harness/netns.ts';
 
@@ -47,8 +48,17 @@ function mainThreadSleeps(pid: number): number {
 
 const openDescriptors = (pid: number) => readdirSync(`/proc/${pid}/fd`).length;
 
+/** The responder's descriptors before it announced anything. */
+let descriptorsBefore: number;
+
+/** One ARP request from the peer end: the MACs that answered it. */
+async function arpAnswers(): Promise<string[]> {
+  const result = await lab.exec('host', ['arping', '-c', '1', '-W', '1', '-i', 'p0', ADDRESS]);
+  return [...result.stdout.matchAll(/bytes from ([0-9a-f:]{17}) \(198\.51\.100\.1\)/g)].map((m) => m[1]!);
+}
+
 test('idle, the responder reads nothing and is not woken; a request then is answered at once by a ring', async () => {
-  const descriptorsBefore = openDescriptors(responder.pid);
+  descriptorsBefore = openDescriptors(responder.pid);
   expect(await responder.announce({ d0: [ADDRESS] })).toEqual([]);
   await responder.settled(); // the takeover repeats are sent: no timer is left
 
@@ -60,13 +70,23 @@ test('idle, the responder reads nothing and is not woken; a request then is answ
   expect({ rings: idle.rings - before.rings, answers: idle.answers[ADDRESS] ?? 0 }).toEqual({ rings: 0, answers: before.answers[ADDRESS] ?? 0 });
   expect(sleeps).toBeLessThan(MAX_IDLE_SWITCHES);
 
-  const reply = await lab.exec('host', ['arping', '-c', '1', '-W', '1', '-i', 'p0', ADDRESS]);
-  expect(reply.stdout).toMatch(/bytes from [0-9a-f:]{17} \(198\.51\.100\.1\)/);
+  expect(await arpAnswers()).toHaveLength(1);
   const after = (await responder.stats()).stats;
   expect(after.answers[ADDRESS]! - (idle.answers[ADDRESS] ?? 0)).toBe(1);
   expect(after.rings).toBeGreaterThan(idle.rings);
+}, 60_000);
 
-  // Taken away, both sockets of the pair and Bun's duplicate of the doorbell are closed.
+test('its interface down and up again: the doorbell is watched again and requests answered; the link going down reported once', async () => {
+  const errorsBefore = responder.events.length;
+  await lab.ip('host', 'link', 'set', 'd0', 'down');
+  await lab.ip('host', 'link', 'set', 'd0', 'up');
+  await eventually('d0 answering again', async () => (await arpAnswers()).length === 1, 20_000);
+  const errors = responder.events.slice(errorsBefore).flatMap((e) => (e.type === 'error' ? [e.message] : []));
+  // The frame socket's read reports it (as the polling responder did); the doorbell's own is not repeated.
+  expect(errors).toEqual([expect.stringMatching(/^receiving on d0: Network is down/)]);
+}, 60_000);
+
+test('taken away, both sockets of the pair and Bun\'s duplicate of the doorbell are closed', async () => {
   expect(await responder.announce({})).toEqual([]);
   expect(openDescriptors(responder.pid)).toBe(descriptorsBefore);
 }, 60_000);

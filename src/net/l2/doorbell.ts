@@ -42,7 +42,7 @@ export function doorbellFilter(filter: readonly BpfInstruction[] | undefined): B
 export interface WatchOptions {
   /** Reads the frame socket; returns true when it stopped at its cap with frames perhaps left. */
   onRing: (socket: PacketSocket) => boolean;
-  /** The doorbell's reader failed (ENETDOWN when the interface goes down): it is watched again. */
+  /** The doorbell's reader failed (not for ENETDOWN, which the frame socket reports): it is watched again. */
   onError: (message: string) => void;
   floodPauseMs: number;
 }
@@ -99,12 +99,17 @@ export class WatchedPacketSocket {
         }
       } catch (e) {
         if (this.stopped) return;
-        failures += 1;
-        // ENETDOWN is reported once per time the link goes down, then read again; what came
-        // meanwhile is still queued on both sockets, so nothing is lost by watching again.
-        this.options.onError(`the doorbell on ${this.interfaceName}: ${(e as Error).message}`);
-        if (failures > 1) await this.sleep(RETRY_AFTER_FAILURES_MS);
-        if (this.stopped) return;
+        // The kernel reports ENETDOWN once each time the interface goes down (then the socket
+        // reads on, and frames come again once it is up): watched again at once, unreported, as
+        // the frame socket's read below reports it too. Anything else is reported, and watched
+        // again a second later if it came twice in a row (never a busy loop).
+        if ((e as { code?: string }).code !== 'ENETDOWN') {
+          failures += 1;
+          this.options.onError(`the doorbell on ${this.interfaceName}: ${(e as Error).message}`);
+          if (failures > 1) await this.sleep(RETRY_AFTER_FAILURES_MS);
+          if (this.stopped) return;
+        }
+        // What came meanwhile is still queued on both sockets: nothing is lost by watching again.
         this.options.onRing(this.socket);
       }
     }
