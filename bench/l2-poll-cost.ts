@@ -1,9 +1,9 @@
 /**
  * What the L2 responder costs when nothing arrives, and how soon it answers (issue 38). A process
  * announces one IPv4 and one IPv6 address on each of N veth interfaces (two packet sockets each)
- * and idles: CPU per second of wall time and the main thread's context switches (its wake-ups)
- * per second, against the same process with no responder. Then a prober on the peer end of the
- * first veth sends ARP requests one at a time, 50 ms apart, and times each reply (blocking in
+ * and idles: CPU per second of wall time, the main thread's context switches (its wake-ups)
+ * per second and RSS, against the same process with no responder. Then a prober on the peer end of the
+ * first veth sends ARP requests one at a time, 50-60 ms apart, and times each reply (blocking in
  * poll(), so it costs the responder nothing). Runs in its own network namespace.
  *
  * Each variant is a responder module: this tree's by default; another tree's (the polling one of
@@ -55,7 +55,7 @@ if (process.env[CHILD_ENV] === 'responder') {
   const used = process.cpuUsage(start);
   const wall = (performance.now() - startedAt) / 1000;
   const wakeups = (mainThreadSwitches() - switches) / wall;
-  console.log(JSON.stringify({ cpuMsPerSecond: (used.user + used.system) / 1000 / wall, switchesPerSecond: wakeups }));
+  console.log(JSON.stringify({ cpuMsPerSecond: (used.user + used.system) / 1000 / wall, switchesPerSecond: wakeups, rssMiB: process.memoryUsage().rss / 2 ** 20 }));
   process.stdin.on('end', () => {
     responder?.close();
     process.exit(0);
@@ -88,7 +88,8 @@ if (process.env[CHILD_ENV] === 'responder') {
     }
     if (answered) latencies.push(performance.now() - sentAt);
     else lost += 1;
-    await Bun.sleep(50);
+    // 50-60 ms apart, at random: a fixed gap would lock the requests to a polling tick's phase.
+    await Bun.sleep(50 + Math.random() * 10);
   }
   socket.close();
   console.log(JSON.stringify({ latencies, lost }));
@@ -103,7 +104,7 @@ if (process.env[CHILD_ENV] === 'responder') {
   const variants: [string, string][] = [['none', ''], ...(given.length ? given : [`this tree:${THIS_TREE}`]).map((v) => v.split(/:(.*)/s).slice(0, 2) as [string, string])];
   const maxInterfaces = Math.max(...interfaceCounts);
   const lab = NetnsLab.create('l2bench');
-  const results = new Map<string, { cpu: number[]; switches: number[]; latencies: number[]; lost: number }>();
+  const results = new Map<string, { cpu: number[]; switches: number[]; rss: number[]; latencies: number[]; lost: number }>();
   try {
     await lab.addNamespace('host');
     for (let i = 0; i < maxInterfaces; i++) {
@@ -117,7 +118,7 @@ if (process.env[CHILD_ENV] === 'responder') {
       for (const count of interfaceCounts) {
         for (const [name, module] of variants) {
           const key = `${name}|${count}`;
-          const r = results.get(key) ?? { cpu: [], switches: [], latencies: [], lost: 0 };
+          const r = results.get(key) ?? { cpu: [], switches: [], rss: [], latencies: [], lost: 0 };
           results.set(key, r);
           const proc = Bun.spawn({ cmd: child('responder', [`--module=${module}`, `--interfaces=${count}`, `--seconds=${seconds}`]), stdin: 'pipe', stdout: 'pipe', stderr: 'inherit' });
           try {
@@ -128,7 +129,8 @@ if (process.env[CHILD_ENV] === 'responder') {
               if (done) throw new Error(`the ${name} responder exited ${await proc.exited}`);
               text += new TextDecoder().decode(value);
             }
-            const idle = JSON.parse(text.trim().split('\n')[0]!) as { cpuMsPerSecond: number; switchesPerSecond: number };
+            const idle = JSON.parse(text.trim().split('\n')[0]!) as { cpuMsPerSecond: number; switchesPerSecond: number; rssMiB: number };
+            r.rss.push(idle.rssMiB);
             r.cpu.push(idle.cpuMsPerSecond);
             r.switches.push(idle.switchesPerSecond);
             if (module && count === interfaceCounts[0]) {
@@ -155,11 +157,11 @@ if (process.env[CHILD_ENV] === 'responder') {
     return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
   };
   console.log(`idle ${seconds} s per run, ${rounds} round(s); load average at the end: ${readFileSync('/proc/loadavg', 'utf8').trim()}`);
-  console.log('| responder | interfaces (ARP + NDP socket each) | CPU ms per s | main-thread context switches per s |');
-  console.log('|---|---|---|---|');
+  console.log('| responder | interfaces (ARP + NDP socket each) | CPU ms per s | main-thread context switches per s | RSS after the idle (MiB) |');
+  console.log('|---|---|---|---|---|');
   for (const [key, r] of results) {
     const [name, count] = key.split('|');
-    console.log(`| ${name} | ${count} | ${mean(r.cpu).toFixed(2)} | ${mean(r.switches).toFixed(1)} |`);
+    console.log(`| ${name} | ${count} | ${mean(r.cpu).toFixed(2)} | ${mean(r.switches).toFixed(1)} | ${mean(r.rss).toFixed(1)} |`);
   }
   console.log(`\nARP answer latency, ${probes} requests per round on d0 (${interfaceCounts[0]} interface(s) announced), ms:`);
   console.log('| responder | p50 | p90 | p99 | max | unanswered |');
