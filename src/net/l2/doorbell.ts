@@ -52,8 +52,7 @@ export class WatchedPacketSocket {
   private reader?: ReturnType<ReadableStream<Uint8Array>['getReader']>;
   private stopped = false;
   private pause?: { timer: ReturnType<typeof setTimeout>; resolve: () => void };
-  /** Rings read since the start: a wake-up of the event loop each. */
-  rings = 0;
+  private ringCount = 0;
 
   private constructor(
     private readonly doorbell: PacketSocket,
@@ -76,41 +75,57 @@ export class WatchedPacketSocket {
     return watched;
   }
 
+  /** Rings read since the start: a wake-up of the event loop each. */
+  get rings(): number {
+    return this.ringCount;
+  }
+
   get interfaceName(): string {
     return this.socket.interfaceName;
   }
 
+  /**
+   * Rings until closed. Only a failure of the doorbell's reader is caught here: an exception from
+   * onRing is the caller's and escapes, as it did from the polling timer's callback.
+   */
   private async watch(): Promise<void> {
     let failures = 0;
     while (!this.stopped) {
-      try {
-        const reader = this.doorbell.readable().getReader();
-        this.reader = reader;
-        for (;;) {
-          const { done } = await reader.read();
-          if (this.stopped) return;
-          if (done) throw new Error('its reader ended');
-          failures = 0;
-          this.rings += 1;
-          while (this.options.onRing(this.socket)) {
-            await this.sleep(this.options.floodPauseMs);
-            if (this.stopped) return;
-          }
-        }
-      } catch (e) {
+      const failure = await this.ringUntilFailure();
+      if (this.stopped) return;
+      // The kernel reports ENETDOWN once each time the interface goes down (then the socket
+      // reads on, and frames come again once it is up): watched again at once, unreported, as
+      // the frame socket's read below reports it too. Anything else is reported, and watched
+      // again a second later if it came twice in a row with no ring between (never a busy loop).
+      if ((failure as { code?: string }).code !== 'ENETDOWN') {
+        failures = this.rings === failure.ringsBefore ? failures + 1 : 1;
+        this.options.onError(`the doorbell on ${this.interfaceName}: ${(failure.error as Error).message}`);
+        if (failures > 1) await this.sleep(RETRY_AFTER_FAILURES_MS);
         if (this.stopped) return;
-        // The kernel reports ENETDOWN once each time the interface goes down (then the socket
-        // reads on, and frames come again once it is up): watched again at once, unreported, as
-        // the frame socket's read below reports it too. Anything else is reported, and watched
-        // again a second later if it came twice in a row (never a busy loop).
-        if ((e as { code?: string }).code !== 'ENETDOWN') {
-          failures += 1;
-          this.options.onError(`the doorbell on ${this.interfaceName}: ${(e as Error).message}`);
-          if (failures > 1) await this.sleep(RETRY_AFTER_FAILURES_MS);
-          if (this.stopped) return;
-        }
-        // What came meanwhile is still queued on both sockets: nothing is lost by watching again.
-        this.options.onRing(this.socket);
+      }
+      // What came meanwhile is still queued on both sockets: nothing is lost by watching again.
+      this.options.onRing(this.socket);
+    }
+  }
+
+  /** Reads the doorbell, and the socket at each ring, until its reader fails (or the doorbell is closed). */
+  private async ringUntilFailure(): Promise<{ error: unknown; code?: string; ringsBefore: number }> {
+    const ringsBefore = this.rings;
+    const reader = this.doorbell.readable().getReader();
+    this.reader = reader;
+    for (;;) {
+      let done: boolean;
+      try {
+        ({ done } = await reader.read());
+      } catch (error) {
+        return { error, code: (error as { code?: string }).code, ringsBefore };
+      }
+      if (this.stopped) return { error: undefined, ringsBefore };
+      if (done) return { error: new Error('its reader ended'), ringsBefore };
+      this.ringCount += 1;
+      while (this.options.onRing(this.socket)) {
+        await this.sleep(this.options.floodPauseMs);
+        if (this.stopped) return { error: undefined, ringsBefore };
       }
     }
   }
