@@ -29,6 +29,7 @@ export const EINPROGRESS = 115;
 // Socket options and poll events, as <sys/socket.h>, <netinet/in.h>, <netinet/tcp.h>, <poll.h>
 // number them (a struct's layout stays beside the code that builds it).
 export const SO_ERROR = 4;
+export const SO_RCVBUF = 8;
 export const SO_ATTACH_FILTER = 26;
 export const IP_TTL = 2;
 export const IPV6_UNICAST_HOPS = 16;

@@ -11,7 +11,7 @@ import { L2Responder } from '../../src/net/l2/responder.ts';
 const print = (message: unknown) => process.stdout.write(`${JSON.stringify(message)}\n`);
 
 const responder = new L2Responder({
-  pollIntervalMs: Number(process.env.L2_POLL_INTERVAL_MS ?? 10),
+  floodPauseMs: Number(process.env.L2_FLOOD_PAUSE_MS ?? 10),
   onEvent: (event) => print({ event }),
 });
 

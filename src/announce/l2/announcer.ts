@@ -52,7 +52,7 @@ export interface L2AnnouncerOptions {
   events?: EventRecorder;
   /** The interface holding an address's subnet (default: this host's interfaces). */
   subnetInterface?: (ip: IP) => string | undefined;
-  pollIntervalMs?: number;
+  floodPauseMs?: number;
   /** Probes of a newly assigned address before it is first announced (count 0: none); default 3, 1 s apart. */
   probe?: { count: number; intervalMs: number };
 }
@@ -135,7 +135,7 @@ export class L2Announcer {
       onFrozen: (gapMs) => this.rejoinAfterPause(gapMs),
     });
     this.responder = new L2Responder({
-      pollIntervalMs: opts.pollIntervalMs,
+      floodPauseMs: opts.floodPauseMs,
       onEvent: (e) => this.onResponderEvent(e),
       // Just woken from a pause, before the liveness check has judged it: answer nothing (rejoinAfterPause follows).
       mayAnswer: () => this.liveness.stalledFor() <= this.liveness.timeoutMs,

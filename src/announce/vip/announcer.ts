@@ -39,7 +39,7 @@ export interface VipAnnouncerOptions {
   registry: Registry;
   /** announce: l2: the interface holding an address's subnet (default: this host's interfaces). */
   subnetInterface?: (ip: IP) => string | undefined;
-  pollIntervalMs?: number;
+  floodPauseMs?: number;
   /** announce: bgp: BFD ports (tests). */
   bfdPort?: number;
   bfdPeerPort?: number;
@@ -102,7 +102,7 @@ export class VipAnnouncer {
           ...(opts.bfdPort !== undefined ? { bfdPort: opts.bfdPort } : {}),
           ...(opts.bfdPeerPort !== undefined ? { bfdPeerPort: opts.bfdPeerPort } : {}),
         })
-      : new VipL2Output({ config, log: this.log, logLimit: this.logLimit, mayAnswer: () => !paused(), holding: () => this.holding, subnetInterface: opts.subnetInterface, pollIntervalMs: opts.pollIntervalMs });
+      : new VipL2Output({ config, log: this.log, logLimit: this.logLimit, mayAnswer: () => !paused(), holding: () => this.holding, subnetInterface: opts.subnetInterface, floodPauseMs: opts.floodPauseMs });
     this.health = new ApiServerHealth({
       url: opts.config.healthURL,
       intervalMs: t.healthIntervalMs,

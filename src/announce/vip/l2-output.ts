@@ -20,7 +20,7 @@ export interface VipL2OutputOptions {
   holding: () => boolean;
   /** The interface holding an address's subnet (default: this host's interfaces). */
   subnetInterface?: (ip: IP) => string | undefined;
-  pollIntervalMs?: number;
+  floodPauseMs?: number;
 }
 
 /** announce: l2: ARP replies / Neighbor Advertisements from the holder (the L2 speaker's responder), gratuitous ARP / unsolicited NA at each take. */
@@ -29,7 +29,7 @@ export class VipL2Output implements VipOutput {
 
   constructor(private readonly o: VipL2OutputOptions) {
     this.responder = new L2Responder({
-      pollIntervalMs: o.pollIntervalMs,
+      floodPauseMs: o.floodPauseMs,
       onEvent: (e) => this.onResponderEvent(e),
       mayAnswer: o.mayAnswer,
     });

@@ -1,7 +1,7 @@
 import { ptr } from 'bun:ffi';
 import {
-  AF_INET6, AF_PACKET, attachSocketFilter, EAGAIN, errno, IPPROTO_IPV6, IPV6_ADD_MEMBERSHIP, IPV6_DROP_MEMBERSHIP, libc, SOCK_CLOEXEC, SOCK_DGRAM, SOCK_NONBLOCK,
-  SOCK_RAW, SocketError, type BpfInstruction,
+  AF_INET6, AF_PACKET, attachSocketFilter, EAGAIN, errno, IPPROTO_IPV6, IPV6_ADD_MEMBERSHIP, IPV6_DROP_MEMBERSHIP, libc, SO_RCVBUF, SOCK_CLOEXEC, SOCK_DGRAM, SOCK_NONBLOCK,
+  SOCK_RAW, SOL_SOCKET, SocketError, type BpfInstruction,
 } from '../../util/libc.ts';
 
 /**
@@ -10,8 +10,9 @@ import {
  * frames to Bun: node:dgram speaks UDP only, and the npm packet libraries are native Node addons
  * (node-gyp builds of libpcap or raw-socket) that `bun build --compile` cannot embed.
  *
- * The sockets are non-blocking and never wait: the caller polls them (see responder.ts). The
- * binding is loaded on first use, so nothing here touches libc in processes that never announce.
+ * The sockets are non-blocking and never wait: the caller reads them when a doorbell rings
+ * (doorbell.ts). The binding is loaded on first use, so nothing here touches libc in processes
+ * that never announce.
  */
 const ARPHRD_ETHER = 1;
 /** sizeof(struct sockaddr_ll). */
@@ -58,7 +59,7 @@ export class PacketSocket {
    * given. It is created listening to no protocol and bound afterwards, so no frame of another
    * interface or type is queued before the binding (and the filter) are in place.
    */
-  static open(interfaceName: string, etherType: number, filter?: BpfInstruction[]): PacketSocket {
+  static open(interfaceName: string, etherType: number, filter?: BpfInstruction[], options: { receiveBufferBytes?: number } = {}): PacketSocket {
     const index = interfaceIndex(interfaceName);
     const c = libc();
     const fd = c.socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -66,6 +67,7 @@ export class PacketSocket {
     const socket = new PacketSocket(interfaceName, index, fd);
     try {
       if (filter) socket.attachFilter(filter);
+      if (options.receiveBufferBytes !== undefined) socket.setReceiveBuffer(options.receiveBufferBytes);
       const address = new Uint8Array(SOCKADDR_LL_SIZE);
       const view = new DataView(address.buffer);
       view.setUint16(0, AF_PACKET, true);
@@ -97,6 +99,12 @@ export class PacketSocket {
     return address;
   }
 
+  /** SO_RCVBUF: the kernel doubles the request and raises it to its floor (SOCK_MIN_RCVBUF, about 2.3 KB). */
+  private setReceiveBuffer(bytes: number): void {
+    const value = new Int32Array([bytes]);
+    if (libc().setsockopt(this.fd, SOL_SOCKET, SO_RCVBUF, ptr(value), 4) !== 0) throw new SocketError(`setting the receive buffer on ${this.interfaceName}`);
+  }
+
   private attachFilter(program: BpfInstruction[]): void {
     attachSocketFilter(this.fd, program, `the frame filter on ${this.interfaceName}`);
   }
@@ -106,6 +114,7 @@ export class PacketSocket {
    * the buffer arrives cut to it (the length says so).
    */
   receive(buffer: Uint8Array): ReceivedFrame | undefined {
+    this.mustBeOpen();
     this.peerLength[0] = SOCKADDR_LL_SIZE;
     const n = Number(libc().recvfrom(this.fd, ptr(buffer), buffer.length, 0, ptr(this.peer), ptr(this.peerLength)));
     if (n < 0) {
@@ -118,8 +127,28 @@ export class PacketSocket {
 
   /** Sends one whole frame (Ethernet header included) out of the bound interface. */
   send(frame: Uint8Array): void {
+    this.mustBeOpen();
     const n = Number(libc().sendto(this.fd, ptr(frame), frame.length, 0, null, 0));
     if (n !== frame.length) throw new SocketError(`sending a ${frame.length}-byte frame on ${this.interfaceName}`);
+  }
+
+  /**
+   * Bun's own reader of this socket: its event loop watches a duplicate of the descriptor (epoll)
+   * and reads whatever arrives, with no frame boundaries or packet types (doorbell.ts uses it only
+   * to be woken). Cancelling the reader closes the duplicate; this socket stays open until close().
+   */
+  readable(): ReadableStream<Uint8Array> {
+    this.mustBeOpen();
+    return Bun.file(this.fd).stream();
+  }
+
+  get isOpen(): boolean {
+    return this.open;
+  }
+
+  /** After close() the number may already belong to another descriptor: never call libc with it. */
+  private mustBeOpen(): void {
+    if (!this.open) throw new Error(`the packet socket on ${this.interfaceName} is closed`);
   }
 
   close(): void {

@@ -2,6 +2,7 @@ import { formatIP, ipToBytes, parseIP, type IP } from '../ip.ts';
 import { handleArpFrame, handleNdpFrame, unsolicitedAdvertisementFrame, type FrameOutcome, type LinkState } from './answer.ts';
 import { gratuitousArpFrames } from './arp.ts';
 import { solicitedNodeAddress } from './ndp.ts';
+import { WatchedPacketSocket } from './doorbell.ts';
 import { ETH_P_ARP, ETH_P_IPV6, MulticastMembership, PACKET_OTHERHOST, PACKET_OUTGOING, PacketSocket, type BpfInstruction } from './packet-socket.ts';
 import { RefusalTally, type MalformedReason, type MartianReason, type Refusal } from './refusals.ts';
 
@@ -11,20 +12,20 @@ import { RefusalTally, type MalformedReason, type MartianReason, type Refusal } 
  * ARP / unsolicited Neighbor Advertisements. Which addresses this node should announce is decided
  * elsewhere (election.ts): the responder only knows frames.
  *
- * Frames are read by polling non-blocking sockets from a timer, never by a blocking call: the
- * event loop stays free, and no Worker thread is needed (a Worker blocked in recv() cannot be
- * ended until a frame arrives, and would need its own copy of the address table). One tick drains
- * every socket until it is empty, at most MAX_FRAMES_PER_TICK frames each; an idle tick is one
- * recvfrom() per socket. Measured with bench/l2-poll-cost.ts (docs/networking/l2.md): idle, with
- * 4 interfaces (8 sockets), the default 10 ms tick costs 8.5 ms of CPU per second (under 1% of one
- * core; an empty 10 ms timer alone costs about 4), 20 ms costs 5; an answer waits at most one
- * tick, far below the 1 s a resolver waits before it asks again.
+ * Frames are read from non-blocking sockets when their doorbell rings (doorbell.ts: Bun's own
+ * epoll loop wakes us when a frame has arrived), never by a blocking call: the event loop stays
+ * free, and no Worker thread is needed (a Worker costs a whole JS VM, and one blocked in recv()
+ * cannot be ended until a frame arrives). An idle responder is never woken: no timer runs but the
+ * one repeating takeover announcements while some are pending. A ring reads its socket until it
+ * is empty, at most MAX_FRAMES_PER_READ frames; when that cap is reached (a flood), the socket is
+ * read again after floodPauseMs, as the 10 ms polling tick used to, so a flood costs at most the
+ * CPU it did (issue 34). Measured with bench/l2-poll-cost.ts (docs/networking/l2.md).
  */
-export const DEFAULT_POLL_INTERVAL_MS = 10;
+export const DEFAULT_FLOOD_PAUSE_MS = 10;
 /** RFC 5227 §1.1 ANNOUNCE_NUM is 2, 2 s apart; one more, sooner, shortens failover when the first is lost. */
 export const DEFAULT_ANNOUNCE_COUNT = 3;
 export const DEFAULT_ANNOUNCE_INTERVAL_MS = 1000;
-const MAX_FRAMES_PER_TICK = 256;
+const MAX_FRAMES_PER_READ = 256;
 /** A refused frame's detail is reported (the 'refused' event) at most once per reason per this window. */
 export const DEFAULT_REFUSAL_REPORT_WINDOW_MS = 10_000;
 /** Frames up to a jumbo MTU; ARP and NDP frames are far shorter. */
@@ -63,6 +64,8 @@ export interface AnnouncementProblem {
 }
 
 export interface ResponderStats {
+  /** Times a socket was read because its doorbell rang: wake-ups for frames (none while nothing arrives). */
+  rings: number;
   /** Address -> ARP replies and Neighbor Advertisements sent in answer to a request. */
   answers: Record<string, number>;
   /** Address -> times this responder began announcing it. */
@@ -81,7 +84,8 @@ export interface ResponderStats {
 }
 
 export interface ResponderOptions {
-  pollIntervalMs?: number;
+  /** After a read stopped at its cap (a flood), the socket is read again this much later. Default DEFAULT_FLOOD_PAUSE_MS. */
+  floodPauseMs?: number;
   /**
    * False: answer nothing and send no announcement now; frames read meanwhile are dropped, not
    * answered later (a process woken from a pause finds requests queued for the time it was out,
@@ -105,8 +109,8 @@ interface PendingAnnouncement {
 
 /** The sockets and addresses of one interface. */
 class InterfaceAnnouncer {
-  arp?: PacketSocket;
-  ndp?: PacketSocket;
+  arp?: WatchedPacketSocket;
+  ndp?: WatchedPacketSocket;
   groups?: MulticastMembership;
   /** Solicited-node groups joined, by their hex (addresses may share one). */
   readonly joined = new Set<string>();
@@ -135,15 +139,18 @@ export class L2Responder {
   private readonly buffer = new Uint8Array(RECEIVE_BUFFER_SIZE);
   private readonly counters = { answers: {} as Record<string, number>, takeovers: {} as Record<string, number>, claims: {} as Record<string, number>, sendErrors: 0, dropped: 0 };
   private readonly refusals: RefusalTally;
-  private timer: ReturnType<typeof setInterval> | undefined;
-  private readonly pollIntervalMs: number;
+  /** Runs only while a takeover announcement is pending: due at the earliest one. */
+  private announceTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Rings of sockets closed since: stats() counts them with the open ones'. */
+  private closedRings = 0;
+  private readonly floodPauseMs: number;
   private readonly announceCount: number;
   private readonly announceIntervalMs: number;
   private readonly onEvent: (event: ResponderEvent) => void;
   private readonly mayAnswer: () => boolean;
 
   constructor(options: ResponderOptions = {}) {
-    this.pollIntervalMs = options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
+    this.floodPauseMs = options.floodPauseMs ?? DEFAULT_FLOOD_PAUSE_MS;
     this.announceCount = options.announceCount ?? DEFAULT_ANNOUNCE_COUNT;
     this.announceIntervalMs = options.announceIntervalMs ?? DEFAULT_ANNOUNCE_INTERVAL_MS;
     this.onEvent = options.onEvent ?? (() => {});
@@ -162,7 +169,7 @@ export class L2Responder {
    * parse, is returned as a problem and left out; everything else still applies.
    */
   setAnnouncements(table: AnnouncementTable): AnnouncementProblem[] {
-    if (this.timer) this.tick();
+    this.readAll();
     const problems: AnnouncementProblem[] = [];
     for (const [name, link] of this.links) {
       if (!table.has(name)) this.removeLink(link);
@@ -184,7 +191,7 @@ export class L2Responder {
         this.removeLink(link);
       }
     }
-    this.updateTimer();
+    this.scheduleAnnouncements();
     return problems;
   }
 
@@ -205,7 +212,10 @@ export class L2Responder {
   stats(): ResponderStats {
     const c = this.counters;
     const r = this.refusals;
+    let rings = this.closedRings;
+    for (const link of this.links.values()) rings += (link.arp?.rings ?? 0) + (link.ndp?.rings ?? 0);
     return {
+      rings,
       answers: { ...c.answers },
       takeovers: { ...c.takeovers },
       claims: { ...c.claims },
@@ -220,19 +230,19 @@ export class L2Responder {
 
   close(): void {
     // What came while it still held is answered: the next holder never saw it.
-    if (this.timer) this.tick();
-    for (const link of this.links.values()) link.close();
+    this.readAll();
+    for (const link of this.links.values()) this.closeLink(link);
     this.links.clear();
-    this.updateTimer();
+    this.scheduleAnnouncements();
   }
 
   private updateLink(link: InterfaceAnnouncer, ipv4: Set<string>, ipv6: Set<string>, standby = false): void {
-    if (ipv4.size > 0 || standby) link.arp ??= PacketSocket.open(link.name, ETH_P_ARP);
+    if (ipv4.size > 0 || standby) link.arp ??= this.watch(link, ETH_P_ARP);
     if (ipv6.size > 0) {
-      link.ndp ??= PacketSocket.open(link.name, ETH_P_IPV6, NEIGHBOR_DISCOVERY_FILTER);
+      link.ndp ??= this.watch(link, ETH_P_IPV6, NEIGHBOR_DISCOVERY_FILTER);
       link.groups ??= MulticastMembership.open(link.name);
     }
-    const mac = (link.arp ?? link.ndp)?.mac();
+    const mac = (link.arp ?? link.ndp)?.socket.mac();
     if (mac) link.ipv4.mac = link.ipv6.mac = mac;
     this.updateGroups(link, ipv6);
     const added: string[] = [];
@@ -251,16 +261,28 @@ export class L2Responder {
       }
     }
     if (ipv4.size === 0 && !standby && link.arp) {
+      this.closedRings += link.arp.rings;
       link.arp.close();
       link.arp = undefined;
     }
     if (ipv6.size === 0 && link.ndp) {
+      this.closedRings += link.ndp.rings;
       link.ndp.close();
       link.groups?.close();
       link.ndp = link.groups = undefined;
       link.joined.clear();
     }
     for (const address of added) this.takeOver(link, address);
+  }
+
+  /** A socket read whenever a frame reaches it (doorbell.ts), by `handle` of this link's state. */
+  private watch(link: InterfaceAnnouncer, etherType: number, filter?: BpfInstruction[]): WatchedPacketSocket {
+    const handle = etherType === ETH_P_ARP ? (frame: Uint8Array) => handleArpFrame(frame, link.ipv4) : (frame: Uint8Array) => handleNdpFrame(frame, link.ipv6);
+    return WatchedPacketSocket.open(link.name, etherType, filter, {
+      onRing: (socket) => this.drain(link, socket, handle, !this.mayAnswer()),
+      onError: (message) => this.onEvent({ type: 'error', interface: link.name, message }),
+      floodPauseMs: this.floodPauseMs,
+    });
   }
 
   /** Joins the solicited-node group of each IPv6 address, leaves those no longer needed. */
@@ -296,7 +318,7 @@ export class L2Responder {
   }
 
   private announce(link: InterfaceAnnouncer, announcement: PendingAnnouncement): void {
-    const socket = announcement.family === 4 ? link.arp : link.ndp;
+    const socket = (announcement.family === 4 ? link.arp : link.ndp)?.socket;
     for (const frame of announcement.frames) this.send(link, socket, frame);
     announcement.remaining -= 1;
     announcement.dueAt = performance.now() + this.announceIntervalMs;
@@ -304,43 +326,64 @@ export class L2Responder {
 
   private removeLink(link: InterfaceAnnouncer): void {
     for (const address of link.addresses) this.onEvent({ type: 'release', interface: link.name, address });
-    link.close();
+    this.closeLink(link);
     this.links.delete(link.name);
   }
 
-  private updateTimer(): void {
-    const needed = [...this.links.values()].some((l) => l.arp || l.ndp);
-    if (needed && !this.timer) this.timer = setInterval(() => this.tick(), this.pollIntervalMs);
-    if (!needed && this.timer) {
-      clearInterval(this.timer);
-      this.timer = undefined;
-    }
+  private closeLink(link: InterfaceAnnouncer): void {
+    this.closedRings += (link.arp?.rings ?? 0) + (link.ndp?.rings ?? 0);
+    link.close();
   }
 
-  private tick(): void {
-    const now = performance.now();
+  /** Every socket read to empty (up to the cap each), under the table as it is now. */
+  private readAll(): void {
     const silent = !this.mayAnswer();
     for (const link of this.links.values()) {
-      if (link.arp) this.drain(link, link.arp, (frame) => handleArpFrame(frame, link.ipv4), silent);
-      if (link.ndp) this.drain(link, link.ndp, (frame) => handleNdpFrame(frame, link.ipv6), silent);
-      if (silent) continue;
-      for (const announcement of link.pending) {
-        if (announcement.dueAt <= now) this.announce(link, announcement);
-      }
-      link.pending = link.pending.filter((p) => p.remaining > 0);
+      if (link.arp) this.drain(link, link.arp.socket, (frame) => handleArpFrame(frame, link.ipv4), silent);
+      if (link.ndp) this.drain(link, link.ndp.socket, (frame) => handleNdpFrame(frame, link.ipv6), silent);
     }
   }
 
-  private drain(link: InterfaceAnnouncer, socket: PacketSocket, handle: (frame: Uint8Array) => FrameOutcome, silent: boolean): void {
-    for (let i = 0; i < MAX_FRAMES_PER_TICK; i++) {
+  /** The announcement timer, set for the earliest pending repeat; none when nothing is pending. */
+  private scheduleAnnouncements(): void {
+    if (this.announceTimer) clearTimeout(this.announceTimer);
+    this.announceTimer = undefined;
+    let due = Infinity;
+    for (const link of this.links.values()) for (const p of link.pending) due = Math.min(due, p.dueAt);
+    if (due === Infinity) return;
+    this.announceTimer = setTimeout(() => this.announceDue(), Math.max(0, due - performance.now()));
+  }
+
+  private announceDue(): void {
+    this.announceTimer = undefined;
+    const now = performance.now();
+    if (this.mayAnswer()) {
+      for (const link of this.links.values()) {
+        for (const announcement of link.pending) {
+          if (announcement.dueAt <= now) this.announce(link, announcement);
+        }
+        link.pending = link.pending.filter((p) => p.remaining > 0);
+      }
+    } else {
+      // Paused: nothing is sent now; asked again a flood pause later (the polling tick's pace).
+      for (const link of this.links.values()) for (const p of link.pending) p.dueAt = Math.max(p.dueAt, now + this.floodPauseMs);
+    }
+    this.scheduleAnnouncements();
+  }
+
+  /** Reads `socket` until it is empty or MAX_FRAMES_PER_READ frames were read; true at the cap. */
+  private drain(link: InterfaceAnnouncer, socket: PacketSocket, handle: (frame: Uint8Array) => FrameOutcome, silent: boolean): boolean {
+    for (let i = 0; i < MAX_FRAMES_PER_READ; i++) {
+      // An event handler may have closed it (a new table set from onEvent).
+      if (!socket.isOpen) return false;
       let received;
       try {
         received = socket.receive(this.buffer);
       } catch (e) {
         this.onEvent({ type: 'error', interface: link.name, message: (e as Error).message });
-        return;
+        return false;
       }
-      if (!received) return;
+      if (!received) return false;
       // Our own frames come back as OUTGOING; another host's unicast as OTHERHOST in promiscuous mode.
       if (received.packetType === PACKET_OUTGOING || received.packetType === PACKET_OTHERHOST) continue;
       const outcome = handle(this.buffer.subarray(0, received.length));
@@ -350,6 +393,7 @@ export class L2Responder {
       }
       this.apply(link, socket, outcome);
     }
+    return true;
   }
 
   private apply(link: InterfaceAnnouncer, socket: PacketSocket, outcome: FrameOutcome): void {
