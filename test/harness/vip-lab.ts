@@ -174,6 +174,25 @@ export class VipLab {
     return proc;
   }
 
+  /**
+   * Starts kube-vip's control-plane ARP mode on the node (the anchor of issue 38): `--controlplane
+   * --arp --leaderElection` for `address` on eth0, through the node's own API server (a kubeconfig
+   * of the lab's system:masters token) with its Lease in kube-system. `lease` overrides kube-vip's
+   * lease duration, renew deadline and retry period (seconds; its defaults are 15, 10, 2).
+   */
+  startKubeVip(node: NodeName, o: { binary: string; address: string; lease?: [number, number, number] }): LoggedProcess {
+    const kubeconfig = join(this.site.lab.dir, 'kube-vip.kubeconfig');
+    writeFileSync(kubeconfig, [
+      'apiVersion: v1', 'kind: Config', 'current-context: c',
+      `clusters: [{name: c, cluster: {server: "https://127.0.0.1:${API_PORT}", insecure-skip-tls-verify: true}}]`,
+      `users: [{name: u, user: {token: "${this.adminToken}"}}]`,
+      'contexts: [{name: c, context: {cluster: c, user: u}}]', '',
+    ].join('\n'), { mode: 0o600 });
+    const lease = o.lease ? [`--leaseDuration=${o.lease[0]}`, `--leaseRenewDuration=${o.lease[1]}`, `--leaseRetry=${o.lease[2]}`] : [];
+    return this.site.lab.spawnLogged(node, `kube-vip-${node}`, [o.binary, 'manager', '--controlplane', '--arp', '--leaderElection', '--interface=eth0', `--address=${o.address}`, `--port=${API_PORT}`,
+      `--k8sConfigPath=${kubeconfig}`, `--nodeName=${node}`, '--prometheusHTTPServer=127.0.0.1:2112', ...lease]);
+  }
+
   /** GET `path` of the node's `edge-ccm vip` metrics server: the body, or undefined when it did not answer 200. */
   async vipEndpoint(node: NodeName, path: '/metrics' | '/readyz'): Promise<string | undefined> {
     const r = await this.site.lab.exec(node, ['curl', '-sf', '--max-time', '2', `http://127.0.0.1:${VIP_METRICS_PORT}${path}`]);
