@@ -16,8 +16,8 @@
  * control-plane ARP mode on the same three hosts for the same VIP (VipLab.startKubeVip), the
  * faults it shares with ours (the API server killed, SIGKILL, SIGTERM, link down), section
  * `faults` only, the VIP on no host's lo (kube-vip adds it to its holder's eth0). kube-vip exits
- * when it loses its lease (its pod's restart brings it back): every heal starts it again where it
- * has exited, as the kubelet would.
+ * when it loses its lease (its pod's restart brings it back): started again 1 s after such an
+ * exit, as the kubelet would (startSide).
  * VIP_BENCH_KEEP_LOGS=DIR copies the vip processes' and the prober's logs there before cleanup.
  */
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -112,14 +112,35 @@ function partition(node: NodeName): Promise<void> {
 const healPartition = (node: NodeName) => healHostPartition(vip.site.lab, node);
 const DEAF = 'vipbenchdeaf';
 
-/** Starts the side's VIP process on the node (kept in vip.vips, where the faults find it). */
+/** Nodes whose VIP process a fault killed: not restarted until the fault heals. */
+const heldDown = new Set<NodeName>();
+let stopping = false;
+/**
+ * Starts the side's VIP process on the node (kept in vip.vips, where the faults find it).
+ * kube-vip exits when it loses its lease and its pod's restart brings it back: restarted here 1 s
+ * after it exits by itself, as the kubelet would (not after a fault's kill, until the heal).
+ */
 function startSide(node: NodeName): void {
-  if (SIDE === 'edge-ccm') vip.startVip(node);
-  else vip.vips.set(node, vip.startKubeVip(node, { binary: KUBE_VIP, address: VIP, lease: KUBE_VIP_LEASE }));
+  if (SIDE === 'edge-ccm') {
+    vip.startVip(node);
+    return;
+  }
+  const proc = vip.startKubeVip(node, { binary: KUBE_VIP, address: VIP, lease: KUBE_VIP_LEASE });
+  vip.vips.set(node, proc);
+  void proc.exited.then(async () => {
+    await Bun.sleep(1000);
+    if (!stopping && !heldDown.has(node) && vip.vips.get(node) === proc) startSide(node);
+  });
 }
-/** kube-vip exits on a lost lease: started again where it has, as its pod's restart would. */
-async function restartExited(node: NodeName): Promise<void> {
-  if (SIDE === 'kube-vip' && !vip.vips.get(node)!.running) startSide(node);
+/** A fault's kill of the holder's VIP process: held down until healed. */
+async function killHolder(node: NodeName, how: 'SIGKILL' | 'SIGTERM'): Promise<void> {
+  heldDown.add(node);
+  if (how === 'SIGKILL') await vip.vips.get(node)!.kill();
+  else await vip.vips.get(node)!.terminate(5000);
+}
+function restartHolder(node: NodeName): void {
+  heldDown.delete(node);
+  startSide(node);
 }
 
 /** `anchors`: whether the fault also runs with --side=kube-vip. */
@@ -132,8 +153,8 @@ const FAULTS: Fault[] = [
     apply: async (h) => void process.kill(vip.apiServers.get(h)!.pid, 'SIGSTOP'),
     heal: async (h) => void process.kill(vip.apiServers.get(h)!.pid, 'SIGCONT'),
   },
-  { name: `holder's ${holderName} SIGKILLed`, apply: (h) => vip.vips.get(h)!.kill(), heal: async (h) => void startSide(h), anchors: true },
-  { name: `holder's ${holderName} SIGTERMed${SIDE === 'edge-ccm' ? " (release, 'leaving')" : ''}`, apply: async (h) => void (await vip.vips.get(h)!.terminate(5000)), heal: async (h) => void startSide(h), anchors: true },
+  { name: `holder's ${holderName} SIGKILLed`, apply: (h) => killHolder(h, 'SIGKILL'), heal: async (h) => restartHolder(h), anchors: true },
+  { name: `holder's ${holderName} SIGTERMed${SIDE === 'edge-ccm' ? " (release, 'leaving')" : ''}`, apply: (h) => killHolder(h, 'SIGTERM'), heal: async (h) => restartHolder(h), anchors: true },
   {
     name: "holder's edge-ccm paused (SIGSTOP 3 s, then SIGCONT)",
     apply: async (h) => {
@@ -191,7 +212,6 @@ async function faultRuns(w: Watch, fault: Fault, label: string): Promise<void> {
     await fault.apply(holder);
     runs.push(await measureMove(w, holder, faultAt, fault.name));
     await fault.heal(holder);
-    await restartExited(holder);
     await Bun.sleep(1500);
     await eventually('one holder again', () => !!answering(w), 30_000);
   }
@@ -388,5 +408,6 @@ try {
     for (const f of readdirSync(vip.site.lab.dir).filter((f) => /^(vip-|kube-vip-|readyz-watch-).*\.log$/.test(f))) copyFileSync(join(vip.site.lab.dir, f), join(keep, f));
     console.log(`vip bench logs kept in ${keep}`);
   }
+  stopping = true;
   await vip.destroy();
 }
