@@ -159,9 +159,11 @@ try {
       const h = failoverFigures(back.probes, back.at, macOf(next), macOf(failed));
       const takenBack = back.probes.find((p) => p.t >= back.at && p.macs.includes(macOf(failed)))!;
       const r: Run = { gapMs: f.gapMs!, unanswered: f.unanswered, doubles: f.doubles.length, handbackMs: takenBack.t - back.at, handbackUnanswered: h.unanswered, handbackDoubles: h.doubles.length, exitCode };
+      /** When the probes two MACs answered were sent, from the fault or the speaker's start. */
+      const when = (ps: Probe[], at: number) => (ps.length ? ` (at ${ps.map((p) => `${p.t - at >= 0 ? '+' : ''}${p.t - at}`).join(', ')} ms)` : '');
       (results.get(kind) ?? results.set(kind, []).get(kind)!).push(r);
-      console.log(`l2 failover (metallb, ${kind}) ${failed} -> ${next}: ${r.gapMs} ms from the fault to the first probe ${next} answered, ${r.unanswered} probes unanswered, ${r.doubles} answered twice (of ${fault.probes.length}); ` +
-        `handback to the returning speaker ${r.handbackMs} ms after its start, ${r.handbackUnanswered} probes unanswered, ${r.handbackDoubles} answered twice${exitCode !== undefined ? `; exit code after SIGTERM ${exitCode}` : ''}`);
+      console.log(`l2 failover (metallb, ${kind}) ${failed} -> ${next}: ${r.gapMs} ms from the fault to the first probe ${next} answered, ${r.unanswered} probes unanswered, ${r.doubles} answered twice${when(f.doubles, fault.at)} (of ${fault.probes.length}); ` +
+        `handback to the returning speaker ${r.handbackMs} ms after its start, ${r.handbackUnanswered} probes unanswered, ${r.handbackDoubles} answered twice${when(h.doubles, back.at)}${exitCode !== undefined ? `; exit code after SIGTERM ${exitCode}` : ''}`);
     }
     const r = results.get(kind)!;
     const gaps = r.map((x) => x.gapMs);
