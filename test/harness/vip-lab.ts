@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AUDIT_POLICY, KUBERNETES_SERVICE_IP, apiServerFlags } from './apiserver.ts';
 import { ROUTER4, ROUTER_ASN, SPEAKER_ASN, startRouter, type BgpRouter } from './bgp-lab.ts';
@@ -182,7 +182,8 @@ export class VipLab {
    */
   startKubeVip(node: NodeName, o: { binary: string; address: string; lease?: [number, number, number] }): LoggedProcess {
     const kubeconfig = join(this.site.lab.dir, 'kube-vip.kubeconfig');
-    writeFileSync(kubeconfig, [
+    // Written once: a kube-vip starting on another host may be reading it.
+    if (!existsSync(kubeconfig)) writeFileSync(kubeconfig, [
       'apiVersion: v1', 'kind: Config', 'current-context: c',
       `clusters: [{name: c, cluster: {server: "https://127.0.0.1:${API_PORT}", insecure-skip-tls-verify: true}}]`,
       `users: [{name: u, user: {token: "${this.adminToken}"}}]`,
