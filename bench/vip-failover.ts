@@ -11,10 +11,18 @@
  * the kill fault over IPv6 (Neighbor Solicitations every 100 ms, requests to the IPv6 VIP).
  * Usage: bun bench/vip-failover.ts [RUNS=10] [SECTIONS=faults,majority,load,cold,bootstrap,ipv6]
  *   [--vip-binary=PATH] [--vip-env=K=V,...]   (the vips' binary and variables, theirs alone)
- * (root; after bun scripts/build.ts). BENCHMARKS.md.
+ * [--side=edge-ccm|kube-vip] [--kube-vip=BINARY] [--kube-vip-lease=15,10,2] (root; after bun
+ * scripts/build.ts). BENCHMARKS.md.
+ * --side=kube-vip runs the anchor of issue 38 in edge-ccm's place, judged alike: kube-vip's
+ * control-plane ARP mode on the same three hosts for the same VIP (VipLab.startKubeVip), the
+ * faults it shares with ours (the API server killed, SIGKILL, SIGTERM, link down), section
+ * `faults` only, the VIP on no host's lo (kube-vip adds it to its holder's eth0). kube-vip exits
+ * when it loses its lease (its pod's restart brings it back): started again 1 s after such an
+ * exit, as the kubelet would (startSide).
  * VIP_BENCH_KEEP_LOGS=DIR copies the vip processes' and the prober's logs there before cleanup.
  */
-import { copyFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { rankNodes } from '../src/net/l2/election.ts';
 import { ArpProber, percentile, type Probe } from '../test/harness/arp-probes.ts';
@@ -27,12 +35,24 @@ import { healHostPartition, partitionHost } from '../test/harness/host-partition
 import { CpuLoad } from './cpu-load.ts';
 
 const positional = process.argv.slice(2).filter((a) => !a.startsWith('--'));
-const option = (name: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+const option = (name: string) => process.argv.slice(2).find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+const opt = (name: string, dflt: string) => option(name) ?? dflt;
 const RUNS = Number(positional[0] ?? 10);
 const SECTIONS = ['faults', 'majority', 'load', 'cold', 'bootstrap', 'ipv6'] as const;
 /** A comma-separated subset of SECTIONS (default: all, in that order). */
 const only = new Set(positional[1]?.split(',') ?? SECTIONS);
 for (const s of only) if (!(SECTIONS as readonly string[]).includes(s)) throw new Error(`unknown section ${s}: one of ${SECTIONS.join(', ')}`);
+/** Who holds the VIP: edge-ccm's `vip` mode, or kube-vip's control-plane ARP mode. */
+const SIDE = opt('side', 'edge-ccm');
+if (SIDE !== 'edge-ccm' && SIDE !== 'kube-vip') throw new Error(`--side=${SIDE}: edge-ccm or kube-vip`);
+const KUBE_VIP = opt('kube-vip', join(homedir(), '.cache/edge-ccm/anchors/kube-vip'));
+const KUBE_VIP_LEASE = opt('kube-vip-lease', '15,10,2').split(',').map(Number) as [number, number, number];
+if (SIDE === 'kube-vip') {
+  if (!existsSync(KUBE_VIP)) throw new Error(`--kube-vip=${KUBE_VIP} is missing: build kube-vip there (BENCHMARKS.md, footprint, says how)`);
+  if (KUBE_VIP_LEASE.length !== 3 || KUBE_VIP_LEASE.some((n) => !(n > 0))) throw new Error(`--kube-vip-lease=${opt('kube-vip-lease', '')}: three positive seconds, duration,renew,retry`);
+  if ([...only].some((s) => s !== 'faults')) throw new Error(`--side=kube-vip runs section faults only (the others read edge-ccm's metrics and logs), not ${[...only].join(',')}`);
+}
+const holderName = SIDE === 'kube-vip' ? `kube-vip (lease ${KUBE_VIP_LEASE.join('/')} s)` : 'edge-ccm';
 /** The order every host elects in when all three are eligible. */
 const ORDER = rankNodes(VIP_KEY, NODES) as NodeName[];
 const HEARTBEAT_PORT = 7948;
@@ -74,7 +94,8 @@ const fmt = (xs: number[]) => `p50 ${percentile(xs, 50)} ms, max ${Math.max(...x
 /** Occurrences of `text` in a process's whole log (its file is appended to by every restart). */
 const logCount = (p: LoggedProcess, text: string) => readFileSync(p.logPath, 'utf8').split(text).length - 1;
 
-const overlapText = (from: number) => describeOverlaps(holderOverlaps(vip, from, Date.now()));
+/** edge-ccm logs every take and release; kube-vip's logs are not read. */
+const overlapText = (from: number) => SIDE === 'edge-ccm' ? describeOverlaps(holderOverlaps(vip, from, Date.now())) : 'takes while another host held it: not read from kube-vip\'s logs';
 
 /** Loads an nft table into the node's namespace (deleted by name on heal). */
 async function nftTable(node: NodeName, table: string, chains: string): Promise<void> {
@@ -95,17 +116,49 @@ function partition(node: NodeName): Promise<void> {
 const healPartition = (node: NodeName) => healHostPartition(vip.site.lab, node);
 const DEAF = 'vipbenchdeaf';
 
-type Fault = { name: string; apply: (holder: NodeName) => Promise<void>; heal: (holder: NodeName) => Promise<void> };
+/** Nodes whose VIP process a fault killed: not restarted until the fault heals. */
+const heldDown = new Set<NodeName>();
+let stopping = false;
+/**
+ * Starts the side's VIP process on the node (kept in vip.vips, where the faults find it).
+ * kube-vip exits when it loses its lease and its pod's restart brings it back: restarted here 1 s
+ * after it exits by itself, as the kubelet would (not after a fault's kill, until the heal).
+ */
+function startSide(node: NodeName): void {
+  if (SIDE === 'edge-ccm') {
+    vip.startVip(node);
+    return;
+  }
+  const proc = vip.startKubeVip(node, { binary: KUBE_VIP, address: VIP, lease: KUBE_VIP_LEASE });
+  vip.vips.set(node, proc);
+  void proc.exited.then(async () => {
+    await Bun.sleep(1000);
+    if (!stopping && !heldDown.has(node) && vip.vips.get(node) === proc) startSide(node);
+  });
+}
+/** A fault's kill of the holder's VIP process: held down until healed. */
+async function killHolder(node: NodeName, how: 'SIGKILL' | 'SIGTERM'): Promise<void> {
+  heldDown.add(node);
+  if (how === 'SIGKILL') await vip.vips.get(node)!.kill();
+  else await vip.vips.get(node)!.terminate(5000);
+}
+function restartHolder(node: NodeName): void {
+  heldDown.delete(node);
+  startSide(node);
+}
+
+/** `anchors`: whether the fault also runs with --side=kube-vip. */
+type Fault = { name: string; apply: (holder: NodeName) => Promise<void>; heal: (holder: NodeName) => Promise<void>; anchors?: true };
 let woken: Promise<void> = Promise.resolve();
 const FAULTS: Fault[] = [
-  { name: "holder's kube-apiserver killed", apply: (h) => vip.apiServers.get(h)!.kill(), heal: (h) => vip.startApiServer(h) },
+  { name: "holder's kube-apiserver killed", apply: (h) => vip.apiServers.get(h)!.kill(), heal: (h) => vip.startApiServer(h), anchors: true },
   {
     name: "holder's kube-apiserver hung (SIGSTOP: port kept, no answer)",
     apply: async (h) => void process.kill(vip.apiServers.get(h)!.pid, 'SIGSTOP'),
     heal: async (h) => void process.kill(vip.apiServers.get(h)!.pid, 'SIGCONT'),
   },
-  { name: "holder's edge-ccm SIGKILLed", apply: (h) => vip.vips.get(h)!.kill(), heal: async (h) => void vip.startVip(h) },
-  { name: "holder's edge-ccm SIGTERMed (release, 'leaving')", apply: async (h) => void (await vip.vips.get(h)!.terminate(5000)), heal: async (h) => void vip.startVip(h) },
+  { name: `holder's ${holderName} SIGKILLed`, apply: (h) => killHolder(h, 'SIGKILL'), heal: async (h) => restartHolder(h), anchors: true },
+  { name: `holder's ${holderName} SIGTERMed${SIDE === 'edge-ccm' ? " (release, 'leaving')" : ''}`, apply: (h) => killHolder(h, 'SIGTERM'), heal: async (h) => restartHolder(h), anchors: true },
   {
     name: "holder's edge-ccm paused (SIGSTOP 3 s, then SIGCONT)",
     apply: async (h) => {
@@ -119,7 +172,7 @@ const FAULTS: Fault[] = [
       await Bun.sleep(3000);
     },
   },
-  { name: "holder's link down", apply: async (h) => void (await vip.site.lab.ip(h, 'link', 'set', 'eth0', 'down')), heal: async (h) => void (await vip.site.lab.ip(h, 'link', 'set', 'eth0', 'up')) },
+  { name: "holder's link down", apply: async (h) => void (await vip.site.lab.ip(h, 'link', 'set', 'eth0', 'down')), heal: async (h) => void (await vip.site.lab.ip(h, 'link', 'set', 'eth0', 'up')), anchors: true },
   { name: 'the other two hosts partitioned from the holder (the client reaches all three)', apply: partition, heal: healPartition },
   {
     name: `holder deaf to heartbeats (nft drops inbound UDP to ${HEARTBEAT_PORT})`,
@@ -130,11 +183,17 @@ const FAULTS: Fault[] = [
 
 interface MoveRun { arp: number; afterFailed: number; afterArp: number; failed: number }
 
-/** From `faultAt`: the first probe answered by another host alone, and the requests until one succeeded after it. */
+/**
+ * From `faultAt`: the first probe another host answered, and the requests until one succeeded
+ * after it. Alone or not: an old holder that still answers beside it (kube-vip's address left on
+ * a killed process's interface) is counted in the probes answered by two MACs.
+ */
 async function measureMove(w: Watch, holder: NodeName, faultAt: number, what: string): Promise<MoveRun> {
-  const movedProbe = () => w.probes().find((p) => p.t >= faultAt && p.macs.length === 1 && vip.nodeOfMac(p.macs[0]!) !== holder);
-  const moved = await eventually(`the VIP leaves ${holder} (${what})`, movedProbe, 20_000);
-  const firstOkAfterArp = await eventually('a request succeeds after the move', () => w.requests.find((r) => r.t > moved.t && r.ok), 20_000);
+  const movedProbe = () => w.probes().find((p) => p.t >= faultAt && p.macs.some((m) => vip.nodeOfMac(m) !== holder));
+  // kube-vip's lease (15 s by default) must run out first.
+  const timeoutMs = SIDE === 'edge-ccm' ? 20_000 : 60_000;
+  const moved = await eventually(`the VIP leaves ${holder} (${what})`, movedProbe, timeoutMs);
+  const firstOkAfterArp = await eventually('a request succeeds after the move', () => w.requests.find((r) => r.t > moved.t && r.ok), timeoutMs);
   const firstFailed = w.requests.find((r) => r.t >= faultAt && !r.ok);
   const firstOkAfterFailed = firstFailed && w.requests.find((r) => r.t > firstFailed.t && r.ok)!;
   return {
@@ -145,13 +204,34 @@ async function measureMove(w: Watch, holder: NodeName, faultAt: number, what: st
   };
 }
 
+/**
+ * kube-vip's holder before a run: the one host that answered every probe of the last 3 s, waited
+ * for (up to 90 s: its lease can change hands more than once after a heal); the wait in ms.
+ */
+async function steadyHolder(w: Watch): Promise<{ holder: NodeName; waitedMs: number }> {
+  const at = Date.now();
+  const holder = await eventually('one steady holder (3 s of probes answered by one host)', () => {
+    const last = w.probes().slice(-30);
+    const node = last[0]?.macs.length === 1 ? vip.nodeOfMac(last[0].macs[0]!) : undefined;
+    return last.length === 30 && node && last.every((p) => p.macs.length === 1 && vip.nodeOfMac(p.macs[0]!) === node) ? node : undefined;
+  }, 90_000);
+  return { holder, waitedMs: Date.now() - at };
+}
+
 /** RUNS times: the fault applied to the holder, the move measured, then healed (the host returns to standby: sticky). */
 async function faultRuns(w: Watch, fault: Fault, label: string): Promise<void> {
   const runs: MoveRun[] = [];
+  const waits: number[] = [];
   const from = Date.now();
   for (let run = 0; run < RUNS; run++) {
     await Bun.sleep(2000);
-    const holder = answering(w);
+    let holder = answering(w);
+    // edge-ccm's holder must be single 3.5 s after a heal; kube-vip's is waited for (and the wait reported).
+    if (SIDE === 'kube-vip') {
+      const steady = await steadyHolder(w);
+      holder = steady.holder;
+      waits.push(steady.waitedMs);
+    }
     if (!holder) throw new Error(`no single holder before run ${run} of ${fault.name}`);
     const faultAt = Date.now();
     await fault.apply(holder);
@@ -161,7 +241,7 @@ async function faultRuns(w: Watch, fault: Fault, label: string): Promise<void> {
     await eventually('one holder again', () => !!answering(w), 30_000);
   }
   const failed = runs.map((r) => r.failed);
-  console.log(`vip failover${label}: ${fault.name}: ${RUNS} runs; first ${label ? 'NDP' : 'ARP'} answer from the new holder ${fmt(runs.map((r) => r.arp))}; first good request after a failed one ${fmt(runs.map((r) => r.afterFailed))}; first good request after the new holder's first answer ${fmt(runs.map((r) => r.afterArp))}; failed requests p50 ${percentile(failed, 50)}, max ${Math.max(...failed)}, total ${failed.reduce((a, b) => a + b, 0)}; probes answered by two MACs ${doubles(w, from)}; ${overlapText(from)}`);
+  console.log(`vip failover${SIDE === 'edge-ccm' ? '' : ` (${SIDE})`}${label}: ${fault.name}: ${RUNS} runs; first ${label ? 'NDP' : 'ARP'} answer from the new holder ${fmt(runs.map((r) => r.arp))}; first good request after a failed one ${fmt(runs.map((r) => r.afterFailed))}; first good request after the new holder's first answer ${fmt(runs.map((r) => r.afterArp))}; failed requests p50 ${percentile(failed, 50)}, max ${Math.max(...failed)}, total ${failed.reduce((a, b) => a + b, 0)}; probes answered by two MACs ${doubles(w, from)}; ${overlapText(from)}${waits.length ? `; waited for one steady holder before each run (3 s of single answers) p50 ${percentile(waits, 50)} ms, max ${Math.max(...waits)} ms` : ''}`);
 }
 
 /** The holder on the majority side: the lone host (each non-holder in turn) partitioned for 5 s: no move, no failed request. */
@@ -330,10 +410,13 @@ const v4: Watch = { probes: () => prober.probes(), requests: requests4.requests 
 try {
   // The link-down fault must not cost the hosts their IPv6 addresses (Linux flushes them on down by default).
   for (const n of NODES) await vip.site.lab.sysctl(n, { 'net.ipv6.conf.eth0.keep_addr_on_down': 1 });
-  for (const n of NODES) vip.startVip(n);
+  // kube-vip puts the VIP on its holder's interface alone: no host keeps it on lo (as edge-ccm's
+  // install guide has it), so a stale ARP cache entry costs kube-vip's requests as it would.
+  if (SIDE === 'kube-vip') for (const n of NODES) await vip.site.lab.ip(n, 'addr', 'del', `${VIP}/32`, 'dev', 'lo');
+  for (const n of NODES) startSide(n);
   await Promise.all(NODES.map((n) => vip.startApiServer(n)));
-  await eventually('a holder', () => !!answering(v4), 30_000);
-  if (only.has('faults')) for (const fault of FAULTS) await faultRuns(v4, fault, '');
+  await eventually('a holder', () => !!answering(v4), 60_000);
+  if (only.has('faults')) for (const fault of FAULTS.filter((f) => SIDE === 'edge-ccm' || f.anchors)) await faultRuns(v4, fault, '');
   if (only.has('majority')) await majorityRuns(v4);
   if (only.has('load')) await loadRun(v4);
   if (only.has('cold')) await coldStartRuns(v4);
@@ -347,9 +430,10 @@ try {
   const keep = process.env.VIP_BENCH_KEEP_LOGS;
   if (keep) {
     mkdirSync(keep, { recursive: true });
-    for (const f of readdirSync(vip.site.lab.dir).filter((f) => /^(vip-|readyz-watch-).*\.log$/.test(f))) copyFileSync(join(vip.site.lab.dir, f), join(keep, f));
+    for (const f of readdirSync(vip.site.lab.dir).filter((f) => /^(vip-|kube-vip-|readyz-watch-).*\.log$/.test(f))) copyFileSync(join(vip.site.lab.dir, f), join(keep, f));
     console.log(`vip bench logs kept in ${keep}`);
   }
+  stopping = true;
   await vip.destroy();
 }
 

@@ -18,7 +18,7 @@
  *
  * Needs root, the network tools and the control-plane binaries, as bench/vip-failover.ts.
  */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { homedir, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { VipLab } from '../test/harness/vip-lab.ts';
@@ -53,14 +53,6 @@ if (!existsSync(KUBE_VIP)) throw new Error(`${KUBE_VIP} is missing: build kube-v
 const vip = await VipLab.build();
 try {
   await Promise.all(NODES.map((n) => vip.startApiServer(n)));
-  // kube-vip reads a kubeconfig: each host's own API server, with the lab's system:masters token.
-  const kubeconfig = join(vip.site.lab.dir, 'kube-vip.kubeconfig');
-  writeFileSync(kubeconfig, [
-    'apiVersion: v1', 'kind: Config', 'current-context: c',
-    'clusters: [{name: c, cluster: {server: "https://127.0.0.1:6443", insecure-skip-tls-verify: true}}]',
-    `users: [{name: u, user: {token: "${vip.adminToken}"}}]`,
-    'contexts: [{name: c, context: {cluster: c, user: u}}]', '',
-  ].join('\n'), { mode: 0o600 });
   const sides: { name: string; node: string; proc: LoggedProcess; metricsPort?: number }[] = [];
   pairs.forEach((p, i) => {
     const name = `edge-ccm vip (announce: l2${IFACE === 'eth0' ? '' : ` on ${IFACE}`}) ${p.name}, timings ${p.timings.name}`;
@@ -72,8 +64,7 @@ try {
   for (const n of NODES) {
     sides.push({
       name: 'kube-vip (control plane, ARP, leader election)', node: n,
-      proc: vip.site.lab.spawnLogged(n, `kube-vip-${n}`, [KUBE_VIP, 'manager', '--controlplane', '--arp', '--leaderElection', '--interface=eth0', `--address=${KUBE_VIP_ADDRESS}`, '--port=6443',
-        `--k8sConfigPath=${kubeconfig}`, `--nodeName=${n}`, '--prometheusHTTPServer=127.0.0.1:2112']),
+      proc: vip.startKubeVip(n, { binary: KUBE_VIP, address: KUBE_VIP_ADDRESS }),
     });
   }
   await Bun.sleep(SETTLE_S * 1000);

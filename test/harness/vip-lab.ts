@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AUDIT_POLICY, KUBERNETES_SERVICE_IP, apiServerFlags } from './apiserver.ts';
 import { ROUTER4, ROUTER_ASN, SPEAKER_ASN, startRouter, type BgpRouter } from './bgp-lab.ts';
@@ -209,6 +209,26 @@ export class VipLab {
     const vars = Object.entries(env).map(([k, v]) => `${k}=${v}`);
     // env(1) execs: the pid stays the vip's own.
     return this.site.lab.spawnLogged(node, logName, vars.length ? ['/usr/bin/env', ...vars, ...cmd] : cmd);
+  }
+
+  /**
+   * Starts kube-vip's control-plane ARP mode on the node (the anchor of issue 38): `--controlplane
+   * --arp --leaderElection` for `address` on eth0, through the node's own API server (a kubeconfig
+   * of the lab's system:masters token) with its Lease in kube-system. `lease` overrides kube-vip's
+   * lease duration, renew deadline and retry period (seconds; its defaults are 15, 10, 2).
+   */
+  startKubeVip(node: NodeName, o: { binary: string; address: string; lease?: [number, number, number] }): LoggedProcess {
+    const kubeconfig = join(this.site.lab.dir, 'kube-vip.kubeconfig');
+    // Written once: a kube-vip starting on another host may be reading it.
+    if (!existsSync(kubeconfig)) writeFileSync(kubeconfig, [
+      'apiVersion: v1', 'kind: Config', 'current-context: c',
+      `clusters: [{name: c, cluster: {server: "https://127.0.0.1:${API_PORT}", insecure-skip-tls-verify: true}}]`,
+      `users: [{name: u, user: {token: "${this.adminToken}"}}]`,
+      'contexts: [{name: c, context: {cluster: c, user: u}}]', '',
+    ].join('\n'), { mode: 0o600 });
+    const lease = o.lease ? [`--leaseDuration=${o.lease[0]}`, `--leaseRenewDuration=${o.lease[1]}`, `--leaseRetry=${o.lease[2]}`] : [];
+    return this.site.lab.spawnLogged(node, `kube-vip-${node}`, [o.binary, 'manager', '--controlplane', '--arp', '--leaderElection', '--interface=eth0', `--address=${o.address}`, `--port=${API_PORT}`,
+      `--k8sConfigPath=${kubeconfig}`, `--nodeName=${node}`, '--prometheusHTTPServer=127.0.0.1:2112', ...lease]);
   }
 
   /** GET `path` of the node's `edge-ccm vip` metrics server: the body, or undefined when it did not answer 200. */

@@ -13,6 +13,7 @@ import { CcmProcess } from '../harness/ccm-process.ts';
 import { startControlPlane, type ControlPlane } from '../harness/control-plane.ts';
 import { eventually } from '../harness/eventually.ts';
 import { transportFor } from '../harness/kubeconfig.ts';
+import { applyL2Fault, restoreL2Node, type L2Fault } from '../harness/l2-faults.ts';
 import { L2Lab, NODES as ROLES, SERVICE_IPV4, SERVICE_PORT, type NodeName } from '../harness/l2-lab.ts';
 import { requireTools } from '../harness/netns.ts';
 import { setReady, UNINITIALIZED } from '../harness/nodes.ts';
@@ -156,7 +157,7 @@ const results: Record<string, Figures[]> = {};
  * then `restore`s the node (its speaker starts again: the preferred speaker returns) and
  * records the handback until the old holder has answered for 1 s.
  */
-async function failover(kind: 'SIGKILL' | 'SIGTERM' | 'link down'): Promise<void> {
+async function failover(kind: L2Fault): Promise<void> {
   const failed = owner(ROLES);
   const next = owner(ROLES.filter((r) => r !== failed));
   const prober = ArpProber.start(site, SERVICE_IPV4, `prober-${probeSeq++}`);
@@ -165,9 +166,8 @@ async function failover(kind: 'SIGKILL' | 'SIGTERM' | 'link down'): Promise<void
   try {
     await eventually(`probes answered by ${failed}`, () => prober.probes().filter((p) => p.macs.includes(macOf(failed))).length >= 5, 20_000);
     faultAt = Date.now();
-    if (kind === 'SIGKILL') await speakers.get(failed)!.kill();
-    else if (kind === 'SIGTERM') expect(await speakers.get(failed)!.terminate()).toBe(0);
-    else await site.lab.ip(failed, 'link', 'set', 'eth0', 'down');
+    const exitCode = await applyL2Fault(site, failed, speakers.get(failed)!, kind);
+    if (kind === 'SIGTERM') expect(exitCode).toBe(0);
     await eventually(`${next} answering for 1 s after the ${kind} of ${failed}'s ${kind === 'link down' ? 'link' : 'speaker'} (${speakerLogs()})`, () =>
       prober.probes().filter((p) => p.t >= faultAt && p.macs.includes(macOf(next))).length >= 10, 30_000);
   } finally {
@@ -178,8 +178,7 @@ async function failover(kind: 'SIGKILL' | 'SIGTERM' | 'link down'): Promise<void
   const during = probes.filter((p) => p.t >= faultAt - 500);
 
   // The node comes back: after a link failure the node "reboots" (its speaker is restarted), so the preferred speaker returns in every case.
-  if (kind === 'link down') await speakers.get(failed)!.kill();
-  if (kind === 'link down') await site.lab.ip(failed, 'link', 'set', 'eth0', 'up');
+  await restoreL2Node(site, failed, speakers.get(failed)!, kind);
   const back = ArpProber.start(site, SERVICE_IPV4, `prober-${probeSeq++}`);
   let handback: Probe[] = [];
   let restartAt = 0;
