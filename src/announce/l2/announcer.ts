@@ -14,7 +14,7 @@ import { L2Responder, type ResponderEvent } from '../../net/l2/responder.ts';
 import { rankNodes } from '../../net/l2/election.ts';
 import { errorMessage } from '../../util/errors.ts';
 import { LogLimiter } from '../../util/log-limiter.ts';
-import { announcementTable, electAddresses, standbyInterfaces, type AddressElection, type ClusterView } from './election.ts';
+import { announcementTable, electAddresses, reassignedAddresses, standbyInterfaces, type AddressElection, type ClusterView } from './election.ts';
 import { linkUp, subnetInterfaceNow } from './interfaces.ts';
 import { Liveness, loggedLivenessProblems, type LivenessOptions } from './liveness.ts';
 import { WarmUp } from './warm-up.ts';
@@ -269,14 +269,15 @@ export class L2Announcer {
       if (before.has(e.address) && before.get(e.address) !== e.owner) this.previousOwner.set(e.address, before.get(e.address));
       if (!before.has(e.address)) this.previousOwner.delete(e.address);
     }
-    this.forgetGone(elections);
+    const reassigned = reassignedAddresses(this.elections, elections);
+    this.forgetGone(elections, reassigned);
     this.elections = elections;
     this.metrics.elected.reset();
     for (const e of elections) this.metrics.elected.set({ address: e.address, node: e.owner ?? '', pool: e.pool.name }, 1);
 
     const placeOf = this.opts.subnetInterface ?? subnetInterfaceNow();
     const { table, unplaced } = announcementTable(elections, this.opts.node, placeOf);
-    const fresh = this.reconciledOnce ? elections.filter((e) => !before.has(e.address) && e.owner === this.opts.node).map((e) => e.address) : [];
+    const fresh = this.reconciledOnce ? elections.filter((e) => (!before.has(e.address) || reassigned.has(e.address)) && e.owner === this.opts.node).map((e) => e.address) : [];
     this.reconciledOnce = true;
     for (const address of fresh) this.startProbe(address, [...table].filter(([, addresses]) => addresses.includes(address)).map(([iface]) => iface));
     for (const [iface, addresses] of table) table.set(iface, addresses.filter((a) => !this.probing.has(a) && !this.inUse.has(a)));
@@ -400,9 +401,12 @@ export class L2Announcer {
       });
   }
 
-  /** Addresses no longer assigned: their probe stops, and a later assignment is probed afresh. */
-  private forgetGone(elections: readonly AddressElection[]): void {
-    const assigned = new Set(elections.map((e) => e.address));
+  /**
+   * Addresses no longer assigned, or assigned to other services: their probe stops, and the new
+   * assignment is probed afresh.
+   */
+  private forgetGone(elections: readonly AddressElection[], reassigned: ReadonlySet<string>): void {
+    const assigned = new Set(elections.map((e) => e.address).filter((a) => !reassigned.has(a)));
     for (const [address, abort] of this.probing) {
       if (assigned.has(address)) continue;
       abort.abort();
@@ -479,3 +483,4 @@ function slimNode(node: V1Node): V1Node {
     status: { conditions: node.status?.conditions?.filter((c) => c.type === 'Ready'), addresses: node.status?.addresses },
   };
 }
+

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import type { V1EndpointSlice, V1Node, V1Service } from '@kubernetes/client-node';
 import { loadSpeakerConfig } from '../config.ts';
-import { announcementTable, electAddresses, standbyInterfaces, type ClusterView } from './election.ts';
+import { announcementTable, electAddresses, reassignedAddresses, standbyInterfaces, type AddressElection, type ClusterView } from './election.ts';
 import { subnetInterface } from './interfaces.ts';
 import { electNode } from '../../net/l2/election.ts';
 import { parseIP } from '../../net/ip.ts';
@@ -204,5 +204,15 @@ describe('subnetInterface', () => {
     expect(subnetInterface(parseIP('2001:db8:1::200')!, ifaces)).toBe('eth0');
     expect(subnetInterface(parseIP('203.0.113.1')!, ifaces)).toBeUndefined();
     expect(subnetInterface(parseIP('127.0.0.2')!, ifaces)).toBeUndefined();
+  });
+});
+
+describe('reassignedAddresses', () => {
+  const held = (address: string, services: string[]) => ({ address, services }) as AddressElection;
+  test('an address now held only by services that did not hold it before is a new assignment', () => {
+    const before = [held('198.51.100.1', ['ns/taken']), held('198.51.100.2', ['ns/a']), held('198.51.100.3', ['ns/b', 'ns/c'])];
+    const now = [held('198.51.100.1', ['ns/once']), held('198.51.100.2', ['ns/a']), held('198.51.100.3', ['ns/c', 'ns/d']), held('198.51.100.4', ['ns/e'])];
+    // .3 keeps one of its services (shared, one left): the same assignment; .4 was free: new, but not "re"-assigned.
+    expect([...reassignedAddresses(before, now)]).toEqual(['198.51.100.1']);
   });
 });

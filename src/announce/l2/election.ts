@@ -84,3 +84,18 @@ export function standbyInterfaces(
   }
   return out;
 }
+
+/**
+ * Addresses held before and now by services none of which held them before: a new assignment
+ * (a service deleted and another given its address within one reconcile, the announcer gathering
+ * service changes before it reconciles), probed afresh as if the address had been free.
+ */
+export function reassignedAddresses(before: readonly AddressElection[], now: readonly AddressElection[]): Set<string> {
+  const held = new Map(before.map((e) => [e.address, new Set(e.services)]));
+  const out = new Set<string>();
+  for (const e of now) {
+    const previous = held.get(e.address);
+    if (previous && !e.services.some((s) => previous.has(s))) out.add(e.address);
+  }
+  return out;
+}
