@@ -27,10 +27,10 @@ export function createRegistry(): Registry {
 /**
  * prom-client's default process metrics (process_*, nodejs_*) without its event-loop delay
  * histogram (nodejs_eventloop_lag_{min,max,mean,stddev,p50,p90,p99}_seconds): that histogram is a
- * timer waking the process 10 times a second at the 100 ms we had set it to (100 at prom-client's
- * 10 ms), the largest part of an idle controller's wakeups, and in Bun 1.4.5 it reports
- * the delay beyond its own period, so a block shorter than the period reads as nothing (a 50 ms
- * block as 0.4 ms at 100 ms) and a longer one reads one period short (BENCHMARKS.md run 10).
+ * timer waking the process 10 times a second at the 100 ms period edge-ccm had set (100 times at
+ * prom-client's default 10 ms), most of an idle controller's wakeups; and in Bun 1.4.5 it records
+ * only the delay beyond its own period, so a block shorter than the period reads as nothing (a
+ * 50 ms block as 0.4 ms at 100 ms) and a longer one up to a period short (BENCHMARKS.md run 10).
  * The list is collectDefaultMetrics' (prom-client 15.1.3) less eventLoopLag.
  */
 const PROCESS_METRICS = [
