@@ -1,4 +1,16 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import gc from 'prom-client/lib/metrics/gc.js';
+import heapSizeAndUsed from 'prom-client/lib/metrics/heapSizeAndUsed.js';
+import heapSpacesSizeAndUsed from 'prom-client/lib/metrics/heapSpacesSizeAndUsed.js';
+import osMemoryHeap from 'prom-client/lib/metrics/osMemoryHeap.js';
+import processCpuTotal from 'prom-client/lib/metrics/processCpuTotal.js';
+import processHandles from 'prom-client/lib/metrics/processHandles.js';
+import processMaxFileDescriptors from 'prom-client/lib/metrics/processMaxFileDescriptors.js';
+import processOpenFileDescriptors from 'prom-client/lib/metrics/processOpenFileDescriptors.js';
+import processRequests from 'prom-client/lib/metrics/processRequests.js';
+import processResources from 'prom-client/lib/metrics/processResources.js';
+import processStartTime from 'prom-client/lib/metrics/processStartTime.js';
+import version from 'prom-client/lib/metrics/version.js';
 import type { RequestObserver } from '../kube/transport.ts';
 
 /**
@@ -7,18 +19,42 @@ import type { RequestObserver } from '../kube/transport.ts';
  */
 export function createRegistry(): Registry {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
+  for (const register of PROCESS_METRICS) register(registry, {});
+  eventLoopLagAtScrape(registry);
   return registry;
 }
 
 /**
- * How often the nodejs_eventloop_lag_* histogram samples the event loop. prom-client's default,
- * 10 ms, is a timer waking the process 100 times a second: in Bun 1.4.5 that is 0.2 CPU-s per
- * minute with nothing else to do, twice what the whole upstream controller manager spends idle
- * with 5000 nodes (BENCHMARKS.md run 5). At 100 ms it costs 0.06 and still sees every block
- * longer than that (a 200 ms block measured as 199-200 ms at both).
+ * prom-client's default process metrics (process_*, nodejs_*) without its event-loop delay
+ * histogram (nodejs_eventloop_lag_{min,max,mean,stddev,p50,p90,p99}_seconds): that histogram is a
+ * timer waking the process 10 times a second at the 100 ms period edge-ccm had set (100 times at
+ * prom-client's default 10 ms), most of an idle controller's wakeups; and in Bun 1.4.5 it records
+ * only the delay beyond its own period, so a block shorter than the period reads as nothing (a
+ * 50 ms block as 0.4 ms at 100 ms) and a longer one up to a period short (BENCHMARKS.md run 10).
+ * The list is collectDefaultMetrics' (prom-client 15.1.3) less eventLoopLag.
  */
-export const EVENT_LOOP_SAMPLE_MS = 100;
+const PROCESS_METRICS = [
+  processCpuTotal, processStartTime, osMemoryHeap, processOpenFileDescriptors, processMaxFileDescriptors,
+  processResources, processHandles, processRequests, heapSizeAndUsed, heapSpacesSizeAndUsed, version, gc,
+];
+
+/**
+ * nodejs_eventloop_lag_seconds, the name prom-client gives it: how long a callback queued at the
+ * scrape waits for the event loop. No timer between scrapes; measured when scraped (prom-client
+ * reported the previous scrape's measurement).
+ */
+function eventLoopLagAtScrape(registry: Registry): void {
+  new Gauge({
+    name: 'nodejs_eventloop_lag_seconds',
+    help: 'Lag of event loop in seconds.',
+    registers: [registry],
+    async collect() {
+      const start = performance.now();
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      this.set((performance.now() - start) / 1000);
+    },
+  });
+}
 
 /** rest_client_requests_total{code,method,host} and rest_client_request_duration_seconds{verb,host}. */
 export function restClientObserver(registry: Registry): RequestObserver {
