@@ -107,7 +107,7 @@ async function runPhase(lab: NodeFootprintLab, phase: Phase): Promise<void> {
       const started = performance.now();
       await lab.addServices(step);
       await allAnnounce(lab, running, `every side announcing the ${step} services`);
-      const announcedS = ((performance.now() - started) / 1000).toFixed(0);
+      const announcedS = ((performance.now() - started) / 1000).toFixed(1);
       await Bun.sleep(SETTLE_S * 1000);
       const perService = running.map((r, i) => cpuOf(r).map((c, k) => ((c - cpu0[i]![k]!) * 1000) / (step - previous)));
       previous = step;
@@ -124,9 +124,14 @@ async function runPhase(lab: NodeFootprintLab, phase: Phase): Promise<void> {
     for (const side of phase.sides) await side.tearDown?.(lab).catch((e) => console.error(`${side.name} tear-down:`, e));
     await lab.deleteServices();
   }
-  // The answers came from the side: with it stopped nobody answers any more.
+  // The answers and routes came from the sides: with them stopped nobody answers, the routers hold nothing.
   const left = await lab.arpAnswers(serviceAddress(0));
   if (left.length > 0) throw new Error(`${serviceAddress(0)} still answered by ${left.join(',')} after ${phase.name} stopped`);
+  for (const n of NODES) {
+    for (const session of [`edge_${n}`, `metallb_${n}`]) {
+      await eventually(`no route from ${session} after ${phase.name} stopped`, async () => (await lab.routesFrom(session)) === 0, 30_000, 500);
+    }
+  }
 }
 
 console.log(`node footprint: services ${STEPS.join(',')}, settle ${SETTLE_S} s, idle per step ${STEP_IDLE_S} s, final idle ${IDLE_S} s; ${new Date().toISOString()}, load ${load()}`);
