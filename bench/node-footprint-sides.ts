@@ -18,6 +18,8 @@ export interface Binaries {
   edgeCcm: string;
   metallb: string;
   kubeVip: string;
+  /** edge-ccm speaker's --address-probes (its default 3). */
+  addressProbes: number;
 }
 
 export interface Side {
@@ -55,7 +57,7 @@ async function routesMissing(lab: NodeFootprintLab, prefix: string): Promise<str
   return undefined;
 }
 
-function edgeCcm(name: string, announce: 'l2' | 'bgp', binary: string): Side {
+function edgeCcm(name: string, announce: 'l2' | 'bgp', binary: string, addressProbes = 3): Side {
   let config = '';
   let key = '';
   return {
@@ -71,7 +73,7 @@ function edgeCcm(name: string, announce: 'l2' | 'bgp', binary: string): Side {
     },
     start: (lab, node) => lab.site.lab.spawnLogged(node, `edge-ccm-${announce}-${node}`, [
       binary, 'speaker', `--cloud-config=${config}`, `--node-name=${node}`, `--kubeconfig=${lab.kubeconfig}`,
-      ...(announce === 'l2' ? [`--liveness-key-file=${key}`] : []),
+      ...(announce === 'l2' ? [`--liveness-key-file=${key}`, `--address-probes=${addressProbes}`] : []),
     ]),
     missing: (lab) => (announce === 'l2' ? arpMissing(lab) : routesMissing(lab, 'edge')),
   };
@@ -144,7 +146,7 @@ export interface Phase {
 
 export function phases(b: Binaries): Record<string, Phase> {
   return {
-    'edge-ccm-l2': { name: 'L2: edge-ccm speaker', sides: [edgeCcm('edge-ccm speaker (announce: l2)', 'l2', b.edgeCcm)] },
+    'edge-ccm-l2': { name: 'L2: edge-ccm speaker', sides: [edgeCcm(`edge-ccm speaker (announce: l2${b.addressProbes === 3 ? '' : `, --address-probes=${b.addressProbes}`})`, 'l2', b.edgeCcm, b.addressProbes)] },
     'metallb-l2': { name: 'L2: MetalLB speaker', sides: [metallb('MetalLB speaker v0.15.2 (L2, memberlist)', 'l2', b.metallb)] },
     'kube-vip': { name: 'L2: kube-vip', sides: [kubeVip('kube-vip (services, ARP, leader election)', b.kubeVip)] },
     // Concurrent: each has its own sessions (its own router address and ASNs) and its own ports.

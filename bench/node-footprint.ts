@@ -16,7 +16,7 @@
  *   bun bench/node-footprint.ts [--services=10,100,1000] [--phases=edge-ccm-l2,metallb-l2,kube-vip,bgp]
  *     [--settle-seconds=20] [--step-idle-seconds=60] [--idle-seconds=60]
  *     [--edge-ccm=dist/edge-ccm] [--metallb=~/.cache/edge-ccm/anchors/metallb-speaker] [--kube-vip=~/.cache/edge-ccm/anchors/kube-vip]
- *     [--metallb-crds=~/.cache/edge-ccm/anchors/src/metallb/config/crd/bases]
+ *     [--metallb-crds=~/.cache/edge-ccm/anchors/src/metallb/config/crd/bases] [--address-probes=3 (edge-ccm speaker's, L2)]
  *
  * Needs root, the network tools (scripts/install-network-tools.sh), BIRD and the control-plane binaries.
  */
@@ -43,8 +43,9 @@ const binaries = {
   metallb: opt('metallb', join(ANCHORS, 'metallb-speaker')),
   kubeVip: opt('kube-vip', join(ANCHORS, 'kube-vip')),
 };
+const ADDRESS_PROBES = Number(opt('address-probes', '3'));
 const METALLB_CRDS = opt('metallb-crds', join(ANCHORS, 'src/metallb/config/crd/bases'));
-const ALL_PHASES = phases(binaries);
+const ALL_PHASES = phases({ ...binaries, addressProbes: ADDRESS_PROBES });
 const PHASES = opt('phases', Object.keys(ALL_PHASES).join(',')).split(',').map((p) => {
   const phase = ALL_PHASES[p];
   if (!phase) throw new Error(`--phases: no phase ${p} (have ${Object.keys(ALL_PHASES).join(', ')})`);
