@@ -258,7 +258,7 @@ describe('probing a newly assigned address', () => {
         return list.items.find((e) => e.reason === 'L2AddressInUse' && e.message?.includes(` ${address} `));
       }, { timeoutMs: 60_000, explain: speakerLogs });
       expect(warning.type).toBe('Warning');
-      expect(warning.message).toBe(`station ${foreign.mac} answered node ${k8sName(owner(address))}'s probe for ${address} on eth0: a host outside the cluster uses the address; not announced while it stays assigned (exclude it from the pool to move the service)`);
+      expect(warning.message).toBe(`station ${foreign.mac} answered node ${k8sName(owner(address))}'s probe for ${address} on eth0: a host outside the cluster uses the address; not announced while it answers (probed again, at most every 60 s; exclude it from the pool to move the service)`);
       expect(await metricsOf(owner(address))).toMatch(new RegExp(`edge_ccm_l2_conflicts_total\\{address="${address.replaceAll('.', '\\.')}"[^}]*\\} 1`));
     }
     // Held back: no node announces either address; the foreign host alone answers.
@@ -287,6 +287,23 @@ describe('probing a newly assigned address', () => {
     expect(speakers.get(elected)!.logTail(100_000)).toContain('a station answered one probe and no more');
     expect(await site.arpAnswers(address)).toEqual([macOf(elected)]);
     await services.delete('once', { namespace: NS });
+  }, TEST_TIMEOUT_MS);
+
+  test('an address held back because a station answered is probed again, and announced once the station gives it up', async () => {
+    // The foreign host of the tests above takes up a pool address no service held yet (the
+    // silence test's); then, held back, it lets it go.
+    const address = UNASSIGNED;
+    const elected = owner(address);
+    await site.lab.ip('foreign', 'addr', 'add', `${address}/24`, 'dev', 'eth0');
+    await createService('freed', [address]);
+    await eventually(`${elected} holding ${address} back`, () => speakers.get(elected)!.logTail(100_000).split('\n').some((l) => l.includes('in use by another station') && l.includes(address) && l.includes('probedAgainInSeconds')), { timeoutMs: 60_000, explain: speakerLogs });
+    for (const r of up) expect((await announcedBy(r)).filter((a) => a.endsWith(`:${address}`))).toEqual([]);
+    await site.lab.ip('foreign', 'addr', 'del', `${address}/24`, 'dev', 'eth0');
+    // The next probe round (5 s after the first verdict) finds it free.
+    await announcedOnlyBy(address, elected);
+    expect(speakers.get(elected)!.logTail(100_000)).toContain('an address found in use before is free now');
+    expect(await site.arpAnswers(address)).toEqual([macOf(elected)]);
+    await services.delete('freed', { namespace: NS });
   }, TEST_TIMEOUT_MS);
 });
 

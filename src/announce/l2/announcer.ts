@@ -57,6 +57,15 @@ export interface L2AnnouncerOptions {
   probe?: { count: number; intervalMs: number };
 }
 
+/**
+ * An address a probe found in use is probed again after 5 s, then 10, 20, 40, 60 s and every 60 s
+ * while it stays assigned: the answer can be a fellow speaker's that still announced it while the
+ * election settled (seen at load in the node-footprint bench: an address never announced by any
+ * node), and a foreign host may give the address up.
+ */
+const REPROBE_FIRST_MS = 5_000;
+const REPROBE_MAX_MS = 60_000;
+
 /** Reason of the Warning event when a probe finds a newly assigned address in use by another station. */
 export const ADDRESS_IN_USE_REASON = 'L2AddressInUse';
 
@@ -85,8 +94,16 @@ export class L2Announcer {
   private reconciledOnce = false;
   /** Newly assigned addresses this node is elected for, being probed: not announced yet. */
   private readonly probing = new Map<string, AbortController>();
-  /** Addresses a probe found in use: never announced by this node while they stay assigned. */
-  private readonly inUse = new Map<string, { mac: string; interface: string }>();
+  /**
+   * Addresses a probe found in use: not announced by this node, probed again after a back-off
+   * (`retry`) while they stay assigned.
+   */
+  private readonly inUse = new Map<string, { mac: string; interface: string; retry: ReturnType<typeof setTimeout> }>();
+  /** Addresses whose back-off ended: the next reconcile probes them again if this node still owns them. */
+  private readonly probeAgain = new Set<string>();
+  /** Address -> probe rounds in a row that found it held, and the MAC last reported (both kept across the retries, dropped with the assignment). */
+  private readonly heldRounds = new Map<string, number>();
+  private readonly lastHolder = new Map<string, string>();
   private readonly livenessLog = new LogLimiter(LIVENESS_LOG_WINDOW_MS);
   /** Keyed by announced address: as bounded as the configuration. */
   private readonly conflictLog = new LogLimiter(CONFLICT_LOG_WINDOW_MS);
@@ -159,6 +176,7 @@ export class L2Announcer {
       clearTimeout(this.rejoinTimer);
       clearTimeout(this.soonTimer);
       for (const abort of this.probing.values()) abort.abort();
+      for (const held of this.inUse.values()) clearTimeout(held.retry);
       // Silent first, then "leaving": the others never answer while this node still does.
       this.stopping = true;
       this.responder.close();
@@ -277,7 +295,8 @@ export class L2Announcer {
 
     const placeOf = this.opts.subnetInterface ?? subnetInterfaceNow();
     const { table, unplaced } = announcementTable(elections, this.opts.node, placeOf);
-    const fresh = this.reconciledOnce ? elections.filter((e) => (!before.has(e.address) || reassigned.has(e.address)) && e.owner === this.opts.node).map((e) => e.address) : [];
+    const fresh = this.reconciledOnce ? elections.filter((e) => (!before.has(e.address) || reassigned.has(e.address) || this.probeAgain.has(e.address)) && e.owner === this.opts.node).map((e) => e.address) : [];
+    this.probeAgain.clear();
     this.reconciledOnce = true;
     for (const address of fresh) this.startProbe(address, [...table].filter(([, addresses]) => addresses.includes(address)).map(([iface]) => iface));
     for (const [iface, addresses] of table) table.set(iface, addresses.filter((a) => !this.probing.has(a) && !this.inUse.has(a)));
@@ -387,12 +406,31 @@ export class L2Announcer {
           if (r.transient && !r.holder) this.log.info('a station answered one probe and no more (another speaker before the election settled): not a holder', { address, interface: r.iface, mac: r.transient });
         }
         const found = results.find((r) => r.holder);
-        if (abort.signal.aborted || !found?.holder) return;
-        this.inUse.set(address, { mac: found.holder, interface: found.iface });
+        if (abort.signal.aborted) return;
+        const rounds = this.heldRounds.get(address) ?? 0;
+        if (!found?.holder) {
+          this.heldRounds.delete(address);
+          if (rounds > 0) this.log.info('an address found in use before is free now: announcing it', { address });
+          return;
+        }
+        this.heldRounds.set(address, rounds + 1);
+        const retryMs = Math.min(REPROBE_FIRST_MS * 2 ** rounds, REPROBE_MAX_MS);
+        const retry = setTimeout(() => {
+          if (this.inUse.get(address)?.retry !== retry) return;
+          this.inUse.delete(address);
+          this.probeAgain.add(address);
+          this.schedule();
+        }, retryMs);
+        const previous = this.inUse.get(address);
+        if (previous) clearTimeout(previous.retry);
+        this.inUse.set(address, { mac: found.holder, interface: found.iface, retry });
+        // Counted and said once per holder: the probes repeat while the address stays assigned.
+        if (rounds > 0 && this.lastHolder.get(address) === found.holder) return;
+        this.lastHolder.set(address, found.holder);
         this.metrics.conflicts.inc({ address, node: this.opts.node });
-        this.log.warn('newly assigned address in use by another station: not announced', { address, interface: found.iface, mac: found.holder });
+        this.log.warn('newly assigned address in use by another station: not announced', { address, interface: found.iface, mac: found.holder, probedAgainInSeconds: retryMs / 1000 });
         this.eventOnServices(address, 'Warning', ADDRESS_IN_USE_REASON,
-          `station ${found.holder} answered node ${this.opts.node}'s probe for ${address} on ${found.iface}: a host outside the cluster uses the address; not announced while it stays assigned (exclude it from the pool to move the service)`);
+          `station ${found.holder} answered node ${this.opts.node}'s probe for ${address} on ${found.iface}: a host outside the cluster uses the address; not announced while it answers (probed again, at most every ${REPROBE_MAX_MS / 1000} s; exclude it from the pool to move the service)`);
       })
       .catch((e) => this.log.warn('cannot probe a newly assigned address; announcing it without', { address, error: errorMessage(e) }))
       .finally(() => {
@@ -412,7 +450,13 @@ export class L2Announcer {
       abort.abort();
       this.probing.delete(address);
     }
-    for (const address of [...this.inUse.keys()]) if (!assigned.has(address)) this.inUse.delete(address);
+    for (const [address, held] of [...this.inUse]) {
+      if (assigned.has(address)) continue;
+      clearTimeout(held.retry);
+      this.inUse.delete(address);
+    }
+    for (const address of [...this.heldRounds.keys()]) if (!assigned.has(address)) this.heldRounds.delete(address);
+    for (const address of [...this.lastHolder.keys()]) if (!assigned.has(address)) this.lastHolder.delete(address);
   }
 
   private onResponderEvent(event: ResponderEvent): void {
