@@ -163,6 +163,21 @@ describe('BFD session state machine (RFC 5880 6.8)', () => {
     expect(h.clock.pendingTimers).toBe(0);
   });
 
+  test('stop does not wait on the remote: with its Required Min RX Interval at an hour, one AdminDown and done', async () => {
+    const h = harness();
+    bringUp(h);
+    h.session.receive(remote({ state: BfdState.Up, yourDiscriminator: 11, requiredMinRxUs: 3_600_000_000 }));
+    h.sent.length = 0;
+    let done = false;
+    const stopped = h.session.stop().then(() => (done = true));
+    await Bun.sleep(0);
+    // No clock advance: the old code waited two intervals (two hours) for its two more copies.
+    expect(done).toBe(true);
+    await stopped;
+    expect(h.sent.map((s) => [BfdState[s.p.state], s.p.diag])).toEqual([['AdminDown', 7]]);
+    expect(h.clock.pendingTimers).toBe(0);
+  });
+
   test('jitter: with Detect Mult 1 the interval is 75-90 % of the negotiated one', () => {
     for (const draw of [0, 0.999]) {
       const h = harness({ ...TIMERS, detectMult: 1 }, () => draw);

@@ -56,6 +56,9 @@ export interface BfdSessionStats {
   downs: number;
 }
 
+/** stop() sends its AdminDown copies only when they all go out within this time (see there). */
+const ADMIN_DOWN_COPIES_WITHIN_MS = 2_000;
+
 export class BfdSession {
   private sessionState = BfdState.Down;
   private remoteState = BfdState.Down;
@@ -108,7 +111,11 @@ export class BfdSession {
     const interval = this.txIntervalMs(); // the rate in force, not the slow one of a session that is not Up
     this.setState(BfdState.AdminDown, BfdDiag.AdministrativelyDown);
     this.pollActive = false;
-    for (let i = 0; i < 3; i++) {
+    // The copies only while they fit in ADMIN_DOWN_COPIES_WITHIN_MS: the interval follows the
+    // remote's Required Min RX Interval (up to 2^32 us, 71 minutes), and a stop (a shutdown) must
+    // not wait on what a peer said; sending them sooner would break RFC 5880 6.8.7.
+    const copies = interval * 2 <= ADMIN_DOWN_COPIES_WITHIN_MS ? 3 : 1;
+    for (let i = 0; i < copies; i++) {
       if (i > 0) await new Promise<void>((resolve) => this.o.clock.setTimer(resolve, interval));
       this.transmit(false);
     }
