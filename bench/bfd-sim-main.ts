@@ -9,7 +9,7 @@ import { BfdState } from '../src/net/bfd/packet.ts';
 const [peer, portText, intervalText, multText, ...locals] = process.argv.slice(2);
 const timers = { desiredMinTxMs: Number(intervalText), requiredMinRxMs: Number(intervalText), detectMult: Number(multText) };
 const endpoints: BfdEndpoint[] = [];
-const sessions = [];
+const sessions: Awaited<ReturnType<BfdEndpoint['addSession']>>[] = [];
 // One endpoint per simulated node, as each node has: its receiving socket bound to its own address.
 for (const local of locals) {
   const endpoint = await BfdEndpoint.open({ port: Number(portText), address: local });

@@ -59,7 +59,7 @@ async function tableComputeMs(): Promise<Record<string, number>> {
     await routes.createRoute('bench', `n${i}`, { name: '', targetNode: `n${i % 3}`, targetNodeAddresses: nodes[i % 3]!.status!.addresses!, destinationCIDR: `2001:db8:2000:${i.toString(16)}::/64`, blackhole: false });
   }
   const pool = { name: 'bench', ranges: [parseAddressRange('2001:db8:1000::/64') as AddressRange], priority: 0, autoAssign: true, shareAcrossNamespaces: false, announce: 'bgp' as const };
-  const bgp = { speaker: { localAsn: 1, routerId: '198.51.100.2', peers: [] }, podCIDRs: { announce: true, communities: [] }, pools: new Map() };
+  const bgp = { speaker: { localAsn: 1, routerId: '198.51.100.2', peers: [] }, podCIDRs: { announce: true, communities: [] }, loadBalancers: { announceFrom: 'leader' as const }, pools: new Map() };
   // The speaker itself, without sessions: what setAnnouncements costs for the whole table.
   const speaker = await BgpSpeaker.start({ localAsn: 1, routerId: '198.51.100.2', listen: false, peers: [] });
   const compute = [];

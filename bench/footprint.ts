@@ -8,7 +8,7 @@
  * every CPU figure (the machine is shared).
  *
  *   bun bench/footprint.ts [--services=10,100] [--settle-seconds=20] [--idle-seconds=60]
- *     [--metallb=~/.cache/edge-ccm/anchors/metallb-speaker] [--metallb-crds=DIR]
+ *     [--metallb=PATH (default: built by scripts/install-anchors.sh)] [--metallb-crds=DIR]
  *     [--variant=NAME:BINARY[::ENV=V,...]]...   (default: dist/edge-ccm, and it again with BUN_OPTIONS=--smol and with BUN_JSC_useJIT=0)
  *
  * Runs in the machine's namespace and announces nothing on the wire: no interface here is on
@@ -18,7 +18,7 @@
  * edge-ccm's heartbeats go nowhere (the nodes list no address).
  */
 import { existsSync, mkdirSync, writeFileSync, readFileSync, readdirSync } from 'node:fs';
-import { homedir, loadavg } from 'node:os';
+import { loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { V1EndpointSlice, V1Node, V1Service } from '@kubernetes/client-node';
 import { NODES, ResourceClient, SERVICES } from '../src/kube/resources.ts';
@@ -32,19 +32,19 @@ import { LoggedProcess } from '../test/harness/processes.ts';
 import { forEachLimited } from '../src/util/parallel.ts';
 import { cpuSeconds, residentMiB, threadWakeups, voluntarySwitches, voluntarySwitchesByThread } from './proc-sampler.ts';
 import { parseVariants } from './variants.ts';
+import { anchors } from './anchors.ts';
 
 const ROOT = resolve(import.meta.dir, '..');
-const ANCHORS = join(homedir(), '.cache/edge-ccm/anchors');
 const args = process.argv.slice(2);
 const opt = (name: string, dflt: string) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? dflt;
 const STEPS = opt('services', '10,100').split(',').map(Number);
 const SETTLE_S = Number(opt('settle-seconds', '20'));
 const IDLE_S = Number(opt('idle-seconds', '60'));
-const METALLB = opt('metallb', join(ANCHORS, 'metallb-speaker'));
-const METALLB_CRDS = opt('metallb-crds', join(ANCHORS, 'src/metallb/config/crd/bases'));
+const METALLB = opt('metallb', '') || anchors().metallbSpeaker;
+const METALLB_CRDS = opt('metallb-crds', '') || anchors().metallbCrds;
 const BINARY = join(ROOT, 'dist/edge-ccm');
 const variants = parseVariants(args, [`edge-ccm:${BINARY}`, `edge-ccm --smol:${BINARY}::BUN_OPTIONS=--smol`, `edge-ccm without JIT:${BINARY}::BUN_JSC_useJIT=0`]);
-if (!existsSync(METALLB)) throw new Error(`${METALLB} is missing: build MetalLB's speaker there (BENCHMARKS.md, footprint, says how)`);
+if (!existsSync(METALLB)) throw new Error(`${METALLB} is missing: give the speaker built by scripts/install-anchors.sh or another`);
 
 const NS = 'edge-ccm-footprint';
 const METALLB_NS = 'metallb-system';

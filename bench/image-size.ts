@@ -20,24 +20,26 @@
  * store of its own in a temp dir (harness/podman.ts: runc, cgroupfs, vfs), removed at the end.
  *
  *   bun bench/image-size.ts --edge-ccm-archive=dist/edge-ccm-VERSION.oci.tar
- *     [--anchors-src=~/.cache/edge-ccm/anchors/src] [--bins=~/.cache/edge-ccm/anchors/image-bins]
+ *     [--metallb-src=DIR] [--kube-vip-src=DIR] [--bins=DIR]
  *
- * The anchors' binaries are built into --bins when missing (Go, modules from the local cache only).
+ * The sources are the anchors' modules as scripts/install-anchors.sh prepares them (bench/anchors.ts);
+ * their binaries are built into --bins (default: beside them, by version) when missing (Go, modules
+ * from the local cache only).
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, copyFileSync, writeFileSync } from 'node:fs';
-import { homedir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { tempDir } from '../test/harness/ccm-process.ts';
 import { Podman } from '../test/harness/podman.ts';
+import { anchors } from './anchors.ts';
 
 const args = process.argv.slice(2);
 const opt = (name: string, dflt: string) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? dflt;
 const ARCHIVE = resolve(opt('edge-ccm-archive', ''));
-const SRC = opt('anchors-src', join(homedir(), '.cache/edge-ccm/anchors/src'));
-const BINS = opt('bins', join(homedir(), '.cache/edge-ccm/anchors/image-bins'));
+const SRC = { metallb: opt('metallb-src', '') || anchors().metallbSrc, 'kube-vip': opt('kube-vip-src', '') || anchors().kubeVipSrc };
+const BINS = opt('bins', '') || join(dirname(anchors().kubeVip), `image-bins-metallb-${anchors().versions.metallb}-kube-vip-${anchors().versions.kubeVip}`);
 const GO = '/usr/local/go/bin/go';
 if (!opt('edge-ccm-archive', '') || !existsSync(ARCHIVE)) throw new Error(`--edge-ccm-archive=${opt('edge-ccm-archive', '')}: build it with scripts/build-image.sh --local-base OUTPUT`);
-for (const d of ['metallb', 'kube-vip']) if (!existsSync(join(SRC, d))) throw new Error(`${join(SRC, d)} is missing: the anchors' sources (BENCHMARKS.md, footprint)`);
+for (const [name, dir] of Object.entries(SRC)) if (!existsSync(join(dir, 'go.mod'))) throw new Error(`--${name}-src=${dir}: no go.mod there (the anchor's module source, as scripts/install-anchors.sh prepares it)`);
 
 function run(cmd: string[], cwd?: string, env: Record<string, string> = {}): string {
   const r = Bun.spawnSync(cmd, { cwd, env: { ...process.env, ...env }, stdout: 'pipe', stderr: 'pipe' });
@@ -54,10 +56,10 @@ function anchorBinaries(): { metallb: string; kubeVip: string } {
   mkdirSync(kubeVip, { recursive: true });
   const x = "-X 'go.universe.tf/metallb/internal/version.gitCommit=dev' -X 'go.universe.tf/metallb/internal/version.gitBranch=dev'";
   for (const [out, pkg] of [['frr-metrics', 'frr-tools/metrics/exporter.go'], ['cp-tool', 'frr-tools/cp-tool/cp-tool.go'], ['speaker', './speaker']] as const) {
-    if (!existsSync(join(metallb, out))) run([GO, 'build', '-o', join(metallb, out), '-ldflags', x, pkg], join(SRC, 'metallb'), goEnv);
+    if (!existsSync(join(metallb, out))) run([GO, 'build', '-o', join(metallb, out), '-ldflags', x, pkg], SRC.metallb, goEnv);
   }
-  const version = /^VERSION := (\S+)/m.exec(readFileSync(join(SRC, 'kube-vip/Makefile'), 'utf8'))?.[1] ?? 'unknown';
-  if (!existsSync(join(kubeVip, 'kube-vip'))) run([GO, 'build', '-ldflags', `-s -w -X=main.Version=${version} -X=main.Build=local -extldflags -static`, '-o', join(kubeVip, 'kube-vip')], join(SRC, 'kube-vip'), goEnv);
+  const version = /^VERSION := (\S+)/m.exec(readFileSync(join(SRC['kube-vip'], 'Makefile'), 'utf8'))?.[1] ?? 'unknown';
+  if (!existsSync(join(kubeVip, 'kube-vip'))) run([GO, 'build', '-ldflags', `-s -w -X=main.Version=${version} -X=main.Build=local -extldflags -static`, '-o', join(kubeVip, 'kube-vip')], SRC['kube-vip'], goEnv);
   return { metallb, kubeVip };
 }
 
@@ -92,8 +94,8 @@ try {
   // MetalLB: speaker/Dockerfile's final stage, FROM scratch in place of distroless/static.
   const mctx = ctx('metallb');
   for (const f of ['cp-tool', 'speaker', 'frr-metrics']) copyFileSync(join(bins.metallb, f), join(mctx, f));
-  copyFileSync(join(SRC, 'metallb/frr-tools/reloader/frr-reloader.sh'), join(mctx, 'frr-reloader.sh'));
-  copyFileSync(join(SRC, 'metallb/LICENSE'), join(mctx, 'LICENSE'));
+  copyFileSync(join(SRC.metallb, 'frr-tools/reloader/frr-reloader.sh'), join(mctx, 'frr-reloader.sh'));
+  copyFileSync(join(SRC.metallb, 'LICENSE'), join(mctx, 'LICENSE'));
   writeFileSync(join(mctx, 'Containerfile'), 'FROM scratch\nCOPY cp-tool /cp-tool\nCOPY speaker /speaker\nCOPY frr-metrics /frr-metrics\nCOPY frr-reloader.sh /frr-reloader.sh\nCOPY LICENSE /\nENTRYPOINT ["/speaker"]\n');
   // kube-vip: its Dockerfile's final stage (FROM scratch already).
   const kctx = ctx('kube-vip');

@@ -24,7 +24,6 @@
  */
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { V1EndpointSlice, V1Node, V1Pod, V1Service } from '@kubernetes/client-node';
 import { ENDPOINT_SLICES } from '../src/kube/endpoint-slices.ts';
@@ -39,16 +38,16 @@ import { L2Lab, NODES, SERVICE_IPV4, SERVICE_PORT, type NodeName } from '../test
 import { applyManifests } from '../test/harness/manifests.ts';
 import { setReady } from '../test/harness/nodes.ts';
 import type { LoggedProcess } from '../test/harness/processes.ts';
+import { anchors } from './anchors.ts';
 
-const ANCHORS = join(homedir(), '.cache/edge-ccm/anchors');
 const args = process.argv.slice(2);
 const opt = (name: string, dflt: string) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? dflt;
 const RUNS = Number(opt('runs', '3'));
-const METALLB = opt('metallb', join(ANCHORS, 'metallb-speaker'));
-const METALLB_CRDS = opt('metallb-crds', join(ANCHORS, 'src/metallb/config/crd/bases'));
+const METALLB = opt('metallb', '') || anchors().metallbSpeaker;
+const METALLB_CRDS = opt('metallb-crds', '') || anchors().metallbCrds;
 if (!(RUNS >= 1)) throw new Error(`--runs=${opt('runs', '')}: a number of runs, 1 or more`);
-if (!existsSync(METALLB)) throw new Error(`--metallb=${METALLB} is missing: build MetalLB's speaker there (BENCHMARKS.md, footprint, says how)`);
-if (!existsSync(METALLB_CRDS)) throw new Error(`--metallb-crds=${METALLB_CRDS} is missing: MetalLB's source tree (config/crd/bases)`);
+if (!existsSync(METALLB)) throw new Error(`--metallb=${METALLB} is missing: give the speaker built by scripts/install-anchors.sh or another`);
+if (!existsSync(METALLB_CRDS)) throw new Error(`--metallb-crds=${METALLB_CRDS} is missing: MetalLB's CRDs (config/crd/bases of its module)`);
 
 const METALLB_NS = 'metallb-system';
 const NS = 'l2f-metallb';

@@ -21,7 +21,7 @@
  * Needs root, the network tools (scripts/install-network-tools.sh), BIRD and the control-plane binaries.
  */
 import { existsSync } from 'node:fs';
-import { homedir, loadavg } from 'node:os';
+import { loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { eventually } from '../test/harness/eventually.ts';
 import { NODES, type NodeName } from '../test/harness/l2-lab.ts';
@@ -29,9 +29,9 @@ import type { LoggedProcess } from '../test/harness/processes.ts';
 import { NodeFootprintLab, serviceAddress } from './node-footprint-lab.ts';
 import { phases, type Phase, type Side } from './node-footprint-sides.ts';
 import { cpuSeconds, residentMiB } from './proc-sampler.ts';
+import { anchors } from './anchors.ts';
 
 const ROOT = resolve(import.meta.dir, '..');
-const ANCHORS = join(homedir(), '.cache/edge-ccm/anchors');
 const args = process.argv.slice(2);
 const opt = (name: string, dflt: string) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? dflt;
 const STEPS = opt('services', '10,100,1000').split(',').map(Number);
@@ -40,11 +40,11 @@ const STEP_IDLE_S = Number(opt('step-idle-seconds', '60'));
 const IDLE_S = Number(opt('idle-seconds', '60'));
 const binaries = {
   edgeCcm: opt('edge-ccm', join(ROOT, 'dist/edge-ccm')),
-  metallb: opt('metallb', join(ANCHORS, 'metallb-speaker')),
-  kubeVip: opt('kube-vip', join(ANCHORS, 'kube-vip')),
+  metallb: opt('metallb', '') || anchors().metallbSpeaker,
+  kubeVip: opt('kube-vip', '') || anchors().kubeVip,
 };
 const ADDRESS_PROBES = Number(opt('address-probes', '3'));
-const METALLB_CRDS = opt('metallb-crds', join(ANCHORS, 'src/metallb/config/crd/bases'));
+const METALLB_CRDS = opt('metallb-crds', '') || anchors().metallbCrds;
 const ALL_PHASES = phases({ ...binaries, addressProbes: ADDRESS_PROBES });
 const PHASES = opt('phases', Object.keys(ALL_PHASES).join(',')).split(',').map((p) => {
   const phase = ALL_PHASES[p];
@@ -52,7 +52,7 @@ const PHASES = opt('phases', Object.keys(ALL_PHASES).join(',')).split(',').map((
   return phase;
 });
 for (const [what, path] of [...Object.entries(binaries), ['metallb-crds', METALLB_CRDS]]) {
-  if (!existsSync(path!)) throw new Error(`--${what}: ${path} is missing (edge-ccm: bun scripts/build.ts; the anchors: BENCHMARKS.md, "Footprint on every node", gives the go build commands)`);
+  if (!existsSync(path!)) throw new Error(`--${what}: ${path} is missing (edge-ccm: bun scripts/build.ts; the anchors: scripts/install-anchors.sh)`);
 }
 if (STEPS.some((s, i) => !Number.isInteger(s) || s <= 0 || (i > 0 && s <= STEPS[i - 1]!))) throw new Error(`--services: increasing positive counts, not ${opt('services', '')}`);
 

@@ -141,7 +141,7 @@ async function burstRun(kind: Kind, count: number, side: SideName, profile: Prof
       const profiled = apiserverProfileDir ? profileApiServer(admin, `${side}-${kind}-${count}-${rep + 1}`) : undefined;
       const nodes = new ResourceClient<V1Node>(admin, NODES);
       const services = new ResourceClient<V1Service>(admin, SERVICES);
-      await createAll(count, (i) => kind === 'nodes'
+      await createAll(count, (i): Promise<unknown> => kind === 'nodes'
         ? nodes.create(uninitialisedNode(objectName('nodes', i)))
         : services.create(loadBalancerService(objectName('services', i)), { namespace: NAMESPACE }));
       const allDone = await watcher.waitFor(count, timeoutMs);

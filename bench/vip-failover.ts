@@ -22,7 +22,6 @@
  * VIP_BENCH_KEEP_LOGS=DIR copies the vip processes' and the prober's logs there before cleanup.
  */
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { rankNodes } from '../src/net/l2/election.ts';
 import { ArpProber, percentile, type Probe } from '../test/harness/arp-probes.ts';
@@ -33,6 +32,7 @@ import { VIP, VIP6, VIP_KEY, VipLab } from '../test/harness/vip-lab.ts';
 import { describeOverlaps, holderOverlaps } from '../test/harness/vip-probes.ts';
 import { healHostPartition, partitionHost } from '../test/harness/host-partition.ts';
 import { CpuLoad } from './cpu-load.ts';
+import { anchors } from './anchors.ts';
 
 const positional = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 const option = (name: string) => process.argv.slice(2).find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
@@ -45,7 +45,7 @@ for (const s of only) if (!(SECTIONS as readonly string[]).includes(s)) throw ne
 /** Who holds the VIP: edge-ccm's `vip` mode, or kube-vip's control-plane ARP mode. */
 const SIDE = opt('side', 'edge-ccm');
 if (SIDE !== 'edge-ccm' && SIDE !== 'kube-vip') throw new Error(`--side=${SIDE}: edge-ccm or kube-vip`);
-const KUBE_VIP = opt('kube-vip', join(homedir(), '.cache/edge-ccm/anchors/kube-vip'));
+const KUBE_VIP = (opt('kube-vip', '') || anchors().kubeVip);
 const KUBE_VIP_LEASE = opt('kube-vip-lease', '15,10,2').split(',').map(Number) as [number, number, number];
 if (SIDE === 'kube-vip') {
   if (!existsSync(KUBE_VIP)) throw new Error(`--kube-vip=${KUBE_VIP} is missing: build kube-vip there (BENCHMARKS.md, footprint, says how)`);

@@ -6,7 +6,7 @@
  * RSS of every process after the settle, then CPU-seconds, wake-ups and RSS over an idle window,
  * with the load average (the machine is shared).
  *
- *   bun bench/vip-footprint.ts [--kube-vip=~/.cache/edge-ccm/anchors/kube-vip] [--settle-seconds=20] [--idle-seconds=60]
+ *   bun bench/vip-footprint.ts [--kube-vip=PATH (default: built by scripts/install-anchors.sh)] [--settle-seconds=20] [--idle-seconds=60]
  *     [--variant=NAME:BINARY[::ENV=V,...]]...   (default: dist/edge-ccm)
  *     [--timings=NAME:KEY=MS,...]...            (controlPlaneEndpoint.timings keys; default: the defaults)
  *     [--interface=eth0]                         (edge-ccm's; one no host has: the VIP without its L2 responder)
@@ -19,17 +19,18 @@
  * Needs root, the network tools and the control-plane binaries, as bench/vip-failover.ts.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { homedir, loadavg } from 'node:os';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { VipLab } from '../test/harness/vip-lab.ts';
 import { NODES } from '../test/harness/l2-lab.ts';
 import type { LoggedProcess } from '../test/harness/processes.ts';
 import { cpuSeconds, residentMiB, threadWakeups, voluntarySwitches, voluntarySwitchesByThread } from './proc-sampler.ts';
 import { parseVariants } from './variants.ts';
+import { anchors } from './anchors.ts';
 
 const args = process.argv.slice(2);
 const opt = (name: string, dflt: string) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? dflt;
-const KUBE_VIP = opt('kube-vip', join(homedir(), '.cache/edge-ccm/anchors/kube-vip'));
+const KUBE_VIP = (opt('kube-vip', '') || anchors().kubeVip);
 const SETTLE_S = Number(opt('settle-seconds', '20'));
 const IDLE_S = Number(opt('idle-seconds', '60'));
 const KUBE_VIP_ADDRESS = '198.51.100.11';

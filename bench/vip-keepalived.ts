@@ -110,7 +110,7 @@ let leftVips = 0;
 
 type Fault = { name: string; moves: boolean; apply: (holder: NodeName) => Promise<void>; heal: (holder: NodeName) => Promise<void> };
 const link = (state: 'up' | 'down') => async (h: NodeName) => void (await lab.ip(h, 'link', 'set', 'eth0', state));
-const FAULTS: Fault[] = [
+const ALL_FAULTS: Fault[] = [
   { name: "holder's kube-apiserver killed", moves: VARIANT === 'keepalived', apply: (h) => vip.apiServers.get(h)!.kill(), heal: (h) => vip.startApiServer(h) },
   ...(VARIANT === 'haproxy' ? [{ name: "holder's haproxy SIGKILLed", moves: true, apply: (h: NodeName) => haproxies.get(h)!.kill(), heal: async (h: NodeName) => startHaproxy(h) }] : []),
   { name: "holder's keepalived SIGTERM (graceful stop)", moves: true, apply: async (h) => void (await keepaliveds.get(h)!.terminate()), heal: async (h) => startKeepalived(h) },
@@ -137,7 +137,8 @@ const FAULTS: Fault[] = [
     apply: (h) => partitionHost(lab, h, NODES.filter((n) => n !== h).map((n) => vip.site.nodes[n].lanIPv4), ['224.0.0.18']),
     heal: (h) => healHostPartition(lab, h),
   },
-].filter((f) => !ONLY || ONLY.some((part) => f.name.includes(part)));
+];
+const FAULTS = ALL_FAULTS.filter((f) => !ONLY || ONLY.some((part) => f.name.includes(part)));
 
 const fmt = (xs: number[]) => `p50 ${percentile(xs, 50)} ms, max ${Math.max(...xs)} ms`;
 
