@@ -19,13 +19,13 @@
  *     [--env=NAME=V,...]   extra environment for the Bun programs, e.g. BUN_JSC_useDFGJIT=0 (a second set)
  *
  * Prints a Markdown table: RSS after settling and after the idle window, anonymous, CPU-seconds a
- * minute, voluntary context switches a second (wake-ups), the load average.
+ * minute, voluntary context switches a second by thread name (wake-ups), the load average.
  */
 import { mkdtempSync, rmSync, writeFileSync, readFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createCertificateAuthority, issueCertificate } from '../test/harness/certs.ts';
-import { cpuSeconds, residentMiB, stopProcess, voluntarySwitches } from './proc-sampler.ts';
+import { cpuSeconds, residentMiB, stopProcess, threadWakeups, voluntarySwitchesByThread } from './proc-sampler.ts';
 
 const args = process.argv.slice(2);
 const opt = (name: string, dflt: string) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? dflt;
@@ -192,19 +192,18 @@ try {
   await Bun.sleep(SETTLE_S * 1000);
   const rss0 = running.map((r) => residentMiB(r.proc.pid));
   const cpu0 = running.map((r) => cpuSeconds(r.proc.pid));
-  const woken0 = running.map((r) => voluntarySwitches(r.proc.pid));
+  const woken0 = running.map((r) => voluntarySwitchesByThread(r.proc.pid));
   const load0 = loadavg()[0]!;
   await Bun.sleep(IDLE_S * 1000);
   const load1 = loadavg()[0]!;
   console.log(`\nruntime floor, ${INTERVAL_MS} ms interval, ${SETTLE_S} s settle, ${IDLE_S} s idle, ${new Date().toISOString()}\n`);
-  console.log('| program | RSS after settle (MiB) | RSS after idle | anonymous | idle CPU-s/min | wake-ups/s | load |');
+  console.log('| program | RSS after settle (MiB) | RSS after idle | anonymous | idle CPU-s/min | wake-ups/s by thread | load |');
   console.log('|---|---|---|---|---|---|---|');
   running.forEach((r, i) => {
     if (r.proc.exitCode !== null) throw new Error(`${r.variant.name} exited ${r.proc.exitCode}`);
     const end = residentMiB(r.proc.pid);
     const cpu = ((cpuSeconds(r.proc.pid) - cpu0[i]!) * 60) / IDLE_S;
-    const wakeups = (voluntarySwitches(r.proc.pid) - woken0[i]!) / IDLE_S;
-    console.log(`| ${r.variant.name} | ${rss0[i]!.rss.toFixed(1)} | ${end.rss.toFixed(1)} | ${end.anon.toFixed(1)} | ${cpu.toFixed(3)} | ${wakeups.toFixed(1)} | ${load0.toFixed(1)}-${load1.toFixed(1)} |`);
+    console.log(`| ${r.variant.name} | ${rss0[i]!.rss.toFixed(1)} | ${end.rss.toFixed(1)} | ${end.anon.toFixed(1)} | ${cpu.toFixed(3)} | ${threadWakeups(woken0[i]!, voluntarySwitchesByThread(r.proc.pid), IDLE_S) || '-'} | ${load0.toFixed(1)}-${load1.toFixed(1)} |`);
   });
 } finally {
   clearInterval(sender);
