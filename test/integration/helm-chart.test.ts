@@ -140,7 +140,8 @@ async function asLocalProcess(pod: V1PodSpec, container: V1Container, namespace:
   const dir = tempDir('edge-ccm-helm-pod-');
   const get = <T>(kind: string, name: string) => admin.request<T>({ method: 'GET', path: objectPath({ apiVersion: 'v1', kind, metadata: { name, namespace } }) });
   const args = kubeletArgs(container, fields).map((arg) => {
-    for (const m of container.volumeMounts ?? []) arg = arg.replace(`=${m.mountPath}/`, `=${dir}${m.mountPath}/`);
+    // Every path of the mount: --cloud-config=static=/etc/edge-ccm/...,proxmox=/etc/edge-ccm/... names two.
+    for (const m of container.volumeMounts ?? []) arg = arg.replaceAll(`=${m.mountPath}/`, `=${dir}${m.mountPath}/`);
     return arg;
   });
   const env: Record<string, string> = {};
@@ -158,7 +159,8 @@ async function asLocalProcess(pod: V1PodSpec, container: V1Container, namespace:
     }
     if (volume?.secret) {
       const { secretName, items, defaultMode, optional } = volume.secret;
-      const data = (await get<V1Secret>('Secret', secretName as string)).data ?? {};
+      // An optional volume's Secret may not exist: the kubelet starts the pod without it.
+      const data = (await get<V1Secret>('Secret', secretName as string).catch((e) => (optional && isNotFound(e) ? {} as V1Secret : Promise.reject(e)))).data ?? {};
       for (const item of items ?? Object.keys(data).map((key) => ({ key, path: key, mode: undefined }))) {
         const content = data[item.key];
         if (content === undefined && !optional) throw new Error(`volume ${m.name}: Secret ${secretName} has no key ${item.key} (the kubelet would not start the pod)`);
@@ -389,6 +391,26 @@ const CASES: Case[] = [
       expect(podSpec(d).securityContext).toMatchObject({ runAsNonRoot: true, fsGroup: 65532, supplementalGroups: [997] });
     },
   },
+  {
+    label: 'two providers in one process (static,lxd): a config file each in the one ConfigMap, both given to --cloud-config, both valid to the compiled validate',
+    release: 'hybrid',
+    namespace: 'helm-hybrid',
+    values: { provider: 'static,lxd', cloudConfig: { content: INVENTORY, others: { lxd: 'region: edge-1\n' } } },
+    async check(stored) {
+      const d = must(stored, 'Deployment');
+      expect(containerOptions(d).cloudProvider).toBe('static,lxd');
+      const cm = must(stored, 'ConfigMap', 'hybrid-edge-ccm-cloud-config') as unknown as V1ConfigMap;
+      expect(cm.data).toEqual({ 'cloud-config.yaml': INVENTORY, 'lxd.yaml': 'region: edge-1\n' });
+      // The flags as the pod starts, its ConfigMap laid out as the kubelet would: what edge-ccm
+      // validate (the start's own file checks, by each provider's validator) says of them.
+      const { args } = await asLocalProcess(podSpec(d), edgeCcm(d), 'helm-hybrid', { 'status.podIP': POD_IP });
+      const flags = args.filter((a) => a.startsWith('--cloud-provider=') || a.startsWith('--cloud-config='));
+      expect(flags).toHaveLength(2);
+      expect(flags[1]).toMatch(/^--cloud-config=static=\/.*\/etc\/edge-ccm\/cloud-config\.yaml,lxd=\/.*\/etc\/edge-ccm\/lxd\.yaml$/);
+      const run = Bun.spawnSync([join(ROOT, 'dist/edge-ccm'), 'validate', ...flags], { stdout: 'pipe', stderr: 'pipe' });
+      expect({ code: run.exitCode, out: run.stdout.toString() + run.stderr.toString() }).toMatchObject({ code: 0, out: expect.stringMatching(/valid static configuration[\s\S]*valid lxd configuration/) });
+    },
+  },
 ];
 
 test('helm lint --strict passes with the default values and with every case of the matrix', () => {
@@ -446,7 +468,13 @@ describe('values that cannot work are refused, naming the value', () => {
     ['an unknown kind', { kind: 'StatefulSet' }, /at '\/kind': value must be one of 'Deployment', 'DaemonSet'/],
     ['an unknown key', { replica: 3 }, /additional properties 'replica' not allowed/],
     ['no replica', { replicas: 0 }, /at '\/replicas': minimum/],
-    ['an unknown provider', { provider: 'aws' }, /at '\/provider': value must be one of 'static', 'proxmox', 'lxd'/],
+    ['an unknown provider', { provider: 'aws' }, /at '\/provider': 'aws' does not match pattern/],
+    ['an unknown provider among several', { provider: 'static,aws' }, /at '\/provider': 'static,aws' does not match pattern/],
+    ['a provider named twice', { provider: 'static,static' }, /provider=static,static names a provider twice/],
+    ['a second provider without its config', { provider: 'static,proxmox', cloudConfig: { content: 'a: 1\n' } }, /provider=static,proxmox: cloudConfig\.others\.proxmox is missing/],
+    ['a config for a provider not run', { cloudConfig: { content: 'a: 1\n', others: { proxmox: 'b: 2\n' } } }, /cloudConfig\.others\.proxmox: proxmox is not a provider after the first in provider=static/],
+    ["the others' configs without the first's", { provider: 'static,proxmox', cloudConfig: { others: { proxmox: 'b: 2\n' } } }, /cloudConfig\.others without cloudConfig\.content/],
+    ['a key given twice', { provider: 'static,proxmox', cloudConfig: { content: 'a: 1\n', key: 'proxmox.yaml', others: { proxmox: 'b: 2\n' } } }, /cloudConfig\.key=proxmox\.yaml is also the key of cloudConfig\.others\.proxmox/],
     ['an LXD socket that is no absolute path', { lxd: { socket: { hostPath: 'var/lib/lxd/unix.socket' } } }, /at '\/lxd\/socket\/hostPath': 'var\/lib\/lxd\/unix.socket' does not match/],
     ['a bind address that is no address', { server: { bindAddress: 'localhost', securePort: 10258 } }, /'localhost' is not valid ipv4/],
     ['a digest that is no digest', { image: { repository: 'edge-ccm', digest: 'latest' } }, /at '\/image\/digest': 'latest' does not match/],

@@ -28,6 +28,52 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 system:serviceaccount:{{ .Release.Namespace }}:{{ include "edge-ccm.serviceAccountName" . }}
 {{- end -}}
 
+{{/*
+--cloud-config: the file of the one provider, or NAME=FILE for each of several (the first's is
+cloudConfig.key, each other's NAME.yaml), as docs/hybrid-clusters.md gives them.
+*/}}
+{{- define "edge-ccm.cloudConfigFlag" -}}
+{{- $providers := splitList "," .Values.provider -}}
+{{- if eq (len $providers) 1 -}}
+/etc/edge-ccm/{{ .Values.cloudConfig.key }}
+{{- else -}}
+{{- $files := list (printf "%s=/etc/edge-ccm/%s" (first $providers) .Values.cloudConfig.key) -}}
+{{- range rest $providers -}}
+{{- $files = append $files (printf "%s=/etc/edge-ccm/%s.yaml" . .) -}}
+{{- end -}}
+{{- join "," $files -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Several providers: each named once; cloudConfig.others holds the configs of those after the first,
+all of them when the chart makes the ConfigMap, and no key of theirs is cloudConfig.key.
+*/}}
+{{- define "edge-ccm.validateProviders" -}}
+{{- $providers := splitList "," .Values.provider -}}
+{{- if ne (len $providers) (len (uniq $providers)) -}}
+{{- fail (printf "provider=%s names a provider twice" .Values.provider) -}}
+{{- end -}}
+{{- range $name, $_ := .Values.cloudConfig.others -}}
+{{- if not (has $name (rest $providers)) -}}
+{{- fail (printf "cloudConfig.others.%s: %s is not a provider after the first in provider=%s (the first one's config is cloudConfig.content)" $name $name $.Values.provider) -}}
+{{- end -}}
+{{- if eq (printf "%s.yaml" $name) $.Values.cloudConfig.key -}}
+{{- fail (printf "cloudConfig.key=%s is also the key of cloudConfig.others.%s" $.Values.cloudConfig.key $name) -}}
+{{- end -}}
+{{- end -}}
+{{- if and .Values.cloudConfig.others (not .Values.cloudConfig.content) -}}
+{{- fail "cloudConfig.others without cloudConfig.content: give the first provider's config in the values too (or all of them in existingConfigMap)" -}}
+{{- end -}}
+{{- if .Values.cloudConfig.content -}}
+{{- range rest $providers -}}
+{{- if not (hasKey $.Values.cloudConfig.others .) -}}
+{{- fail (printf "provider=%s: cloudConfig.others.%s is missing (each provider after the first needs its config)" $.Values.provider .) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "edge-ccm.configMapName" -}}
 {{- .Values.cloudConfig.existingConfigMap | default (printf "%s-cloud-config" (include "edge-ccm.fullname" .)) -}}
 {{- end -}}
@@ -110,6 +156,7 @@ authorization:
 {{- if and .Values.cloudConfig.content .Values.cloudConfig.existingConfigMap -}}
 {{- fail "cloudConfig.content and cloudConfig.existingConfigMap are both set: give the config one way" -}}
 {{- end -}}
+{{- include "edge-ccm.validateProviders" . -}}
 {{- if and .Values.secrets.files .Values.secrets.existingSecret -}}
 {{- fail "secrets.files and secrets.existingSecret are both set: give the files one way" -}}
 {{- end -}}
