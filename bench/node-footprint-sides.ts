@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { ROUTER4 } from '../test/harness/bgp-lab.ts';
 import { NODES, type NodeName } from '../test/harness/l2-lab.ts';
 import type { LoggedProcess } from '../test/harness/processes.ts';
+import { kubeVipCommand } from '../test/harness/kube-vip.ts';
 import { BFD_MULTIPLIER, EDGE_ASN, EDGE_ROUTER_ASN, METALLB_ASN, METALLB_NS, METALLB_ROUTER4, METALLB_ROUTER_ASN, SERVICE_RANGE, serviceAddress, type NodeFootprintLab } from './node-footprint-lab.ts';
 
 /**
@@ -123,10 +124,9 @@ function metallb(name: string, mode: 'l2' | 'bgp', binary: string): Side {
 function kubeVip(name: string, binary: string): Side {
   return {
     name,
-    start: (lab, node) => lab.site.lab.spawnLogged(node, `kube-vip-${node}`, [
-      binary, 'manager', '--services', '--arp', '--leaderElection', '--interface=eth0', `--nodeName=${node}`, `--k8sConfigPath=${lab.kubeconfig}`,
-      '--prometheusHTTPServer=127.0.0.1:2112',
-    ]),
+    start: (lab, node) => lab.site.lab.spawnLogged(node, `kube-vip-${node}`, kubeVipCommand(binary, lab.kubeconfig, [
+      '--services', '--arp', '--leaderElection', '--interface=eth0', `--nodeName=${node}`, '--prometheusHTTPServer=127.0.0.1:2112',
+    ])),
     missing: arpMissing,
     async tearDown(lab) {
       // It removes its addresses when it stops; whatever it left goes, so the next side starts on a quiet link.

@@ -9,6 +9,7 @@ import { createCertificateAuthority, createSigningKeyPair, issueCertificate } fr
 import { eventually } from './eventually.ts';
 import { L2Lab, NODES, type NodeName } from './l2-lab.ts';
 import type { LoggedProcess } from './processes.ts';
+import { kubeVipCommand } from './kube-vip.ts';
 
 /**
  * Three control-plane hosts for `edge-ccm vip` (issue 28) on harness/l2-lab.ts's switch: each
@@ -227,8 +228,8 @@ export class VipLab {
       'contexts: [{name: c, context: {cluster: c, user: u}}]', '',
     ].join('\n'), { mode: 0o600 });
     const lease = o.lease ? [`--leaseDuration=${o.lease[0]}`, `--leaseRenewDuration=${o.lease[1]}`, `--leaseRetry=${o.lease[2]}`] : [];
-    return this.site.lab.spawnLogged(node, `kube-vip-${node}`, [o.binary, 'manager', '--controlplane', '--arp', '--leaderElection', '--interface=eth0', `--address=${o.address}`, `--port=${API_PORT}`,
-      `--k8sConfigPath=${kubeconfig}`, `--nodeName=${node}`, '--prometheusHTTPServer=127.0.0.1:2112', ...lease]);
+    return this.site.lab.spawnLogged(node, `kube-vip-${node}`, kubeVipCommand(o.binary, kubeconfig, ['--controlplane', '--arp', '--leaderElection', '--interface=eth0',
+      `--address=${o.address}`, `--port=${API_PORT}`, `--nodeName=${node}`, '--prometheusHTTPServer=127.0.0.1:2112', ...lease]));
   }
 
   /** GET `path` of the node's `edge-ccm vip` metrics server: the body, or undefined when it did not answer 200. */
