@@ -17,8 +17,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:https';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { HealthConnection } from '../src/announce/vip/health-connection.ts';
-import type { HealthRequest } from '../src/announce/vip/health.ts';
+import { HealthConnection, type HealthRequest } from '../src/announce/vip/health-connection.ts';
 import { createCertificateAuthority, issueCertificate } from '../test/harness/certs.ts';
 import { cpuSeconds, threadWakeups, voluntarySwitches, voluntarySwitchesByThread } from './proc-sampler.ts';
 

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from 'bun:test';
 import type { Socket, TCPSocketListener } from 'bun';
-import { HealthConnection, parseResponse } from './health-connection.ts';
-import { ANONYMOUS_UNVERIFIED, ApiServerHealth } from './health.ts';
+import { ANONYMOUS_UNVERIFIED, HealthConnection, parseResponse } from './health-connection.ts';
+import { ApiServerHealth } from './health.ts';
 
 /**
  * The health check's own HTTP/1.1 exchange against a raw TCP server that answers as each test

@@ -1,6 +1,5 @@
 import type { Socket } from 'bun';
 import { errorMessage } from '../../util/errors.ts';
-import type { HealthRequest } from './health.ts';
 
 /**
  * One kept-alive connection to the health URL, speaking just enough HTTP/1.1 for a GET whose
@@ -19,6 +18,14 @@ import type { HealthRequest } from './health.ts';
  * The server closing an idle connection is told (onIdleClose): a kube-apiserver killed closes it
  * at once, so its death is known without waiting for the next check.
  */
+
+/** How each check connects: TLS settings as Bun's TLS takes them, and headers (a bearer token). */
+export interface HealthRequest {
+  tls: { rejectUnauthorized: boolean; ca?: string; serverName?: string; cert?: string; key?: string };
+  headers: Record<string, string>;
+}
+
+export const ANONYMOUS_UNVERIFIED: HealthRequest = { tls: { rejectUnauthorized: false }, headers: {} };
 
 const MAX_RESPONSE = 64 * 1024;
 const CLOSED = 'the connection closed before a response';

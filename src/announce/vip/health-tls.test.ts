@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import { createCertificateAuthority, issueCertificate, type CertificateAuthority, type IssuedCertificate } from '../../../test/harness/certs.ts';
 import type { HealthCheckFiles } from './health-check-config.ts';
 import { describeHealthRequest, readHealthCredentials } from './health-credentials.ts';
-import { ApiServerHealth, failureHint, checkStatus, type HealthRequest } from './health.ts';
+import type { HealthRequest } from './health-connection.ts';
+import { ApiServerHealth, checkStatus, failureHint } from './health.ts';
 
 /**
  * The health check against a TLS server that behaves as a kube-apiserver run with

@@ -1,5 +1,5 @@
 import { errorMessage } from '../../util/errors.ts';
-import { HealthConnection } from './health-connection.ts';
+import { ANONYMOUS_UNVERIFIED, HealthConnection, type HealthRequest } from './health-connection.ts';
 
 /**
  * Whether the local kube-apiserver answers: a GET of its health URL every interval, a check that
@@ -16,14 +16,6 @@ import { HealthConnection } from './health-connection.ts';
  * Talos) or the certificate should be verified, `request` carries a CA, a client certificate or
  * a token (controlPlaneEndpoint.healthCheck, read by health-credentials.ts).
  */
-
-/** How each check connects: TLS settings as Bun's TLS takes them, and headers (a bearer token). */
-export interface HealthRequest {
-  tls: { rejectUnauthorized: boolean; ca?: string; serverName?: string; cert?: string; key?: string };
-  headers: Record<string, string>;
-}
-
-export const ANONYMOUS_UNVERIFIED: HealthRequest = { tls: { rejectUnauthorized: false }, headers: {} };
 
 export interface HealthOptions {
   url: string;
