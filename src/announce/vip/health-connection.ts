@@ -175,6 +175,10 @@ export class HealthConnection {
   }
 }
 
+const CONNECTION = /\r\nconnection:[ \t]*([^\r]*)/i;
+const TRANSFER_ENCODING = /\r\ntransfer-encoding:[ \t]*([^\r]*)/i;
+const CONTENT_LENGTH = /\r\ncontent-length:[ \t]*([^\r]*)/i;
+
 /**
  * The response's status once it can be told, and whether its connection serves another request:
  * undefined while the head, or a body that keeps the connection, has not fully arrived.
@@ -194,17 +198,17 @@ export function parseResponse(text: string): Parsed | undefined {
       at = bodyAt;
       continue;
     }
-    const header = (name: string) => new RegExp(`\\r\\n${name}:[ \\t]*([^\\r]*)`, 'i').exec(head)?.[1]?.trim().toLowerCase();
-    const persistent = statusLine[1] === '1' && header('connection') !== 'close';
+    const header = (pattern: RegExp) => pattern.exec(head)?.[1]?.trim().toLowerCase();
+    const persistent = statusLine[1] === '1' && header(CONNECTION) !== 'close';
     const done = (keepAlive: boolean): Parsed => ({ status, keepAlive: persistent && keepAlive });
     if (status === '204' || status === '304') return done(true);
-    if (header('transfer-encoding')?.endsWith('chunked')) {
+    if (header(TRANSFER_ENCODING)?.endsWith('chunked')) {
       const end = chunkedEnd(text, bodyAt);
       if (end === 'bad') return done(false);
       if (end === undefined) return text.length > MAX_RESPONSE ? done(false) : undefined;
       return done(true);
     }
-    const length = header('content-length');
+    const length = header(CONTENT_LENGTH);
     if (length === undefined || !/^\d+$/.test(length) || Number(length) > MAX_RESPONSE) return done(false);
     return text.length - bodyAt >= Number(length) ? done(true) : undefined;
   }
