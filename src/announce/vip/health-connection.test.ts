@@ -98,6 +98,21 @@ describe('HealthConnection against a raw server', () => {
     expect(seen.connections).toBe(2);
   });
 
+  test('a server that accepts and never completes the TLS handshake: each check times out and closes its connection (none left open)', async () => {
+    let open = 0;
+    let accepted = 0;
+    listener = Bun.listen<undefined>({
+      hostname: '127.0.0.1',
+      port: 0,
+      socket: { open: () => void ((open += 1), (accepted += 1)), close: () => void (open -= 1), data: () => {} },
+    });
+    connection = new HealthConnection(`https://127.0.0.1:${listener.port}/readyz`, ANONYMOUS_UNVERIFIED);
+    for (let i = 0; i < 4; i++) expect(await connection.check(50)).toBe('timeout after 50 ms');
+    await Bun.sleep(50);
+    expect(accepted).toBe(4);
+    expect(open).toBe(0);
+  });
+
   test('a closed port: the error in one line', async () => {
     const { url } = serve(() => {});
     listener!.stop(true);

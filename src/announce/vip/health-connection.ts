@@ -43,6 +43,10 @@ export class HealthConnection {
   private readonly tls: boolean;
   private readonly requestText: string;
   private socket?: Socket<undefined>;
+  /** The connection being opened: one at a time (a check that timed out leaves it to the next). */
+  private opening?: Promise<Socket<undefined> | string>;
+  /** Its socket, connected but before its TLS handshake: closed by close() (a server that accepts and never shakes hands). */
+  private handshaking?: Socket<undefined>;
   /** The exchange waiting for its response: resolved by the socket's handlers. */
   private waiting?: (outcome: string) => void;
   private received = '';
@@ -80,6 +84,9 @@ export class HealthConnection {
     const socket = this.socket;
     this.socket = undefined;
     socket?.terminate();
+    const handshaking = this.handshaking;
+    this.handshaking = undefined;
+    handshaking?.terminate();
     this.settle(CLOSED);
   }
 
@@ -92,7 +99,13 @@ export class HealthConnection {
   }
 
   private async once(): Promise<string> {
-    const opened = this.socket ?? (await this.connect());
+    let opened: Socket<undefined> | string | undefined = this.socket;
+    if (!opened) {
+      this.opening ??= this.connect().finally(() => {
+        this.opening = undefined;
+      });
+      opened = await this.opening;
+    }
     if (typeof opened === 'string') return opened;
     return new Promise<string>((resolve) => {
       this.waiting = resolve;
@@ -106,6 +119,7 @@ export class HealthConnection {
     return new Promise((resolve) => {
       let settled = false;
       const settle = (result: Socket<undefined> | string) => {
+        this.handshaking = undefined;
         if (settled) return false;
         settled = true;
         resolve(result);
@@ -128,7 +142,8 @@ export class HealthConnection {
         ...(this.tls ? { tls: { rejectUnauthorized: tls.rejectUnauthorized, ca: tls.ca, cert: tls.cert, key: tls.key, serverName: tls.serverName } } : {}),
         socket: {
           open: (socket) => {
-            if (!this.tls) done(socket);
+            if (this.tls) this.handshaking = socket;
+            else done(socket);
           },
           handshake: (socket, verified, error) => {
             if (verified || !tls.rejectUnauthorized) done(socket);
