@@ -2,7 +2,8 @@ import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { loadVipConfig } from '../../src/announce/vip/config.ts';
-import { fetchStatus, type HealthRequest } from '../../src/announce/vip/health.ts';
+import type { HealthRequest } from '../../src/announce/vip/health-connection.ts';
+import { checkStatus } from '../../src/announce/vip/health.ts';
 import { tempDir } from '../harness/ccm-process.ts';
 import { startControlPlane, type ControlPlane } from '../harness/control-plane.ts';
 import { removeOwnedDir } from '../harness/processes.ts';
@@ -47,7 +48,7 @@ function healthRequest(healthCheck: string[]): HealthRequest {
 }
 
 test('anonymous: 401 (what an anonymous check gets from k3s, RKE2 and Talos)', async () => {
-  expect(await fetchStatus(`${cp.server}/readyz`, 5000)).toBe('401');
+  expect(await checkStatus(`${cp.server}/readyz`, 5000)).toBe('401');
 });
 
 test("vip-health-cert.sh's certificate (no group, the cluster's client CA): /readyz 200, the certificate verified; nothing else readable", async () => {
@@ -56,7 +57,7 @@ test("vip-health-cert.sh's certificate (no group, the cluster's client CA): /rea
   expect({ code: made.exitCode, stderr: made.stderr.toString() }).toEqual({ code: 0, stderr: '' });
   const request = healthRequest([`caFile: ${cp.caFile}`, `clientCertificateFile: ${join(dir, 'health.crt')}`, `clientKeyFile: ${join(dir, 'health.key')}`]);
   expect(request.tls.rejectUnauthorized).toBe(true);
-  expect(await fetchStatus(`${cp.server}/readyz`, 5000, request)).toBe('200');
+  expect(await checkStatus(`${cp.server}/readyz`, 5000, request)).toBe('200');
   // Authenticated as edge-ccm-vip, allowed only what every authenticated user is.
   const other = await fetch(`${cp.server}/api/v1/namespaces/kube-system/secrets`, { tls: request.tls } as RequestInit);
   expect(other.status).toBe(403);
@@ -66,5 +67,5 @@ test("vip-health-cert.sh's certificate (no group, the cluster's client CA): /rea
 test("a service account's token (tokenFile, verified): 200", async () => {
   const tokenFile = join(dir, 'health-token');
   writeFileSync(tokenFile, `${await cp.serviceAccountToken('kube-system', 'edge-ccm-vip-health')}\n`, { mode: 0o600 });
-  expect(await fetchStatus(`${cp.server}/readyz`, 5000, healthRequest([`caFile: ${cp.caFile}`, `tokenFile: ${tokenFile}`]))).toBe('200');
+  expect(await checkStatus(`${cp.server}/readyz`, 5000, healthRequest([`caFile: ${cp.caFile}`, `tokenFile: ${tokenFile}`]))).toBe('200');
 });

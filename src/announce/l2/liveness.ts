@@ -1,4 +1,4 @@
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import dgram from 'node:dgram';
 import { formatIP, parseIP } from '../../net/ip.ts';
 import type { Logger } from '../../log.ts';
@@ -72,22 +72,66 @@ export interface Heartbeat {
   v?: string;
 }
 
+const utf8 = new TextEncoder();
+const utf8Decoder = new TextDecoder();
+
+/**
+ * HMAC-SHA256 under one key, kept per key: the keyed state is copied for each packet instead of
+ * set up again, and the digest is written into a buffer of its own. Receiving is what an idle
+ * speaker and VIP do most (4 heartbeats a second from each peer): what it allocates is what
+ * wakes mimalloc's scavenger and the GC after it (issue 38).
+ */
+class HeartbeatMac {
+  private readonly keyed: Bun.CryptoHasher;
+  // CryptoHasher.digest(buffer) asks for 64 bytes whatever the hash.
+  private readonly digest = new Uint8Array(64);
+
+  constructor(key: Uint8Array) {
+    this.keyed = new Bun.CryptoHasher('sha256', key);
+  }
+
+  /** The MAC of `body`, valid until the next call. */
+  of(body: Uint8Array): Uint8Array {
+    this.keyed.copy().update(body).digest(this.digest);
+    return this.digest;
+  }
+
+  /** Whether `mac` is `body`'s MAC, in constant time. */
+  verifies(body: Uint8Array, mac: Uint8Array): boolean {
+    const expected = this.of(body);
+    let diff = 0;
+    for (let i = 0; i < HMAC_LENGTH; i++) diff |= expected[i]! ^ mac[i]!;
+    return diff === 0;
+  }
+}
+
+const macs = new WeakMap<Uint8Array, HeartbeatMac>();
+function macFor(key: Uint8Array): HeartbeatMac {
+  let mac = macs.get(key);
+  if (!mac) macs.set(key, (mac = new HeartbeatMac(key)));
+  return mac;
+}
+
 export function encodeHeartbeat(key: Uint8Array, beat: Heartbeat): Uint8Array {
-  const body = Buffer.concat([MAGIC, Buffer.from(JSON.stringify(beat), 'utf8')]);
-  return Buffer.concat([body, createHmac('sha256', key).update(body).digest()]);
+  const json = utf8.encode(JSON.stringify(beat));
+  const packet = new Uint8Array(MAGIC.length + json.length + HMAC_LENGTH);
+  packet.set(MAGIC);
+  packet.set(json, MAGIC.length);
+  const bodyLength = MAGIC.length + json.length;
+  packet.set(macFor(key).of(packet.subarray(0, bodyLength)).subarray(0, HMAC_LENGTH), bodyLength);
+  return packet;
 }
 
 /** The heartbeat in `packet`, or the reason it is refused. */
 export function decodeHeartbeat(key: Uint8Array, packet: Uint8Array): Heartbeat | string {
   if (packet.length > MAX_PACKET) return 'too long';
   if (packet.length < MAGIC.length + HMAC_LENGTH + 2) return 'too short';
-  if (!MAGIC.every((b, i) => packet[i] === b)) return 'bad magic';
-  const body = packet.subarray(0, packet.length - HMAC_LENGTH);
-  const mac = packet.subarray(packet.length - HMAC_LENGTH);
-  if (!timingSafeEqual(createHmac('sha256', key).update(body).digest(), mac)) return 'bad signature';
+  for (let i = 0; i < MAGIC.length; i++) if (packet[i] !== MAGIC[i]) return 'bad magic';
+  const bodyLength = packet.length - HMAC_LENGTH;
+  if (!macFor(key).verifies(packet.subarray(0, bodyLength), packet.subarray(bodyLength))) return 'bad signature';
   let beat: unknown;
   try {
-    beat = JSON.parse(Buffer.from(body.subarray(MAGIC.length)).toString('utf8'));
+    beat = JSON.parse(utf8Decoder.decode(packet.subarray(MAGIC.length, bodyLength)));
   } catch {
     return 'not JSON';
   }
@@ -162,6 +206,8 @@ interface PeerSocket {
   socket: dgram.Socket;
   node: string;
   connected: boolean;
+  /** The callback of every send to it. */
+  sent: (err: Error | null) => void;
 }
 
 /**
@@ -303,7 +349,7 @@ export class Liveness {
     this.state = 'leaving';
     clearInterval(this.sendTimer);
     for (let i = 0; i < LEAVING_COPIES && !this.stopped; i++) {
-      await this.beat();
+      await this.beat(true);
       await Bun.sleep(5);
     }
     this.stop();
@@ -337,8 +383,12 @@ export class Liveness {
     });
   }
 
-  /** One heartbeat to every peer; resolves when every send has completed (or failed). */
-  private beat(): Promise<void> {
+  /**
+   * One heartbeat to every peer; with `awaited` (leaving: the sockets close next), resolves when
+   * every send has completed (or failed). Otherwise each send reports to its peer's own callback:
+   * no promise or closure per heartbeat.
+   */
+  private beat(awaited = false): Promise<void> {
     if (this.stopped && this.state !== 'leaving') return Promise.resolve();
     const sends: Promise<void>[] = [];
     try {
@@ -355,8 +405,12 @@ export class Liveness {
         if (!peer.connected) continue;
         this.counters.sent += 1;
         packet ??= encodeHeartbeat(this.options.key, { n: this.options.node, b: this.boot, s: ++this.seq, t: Date.now(), r: STATE_CODES[this.state], v: this.view });
+        if (!awaited) {
+          peer.socket.send(packet, peer.sent);
+          continue;
+        }
         sends.push(new Promise((resolve) => peer.socket.send(packet!, (err) => {
-          if (err) this.sendFailed(node, err);
+          peer.sent(err);
           resolve();
         })));
       }
@@ -371,7 +425,7 @@ export class Liveness {
     } catch (e) {
       this.error('internal', `sending heartbeats: ${errorMessage(e)}`);
     }
-    return Promise.all(sends).then(() => undefined);
+    return awaited ? Promise.all(sends).then(() => undefined) : Promise.resolve();
   }
 
   /** The connected socket to `node` at `to`, opened on first use (connecting takes a moment: the first heartbeat may be skipped). */
@@ -381,7 +435,9 @@ export class Liveness {
     if (existing) return existing;
     const v6 = to.includes(':');
     const socket = v6 ? dgram.createSocket('udp6') : dgram.createSocket('udp4');
-    const peer: PeerSocket = { socket, node, connected: false };
+    const peer: PeerSocket = { socket, node, connected: false, sent: (err) => {
+      if (err) this.sendFailed(node, err);
+    } };
     this.senders.set(key, peer);
     socket.on('error', (e) => this.sendFailed(node, e));
     socket.on('close', () => {
@@ -443,7 +499,17 @@ export class Liveness {
     const now = performance.now();
     // Judged again only when something changed (a heartbeat per peer per interval must not cost a pass over all peers).
     const changed = !known || state !== known.state || view !== known.view || now - known.lastHeardAt > this.timeoutMs || (known.refusedAt ?? -Infinity) > known.lastHeardAt;
-    this.heard.set(beat.n, { boot: beat.b, seq: beat.s, lastHeardAt: now, state, view });
+    // Updated in place: a heartbeat per peer per interval allocates no state of its own.
+    if (known) {
+      known.boot = beat.b;
+      known.seq = beat.s;
+      known.lastHeardAt = now;
+      known.state = state;
+      known.view = view;
+      known.refusedAt = undefined;
+    } else {
+      this.heard.set(beat.n, { boot: beat.b, seq: beat.s, lastHeardAt: now, state, view });
+    }
     if (changed) this.check();
     // A heartbeat puts its sender's timeout last of all: the timer, when armed, stays right.
     if (!this.deadlineTimer) this.armDeadline();
@@ -566,6 +632,7 @@ function bind(port: number, family: 4 | 6, address = family === 6 ? '::' : '0.0.
 }
 
 function sameAddress(a: string, b: string): boolean {
+  if (a === b) return true;
   const x = parseIP(a);
   const y = parseIP(b);
   return !!x && !!y && formatIP(x) === formatIP(y);

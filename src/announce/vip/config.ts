@@ -7,7 +7,7 @@ import type { ControlPlaneEndpointConfig } from './config-model.ts';
 import { resolveControlPlaneEndpoint } from './config-resolve.ts';
 import { ControlPlaneEndpointSchema, salvageControlPlaneEndpoint, type ResolvableControlPlaneEndpoint } from './config-schema.ts';
 import { readHealthCredentials } from './health-credentials.ts';
-import type { HealthRequest } from './health.ts';
+import type { HealthRequest } from './health-connection.ts';
 
 /**
  * What `edge-ccm vip` reads of the controller's config file: the `controlPlaneEndpoint` section

@@ -4,7 +4,7 @@ import { processSecrets, type SecretSource } from '../../config-file/secrets.ts'
 import { resolveCredentialPath } from '../../util/credentials-directory.ts';
 import { errorMessage } from '../../util/errors.ts';
 import type { HealthCheckFiles } from './health-check-config.ts';
-import { ANONYMOUS_UNVERIFIED, type HealthRequest } from './health.ts';
+import { ANONYMOUS_UNVERIFIED, type HealthRequest } from './health-connection.ts';
 
 /**
  * The files `controlPlaneEndpoint.healthCheck` names, read once at `edge-ccm vip`'s start and

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, test } from 'bun:test';
-import { ApiServerHealth, HealthVerdict, fetchStatus } from './health.ts';
+import { ApiServerHealth, HealthVerdict, checkStatus } from './health.ts';
 
 describe('HealthVerdict', () => {
   test('starts unhealthy; healthy after healthyAfter successes in a row, unhealthy after unhealthyAfter failures in a row', () => {
@@ -15,7 +15,7 @@ describe('HealthVerdict', () => {
   });
 });
 
-describe('fetchStatus against a local server', () => {
+describe('checkStatus against a local server', () => {
   const server = Bun.serve({
     hostname: '127.0.0.1',
     port: 0,
@@ -30,13 +30,13 @@ describe('fetchStatus against a local server', () => {
   const url = (path: string) => `http://127.0.0.1:${server.port}${path}`;
 
   test('200, 503, a hung server, a closed port', async () => {
-    expect(await fetchStatus(url('/readyz'), 1000)).toBe('200');
-    expect(await fetchStatus(url('/bad'), 1000)).toBe('503');
-    expect(await fetchStatus(url('/hang'), 100)).toBe('timeout after 100 ms');
+    expect(await checkStatus(url('/readyz'), 1000)).toBe('200');
+    expect(await checkStatus(url('/bad'), 1000)).toBe('503');
+    expect(await checkStatus(url('/hang'), 100)).toBe('timeout after 100 ms');
     const closed = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response('') });
     const port = closed.port;
     await closed.stop(true);
-    expect(await fetchStatus(`http://127.0.0.1:${port}/readyz`, 1000)).not.toBe('200');
+    expect(await checkStatus(`http://127.0.0.1:${port}/readyz`, 1000)).not.toBe('200');
   });
 
   test('ApiServerHealth reports the changes of verdict', async () => {

@@ -1,12 +1,14 @@
 import { errorMessage } from '../../util/errors.ts';
+import { ANONYMOUS_UNVERIFIED, HealthConnection, type HealthRequest } from './health-connection.ts';
 
 /**
- * Whether the local kube-apiserver answers: its health URL fetched every interval, a check that
+ * Whether the local kube-apiserver answers: a GET of its health URL every interval, a check that
  * does not return 200 within the timeout failed (a hung server that keeps its port is caught like
  * a dead one). `unhealthyAfter` failures in a row make it unhealthy, `healthyAfter` successes in a
  * row healthy again; it starts unhealthy (at bootstrap the VIP comes up at its first answers,
  * never before). Checks never overlap: the next starts one interval after the previous started,
- * or at once when it took longer.
+ * or at once when it took longer, or when the server closed the kept-alive connection meanwhile
+ * (checkNow).
  *
  * By default the certificate is not verified and no credential is sent: the check reads only the
  * status (the API server's serving certificate need not name 127.0.0.1, and its CA may not exist
@@ -14,14 +16,6 @@ import { errorMessage } from '../../util/errors.ts';
  * Talos) or the certificate should be verified, `request` carries a CA, a client certificate or
  * a token (controlPlaneEndpoint.healthCheck, read by health-credentials.ts).
  */
-
-/** How each check connects: TLS settings as Bun's fetch takes them, and headers (a bearer token). */
-export interface HealthRequest {
-  tls: { rejectUnauthorized: boolean; ca?: string; serverName?: string; cert?: string; key?: string };
-  headers: Record<string, string>;
-}
-
-export const ANONYMOUS_UNVERIFIED: HealthRequest = { tls: { rejectUnauthorized: false }, headers: {} };
 
 export interface HealthOptions {
   url: string;
@@ -39,7 +33,7 @@ export interface HealthOptions {
    * and this is how its reason gets told.
    */
   onNewFailure?: (why: string) => void;
-  /** One check: resolves to its outcome, "200" when healthy. Default: fetch the URL. */
+  /** One check: resolves to its outcome, "200" when healthy. Default: a GET on a kept-alive connection (health-connection.ts). */
   check?: (url: string, timeoutMs: number, request: HealthRequest) => Promise<string>;
 }
 
@@ -68,11 +62,26 @@ export class ApiServerHealth {
   private readonly verdict: HealthVerdict;
   private timer?: ReturnType<typeof setTimeout>;
   private stopped = true;
+  /** The kept-alive connection of the default check; none with opts.check. */
+  private readonly connection?: HealthConnection;
+  private readonly check: () => Promise<string>;
+  private checking = false;
+  /** The check running was started early (the connection closed): the next close waits for the interval. */
+  private early = false;
   /** The last check's outcome. */
   last = 'not checked yet';
 
   constructor(private readonly opts: HealthOptions) {
     this.verdict = new HealthVerdict(opts.unhealthyAfter, opts.healthyAfter);
+    const request = opts.request ?? ANONYMOUS_UNVERIFIED;
+    const custom = opts.check;
+    if (custom) {
+      this.check = () => custom(opts.url, opts.timeoutMs, request);
+    } else {
+      const connection = new HealthConnection(opts.url, request, () => this.checkNow());
+      this.connection = connection;
+      this.check = () => connection.check(opts.timeoutMs);
+    }
   }
 
   get healthy(): boolean {
@@ -87,12 +96,28 @@ export class ApiServerHealth {
   stop(): void {
     this.stopped = true;
     clearTimeout(this.timer);
+    this.connection?.close();
   }
 
-  private async tick(): Promise<void> {
+  /**
+   * The server closed the kept-alive connection between checks (a kube-apiserver killed, its port
+   * closed): check at once, not at the next interval, so a dead server's failures start counting
+   * now. Not twice in a row: a server closing every connection after its answer gets at most one
+   * check more per interval, never a loop.
+   */
+  private checkNow(): void {
+    if (this.stopped || this.checking || this.early) return;
+    clearTimeout(this.timer);
+    void this.tick(true);
+  }
+
+  private async tick(early = false): Promise<void> {
     if (this.stopped) return;
     const started = performance.now();
-    const outcome = await (this.opts.check ?? fetchStatus)(this.opts.url, this.opts.timeoutMs, this.opts.request ?? ANONYMOUS_UNVERIFIED).catch((e) => errorMessage(e));
+    this.checking = true;
+    this.early = early;
+    const outcome = await this.check().catch((e) => errorMessage(e));
+    this.checking = false;
     if (this.stopped) return;
     if (outcome !== '200' && outcome !== this.last) this.opts.onNewFailure?.(outcome);
     this.last = outcome;
@@ -101,31 +126,20 @@ export class ApiServerHealth {
   }
 }
 
-/**
- * The HTTP status of a GET of `url` as text, "timeout after N ms", or the error (a certificate
- * refused: its code and message). Bun's fetch keeps the connection (one TLS handshake, not one
- * per check). The timeout is a timer cleared once answered, not AbortSignal.timeout, whose timer
- * fires after every check (4 wake-ups a second more at the 250 ms default, issue 38).
- */
-export async function fetchStatus(url: string, timeoutMs: number, request: HealthRequest = ANONYMOUS_UNVERIFIED): Promise<string> {
-  const timeout = new AbortController();
-  const timer = setTimeout(() => timeout.abort(), timeoutMs);
-  try {
-    const response = await fetch(url, { signal: timeout.signal, tls: request.tls, headers: request.headers, redirect: 'manual' } as RequestInit);
-    await response.body?.cancel();
-    return String(response.status);
-  } catch (e) {
-    return timeout.signal.aborted ? `timeout after ${timeoutMs} ms` : fetchError(e);
-  } finally {
-    clearTimeout(timer);
-  }
-}
+/** Connections of checkStatus, by request and URL. */
+const connections = new WeakMap<HealthRequest, Map<string, HealthConnection>>();
 
-/** A fetch error in one line: its code (a certificate refused: SELF_SIGNED_CERT_IN_CHAIN, ERR_TLS_CERT_ALTNAME_INVALID) and message, without the URL Bun appends. */
-function fetchError(e: unknown): string {
-  const message = errorMessage(e).replace(/ fetching "[^"]*"[\s\S]*$/, '');
-  const code = (e as { code?: unknown } | undefined)?.code;
-  return typeof code === 'string' && !message.startsWith(code) ? `${code}: ${message}` : message;
+/**
+ * The HTTP status of a GET of `url` as text, "timeout after N ms", or the error in one line (a
+ * certificate refused: its code and message), on a connection kept for this request and URL
+ * (health-connection.ts: one TLS handshake, not one per check).
+ */
+export function checkStatus(url: string, timeoutMs: number, request: HealthRequest = ANONYMOUS_UNVERIFIED): Promise<string> {
+  let byURL = connections.get(request);
+  if (!byURL) connections.set(request, (byURL = new Map()));
+  let connection = byURL.get(url);
+  if (!connection) byURL.set(url, (connection = new HealthConnection(url, request)));
+  return connection.check(timeoutMs);
 }
 
 /** What an operator can do about an outcome that says more than "down"; undefined for the rest. */
