@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, test } from 'bun:test';
+import { createHmac } from 'node:crypto';
 import dgram from 'node:dgram';
 import { decodeHeartbeat, encodeHeartbeat, Liveness, type LivenessOptions } from './liveness.ts';
 import { eventually } from '../../../test/harness/eventually.ts';
@@ -49,6 +50,17 @@ describe('heartbeat packets', () => {
     expect(decodeHeartbeat(KEY, Object.assign(packet.slice(), { 0: 0 }))).toBe('bad magic');
     const wrongFields = encodeHeartbeat(KEY, { n: 5, b: 'abc', s: 1.5, t: 1 } as never);
     expect(decodeHeartbeat(KEY, wrongFields)).toBe('bad fields');
+  });
+});
+
+describe('heartbeat wire format', () => {
+  test('the MAC is HMAC-SHA256 of magic and JSON under the key, as node:crypto computes it (older speakers and VIPs verify it so in a rolling upgrade)', () => {
+    for (const s of [1, 2, 3]) {
+      const packet = encodeHeartbeat(KEY, { n: 'n1', b: 'abc', s, t: 1, r: 2, v: '0123456789abcdef' });
+      const body = packet.subarray(0, packet.length - 32);
+      expect(Buffer.from(packet.subarray(packet.length - 32)).toString('hex')).toBe(createHmac('sha256', KEY).update(body).digest('hex'));
+      expect(new TextDecoder().decode(body)).toEndWith(JSON.stringify({ n: 'n1', b: 'abc', s, t: 1, r: 2, v: '0123456789abcdef' }));
+    }
   });
 });
 

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, test } from 'bun:test';
+import fc from 'fast-check';
 import type { Socket, TCPSocketListener } from 'bun';
 import { ANONYMOUS_UNVERIFIED, HealthConnection, parseResponse } from './health-connection.ts';
 import { ApiServerHealth } from './health.ts';
@@ -33,6 +34,38 @@ describe('parseResponse', () => {
   test('an interim 100 is skipped; 204 has no body', () => {
     expect(parseResponse('HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n')).toEqual({ status: '200', keepAlive: true });
     expect(parseResponse('HTTP/1.1 204 No Content\r\n\r\n')).toEqual({ status: '204', keepAlive: true });
+  });
+});
+
+describe('parseResponse, property-based (the decision is taken on bytes from the network)', () => {
+  const MAX = 64 * 1024;
+  // 204 and 304 carry no body (RFC 9112 6.3): their own test above.
+  const statusCode = fc.integer({ min: 200, max: 599 }).filter((n) => n !== 204 && n !== 304).map(String);
+  const body = fc.string({ maxLength: 300 });
+  const noise = fc.array(fc.tuple(fc.constantFrom('X-A', 'Cache-Control', 'Audit-Id', 'Content-Type'), fc.stringMatching(/^[ -~]{0,40}$/)), { maxLength: 4 });
+  /** A well-formed response: its text, its status, and whether it keeps the connection. */
+  const response = fc.record({ status: statusCode, body, chunked: fc.boolean(), close: fc.boolean(), headers: noise, interim: fc.boolean() }).map((r) => {
+    const chunks = r.chunked ? `${r.body ? `${r.body.length.toString(16)}\r\n${r.body}\r\n` : ''}0\r\n\r\n` : r.body;
+    const head = [`HTTP/1.1 ${r.status} Reason`, ...r.headers.map(([k, v]) => `${k}: ${v}`), r.chunked ? 'Transfer-Encoding: chunked' : `Content-Length: ${r.body.length}`, ...(r.close ? ['Connection: close'] : [])];
+    return { text: `${r.interim ? 'HTTP/1.1 100 Continue\r\n\r\n' : ''}${head.join('\r\n')}\r\n\r\n${chunks}`, status: r.status, keepAlive: !r.close };
+  });
+
+  test('a well-formed response, however it is cut: nothing decided before its last byte, then its status', () => {
+    fc.assert(fc.property(response, fc.array(fc.nat(), { maxLength: 5 }), (r, cuts) => {
+      // The bodies are ASCII: one character per byte, as the connection decodes them (latin1).
+      for (const cut of cuts.map((c) => c % r.text.length)) expect(parseResponse(r.text.slice(0, cut))).toBeUndefined();
+      expect(parseResponse(r.text)).toEqual({ status: r.status, keepAlive: r.keepAlive });
+    }), { numRuns: 500 });
+  });
+
+  test('any bytes: no throw, and a verdict once the buffer is past its bound (memory fed by the server is bounded)', () => {
+    const bytes = fc.uint8Array({ maxLength: 2000 }).map((b) => Buffer.from(b).toString('latin1'));
+    fc.assert(fc.property(fc.oneof(bytes, response.map((r) => r.text), fc.tuple(response, bytes).map(([r, b]) => r.text.slice(0, r.text.length >> 1) + b)), fc.constantFrom('', 'x', '\r\n', '0\r\n'), (text, pad) => {
+      const parsed = parseResponse(text);
+      if (parsed) expect(parsed.status.length).toBeGreaterThan(0);
+      // Past three bounds (a head, interim heads, a body), whatever came first, something is decided.
+      expect(parseResponse(text + pad.repeat(1) + 'y'.repeat(3 * MAX + 16))).toBeDefined();
+    }), { numRuns: 300 });
   });
 });
 
