@@ -184,14 +184,20 @@ export class CloudNodeLifecycleController implements Controller {
     const cloud = this.ctx.cloud;
     const groups = new Map<Partition, Group>();
     const single = cloud.partitionOf ? undefined : this.single;
+    // Nothing deleted waits for the informer (the usual pass): every node is asked, and the two
+    // lists are one array rather than two copies of every node.
+    const skipping = this.deletedUids.size > 0;
     for (const n of this.ctx.nodeInformer.store.list()) {
       if (!this.ctx.isManagedNode(n)) continue;
       const partition = single ?? cloud.partitionOf!(n);
       if (!partition?.instances) continue;
       let group = groups.get(partition);
-      if (!group) groups.set(partition, (group = { partition, state: this.partitionState(partition), nodes: [], asked: [], existing: [], candidates: [] }));
+      if (!group) {
+        const nodes: V1Node[] = [];
+        groups.set(partition, (group = { partition, state: this.partitionState(partition), nodes, asked: skipping ? [] : nodes, existing: [], candidates: [] }));
+      }
       group.nodes.push(n);
-      if (!this.deletedUids.size || !this.deletedUids.has(n.metadata?.uid ?? '')) group.asked.push(n);
+      if (skipping && !this.deletedUids.has(n.metadata?.uid ?? '')) group.asked.push(n);
     }
     return [...groups.values()];
   }
@@ -382,9 +388,11 @@ export class CloudNodeLifecycleController implements Controller {
     if (!writer) return;
     const at = new Date(now);
     const writes: (() => Promise<void>)[] = [];
+    // No node held or distrusted (the usual pass): no node's state to look up, only stale conditions to remove.
+    const anyHeld = report.held.size > 0 || report.distrusted.size > 0;
     for (const node of nodes) {
       if (this.deletedUids.size && this.deletedUids.has(node.metadata?.uid ?? '')) continue;
-      const patch = heldConditionPatch(node, this.heldState(node, report, verdict), at);
+      const patch = heldConditionPatch(node, anyHeld ? this.heldState(node, report, verdict) : undefined, at);
       // Bound, not an arrow: see monitorPass (this loop too runs for every node every period).
       if (patch) writes.push(this.writeHeldCondition.bind(this, writer, node, patch, signal));
     }
