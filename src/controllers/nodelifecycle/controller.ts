@@ -182,14 +182,22 @@ export class CloudNodeLifecycleController implements Controller {
    */
   private groupNodes(): Group[] {
     const cloud = this.ctx.cloud;
-    const groups = new Map<Partition, Group>();
-    const single = cloud.partitionOf ? undefined : this.single;
+    const list = this.ctx.nodeInformer.store.list(); // a new array each call: ours to change
     // Nothing deleted waits for the informer (the usual pass): every node is asked, and the two
     // lists are one array rather than two copies of every node.
     const skipping = this.deletedUids.size > 0;
-    for (const n of this.ctx.nodeInformer.store.list()) {
+    if (!cloud.partitionOf) {
+      // One provider (as upstream): the list itself is the group, the unmanaged nodes taken out in place.
+      let kept = 0;
+      for (const n of list) if (this.ctx.isManagedNode(n)) list[kept++] = n;
+      list.length = kept;
+      if (kept === 0) return [];
+      return [{ partition: this.single, state: this.partitionState(this.single), nodes: list, asked: skipping ? list.filter((n) => !this.deletedUids.has(n.metadata?.uid ?? '')) : list, existing: [], candidates: [] }];
+    }
+    const groups = new Map<Partition, Group>();
+    for (const n of list) {
       if (!this.ctx.isManagedNode(n)) continue;
-      const partition = single ?? cloud.partitionOf!(n);
+      const partition = cloud.partitionOf(n);
       if (!partition?.instances) continue;
       let group = groups.get(partition);
       if (!group) {
