@@ -538,9 +538,21 @@ export class CloudNodeLifecycleController implements Controller {
   }
 }
 
-/** Calls `add` once per distinct value with its count (one metric update per label, not per node). */
+/**
+ * Calls `add` once per distinct value with its count (one metric update per label, not per node).
+ * The values are few (three answers, two reasons) and many (one per node, every period): a
+ * search of the few seen so far, not a map's hashing for each.
+ */
 function countBy<T>(values: Iterable<T>, add: (value: T, count: number) => void): void {
-  const counts = new Map<T, number>();
-  for (const value of values) counts.set(value, (counts.get(value) ?? 0) + 1);
-  for (const [value, count] of counts) add(value, count);
+  const seen: T[] = [];
+  const counts: number[] = [];
+  for (const value of values) {
+    const i = seen.indexOf(value);
+    if (i >= 0) counts[i]!++;
+    else {
+      seen.push(value);
+      counts.push(1);
+    }
+  }
+  for (let i = 0; i < seen.length; i++) add(seen[i]!, counts[i]!);
 }
