@@ -42,7 +42,9 @@ for (let i = 0; i < count; i++) {
   const name = `bench-node-${String(i).padStart(5, '0')}`;
   informer.set({
     metadata: { name, uid: `uid-${i}`, resourceVersion: '1', labels: { 'node.kubernetes.io/instance-type': 'bench.small', 'topology.kubernetes.io/zone': 'zone-a', 'topology.kubernetes.io/region': 'region-a' } },
-    spec: { providerID: `fake://${name}` },
+    // The taint the API server's TaintNodesByCondition admission gives every node created
+    // without a Ready condition: what the nodes of bench/idle-cost.ts and scripts/bench carry.
+    spec: { providerID: `fake://${name}`, taints: [{ key: 'node.kubernetes.io/not-ready', effect: 'NoSchedule' }] },
     status: { addresses: [{ type: 'ExternalIP', address: '203.0.113.10' }, { type: 'Hostname', address: name }] },
   });
 }

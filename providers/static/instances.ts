@@ -27,7 +27,7 @@ export class StaticInstances implements Instances {
     return this.inventory().existence(node);
   }
 
-  async instancesExist(nodes: V1Node[]): Promise<Map<string, Existence>> {
+  async instancesExist(nodes: readonly V1Node[]): Promise<Map<string, Existence>> {
     const inventory = this.inventory(); // one configuration for the whole answer
     // A loop, not new Map(nodes.map(...)): no pair array per node, every period.
     const answers = new Map<string, Existence>();

@@ -147,7 +147,7 @@ export class CompositeProvider implements CloudProvider {
   }
 
   /** Each provider asked about its own nodes only; one that fails or hangs leaves only its nodes unknown. */
-  private async instancesExist(nodes: V1Node[], signal?: AbortSignal): Promise<Map<string, Existence>> {
+  private async instancesExist(nodes: readonly V1Node[], signal?: AbortSignal): Promise<Map<string, Existence>> {
     const answers = new Map<string, Existence>(nodes.map((n) => [nodeName(n), 'unknown']));
     const groups = new Map<ProviderPartition, V1Node[]>();
     for (const node of nodes) {

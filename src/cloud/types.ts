@@ -49,7 +49,7 @@ export interface Instances {
    * Optional bulk answer (beyond upstream): existence of many nodes in one call, so the lifecycle
    * controller makes one provider call per period instead of one per NotReady node.
    */
-  instancesExist?(nodes: V1Node[], signal?: AbortSignal): Promise<Map<string, Existence>>;
+  instancesExist?(nodes: readonly V1Node[], signal?: AbortSignal): Promise<Map<string, Existence>>;
 }
 
 export interface LoadBalancerResult {

@@ -182,16 +182,30 @@ export class CloudNodeLifecycleController implements Controller {
    */
   private groupNodes(): Group[] {
     const cloud = this.ctx.cloud;
+    const list = this.ctx.nodeInformer.store.list(); // a new array each call: ours to change
+    // Nothing deleted waits for the informer (the usual pass): every node is asked, and the two
+    // lists are one array rather than two copies of every node.
+    const skipping = this.deletedUids.size > 0;
+    if (!cloud.partitionOf) {
+      // One provider (as upstream): the list itself is the group, the unmanaged nodes taken out in place.
+      let kept = 0;
+      for (const n of list) if (this.ctx.isManagedNode(n)) list[kept++] = n;
+      list.length = kept;
+      if (kept === 0) return [];
+      return [{ partition: this.single, state: this.partitionState(this.single), nodes: list, asked: skipping ? list.filter((n) => !this.deletedUids.has(n.metadata?.uid ?? '')) : list, existing: [], candidates: [] }];
+    }
     const groups = new Map<Partition, Group>();
-    const single = cloud.partitionOf ? undefined : this.single;
-    for (const n of this.ctx.nodeInformer.store.list()) {
+    for (const n of list) {
       if (!this.ctx.isManagedNode(n)) continue;
-      const partition = single ?? cloud.partitionOf!(n);
+      const partition = cloud.partitionOf(n);
       if (!partition?.instances) continue;
       let group = groups.get(partition);
-      if (!group) groups.set(partition, (group = { partition, state: this.partitionState(partition), nodes: [], asked: [], existing: [], candidates: [] }));
+      if (!group) {
+        const nodes: V1Node[] = [];
+        groups.set(partition, (group = { partition, state: this.partitionState(partition), nodes, asked: skipping ? [] : nodes, existing: [], candidates: [] }));
+      }
       group.nodes.push(n);
-      if (!this.deletedUids.size || !this.deletedUids.has(n.metadata?.uid ?? '')) group.asked.push(n);
+      if (skipping && !this.deletedUids.has(n.metadata?.uid ?? '')) group.asked.push(n);
     }
     return [...groups.values()];
   }
@@ -382,9 +396,11 @@ export class CloudNodeLifecycleController implements Controller {
     if (!writer) return;
     const at = new Date(now);
     const writes: (() => Promise<void>)[] = [];
+    // No node held or distrusted (the usual pass): no node's state to look up, only stale conditions to remove.
+    const anyHeld = report.held.size > 0 || report.distrusted.size > 0;
     for (const node of nodes) {
       if (this.deletedUids.size && this.deletedUids.has(node.metadata?.uid ?? '')) continue;
-      const patch = heldConditionPatch(node, this.heldState(node, report, verdict), at);
+      const patch = heldConditionPatch(node, anyHeld ? this.heldState(node, report, verdict) : undefined, at);
       // Bound, not an arrow: see monitorPass (this loop too runs for every node every period).
       if (patch) writes.push(this.writeHeldCondition.bind(this, writer, node, patch, signal));
     }
@@ -522,9 +538,21 @@ export class CloudNodeLifecycleController implements Controller {
   }
 }
 
-/** Calls `add` once per distinct value with its count (one metric update per label, not per node). */
+/**
+ * Calls `add` once per distinct value with its count (one metric update per label, not per node).
+ * The values are few (three answers, two reasons) and many (one per node, every period): a
+ * search of the few seen so far, not a map's hashing for each.
+ */
 function countBy<T>(values: Iterable<T>, add: (value: T, count: number) => void): void {
-  const counts = new Map<T, number>();
-  for (const value of values) counts.set(value, (counts.get(value) ?? 0) + 1);
-  for (const [value, count] of counts) add(value, count);
+  const seen: T[] = [];
+  const counts: number[] = [];
+  for (const value of values) {
+    const i = seen.indexOf(value);
+    if (i >= 0) counts[i]!++;
+    else {
+      seen.push(value);
+      counts.push(1);
+    }
+  }
+  for (let i = 0; i < seen.length; i++) add(seen[i]!, counts[i]!);
 }

@@ -88,6 +88,23 @@ describe('lifecycle decision properties', () => {
   });
 });
 
+describe('taints in the decision', () => {
+  const OURS = ['node.cloudprovider.kubernetes.io/shutdown', 'node.edge-ccm.io/instance-not-found'];
+  // Others' taints a node carries besides ours: the API server's on every NotReady node, the kubelet's, anyone's.
+  const taintArb = fc.constantFrom(...OURS, 'node.kubernetes.io/not-ready', 'node.kubernetes.io/unreachable', 'node.cloudprovider.kubernetes.io/uninitialized', 'example.com/dedicated');
+
+  test('a Ready node loses exactly our taints it carries, an existing NotReady one exactly the quarantine taint; others\' are never touched', () => {
+    fc.assert(fc.property(fc.array(taintArb, { maxLength: 6 }), fc.boolean(), (keys, ready) => {
+      const n = node('u1', ready);
+      n.spec = { taints: keys.map((key) => ({ key, effect: 'NoSchedule' })) };
+      const d = decide(n, 'exists', undefined, 0, { deletionPolicy: 'delete', gracePeriodMs: 0, notFoundThreshold: 1 });
+      const wanted = ready ? OURS.filter((k) => keys.includes(k)) : keys.includes(OURS[1]!) ? [OURS[1]!] : [];
+      expect(d.action).toEqual({ kind: ready ? 'ready' : 'exists', removeTaints: wanted });
+      expect(d.streak).toBeUndefined();
+    }), { numRuns: 500 });
+  });
+});
+
 describe('provider snapshot properties', () => {
   const OPTS = { shrinkMaxShare: 0.5, gracePeriodMs: 30_000, confirmReads: 3 };
   const nodes = (n: number) => Array.from({ length: n }, (_, i): V1Node => ({ metadata: { name: `w${i}`, uid: `u${i}` }, spec: { providerID: `proxmox://r/${100 + i}` } }));

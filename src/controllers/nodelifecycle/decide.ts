@@ -47,9 +47,10 @@ export interface Decision {
   streak: NotFoundStreak | undefined;
 }
 
-// The decisions of most nodes in most periods, shared rather than made for every node every period (read only).
-const READY_UNTAINTED: Decision = Object.freeze({ action: Object.freeze({ kind: 'ready', removeTaints: Object.freeze([]) }), streak: undefined });
-const EXISTS_UNTAINTED: Decision = Object.freeze({ action: Object.freeze({ kind: 'exists', removeTaints: Object.freeze([]) }), streak: undefined });
+// The decisions of most nodes in most periods, shared rather than made for every node every period
+// (read only). Other taints (the API server's not-ready on every NotReady node) do not matter here.
+const READY_WITHOUT_OUR_TAINTS: Decision = Object.freeze({ action: Object.freeze({ kind: 'ready', removeTaints: Object.freeze([]) }), streak: undefined });
+const EXISTS_WITHOUT_OUR_TAINTS: Decision = Object.freeze({ action: Object.freeze({ kind: 'exists', removeTaints: Object.freeze([]) }), streak: undefined });
 
 /** A Ready node's answer is ignored (it only served the snapshot view); a NotReady node without one counts as unknown. */
 export function decide(
@@ -63,13 +64,16 @@ export function decide(
   const streak = previous?.uid === uid ? previous : undefined;
 
   if (isNodeReady(node)) {
-    if (!node.spec?.taints?.length) return READY_UNTAINTED;
-    return { action: { kind: 'ready', removeTaints: taintsPresent(node, SHUTDOWN_TAINT.key, QUARANTINE_TAINT.key) }, streak: undefined };
+    const shutdown = hasTaint(node, SHUTDOWN_TAINT.key);
+    const quarantine = hasTaint(node, QUARANTINE_TAINT.key);
+    if (!shutdown && !quarantine) return READY_WITHOUT_OUR_TAINTS;
+    return { action: { kind: 'ready', removeTaints: shutdown && quarantine ? [SHUTDOWN_TAINT.key, QUARANTINE_TAINT.key] : [shutdown ? SHUTDOWN_TAINT.key : QUARANTINE_TAINT.key] }, streak: undefined };
   }
   switch (answer) {
     case 'exists':
-      if (!node.spec?.taints?.length) return EXISTS_UNTAINTED;
-      return { action: { kind: 'exists', removeTaints: taintsPresent(node, QUARANTINE_TAINT.key) }, streak: undefined };
+      // A NotReady node usually carries the API server's not-ready taint: only ours makes a decision of its own.
+      if (!hasTaint(node, QUARANTINE_TAINT.key)) return EXISTS_WITHOUT_OUR_TAINTS;
+      return { action: { kind: 'exists', removeTaints: [QUARANTINE_TAINT.key] }, streak: undefined };
     case 'unknown':
     case undefined:
       return { action: { kind: 'unknown' }, streak: streak && { ...streak, count: 0 } };
@@ -78,12 +82,6 @@ export function decide(
       return { action: goneAction(node, next, now, opts), streak: next };
     }
   }
-}
-
-/** Which of `keys` the node carries as taints; no filter or closure for the usual node without taints (this runs for every node every period). */
-function taintsPresent(node: V1Node, ...keys: string[]): string[] {
-  if (!node.spec?.taints?.length) return [];
-  return keys.filter((k) => hasTaint(node, k));
 }
 
 function goneAction(node: V1Node, streak: NotFoundStreak, now: number, opts: Pick<LifecycleOptions, 'deletionPolicy' | 'gracePeriodMs' | 'notFoundThreshold'>): LifecycleAction {

@@ -64,13 +64,14 @@ export async function askExistence(instances: Instances, nodes: readonly V1Node[
       const bulk = instances.instancesExist.bind(instances);
       let reply: Map<string, Existence> | undefined;
       try {
-        reply = await deadline.run((signal) => bulk([...nodes], signal));
+        // The list itself, not a copy (every period, every node): the provider only reads it.
+        reply = await deadline.run((signal) => bulk(nodes, signal));
       } catch (e) {
         opts.onError?.([...nodes], errorMessage(e));
       }
       // The usual reply (one valid answer per node asked, nothing else) is taken as it is: copying
       // 5000 answers every period costs more than checking them. It is only read from here on.
-      if (reply instanceof Map && reply.size === nodes.length && nodes.every((n) => EXISTENCE_VALUES.has(reply.get(nodeName(n))))) return reply;
+      if (reply instanceof Map && reply.size === nodes.length && answersEveryNode(reply, nodes)) return reply;
       for (const node of nodes) answers.set(nodeName(node), validExistence(reply instanceof Map ? reply.get(nodeName(node)) : undefined));
       return answers;
     }
@@ -139,6 +140,15 @@ export async function forEachShutDown(
     }
   };
   await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, nodes.length)) }, worker));
+}
+
+/** Whether the reply holds a valid answer for each node: a loop, no closure or set lookup per node (every period, every node). */
+function answersEveryNode(reply: ReadonlyMap<string, unknown>, nodes: readonly V1Node[]): boolean {
+  for (const node of nodes) {
+    const answer = reply.get(nodeName(node));
+    if (answer !== 'exists' && answer !== 'not-found' && answer !== 'unknown') return false;
+  }
+  return true;
 }
 
 function validExistence(value: unknown): Existence {

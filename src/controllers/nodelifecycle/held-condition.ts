@@ -1,5 +1,5 @@
 import type { V1Node, V1NodeCondition } from '@kubernetes/client-node';
-import { nodeName } from '../../kube/node-helpers.ts';
+import { getCondition, nodeName } from '../../kube/node-helpers.ts';
 import { NODES, ResourceClient } from '../../kube/resources.ts';
 import type { KubeTransport } from '../../kube/transport.ts';
 
@@ -23,7 +23,7 @@ export interface HeldState {
 
 /** The patch bringing the node's condition to `state` (undefined: not held, the condition removed); undefined when it already says so. */
 export function heldConditionPatch(node: V1Node, state: HeldState | undefined, now: Date): Record<string, unknown> | undefined {
-  const current = node.status?.conditions?.find((c) => c.type === DELETION_HELD_CONDITION);
+  const current = getCondition(node, DELETION_HELD_CONDITION); // every node, every period
   if (!state) return current ? { status: { conditions: [{ $patch: 'delete', type: DELETION_HELD_CONDITION }] } } : undefined;
   if (current && current.status === 'True' && current.reason === state.reason && current.message === state.message) return undefined;
   const time = now.toISOString().replace(/\.\d{3}Z$/, 'Z');

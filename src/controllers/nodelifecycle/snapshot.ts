@@ -95,6 +95,28 @@ export function describeGroup(scheme: string): string {
   return scheme ? `providerID scheme ${scheme}://` : 'no providerID';
 }
 
+/**
+ * The nodes by group. All of one group (one provider: the usual case) is the list itself, not a
+ * copy of it: this runs every period over every node.
+ */
+function groupBy(nodes: readonly V1Node[], groupOf: (node: V1Node) => string): Map<string, readonly V1Node[]> {
+  const groups = new Map<string, V1Node[]>();
+  if (nodes.length === 0) return groups;
+  const first = groupOf(nodes[0]!);
+  let i = 1;
+  while (i < nodes.length && groupOf(nodes[i]!) === first) i++;
+  if (i === nodes.length) return new Map([[first, nodes]]);
+  groups.set(first, nodes.slice(0, i));
+  for (; i < nodes.length; i++) {
+    const node = nodes[i]!;
+    const scheme = groupOf(node);
+    const members = groups.get(scheme);
+    if (members) members.push(node);
+    else groups.set(scheme, [node]);
+  }
+  return groups;
+}
+
 export class ProviderSnapshots {
   private readonly memory = new Map<string, GroupMemory>();
 
@@ -109,17 +131,11 @@ export class ProviderSnapshots {
     // The answers are copied only when one is distrusted: every pass at idle would copy them all.
     let acted: Map<string, Existence> | undefined;
     const result: SnapshotJudgement = { answers: answers as Map<string, Existence>, distrusted: new Map(), groups: new Map() };
-    const groups = new Map<string, string[]>();
-    for (const node of nodes) {
-      const scheme = groupOf(node);
-      const names = groups.get(scheme);
-      if (names) names.push(nodeName(node));
-      else groups.set(scheme, [nodeName(node)]);
-    }
+    const groups = groupBy(nodes, groupOf);
     for (const scheme of this.memory.keys()) if (!groups.has(scheme)) this.memory.delete(scheme);
 
-    for (const [scheme, names] of groups) {
-      const memory = this.memory.get(scheme) ?? { baseline: new Set(names) };
+    for (const [scheme, members] of groups) {
+      const memory = this.memory.get(scheme) ?? { baseline: new Set(members.map(nodeName)) };
       this.memory.set(scheme, memory);
       // One loop per pass over the group (this runs every period for every node): the answers
       // counted, and the baseline pruned of nodes gone from the group only when it holds any.
@@ -129,7 +145,8 @@ export class ProviderSnapshots {
       const notFound: string[] = [];
       const lost: string[] = [];
       let inBaseline = 0;
-      for (const name of names) {
+      for (const node of members) {
+        const name = nodeName(node);
         const held = memory.baseline.has(name);
         if (held) inBaseline++;
         const answer = answers.get(name);
@@ -142,11 +159,11 @@ export class ProviderSnapshots {
         }
       }
       if (inBaseline < memory.baseline.size) {
-        const present = new Set(names);
+        const present = new Set(members.map(nodeName));
         for (const name of memory.baseline) if (!present.has(name)) memory.baseline.delete(name);
       }
       const judgement: GroupJudgement = {
-        scheme, state: 'trusted', nodes: names.length, found, notFound: notFound.length, heldBefore: memory.baseline.size, lost: lost.length,
+        scheme, state: 'trusted', nodes: members.length, found, notFound: notFound.length, heldBefore: memory.baseline.size, lost: lost.length,
       };
       result.groups.set(scheme, judgement);
       const distrust = (which: readonly string[], reason: Distrust) => {
