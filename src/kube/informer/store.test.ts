@@ -33,6 +33,16 @@ describe('Store', () => {
     expect(names(store.list())).toEqual(['b']);
   });
 
+  test('list gives a new array each call: a caller may filter it in place (the lifecycle pass does) without changing the store', () => {
+    const store = new Store<V1ConfigMap>();
+    store.upsert(cm('a', '1'));
+    store.upsert(cm('b', '2'));
+    const first = store.list();
+    first.length = 0;
+    expect(names(store.list()).sort()).toEqual(['a', 'b']);
+    expect(store.list()).not.toBe(store.list());
+  });
+
   test('indexes follow adds, updates, deletes and replaces, and index existing objects when added', () => {
     const store = new Store<V1ConfigMap>();
     store.upsert(cm('a', '1', 'x'));

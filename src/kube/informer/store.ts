@@ -41,6 +41,7 @@ export class Store<T extends KubeObject> {
 
   // Loops, not [...map.values()]: in Bun 1.4.5 the spread makes an iterator result object per
   // entry (5000 for 5000 nodes, every lifecycle period) and takes twice as long.
+  /** A new array each call: the caller may change it (the lifecycle pass filters it in place). */
   list(): T[] {
     const out: T[] = [];
     for (const obj of this.items.values()) out.push(obj);
