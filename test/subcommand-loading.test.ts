@@ -80,9 +80,9 @@ for (const command of ['speaker', 'vip']) {
     expect([...modules].filter((m) => m.startsWith('node_modules/@kubernetes/client-node/'))).toEqual([]);
   });
 
-  // prom-client's index loads its Pushgateway (node:http, node:https), its cluster aggregator
-  // (node:cluster), Summary and collectDefaultMetrics: 1.5-1.7 MiB of the speaker's RSS. The
-  // metric classes come from src/util/prom.ts, one module each.
+  // prom-client's index loads its Pushgateway (node:http, node:https, node:zlib), its cluster
+  // aggregator (node:cluster), Summary and collectDefaultMetrics (BENCHMARKS.md, "Footprint on
+  // every node"). The metric classes come from src/util/prom.ts, one module each.
   test(`edge-ccm ${command} loads prom-client's metric classes, not its index`, () => {
     const modules = new Set([...loadedModules('main.js'), ...loadedModules(chunkOf(`src/cmd/${command}.ts`))]);
     expect(modules).toContain('node_modules/prom-client/lib/registry.js');
