@@ -79,6 +79,15 @@ for (const command of ['speaker', 'vip']) {
     const modules = new Set([...loadedModules('main.js'), ...loadedModules(chunkOf(`src/cmd/${command}.ts`))]);
     expect([...modules].filter((m) => m.startsWith('node_modules/@kubernetes/client-node/'))).toEqual([]);
   });
+
+  // prom-client's index loads its Pushgateway (node:http, node:https, node:zlib), its cluster
+  // aggregator (node:cluster), Summary and collectDefaultMetrics (BENCHMARKS.md, "Footprint on
+  // every node"). The metric classes come from src/util/prom.ts, one module each.
+  test(`edge-ccm ${command} loads prom-client's metric classes, not its index`, () => {
+    const modules = new Set([...loadedModules('main.js'), ...loadedModules(chunkOf(`src/cmd/${command}.ts`))]);
+    expect(modules).toContain('node_modules/prom-client/lib/registry.js');
+    expect([...modules].filter((m) => /^node_modules\/prom-client\/(index\.js|lib\/(pushgateway|cluster|summary|defaultMetrics)\.js)$/.test(m))).toEqual([]);
+  });
 }
 
 test("the scan sees client-node where it is loaded: the manager's chunk loads its KubeConfig", () => {

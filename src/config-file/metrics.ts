@@ -1,4 +1,4 @@
-import { Counter, type Registry } from 'prom-client';
+import { Counter, type Registry } from '../util/prom.ts';
 
 /**
  * A provider's config-file reload metrics, read from its WatchedConfig at scrape time:

@@ -1,4 +1,4 @@
-import { Counter, Histogram, type Registry } from 'prom-client';
+import { Counter, Histogram, type Registry } from '../util/prom.ts';
 
 /**
  * An HTTP API provider's request metrics, named as the upstream Proxmox CCM names its own (so its

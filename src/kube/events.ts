@@ -1,6 +1,6 @@
 import { randomInt } from 'node:crypto';
 import { hostname } from 'node:os';
-import { Counter, type Registry } from 'prom-client';
+import { Counter, type Registry } from '../util/prom.ts';
 import { perRegistry } from '../util/per-registry.ts';
 import type { LogFields, Logger } from '../log.ts';
 import { isAlreadyExists, isNotFound, KubeApiError } from './errors.ts';

@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { Gauge, type Registry } from 'prom-client';
+import { Gauge, type Registry } from '../util/prom.ts';
 import { perRegistry } from '../util/per-registry.ts';
 import type { Logger } from '../log.ts';
 import { isConflict, isNotFound, isUnanswered } from './errors.ts';

@@ -1,4 +1,4 @@
-import { Gauge, type Registry } from 'prom-client';
+import { Gauge, type Registry } from '../util/prom.ts';
 import { perRegistry } from '../util/per-registry.ts';
 import type { PoolUsage } from './allocator.ts';
 

@@ -226,5 +226,5 @@ test("speaker.yaml's patch for announceFrom: nodes gives the speaker only the na
   // Merged into the manifest's, nothing of it replaced.
   expect(pod?.volumes?.map((v) => v.name).sort()).toEqual(['cloud-config', 'credentials', 'key']);
   expect(speaker?.volumeMounts?.map((m) => m.name).sort()).toEqual(['cloud-config', 'credentials', 'key']);
-  expect(speaker?.env?.map((e) => e.name).sort()).toEqual(['BUN_JSC_useDFGJIT', 'CREDENTIALS_DIRECTORY', 'NODE_NAME']);
+  expect(speaker?.env?.map((e) => e.name).sort()).toEqual(['BUN_JSC_useDFGJIT', 'CREDENTIALS_DIRECTORY', 'MIMALLOC_PURGE_HOLES_MIN_INTERVAL', 'NODE_NAME']);
 });

@@ -504,7 +504,7 @@ test('without speaker.credentials the speaker gets no Secret of the controller (
   const speaker = container(ds, 'speaker');
   expect(podSpec(ds).volumes?.map((v) => v.secret?.secretName ?? v.configMap?.name)).toEqual(['edge-ccm-cloud-config', 'edge-ccm-speaker-key']);
   expect(speaker.volumeMounts?.map((m) => m.mountPath)).toEqual(['/etc/edge-ccm', '/run/secrets/edge-ccm-speaker']);
-  expect(speaker.env?.map((e) => e.name)).toEqual(['NODE_NAME', 'BUN_JSC_useDFGJIT']);
+  expect(speaker.env?.map((e) => e.name)).toEqual(['NODE_NAME', 'BUN_JSC_useDFGJIT', 'MIMALLOC_PURGE_HOLES_MIN_INTERVAL']);
 });
 
 test('Chart.yaml appVersion is the version of edge-ccm (package.json), the default image tag', () => {

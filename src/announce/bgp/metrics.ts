@@ -1,4 +1,4 @@
-import { Counter, Gauge, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from '../../util/prom.ts';
 import type { PeerState, SpeakerStats } from '../../net/bgp/speaker.ts';
 import { UPDATE_ERROR_KINDS } from '../../net/bgp/update-faults.ts';
 import { perRegistry } from '../../util/per-registry.ts';

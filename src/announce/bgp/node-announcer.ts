@@ -128,7 +128,7 @@ export class NodeBgpAnnouncer {
   private async runActive(signal: AbortSignal): Promise<void> {
     const common = { transport: this.o.transport, logger: this.o.logger };
     const watch = {
-      services: new Informer<V1Service>({ ...common, type: SERVICES }),
+      services: new Informer<V1Service>({ ...common, type: SERVICES, transform: stripManagedFields }),
       // Only its own Node: a drain (taint, label, deletion) and its addresses.
       self: new Informer<V1Node>({ ...common, type: NODES, fieldSelector: `metadata.name=${this.o.node}`, transform: stripManagedFields }),
       slices: new Informer<V1EndpointSlice>({ ...common, type: ENDPOINT_SLICES, transform: stripManagedFields }),

@@ -1,4 +1,4 @@
-import { Counter, Gauge, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from '../../util/prom.ts';
 import type { BfdSessionStats } from '../../net/bfd/session.ts';
 import type { SpeakerStats } from '../../net/bgp/speaker.ts';
 import { perRegistry } from '../../util/per-registry.ts';

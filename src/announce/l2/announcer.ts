@@ -127,9 +127,11 @@ export class L2Announcer {
     this.log = opts.logger.with({ component: 'speaker', node: opts.node });
     this.pools = opts.pools;
     const common = { transport: opts.transport, logger: opts.logger };
-    this.services = new Informer<V1Service>({ ...common, type: SERVICES });
+    // Without their managedFields (nothing here reads them, often half an object): what the stores
+    // hold is memory every collection and the allocator's purges go over.
+    this.services = new Informer<V1Service>({ ...common, type: SERVICES, transform: stripManagedFields });
     this.nodes = new Informer<V1Node>({ ...common, type: NODES, transform: slimNode });
-    this.slices = new Informer<V1EndpointSlice>({ ...common, type: ENDPOINT_SLICES });
+    this.slices = new Informer<V1EndpointSlice>({ ...common, type: ENDPOINT_SLICES, transform: stripManagedFields });
     const changed = { onAdd: () => this.scheduleSoon(), onUpdate: () => this.scheduleSoon(), onDelete: () => this.scheduleSoon() };
     this.services.addHandlers(changed);
     const nodeChanged = () => {

@@ -1,4 +1,4 @@
-import { Counter, Gauge, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from '../../util/prom.ts';
 import type { LivenessStats } from './liveness.ts';
 import type { ResponderStats } from '../../net/l2/responder.ts';
 

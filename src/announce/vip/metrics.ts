@@ -1,4 +1,4 @@
-import { Counter, Gauge, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from '../../util/prom.ts';
 
 /** `edge-ccm vip`'s metrics (docs/networking/control-plane-vip.md#metrics): each host exports its own view. */
 export class VipMetrics {

@@ -1,4 +1,4 @@
-import { Histogram } from 'prom-client';
+import { Histogram } from '../../util/prom.ts';
 import { perRegistry } from '../../util/per-registry.ts';
 
 /** Upstream metrics.ExponentialBuckets(1, 4, 6): 1s .. ~17m. */

@@ -1,4 +1,4 @@
-import { Counter, Gauge } from 'prom-client';
+import { Counter, Gauge } from '../../util/prom.ts';
 import { formatPrefix } from '../../net/ip.ts';
 import type { CIDRSet } from '../../net/cidr-set.ts';
 import { perRegistry } from '../../util/per-registry.ts';

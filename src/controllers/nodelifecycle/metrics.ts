@@ -1,4 +1,4 @@
-import { Counter, Gauge, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from '../../util/prom.ts';
 import { perRegistry } from '../../util/per-registry.ts';
 import type { Existence } from '../../cloud/types.ts';
 import type { HoldReason } from './decide.ts';

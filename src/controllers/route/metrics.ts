@@ -1,4 +1,4 @@
-import { Counter } from 'prom-client';
+import { Counter } from '../../util/prom.ts';
 import { perRegistry } from '../../util/per-registry.ts';
 
 /** The route controller's metric, with upstream's name: one count per reconciliation round. */

@@ -1,4 +1,4 @@
-import { Counter, Histogram, type Registry } from 'prom-client';
+import { Counter, Histogram, type Registry } from '../../util/prom.ts';
 import { perRegistry } from '../../util/per-registry.ts';
 
 // Upstream: metrics.ExponentialBuckets(1, 2, 15), i.e. 1s .. 16384s.

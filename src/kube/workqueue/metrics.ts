@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from '../../util/prom.ts';
 import { perRegistry } from '../../util/per-registry.ts';
 
 /** What a queue reports about its items; the no-op version is used when no metrics are wanted. */
