@@ -20,9 +20,8 @@ import { eventually } from '../test/harness/eventually.ts';
 import { transportFor } from '../test/harness/kubeconfig.ts';
 import { freeLoopbackPorts } from '../test/harness/ports.ts';
 import { BENCH_CACHE, writeEdgeFakeConfig } from './sides.ts';
+import { option as opt } from './args.ts';
 
-const argv = process.argv.slice(2);
-const opt = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 const rounds = Number(opt('rounds') ?? 5);
 const floodSize = Number(opt('flood') ?? 2000);
 const concurrency = Number(opt('concurrency') ?? 256);

@@ -12,9 +12,8 @@
 import { Afi, Safi } from '../src/net/bgp/constants.ts';
 import { encodeRouteRefresh } from '../src/net/bgp/message.ts';
 import { establish, session, table } from '../test/fakes/bgp-fake-session.ts';
+import { option as opt } from './args.ts';
 
-const argv = process.argv.slice(2);
-const opt = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 const routeCounts = (opt('routes') ?? '200,2000').split(',').map(Number);
 // The issue's figures: 81,880 bytes of requests (3,560) for 200 routes, 205 KB (8,900) for 2,000.
 const requestCounts = (opt('requests') ?? '3560,8900').split(',').map(Number);

@@ -22,9 +22,9 @@ import { LoadSampler } from './machine.ts';
 import { ProcSampler, anonPlusFileMiB, cpuSeconds, stopProcess } from './proc-sampler.ts';
 import { PROFILES, writeEdgeFakeConfig } from './sides.ts';
 import { DoneWatcher, createAll, objectName, uninitialisedNode } from './workloads.ts';
+import { option as opt } from './args.ts';
 
 const argv = process.argv.slice(2);
-const opt = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 const variants = argv.filter((a) => a.startsWith('--variant=')).map((a) => {
   const [label, path, flags, env] = a.slice('--variant='.length).split(':');
   if (!label || !path) throw new Error(`--variant: ${JSON.stringify(a)} is not LABEL:PATH[:FLAG,FLAG[:ENV=VALUE,...]]`);

@@ -11,6 +11,7 @@
  * helper threads are not in it. Not part of scripts/bench's figures.
  */
 import { readFileSync } from 'node:fs';
+import { numberOption as opt } from './args.ts';
 
 interface ProfileNode { id: number; callFrame: { functionName: string; url: string }; children?: number[] }
 interface Profile { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[]; startTime: number }
@@ -18,7 +19,6 @@ interface Profile { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[
 const argv = process.argv.slice(2);
 const file = argv.find((a) => !a.startsWith('--'));
 if (!file) throw new Error('usage: bun bench/cpuprofile-split.ts FILE.cpuprofile [--from-s=N] [--to-s=N]');
-const opt = (name: string, dflt: number) => Number(argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? dflt);
 const fromUs = opt('from-s', 0) * 1e6;
 const toUs = opt('to-s', Infinity) * 1e6;
 

@@ -33,10 +33,10 @@ import { forEachLimited } from '../src/util/parallel.ts';
 import { cpuSeconds, residentMiB, threadWakeups, voluntarySwitches, voluntarySwitchesByThread } from './proc-sampler.ts';
 import { parseVariants } from './variants.ts';
 import { anchors } from './anchors.ts';
+import { stringOption as opt } from './args.ts';
 
 const ROOT = resolve(import.meta.dir, '..');
 const args = process.argv.slice(2);
-const opt = (name: string, dflt: string) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? dflt;
 const STEPS = opt('services', '10,100').split(',').map(Number);
 const SETTLE_S = Number(opt('settle-seconds', '20'));
 const IDLE_S = Number(opt('idle-seconds', '60'));

@@ -20,9 +20,9 @@ import { LoadSampler, controlPlaneCpu } from './machine.ts';
 import { ProcSampler, cpuSeconds, stopProcess } from './proc-sampler.ts';
 import { writeEdgeFakeConfig } from './sides.ts';
 import { prepareSteadyState } from './workloads.ts';
+import { option as opt } from './args.ts';
 
 const argv = process.argv.slice(2);
-const opt = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 const num = (name: string, dflt: number) => Number(opt(name) ?? dflt);
 const variants = argv.filter((a) => a.startsWith('--variant=')).map((a) => {
   const [label, path, flags, env] = a.slice('--variant='.length).split(':');

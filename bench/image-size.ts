@@ -31,9 +31,9 @@ import { dirname, join, resolve } from 'node:path';
 import { tempDir } from '../test/harness/ccm-process.ts';
 import { Podman } from '../test/harness/podman.ts';
 import { anchors } from './anchors.ts';
+import { stringOption as opt } from './args.ts';
 
 const args = process.argv.slice(2);
-const opt = (name: string, dflt: string) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? dflt;
 const ARCHIVE = resolve(opt('edge-ccm-archive', ''));
 const SRC = { metallb: opt('metallb-src', '') || anchors().metallbSrc, 'kube-vip': opt('kube-vip-src', '') || anchors().kubeVipSrc };
 const BINS = opt('bins', '') || join(dirname(anchors().kubeVip), `image-bins-metallb-${anchors().versions.metallb}-kube-vip-${anchors().versions.kubeVip}`);

@@ -39,9 +39,9 @@ import { applyManifests } from '../test/harness/manifests.ts';
 import { setReady } from '../test/harness/nodes.ts';
 import type { LoggedProcess } from '../test/harness/processes.ts';
 import { anchors } from './anchors.ts';
+import { stringOption as opt } from './args.ts';
 
 const args = process.argv.slice(2);
-const opt = (name: string, dflt: string) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? dflt;
 const RUNS = Number(opt('runs', '3'));
 const METALLB = opt('metallb', '') || anchors().metallbSpeaker;
 const METALLB_CRDS = opt('metallb-crds', '') || anchors().metallbCrds;

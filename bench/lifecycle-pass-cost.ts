@@ -19,9 +19,9 @@ import { HeldConditionWriter } from '../src/controllers/nodelifecycle/held-condi
 import { FAKE_EXISTENCE } from './fake-instances.ts';
 import { HandFedInformer, controllerContext } from '../test/fakes/controller-context.ts';
 import type { CloudProvider } from '../src/cloud/types.ts';
+import { numberOption as opt } from './args.ts';
 
 const argv = process.argv.slice(2);
-const opt = (name: string, dflt: number) => Number(argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? dflt);
 const count = opt('nodes', 5000);
 const passes = opt('passes', 40);
 const intervalMs = opt('interval-ms', 0);

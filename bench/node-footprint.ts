@@ -30,10 +30,10 @@ import { NodeFootprintLab, serviceAddress } from './node-footprint-lab.ts';
 import { phases, type Phase, type Side } from './node-footprint-sides.ts';
 import { cpuSeconds, residentMiB } from './proc-sampler.ts';
 import { anchors } from './anchors.ts';
+import { stringOption as opt } from './args.ts';
 
 const ROOT = resolve(import.meta.dir, '..');
 const args = process.argv.slice(2);
-const opt = (name: string, dflt: string) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? dflt;
 const STEPS = opt('services', '10,100,1000').split(',').map(Number);
 const SETTLE_S = Number(opt('settle-seconds', '20'));
 const STEP_IDLE_S = Number(opt('step-idle-seconds', '60'));

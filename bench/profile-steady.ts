@@ -11,9 +11,9 @@ import { transportFor } from '../test/harness/kubeconfig.ts';
 import { freeLoopbackPorts } from '../test/harness/ports.ts';
 import { writeEdgeFakeConfig } from './sides.ts';
 import { prepareSteadyState } from './workloads.ts';
+import { numberOption as opt } from './args.ts';
 
 const argv = process.argv.slice(2);
-const opt = (name: string, dflt: number) => Number(argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? dflt);
 const outDir = resolve(argv.find((a) => !a.startsWith('--')) ?? '.');
 const root = resolve(import.meta.dir, '..');
 

@@ -30,12 +30,12 @@ import { ProcSampler, cpuSeconds } from './proc-sampler.ts';
 import { LoadSampler, controlPlaneCpu } from './machine.ts';
 import { renderMarkdown, type RunResult } from './report.ts';
 import { BENCH_CACHE, DEFAULTS, PROFILES, launchSide, writeEdgeFakeConfig, type Profile, type SideName, type SideProcess } from './sides.ts';
+import { option as opt } from './args.ts';
 import {
   DoneWatcher, NAMESPACE, createAll, initialisedNode, loadBalancerService, objectName, percentile, prepareSteadyState, uninitialisedNode, type Kind,
 } from './workloads.ts';
 
 const argv = process.argv.slice(2);
-const opt = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 const quick = argv.includes('--quick');
 const steadySeconds = Number(opt('steady-seconds') ?? 300);
 const timeoutMs = Number(opt('timeout-seconds') ?? 900) * 1000;

@@ -26,9 +26,9 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createCertificateAuthority, issueCertificate } from '../test/harness/certs.ts';
 import { cpuSeconds, residentMiB, stopProcess, threadWakeups, voluntarySwitchesByThread } from './proc-sampler.ts';
+import { stringOption as opt } from './args.ts';
 
 const args = process.argv.slice(2);
-const opt = (name: string, dflt: string) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? dflt;
 const INTERVAL_MS = Number(opt('interval-ms', '250'));
 const SETTLE_S = Number(opt('settle-seconds', '20'));
 const IDLE_S = Number(opt('idle-seconds', '60'));

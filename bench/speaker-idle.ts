@@ -27,11 +27,11 @@ import { NodeFootprintLab } from './node-footprint-lab.ts';
 import { phases } from './node-footprint-sides.ts';
 import { cpuSeconds, residentMiB } from './proc-sampler.ts';
 import { parseVariants } from './variants.ts';
+import { stringOption as opt } from './args.ts';
 
 const ROOT = resolve(import.meta.dir, '..');
 const ANCHORS = join(homedir(), '.cache/edge-ccm/anchors');
 const args = process.argv.slice(2);
-const opt = (name: string, dflt: string) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? dflt;
 const STEPS = opt('services', '10,100').split(',').map(Number);
 const WINDOW_S = Number(opt('window-seconds', '60'));
 const SETTLE_S = Number(opt('settle-seconds', '20'));

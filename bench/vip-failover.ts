@@ -33,10 +33,9 @@ import { describeOverlaps, holderOverlaps } from '../test/harness/vip-probes.ts'
 import { healHostPartition, partitionHost } from '../test/harness/host-partition.ts';
 import { CpuLoad } from './cpu-load.ts';
 import { anchors } from './anchors.ts';
+import { option, stringOption as opt } from './args.ts';
 
 const positional = process.argv.slice(2).filter((a) => !a.startsWith('--'));
-const option = (name: string) => process.argv.slice(2).find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
-const opt = (name: string, dflt: string) => option(name) ?? dflt;
 const RUNS = Number(positional[0] ?? 10);
 const SECTIONS = ['faults', 'majority', 'load', 'cold', 'bootstrap', 'ipv6'] as const;
 /** A comma-separated subset of SECTIONS (default: all, in that order). */

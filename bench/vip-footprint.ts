@@ -27,9 +27,9 @@ import type { LoggedProcess } from '../test/harness/processes.ts';
 import { cpuSeconds, residentMiB, threadWakeups, voluntarySwitches, voluntarySwitchesByThread } from './proc-sampler.ts';
 import { parseVariants } from './variants.ts';
 import { anchors } from './anchors.ts';
+import { stringOption as opt } from './args.ts';
 
 const args = process.argv.slice(2);
-const opt = (name: string, dflt: string) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? dflt;
 const KUBE_VIP = (opt('kube-vip', '') || anchors().kubeVip);
 const SETTLE_S = Number(opt('settle-seconds', '20'));
 const IDLE_S = Number(opt('idle-seconds', '60'));

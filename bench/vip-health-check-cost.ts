@@ -20,9 +20,9 @@ import { join } from 'node:path';
 import { HealthConnection, type HealthRequest } from '../src/announce/vip/health-connection.ts';
 import { createCertificateAuthority, issueCertificate } from '../test/harness/certs.ts';
 import { cpuSeconds, threadWakeups, voluntarySwitches, voluntarySwitchesByThread } from './proc-sampler.ts';
+import { option as opt } from './args.ts';
 
 const argv = process.argv.slice(2);
-const opt = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 const intervalMs = Number(opt('interval-ms') ?? 250);
 const seconds = Number(opt('seconds') ?? 60);
 const MODES = ['idle', 'fetch', 'fetch-verified', 'connection', 'connection-verified'] as const;

@@ -13,9 +13,8 @@ import { startControlPlane } from '../test/harness/control-plane.ts';
 import { transportFor } from '../test/harness/kubeconfig.ts';
 import { controlPlaneCpu, loadAverage } from './machine.ts';
 import { createAll, uninitialisedNode } from './workloads.ts';
+import { numberOption as opt } from './args.ts';
 
-const argv = process.argv.slice(2);
-const opt = (name: string, dflt: number) => Number(argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? dflt);
 const perVerb = opt('nodes', 2000);
 const rounds = opt('rounds', 2);
 const concurrency = opt('concurrency', 10);
