@@ -18,7 +18,6 @@
  * edge-ccm's heartbeats go nowhere (the nodes list no address).
  */
 import { existsSync, mkdirSync, writeFileSync, readFileSync, readdirSync } from 'node:fs';
-import { loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { V1EndpointSlice, V1Node, V1Service } from '@kubernetes/client-node';
 import { NODES, ResourceClient, SERVICES } from '../src/kube/resources.ts';
@@ -30,7 +29,7 @@ import { setReady } from '../test/harness/nodes.ts';
 import { freeLoopbackPorts } from '../test/harness/ports.ts';
 import { LoggedProcess } from '../test/harness/processes.ts';
 import { forEachLimited } from '../src/util/parallel.ts';
-import { cpuSeconds, residentMiB, threadWakeups, voluntarySwitches, voluntarySwitchesByThread } from './proc-sampler.ts';
+import { cpuSeconds, idleWindow } from './proc-sampler.ts';
 import { parseVariants } from './variants.ts';
 import { anchors } from './anchors.ts';
 import { stringOption as opt } from './args.ts';
@@ -134,21 +133,14 @@ try {
     const added = step - previous;
     previous = step;
     for (const s of sides) if (!s.proc.running) throw new Error(`${s.name} exited: ${readFileSync(s.proc.logPath, 'utf8').slice(-2000)}`);
-    const rssStart = sides.map((s) => residentMiB(s.proc.pid));
-    const cpu0 = sides.map((s) => cpuSeconds(s.proc.pid));
-    const woken0 = sides.map((s) => voluntarySwitches(s.proc.pid));
-    const byThread0 = sides.map((s) => voluntarySwitchesByThread(s.proc.pid));
-    const load0 = loadavg()[0]!;
-    await Bun.sleep(IDLE_S * 1000);
-    const load1 = loadavg()[0]!;
+    const { figures, load } = await idleWindow(sides.map((s) => s.proc.pid), IDLE_S);
     sides.forEach((s, i) => {
-      const cpuPerMin = ((cpuSeconds(s.proc.pid) - cpu0[i]!) * 60) / IDLE_S;
-      const wakeupsPerS = (voluntarySwitches(s.proc.pid) - woken0[i]!) / IDLE_S;
+      const f = figures[i]!;
       const perChange = added > 0 && step !== STEPS[0] ? `${((changeCpu[i]! * 1000) / added).toFixed(1)} (${changeCpu[i]!.toFixed(1)} s)` : '-';
-      const row = `| ${s.name} | ${step} | ${perChange} | ${rssStart[i]!.rss.toFixed(1)} | ${residentMiB(s.proc.pid).rss.toFixed(1)} | ${residentMiB(s.proc.pid).anon.toFixed(1)} | ${cpuPerMin.toFixed(3)} | ${wakeupsPerS.toFixed(1)} | ${load0.toFixed(1)}-${load1.toFixed(1)} |`;
+      const row = `| ${s.name} | ${step} | ${perChange} | ${f.rssStart.toFixed(1)} | ${f.rssEnd.toFixed(1)} | ${f.anonEnd.toFixed(1)} | ${f.cpuPerMinute.toFixed(3)} | ${f.wakeupsPerSecond.toFixed(1)} | ${load} |`;
       rows.push(row);
       console.log(row);
-      console.log(`  ${s.name}: wake-ups/s by thread: ${threadWakeups(byThread0[i]!, voluntarySwitchesByThread(s.proc.pid), IDLE_S)}`);
+      console.log(`  ${s.name}: wake-ups/s by thread: ${f.byThread}`);
     });
   }
   console.log(`\n| side | services | CPU-ms per service added, from the previous step, until the settle ends (total) | RSS after ${SETTLE_S} s settle (MiB) | RSS after ${IDLE_S} s idle (MiB) | of it anonymous (MiB) | idle CPU-s/min | wake-ups/s (voluntary context switches, all threads) | load avg (1 min) |\n|---|---|---|---|---|---|---|---|---|\n${rows.join('\n')}`);

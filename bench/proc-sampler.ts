@@ -1,4 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 
 /**
  * Memory and CPU of one process from /proc: VmRSS sampled on an interval (for the steady
@@ -70,6 +71,45 @@ export function voluntarySwitchesByThread(pid: number): Map<string, number> {
 export function threadWakeups(before: Map<string, number>, after: Map<string, number>, seconds: number): string {
   return [...after].map(([name, n]) => [name, (n - (before.get(name) ?? 0)) / seconds] as const)
     .filter(([, rate]) => rate >= 0.05).sort((a, b) => b[1] - a[1]).map(([name, rate]) => `${name} ${rate.toFixed(1)}`).join(', ');
+}
+
+/** What one process did over an idle window. */
+export interface IdleFigures {
+  /** Resident MiB when the window opened, and when it closed (with its anonymous part). */
+  rssStart: number;
+  rssEnd: number;
+  anonEnd: number;
+  cpuPerMinute: number;
+  /** Voluntary context switches a second, all threads. */
+  wakeupsPerSecond: number;
+  /** The same by thread name, busiest first (threadWakeups). */
+  byThread: string;
+}
+
+/**
+ * Sleeps `seconds` and says what each of `pids` did meanwhile, with the 1-minute load average
+ * at both ends ("1.2-0.8"): the figures of the footprint benches, side by side in one window.
+ */
+export async function idleWindow(pids: readonly number[], seconds: number): Promise<{ figures: IdleFigures[]; load: string }> {
+  const rss0 = pids.map(residentMiB);
+  const cpu0 = pids.map(cpuSeconds);
+  const woken0 = pids.map(voluntarySwitches);
+  const byThread0 = pids.map(voluntarySwitchesByThread);
+  const load0 = loadavg()[0]!;
+  await Bun.sleep(seconds * 1000);
+  const load1 = loadavg()[0]!;
+  const figures = pids.map((pid, i) => {
+    const end = residentMiB(pid);
+    return {
+      rssStart: rss0[i]!.rss,
+      rssEnd: end.rss,
+      anonEnd: end.anon,
+      cpuPerMinute: ((cpuSeconds(pid) - cpu0[i]!) * 60) / seconds,
+      wakeupsPerSecond: (voluntarySwitches(pid) - woken0[i]!) / seconds,
+      byThread: threadWakeups(byThread0[i]!, voluntarySwitchesByThread(pid), seconds),
+    };
+  });
+  return { figures, load: `${load0.toFixed(1)}-${load1.toFixed(1)}` };
 }
 
 export class ProcSampler {

@@ -22,10 +22,10 @@
  * minute, voluntary context switches a second by thread name (wake-ups), the load average.
  */
 import { mkdtempSync, rmSync, writeFileSync, readFileSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createCertificateAuthority, issueCertificate } from '../test/harness/certs.ts';
-import { cpuSeconds, residentMiB, stopProcess, threadWakeups, voluntarySwitchesByThread } from './proc-sampler.ts';
+import { idleWindow, stopProcess } from './proc-sampler.ts';
 import { stringOption as opt } from './args.ts';
 
 const args = process.argv.slice(2);
@@ -190,20 +190,14 @@ try {
   }, INTERVAL_MS);
 
   await Bun.sleep(SETTLE_S * 1000);
-  const rss0 = running.map((r) => residentMiB(r.proc.pid));
-  const cpu0 = running.map((r) => cpuSeconds(r.proc.pid));
-  const woken0 = running.map((r) => voluntarySwitchesByThread(r.proc.pid));
-  const load0 = loadavg()[0]!;
-  await Bun.sleep(IDLE_S * 1000);
-  const load1 = loadavg()[0]!;
+  const { figures, load } = await idleWindow(running.map((r) => r.proc.pid), IDLE_S);
   console.log(`\nruntime floor, ${INTERVAL_MS} ms interval, ${SETTLE_S} s settle, ${IDLE_S} s idle, ${new Date().toISOString()}\n`);
   console.log('| program | RSS after settle (MiB) | RSS after idle | anonymous | idle CPU-s/min | wake-ups/s by thread | load |');
   console.log('|---|---|---|---|---|---|---|');
   running.forEach((r, i) => {
     if (r.proc.exitCode !== null) throw new Error(`${r.variant.name} exited ${r.proc.exitCode}`);
-    const end = residentMiB(r.proc.pid);
-    const cpu = ((cpuSeconds(r.proc.pid) - cpu0[i]!) * 60) / IDLE_S;
-    console.log(`| ${r.variant.name} | ${rss0[i]!.rss.toFixed(1)} | ${end.rss.toFixed(1)} | ${end.anon.toFixed(1)} | ${cpu.toFixed(3)} | ${threadWakeups(woken0[i]!, voluntarySwitchesByThread(r.proc.pid), IDLE_S) || '-'} | ${load0.toFixed(1)}-${load1.toFixed(1)} |`);
+    const f = figures[i]!;
+    console.log(`| ${r.variant.name} | ${f.rssStart.toFixed(1)} | ${f.rssEnd.toFixed(1)} | ${f.anonEnd.toFixed(1)} | ${f.cpuPerMinute.toFixed(3)} | ${f.byThread || '-'} | ${load} |`);
   });
 } finally {
   clearInterval(sender);

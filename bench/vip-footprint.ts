@@ -19,12 +19,11 @@
  * Needs root, the network tools and the control-plane binaries, as bench/vip-failover.ts.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { VipLab } from '../test/harness/vip-lab.ts';
 import { NODES } from '../test/harness/l2-lab.ts';
 import type { LoggedProcess } from '../test/harness/processes.ts';
-import { cpuSeconds, residentMiB, threadWakeups, voluntarySwitches, voluntarySwitchesByThread } from './proc-sampler.ts';
+import { idleWindow } from './proc-sampler.ts';
 import { parseVariants } from './variants.ts';
 import { anchors } from './anchors.ts';
 import { stringOption as opt } from './args.ts';
@@ -81,18 +80,12 @@ try {
     const gauge = (name: string) => new RegExp(`^${name} (\\S+)$`, 'm').exec(metrics)?.[1] ?? '?';
     console.log(`${s.name} on ${s.node}: holding ${gauge('edge_ccm_vip_holding')}, apiserver healthy ${gauge('edge_ccm_vip_apiserver_healthy')}, quorum ${gauge('edge_ccm_vip_quorum')}, pauses ${gauge('edge_ccm_vip_pauses_total')}`);
   }
-  const rssStart = sides.map((s) => residentMiB(s.proc.pid));
-  const cpu0 = sides.map((s) => cpuSeconds(s.proc.pid));
-  const woken0 = sides.map((s) => voluntarySwitches(s.proc.pid));
-  const byThread0 = sides.map((s) => voluntarySwitchesByThread(s.proc.pid));
-  const load0 = loadavg()[0]!;
-  await Bun.sleep(IDLE_S * 1000);
-  const load1 = loadavg()[0]!;
+  const { figures, load } = await idleWindow(sides.map((s) => s.proc.pid), IDLE_S);
   const rows = sides.map((s, i) => {
-    const end = residentMiB(s.proc.pid);
-    return `| ${s.name} | ${s.node} | ${rssStart[i]!.rss.toFixed(1)} | ${end.rss.toFixed(1)} | ${end.anon.toFixed(1)} | ${(((cpuSeconds(s.proc.pid) - cpu0[i]!) * 60) / IDLE_S).toFixed(3)} | ${((voluntarySwitches(s.proc.pid) - woken0[i]!) / IDLE_S).toFixed(1)} | ${load0.toFixed(1)}-${load1.toFixed(1)} |`;
+    const f = figures[i]!;
+    return `| ${s.name} | ${s.node} | ${f.rssStart.toFixed(1)} | ${f.rssEnd.toFixed(1)} | ${f.anonEnd.toFixed(1)} | ${f.cpuPerMinute.toFixed(3)} | ${f.wakeupsPerSecond.toFixed(1)} | ${load} |`;
   });
-  sides.forEach((s, i) => console.log(`${s.name} on ${s.node}: wake-ups/s by thread: ${threadWakeups(byThread0[i]!, voluntarySwitchesByThread(s.proc.pid), IDLE_S)}`));
+  sides.forEach((s, i) => console.log(`${s.name} on ${s.node}: wake-ups/s by thread: ${figures[i]!.byThread}`));
   console.log(`| side | host | RSS after ${SETTLE_S} s (MiB) | RSS after ${IDLE_S} s idle (MiB) | of it anonymous (MiB) | idle CPU-s/min | wake-ups/s (voluntary context switches, all threads) | load avg (1 min) |\n|---|---|---|---|---|---|---|---|\n${rows.join('\n')}`);
 } finally {
   await vip.destroy();
