@@ -101,9 +101,8 @@ export class L2Announcer {
   private readonly inUse = new Map<string, { mac: string; interface: string; retry: ReturnType<typeof setTimeout> }>();
   /** Addresses whose back-off ended: the next reconcile probes them again if this node still owns them. */
   private readonly probeAgain = new Set<string>();
-  /** Address -> probe rounds in a row that found it held, and the MAC last reported (both kept across the retries, dropped with the assignment). */
-  private readonly heldRounds = new Map<string, number>();
-  private readonly lastHolder = new Map<string, string>();
+  /** Address -> probe rounds in a row that found it held, and the MAC last reported: kept across the retries, dropped with the assignment. */
+  private readonly heldHistory = new Map<string, { rounds: number; reported: string }>();
   private readonly livenessLog = new LogLimiter(LIVENESS_LOG_WINDOW_MS);
   /** Keyed by announced address: as bounded as the configuration. */
   private readonly conflictLog = new LogLimiter(CONFLICT_LOG_WINDOW_MS);
@@ -409,13 +408,15 @@ export class L2Announcer {
         }
         const found = results.find((r) => r.holder);
         if (abort.signal.aborted) return;
-        const rounds = this.heldRounds.get(address) ?? 0;
+        const history = this.heldHistory.get(address);
+        const rounds = history?.rounds ?? 0;
         if (!found?.holder) {
-          this.heldRounds.delete(address);
+          this.heldHistory.delete(address);
           if (rounds > 0) this.log.info('an address found in use before is free now: announcing it', { address });
           return;
         }
-        this.heldRounds.set(address, rounds + 1);
+        const alreadyReported = history?.reported === found.holder;
+        this.heldHistory.set(address, { rounds: rounds + 1, reported: found.holder });
         const retryMs = Math.min(REPROBE_FIRST_MS * 2 ** rounds, REPROBE_MAX_MS);
         const retry = setTimeout(() => {
           if (this.inUse.get(address)?.retry !== retry) return;
@@ -427,8 +428,7 @@ export class L2Announcer {
         if (previous) clearTimeout(previous.retry);
         this.inUse.set(address, { mac: found.holder, interface: found.iface, retry });
         // Counted and said once per holder: the probes repeat while the address stays assigned.
-        if (rounds > 0 && this.lastHolder.get(address) === found.holder) return;
-        this.lastHolder.set(address, found.holder);
+        if (alreadyReported) return;
         this.metrics.conflicts.inc({ address, node: this.opts.node });
         this.log.warn('newly assigned address in use by another station: not announced', { address, interface: found.iface, mac: found.holder, probedAgainInSeconds: retryMs / 1000 });
         this.eventOnServices(address, 'Warning', ADDRESS_IN_USE_REASON,
@@ -457,8 +457,7 @@ export class L2Announcer {
       clearTimeout(held.retry);
       this.inUse.delete(address);
     }
-    for (const address of [...this.heldRounds.keys()]) if (!assigned.has(address)) this.heldRounds.delete(address);
-    for (const address of [...this.lastHolder.keys()]) if (!assigned.has(address)) this.lastHolder.delete(address);
+    for (const address of [...this.heldHistory.keys()]) if (!assigned.has(address)) this.heldHistory.delete(address);
   }
 
   private onResponderEvent(event: ResponderEvent): void {
