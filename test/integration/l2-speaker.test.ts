@@ -135,6 +135,11 @@ afterAll(async () => {
   await cp?.stop();
 }, 120_000);
 
+/** Lines of the speaker's log holding every one of `words`. */
+function logLinesWith(role: NodeName, ...words: string[]): number {
+  return speakers.get(role)!.logTail(100_000).split('\n').filter((l) => words.every((w) => l.includes(w))).length;
+}
+
 async function startSpeaker(role: NodeName): Promise<void> {
   speakers.set(role, site.lab.spawnLogged(role, `speaker-${role}-${Date.now()}`, [BINARY, ...speakerArgs, `--node-name=${k8sName(role)}`]));
 }
@@ -277,9 +282,9 @@ describe('probing a newly assigned address', () => {
     const address = '198.51.100.201';
     const elected = owner(address);
     const probing = `probing a newly assigned address before announcing it`;
-    const before = speakers.get(elected)!.logTail(100_000).split('\n').filter((l) => l.includes(probing) && l.includes(address)).length;
+    const before = logLinesWith(elected, probing, address);
     await createService('once', [address]);
-    await eventually(`${elected} probing ${address}`, () => speakers.get(elected)!.logTail(100_000).split('\n').filter((l) => l.includes(probing) && l.includes(address)).length > before, { timeoutMs: 60_000, intervalMs: 10, explain: speakerLogs });
+    await eventually(`${elected} probing ${address}`, () => logLinesWith(elected, probing, address) > before, { timeoutMs: 60_000, intervalMs: 10, explain: speakerLogs });
     // The first probe goes out at once and is answered within a millisecond; the second 1 s later.
     await Bun.sleep(150);
     await site.lab.ip('foreign', 'addr', 'del', `${address}/24`, 'dev', 'eth0');
@@ -296,7 +301,7 @@ describe('probing a newly assigned address', () => {
     const elected = owner(address);
     await site.lab.ip('foreign', 'addr', 'add', `${address}/24`, 'dev', 'eth0');
     await createService('freed', [address]);
-    await eventually(`${elected} holding ${address} back`, () => speakers.get(elected)!.logTail(100_000).split('\n').some((l) => l.includes('in use by another station') && l.includes(address) && l.includes('probedAgainInSeconds')), { timeoutMs: 60_000, explain: speakerLogs });
+    await eventually(`${elected} holding ${address} back`, () => logLinesWith(elected, 'in use by another station', address, 'probedAgainInSeconds') > 0, { timeoutMs: 60_000, explain: speakerLogs });
     for (const r of up) expect((await announcedBy(r)).filter((a) => a.endsWith(`:${address}`))).toEqual([]);
     await site.lab.ip('foreign', 'addr', 'del', `${address}/24`, 'dev', 'eth0');
     // The next probe round (5 s after the first verdict) finds it free.
