@@ -129,7 +129,7 @@ export class BunKubeTransport implements KubeTransport {
     this.host = new URL(this.server).host;
     this.httpVersion = new HttpVersionChoice(this.server);
     this.requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
-    // Checked ten times per timeout, at most every 100 ms: a timeout fires at most a tenth late.
+    // One timer armed for the earliest deadline (util/timeout-signals.ts).
     this.timeouts = new TimeoutSignals();
     const qps = options.qps ?? 20;
     if (qps > 0) this.limiter = new TokenBucket(qps, Math.max(1, options.burst ?? 30));

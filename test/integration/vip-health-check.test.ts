@@ -3,7 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { loadVipConfig } from '../../src/announce/vip/config.ts';
 import type { HealthRequest } from '../../src/announce/vip/health-connection.ts';
-import { checkStatus } from '../../src/announce/vip/health.ts';
+import { checkStatus, closeHealthChecks } from '../harness/health-check.ts';
 import { tempDir } from '../harness/ccm-process.ts';
 import { startControlPlane, type ControlPlane } from '../harness/control-plane.ts';
 import { removeOwnedDir } from '../harness/processes.ts';
@@ -26,6 +26,7 @@ beforeAll(async () => {
 }, 240_000);
 
 afterAll(async () => {
+  closeHealthChecks();
   await cp?.stop();
   if (dir) removeOwnedDir(dir);
 });

@@ -8,7 +8,8 @@ import { createCertificateAuthority, issueCertificate, type CertificateAuthority
 import type { HealthCheckFiles } from './health-check-config.ts';
 import { describeHealthRequest, readHealthCredentials } from './health-credentials.ts';
 import type { HealthRequest } from './health-connection.ts';
-import { ApiServerHealth, checkStatus, failureHint } from './health.ts';
+import { checkStatus, closeHealthChecks } from '../../../test/harness/health-check.ts';
+import { ApiServerHealth, failureHint } from './health.ts';
 
 /**
  * The health check against a TLS server that behaves as a kube-apiserver run with
@@ -53,6 +54,7 @@ beforeAll(async () => {
 });
 
 afterAll(() => {
+  closeHealthChecks();
   for (const s of servers) s.close();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });

@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, test } from 'bun:test';
-import { ApiServerHealth, HealthVerdict, checkStatus } from './health.ts';
+import { ApiServerHealth, HealthVerdict } from './health.ts';
+import { checkStatus, closeHealthChecks } from '../../../test/harness/health-check.ts';
 
 describe('HealthVerdict', () => {
   test('starts unhealthy; healthy after healthyAfter successes in a row, unhealthy after unhealthyAfter failures in a row', () => {
@@ -26,7 +27,10 @@ describe('checkStatus against a local server', () => {
       return new Response('ok');
     },
   });
-  afterAll(() => server.stop(true));
+  afterAll(() => {
+    closeHealthChecks();
+    server.stop(true);
+  });
   const url = (path: string) => `http://127.0.0.1:${server.port}${path}`;
 
   test('200, 503, a hung server, a closed port', async () => {

@@ -126,22 +126,6 @@ export class ApiServerHealth {
   }
 }
 
-/** Connections of checkStatus, by request and URL. */
-const connections = new WeakMap<HealthRequest, Map<string, HealthConnection>>();
-
-/**
- * The HTTP status of a GET of `url` as text, "timeout after N ms", or the error in one line (a
- * certificate refused: its code and message), on a connection kept for this request and URL
- * (health-connection.ts: one TLS handshake, not one per check).
- */
-export function checkStatus(url: string, timeoutMs: number, request: HealthRequest = ANONYMOUS_UNVERIFIED): Promise<string> {
-  let byURL = connections.get(request);
-  if (!byURL) connections.set(request, (byURL = new Map()));
-  let connection = byURL.get(url);
-  if (!connection) byURL.set(url, (connection = new HealthConnection(url, request)));
-  return connection.check(timeoutMs);
-}
-
 /** What an operator can do about an outcome that says more than "down"; undefined for the rest. */
 export function failureHint(outcome: string, request: HealthRequest = ANONYMOUS_UNVERIFIED): string | undefined {
   const credential = request.tls.cert !== undefined || request.headers.authorization !== undefined;
