@@ -142,12 +142,9 @@ export async function forEachShutDown(
   await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, nodes.length)) }, worker));
 }
 
-/** Whether the reply holds a valid answer for each node: a loop, no closure or set lookup per node (every period, every node). */
+/** Whether the reply holds a valid answer for each node: a plain loop, no closure per node (every period, every node). */
 function answersEveryNode(reply: ReadonlyMap<string, unknown>, nodes: readonly V1Node[]): boolean {
-  for (const node of nodes) {
-    const answer = reply.get(nodeName(node));
-    if (answer !== 'exists' && answer !== 'not-found' && answer !== 'unknown') return false;
-  }
+  for (const node of nodes) if (!EXISTENCE_VALUES.has(reply.get(nodeName(node)))) return false;
   return true;
 }
 
