@@ -273,7 +273,10 @@ describe('externalTrafficPolicy: Local', () => {
       birdRoutes = await cluster.router.birdc(`show route for ${routed} all`);
       return Bun.deepEquals(last, [ipOf(podNode)]);
     }, { timeoutMs: 30_000, intervalMs: 250, explain: routerSaw });
-    expect(await cluster.fetchFromClient(routed, SERVICE_PORT, 'remote')).toBe(`${pod} ${REMOTE_CLIENT_IP}`);
+    // As on the switch above: the address can be announced before the pod's kube-proxy has the
+    // rules for it (it learns the new ingress address from the Service's status on its own watch).
+    const routedBody = await eventually(`${routed} answered from behind the router`, () => cluster.fetchFromClient(routed, SERVICE_PORT, 'remote'), { timeoutMs: 30_000, intervalMs: 100, explain: routerSaw });
+    expect(routedBody).toBe(`${pod} ${REMOTE_CLIENT_IP}`);
 
     // Two pods: each one's node is a next hop.
     await scaleEcho(cluster.admin, NS, SOLO, 2);
