@@ -137,13 +137,13 @@ try {
     sides.forEach((s, i) => {
       const f = figures[i]!;
       const perChange = added > 0 && step !== STEPS[0] ? `${((changeCpu[i]! * 1000) / added).toFixed(1)} (${changeCpu[i]!.toFixed(1)} s)` : '-';
-      const row = `| ${s.name} | ${step} | ${perChange} | ${f.rssStart.toFixed(1)} | ${f.rssEnd.toFixed(1)} | ${f.anonEnd.toFixed(1)} | ${f.cpuPerMinute.toFixed(3)} | ${f.wakeupsPerSecond.toFixed(1)} | ${load} |`;
+      const row = `| ${s.name} | ${step} | ${perChange} | ${f.rssStart.toFixed(1)} | ${f.rssEnd.toFixed(1)} | ${f.anonEnd.toFixed(1)} | ${f.referenced.toFixed(1)} (${f.referencedCode.toFixed(1)}) | ${f.cpuPerMinute.toFixed(3)} | ${f.wakeupsPerSecond.toFixed(1)} | ${load} |`;
       rows.push(row);
       console.log(row);
       console.log(`  ${s.name}: wake-ups/s by thread: ${f.byThread}`);
     });
   }
-  console.log(`\n| side | services | CPU-ms per service added, from the previous step, until the settle ends (total) | RSS after ${SETTLE_S} s settle (MiB) | RSS after ${IDLE_S} s idle (MiB) | of it anonymous (MiB) | idle CPU-s/min | wake-ups/s (voluntary context switches, all threads) | load avg (1 min) |\n|---|---|---|---|---|---|---|---|---|\n${rows.join('\n')}`);
+  console.log(`\n| side | services | CPU-ms per service added, from the previous step, until the settle ends (total) | RSS after ${SETTLE_S} s settle (MiB) | RSS after ${IDLE_S} s idle (MiB) | of it anonymous (MiB) | touched in the idle window (of it machine code), MiB | idle CPU-s/min | wake-ups/s (voluntary context switches, all threads) | load avg (1 min) |\n|---|---|---|---|---|---|---|---|---|---|\n${rows.join('\n')}`);
 } finally {
   for (const s of sides) await s.proc.terminate(5000).catch(() => s.proc.kill());
   await cp.stop();

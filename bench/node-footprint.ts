@@ -28,7 +28,7 @@ import { NODES, type NodeName } from '../test/harness/l2-lab.ts';
 import type { LoggedProcess } from '../test/harness/processes.ts';
 import { NodeFootprintLab, serviceAddress } from './node-footprint-lab.ts';
 import { phases, type Phase, type Side } from './node-footprint-sides.ts';
-import { cpuSeconds, residentMiB } from './proc-sampler.ts';
+import { clearReferenced, cpuSeconds, referencedMiB, residentMiB } from './proc-sampler.ts';
 import { anchors } from './anchors.ts';
 import { stringOption as opt } from './args.ts';
 
@@ -68,14 +68,16 @@ function alive(running: Running[]): void {
 
 const cpuOf = (r: Running) => NODES.map((n) => cpuSeconds(r.procs.get(n)!.pid));
 const rssOf = (r: Running) => NODES.map((n) => residentMiB(r.procs.get(n)!.pid));
+const pidsOf = (r: Running) => NODES.map((n) => r.procs.get(n)!.pid);
 
 /** Idle CPU-s/min per process over `seconds` (no write, no probe meanwhile), then RSS. */
 async function idleWindow(running: Running[], seconds: number) {
   const cpu0 = running.map(cpuOf);
   const load0 = load();
+  for (const r of running) pidsOf(r).forEach(clearReferenced);
   await Bun.sleep(seconds * 1000);
   alive(running);
-  return running.map((r, i) => ({ cpuPerMin: cpuOf(r).map((c, k) => ((c - cpu0[i]![k]!) * 60) / seconds), rss: rssOf(r), load: `${load0} -> ${load()}` }));
+  return running.map((r, i) => ({ cpuPerMin: cpuOf(r).map((c, k) => ((c - cpu0[i]![k]!) * 60) / seconds), rss: rssOf(r), touched: pidsOf(r).map(referencedMiB), load: `${load0} -> ${load()}` }));
 }
 
 async function allAnnounce(lab: NodeFootprintLab, running: Running[], what: string): Promise<void> {
@@ -87,8 +89,8 @@ async function allAnnounce(lab: NodeFootprintLab, running: Running[], what: stri
   }, { timeoutMs: 600_000, intervalMs: 1000, explain: () => `${last}\n${running.flatMap((r) => [...r.procs.values()].map((p) => `--- ${p.name}:\n${p.logTail(15)}`)).join('\n')}` });
 }
 
-function row(side: string, services: string, announcedS: string, perService: string, idle: { cpuPerMin: number[]; rss: { rss: number; anon: number }[]; load: string }): void {
-  const line = `| ${side} | ${services} | ${announcedS} | ${perService} | ${fmt(idle.rss.map((r) => r.rss), 1)} | ${fmt(idle.rss.map((r) => r.anon), 1)} | ${fmt(idle.cpuPerMin, 3)} | ${idle.load} |`;
+function row(side: string, services: string, announcedS: string, perService: string, idle: { cpuPerMin: number[]; rss: { rss: number; anon: number }[]; touched: { total: number; code: number }[]; load: string }): void {
+  const line = `| ${side} | ${services} | ${announcedS} | ${perService} | ${fmt(idle.rss.map((r) => r.rss), 1)} | ${fmt(idle.rss.map((r) => r.anon), 1)} | ${fmt(idle.touched.map((t) => t.total), 1)} / ${fmt(idle.touched.map((t) => t.code), 1)} | ${fmt(idle.cpuPerMin, 3)} | ${idle.load} |`;
   rows.push(line);
   console.log(line);
 }
@@ -143,6 +145,6 @@ try {
   await lab.destroy();
 }
 console.log(`\nPer process, mean (max) of the three nodes. "announced after": from the step's first write until every side announced every address.\n
-| side | services | announced after (s) | CPU-ms per service added, first write to ${SETTLE_S} s after announced | RSS (MiB) | of it anonymous (MiB) | idle CPU-s/min (${STEP_IDLE_S} s window; final row ${IDLE_S} s) | load avg 1/5/15 min (window start -> end) |
-|---|---|---|---|---|---|---|---|
+| side | services | announced after (s) | CPU-ms per service added, first write to ${SETTLE_S} s after announced | RSS (MiB) | of it anonymous (MiB) | touched in the window / of it machine code (MiB) | idle CPU-s/min (${STEP_IDLE_S} s window; final row ${IDLE_S} s) | load avg 1/5/15 min (window start -> end) |
+|---|---|---|---|---|---|---|---|---|
 ${rows.join('\n')}`);

@@ -192,12 +192,12 @@ try {
   await Bun.sleep(SETTLE_S * 1000);
   const { figures, load } = await idleWindow(running.map((r) => r.proc.pid), IDLE_S);
   console.log(`\nruntime floor, ${INTERVAL_MS} ms interval, ${SETTLE_S} s settle, ${IDLE_S} s idle, ${new Date().toISOString()}\n`);
-  console.log('| program | RSS after settle (MiB) | RSS after idle | anonymous | idle CPU-s/min | wake-ups/s by thread | load |');
-  console.log('|---|---|---|---|---|---|---|');
+  console.log('| program | RSS after settle (MiB) | RSS after idle | anonymous | touched in the idle window (of it machine code) | idle CPU-s/min | wake-ups/s by thread | load |');
+  console.log('|---|---|---|---|---|---|---|---|');
   running.forEach((r, i) => {
     if (r.proc.exitCode !== null) throw new Error(`${r.variant.name} exited ${r.proc.exitCode}`);
     const f = figures[i]!;
-    console.log(`| ${r.variant.name} | ${f.rssStart.toFixed(1)} | ${f.rssEnd.toFixed(1)} | ${f.anonEnd.toFixed(1)} | ${f.cpuPerMinute.toFixed(3)} | ${f.byThread || '-'} | ${load} |`);
+    console.log(`| ${r.variant.name} | ${f.rssStart.toFixed(1)} | ${f.rssEnd.toFixed(1)} | ${f.anonEnd.toFixed(1)} | ${f.referenced.toFixed(1)} (${f.referencedCode.toFixed(1)}) | ${f.cpuPerMinute.toFixed(3)} | ${f.byThread || '-'} | ${load} |`);
   });
 } finally {
   clearInterval(sender);

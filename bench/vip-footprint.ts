@@ -83,10 +83,10 @@ try {
   const { figures, load } = await idleWindow(sides.map((s) => s.proc.pid), IDLE_S);
   const rows = sides.map((s, i) => {
     const f = figures[i]!;
-    return `| ${s.name} | ${s.node} | ${f.rssStart.toFixed(1)} | ${f.rssEnd.toFixed(1)} | ${f.anonEnd.toFixed(1)} | ${f.cpuPerMinute.toFixed(3)} | ${f.wakeupsPerSecond.toFixed(1)} | ${load} |`;
+    return `| ${s.name} | ${s.node} | ${f.rssStart.toFixed(1)} | ${f.rssEnd.toFixed(1)} | ${f.anonEnd.toFixed(1)} | ${f.referenced.toFixed(1)} (${f.referencedCode.toFixed(1)}) | ${f.cpuPerMinute.toFixed(3)} | ${f.wakeupsPerSecond.toFixed(1)} | ${load} |`;
   });
   sides.forEach((s, i) => console.log(`${s.name} on ${s.node}: wake-ups/s by thread: ${figures[i]!.byThread}`));
-  console.log(`| side | host | RSS after ${SETTLE_S} s (MiB) | RSS after ${IDLE_S} s idle (MiB) | of it anonymous (MiB) | idle CPU-s/min | wake-ups/s (voluntary context switches, all threads) | load avg (1 min) |\n|---|---|---|---|---|---|---|---|\n${rows.join('\n')}`);
+  console.log(`| side | host | RSS after ${SETTLE_S} s (MiB) | RSS after ${IDLE_S} s idle (MiB) | of it anonymous (MiB) | touched in the idle window (of it machine code), MiB | idle CPU-s/min | wake-ups/s (voluntary context switches, all threads) | load avg (1 min) |\n|---|---|---|---|---|---|---|---|---|\n${rows.join('\n')}`);
 } finally {
   await vip.destroy();
 }

@@ -88,7 +88,19 @@ for (const command of ['speaker', 'vip']) {
     expect(modules).toContain('node_modules/prom-client/lib/registry.js');
     expect([...modules].filter((m) => /^node_modules\/prom-client\/(index\.js|lib\/(pushgateway|cluster|summary|defaultMetrics)\.js)$/.test(m))).toEqual([]);
   });
+
+  // The manager's flag table (some 200 flags, their schemas and the controllers' defaults) is read
+  // by the manager alone: src/cmd/cli.ts dispatches `speaker` and `vip` before parsing it.
+  test(`edge-ccm ${command} loads its own flag table, not the manager's`, () => {
+    const modules = new Set([...loadedModules('main.js'), ...loadedModules(chunkOf(`src/cmd/${command}.ts`))]);
+    expect(modules).toContain(`src/options/${command}.ts`);
+    expect([...modules].filter((m) => /^src\/options\/(index|flags(-[a-z]+)?|manager-help|validate)\.ts$/.test(m))).toEqual([]);
+  });
 }
+
+test("the scan sees the manager's flag table where it is loaded: the chunk src/options/index.ts is in loads src/options/flags.ts", () => {
+  expect(loadedModules(chunkOf('src/options/index.ts'))).toContain('src/options/flags.ts');
+});
 
 test("the scan sees client-node where it is loaded: the manager's chunk loads its KubeConfig", () => {
   const manager = loadedModules(chunkOf('src/cmd/run.ts'));

@@ -1,7 +1,5 @@
 import type { ProviderRegistry } from '../cloud/registry.ts';
 import { COMMANDS, commandNames } from './commands.ts';
-import { FLAG_ERROR_EXIT_CODE, FlagErrors, parseArgs, renderHelp } from '../options/index.ts';
-import { helpWidth } from '../options/help.ts';
 import { versionLine } from '../version.ts';
 import { didYouMean } from '../util/did-you-mean.ts';
 
@@ -15,9 +13,14 @@ export type LoadProviders = () => ProviderRegistry | Promise<ProviderRegistry>;
  *
  * Each subcommand's module, and the providers, are imported when that command runs: `speaker`
  * and `vip` run on every node and must not evaluate the controllers, the providers and their
- * clients (BENCHMARKS.md, footprint: `edge-ccm --version` peaks at 38 MiB instead of 54).
+ * clients (BENCHMARKS.md, footprint: `edge-ccm --version` peaks at 38 MiB instead of 54). Given
+ * first, as every manifest and unit writes them, they do not load the manager's flag table
+ * either: they read their own flags.
  */
 export async function runCli(argv: string[], loadProviders: LoadProviders): Promise<number> {
+  if (argv[0] === 'speaker') return (await import('./speaker.ts')).runSpeaker(argv.slice(1));
+  if (argv[0] === 'vip') return (await import('./vip.ts')).runVip(argv.slice(1));
+  const [{ FLAG_ERROR_EXIT_CODE, FlagErrors, parseArgs, renderHelp }, { helpWidth }] = await Promise.all([import('../options/index.ts'), import('../options/help.ts')]);
   let parsed;
   try {
     parsed = parseArgs(argv);

@@ -4,7 +4,7 @@ import { EventBroadcaster } from '../kube/events.ts';
 import { BunKubeTransport } from '../kube/transport.ts';
 import { logHttpVersionChange, logHttpVersionAtStart } from '../kube/http-version.ts';
 import { createLogger } from '../log.ts';
-import { EXIT_FAILURE, EXIT_INVALID_INPUT, EXIT_OK } from '../options/index.ts';
+import { EXIT_FAILURE, EXIT_INVALID_INPUT, EXIT_OK } from '../options/exit-codes.ts';
 import { helpWidth, renderSpeakerHelp } from '../options/help.ts';
 import { parseSpeakerArgs, type SpeakerOptions } from '../options/speaker.ts';
 import { errorMessage } from '../util/errors.ts';
@@ -15,7 +15,7 @@ import { L2Announcer } from '../announce/l2/announcer.ts';
 import { loadNodeBgpConfig, type NodeBgpConfig } from '../announce/bgp/node-config.ts';
 import { NodeBgpAnnouncer } from '../announce/bgp/node-announcer.ts';
 import { DEFAULT_PROBE_INTERVAL_MS } from '../net/l2/probe.ts';
-import { FLAG_ERROR_EXIT_CODE } from '../options/index.ts';
+import { FLAG_ERROR_EXIT_CODE } from '../options/errors.ts';
 import { loadSection, parseSubcommandFlags, readConfigAndOptionalKey, serveMetrics } from './subcommand.ts';
 
 /** `edge-ccm speaker ...`: exits 0 on SIGTERM/SIGINT, 2 on bad flags or config, 1 on other failures. */

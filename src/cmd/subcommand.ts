@@ -1,5 +1,6 @@
 import { readCloudConfigFile } from '../cloud/config-file.ts';
-import { EXIT_FAILURE, EXIT_INVALID_INPUT, EXIT_OK, FLAG_ERROR_EXIT_CODE, FlagErrors, formatFlagError } from '../options/index.ts';
+import { EXIT_FAILURE, EXIT_INVALID_INPUT, EXIT_OK } from '../options/exit-codes.ts';
+import { FLAG_ERROR_EXIT_CODE, FlagErrors, formatFlagError } from '../options/errors.ts';
 import { errorMessage } from '../util/errors.ts';
 import type { Registry } from 'prom-client';
 import { formatConfigErrors, type ConfigLoadResult } from '../config-file/yaml-load.ts';

@@ -1,6 +1,6 @@
 import { createRegistry } from '../app/metrics.ts';
 import { createLogger } from '../log.ts';
-import { EXIT_FAILURE, EXIT_INVALID_INPUT, EXIT_OK } from '../options/index.ts';
+import { EXIT_FAILURE, EXIT_INVALID_INPUT, EXIT_OK } from '../options/exit-codes.ts';
 import { helpWidth, renderVipHelp } from '../options/help.ts';
 import { parseVipArgs, type VipOptions } from '../options/vip.ts';
 import { errorMessage } from '../util/errors.ts';

@@ -8,7 +8,7 @@
  */
 import type { FlagError } from './errors.ts';
 import type { FlagDef } from './flag-def.ts';
-import { FLAGS, flagLabel } from './flags.ts';
+import { flagLabel } from './flag-def.ts';
 import { parseFlagValue } from './values.ts';
 import { didYouMean } from '../util/did-you-mean.ts';
 
@@ -46,7 +46,7 @@ function indexOf(table: FlagTable): TableIndex {
   return index;
 }
 
-export function scanArgv(argv: readonly string[], table: FlagTable = FLAGS): ScannedArgv {
+export function scanArgv(argv: readonly string[], table: FlagTable): ScannedArgv {
   const { byName, byShorthand } = indexOf(table);
   const scan: ScannedArgv = {
     values: Object.fromEntries(table.map((def) => [def.key, structuredClone(def.default)])),

@@ -4,7 +4,7 @@
  * omitted).
  */
 import { formatGoDuration } from '../util/duration.ts';
-import { FLAG_GROUPS, FLAGS, type AnyFlagDef, type FlagGroup } from './flags.ts';
+import type { FlagGroup } from './flag-def.ts';
 import type { FlagKind, FlagKindValue } from './values.ts';
 
 /** What presenting a flag reads of it, of any table (the manager's, a subcommand's): kind and default stay paired. */
@@ -49,14 +49,6 @@ export function flagDefaultText(def: DescribedFlag): string | undefined {
       if (def.default === '') return undefined;
       return flagTypeName(def) === 'string' ? JSON.stringify(def.default) : def.default;
   }
-}
-
-/** Flags of each group, sorted by name as pflag lists them; groups in FLAG_GROUPS order. */
-export function flagsByGroup(): [FlagGroup, AnyFlagDef[]][] {
-  return FLAG_GROUPS.map((group): [FlagGroup, AnyFlagDef[]] => [
-    group,
-    FLAGS.filter((def) => def.group === group).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
-  ]).filter(([, defs]) => defs.length > 0);
 }
 
 /** "Secure serving" from "secure serving", as upstream titles its sections. */

@@ -52,3 +52,8 @@ export function flag<const Key extends string, Kind extends FlagKind, Value = Fl
 ): FlagDef<Key, Kind, Value> {
   return def;
 }
+
+/** "--name" as written on a command line. */
+export function flagLabel(def: { name: string }): string {
+  return `--${def.name}`;
+}

@@ -8,7 +8,7 @@ import * as v from 'valibot';
 import { CONTROLLER_ALIASES, CONTROLLER_NAMES, CONTROLLERS_DISABLED_BY_DEFAULT, resolveControllers } from './controllers.ts';
 import { formatGoDuration, parseGoDuration } from '../util/duration.ts';
 import type { FlagKind } from './values.ts';
-import { flag, type FlagDef } from './flag-def.ts';
+import { FLAG_GROUPS, flag, type FlagDef, type FlagGroup } from './flag-def.ts';
 import { parseIP } from '../net/ip.ts';
 import { alwaysAllowPathError } from '../server/auth/path-matcher.ts';
 import { cidrListSchema } from './cluster-cidr.ts';
@@ -621,7 +621,12 @@ export function flagByKey(key: string): AnyFlagDef | undefined {
   return FLAGS.find((def) => def.key === key);
 }
 
-/** "--name" as written on a command line. */
-export function flagLabel(def: { name: string }): string {
-  return `--${def.name}`;
+export { flagLabel } from './flag-def.ts';
+
+/** Flags of each group, sorted by name as pflag lists them; groups in FLAG_GROUPS order. */
+export function flagsByGroup(): [FlagGroup, AnyFlagDef[]][] {
+  return FLAG_GROUPS.map((group): [FlagGroup, AnyFlagDef[]] => [
+    group,
+    FLAGS.filter((def) => def.group === group).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
+  ]).filter(([, defs]) => defs.length > 0);
 }

@@ -3,42 +3,18 @@
  * description, the usage lines, then one aligned section per flag group, help texts wrapped to the
  * terminal's width (80 columns when stdout is not a terminal, as upstream's term.TerminalSize
  * fallback leaves pflag at 0 = no wrap; edge-ccm wraps at 80 then, so a piped --help stays readable).
+ * The subcommands' help is here; the controller manager's, which reads its flag table, is in
+ * manager-help.ts.
  */
-import { flagDefaultText, flagNames, flagsByGroup, flagTypeName, groupTitle, type DescribedFlag } from './describe.ts';
+import { flagDefaultText, flagNames, flagTypeName, type DescribedFlag } from './describe.ts';
 import { EXIT_CODES } from './exit-codes.ts';
 import type { FlagDef } from './flag-def.ts';
 import { SPEAKER_FLAGS } from './speaker.ts';
 import { VIP_FLAGS } from './vip.ts';
 
-const DESCRIPTION =
-  'edge-ccm is a Kubernetes cloud-controller-manager for bare-metal, edge and\n' +
-  'private-cloud clusters: a daemon that embeds the cloud specific control loops.';
-
-export interface HelpContext {
-  /** Columns to wrap at. */
-  width: number;
-  /** The providers linked into the binary, for --cloud-provider. */
-  providers: readonly string[];
-  /** The subcommands, for the usage lines. */
-  commands: readonly { name: string; summary: string }[];
-}
-
 /** pflag's rule: with fewer columns left than this, the text goes as a block on the next line, at BLOCK_INDENT. */
 const MIN_WRAP_COLUMNS = 24;
 const BLOCK_INDENT = 16;
-
-export function renderHelp(ctx: HelpContext): string {
-  const sections = flagsByGroup().map(([group, defs]) => {
-    const helpOf = (def: FlagDef) => (def.name === 'cloud-provider' && ctx.providers.length ? `${def.help} Linked providers: ${ctx.providers.join(', ')}.` : def.help);
-    return `\n${groupTitle(group)} flags:\n\n${renderFlagLines(defs, ctx.width, helpOf)}\n`;
-  });
-  const nameWidth = Math.max(...ctx.commands.map((c) => c.name.length)) + 3;
-  const commands = ctx.commands.map((c) => `  ${c.name.padEnd(nameWidth)}${wrap(c.summary, nameWidth + 2, ctx.width)}`).join('\n');
-  return (
-    `${DESCRIPTION}\n\nUsage:\n  edge-ccm [flags]\n  edge-ccm [${ctx.commands.map((c) => c.name).join('|')}] [flags]\n\n` +
-    `Commands:\n${commands}\n${sections.join('')}\n${renderExitCodes(ctx.width)}`
-  );
-}
 
 /** `edge-ccm speaker --help`: the same layout, its own table (src/options/speaker.ts). */
 export function renderSpeakerHelp(width: number): string {
@@ -70,7 +46,7 @@ export const SPEAKER_DESCRIPTION =
   'to a BFD session (docs/networking/bgp.md). Runs on every node with host networking.';
 
 /** One aligned block of flags, pflag's FlagUsagesWrapped: names and type, three spaces, the help and its default. */
-function renderFlagLines<D extends DescribedFlag & FlagDef>(defs: readonly D[], width: number, helpOf: (def: D) => string): string {
+export function renderFlagLines<D extends DescribedFlag & FlagDef>(defs: readonly D[], width: number, helpOf: (def: D) => string): string {
   const heads = defs.map((def) => {
     const type = flagTypeName(def);
     return `${def.shorthand === undefined ? '      ' : '  '}${flagNames(def)}${type ? ` ${type}` : ''}`;
@@ -84,7 +60,7 @@ function renderFlagLines<D extends DescribedFlag & FlagDef>(defs: readonly D[], 
     .join('\n');
 }
 
-function renderExitCodes(width: number): string {
+export function renderExitCodes(width: number): string {
   return `Exit codes:\n\n${EXIT_CODES.map(([code, meaning]) => `  ${code}   ${wrap(meaning, 6, width)}`).join('\n')}\n`;
 }
 

@@ -5,7 +5,7 @@
 import { scanArgv } from './argv.ts';
 import { resolveControllers, type ControllerName } from './controllers.ts';
 import { FlagErrors } from './errors.ts';
-import type { FlagValues } from './flags.ts';
+import { FLAGS, type FlagValues } from './flags.ts';
 import { validateFlagValues } from './validate.ts';
 
 export type Options = FlagValues & {
@@ -31,7 +31,7 @@ export interface ParsedArgs {
  * or version before validating; the other values are then returned unchecked.
  */
 export function parseArgs(argv: readonly string[]): ParsedArgs {
-  const scan = scanArgv(argv);
+  const scan = scanArgv(argv, FLAGS);
   const rest = { command: scan.command, args: scan.args };
   if (scan.values.help === true || scan.values.version === true) {
     if (scan.errors.length > 0) throw new FlagErrors(scan.errors);
@@ -66,7 +66,7 @@ export {
 } from './controllers.ts';
 export { parseClusterCIDRs, type ClusterCIDRs, type ClusterCIDRsResult } from './cluster-cidr.ts';
 export { FLAGS, FLAG_GROUPS, type FlagDef, type FlagGroup, type FlagValues } from './flags.ts';
-export { renderHelp } from './help.ts';
+export { renderHelp } from './manager-help.ts';
 export { EXIT_CODES, EXIT_FAILURE, EXIT_INVALID_INPUT, EXIT_OK } from './exit-codes.ts';
 export { renderFlagsMarkdown } from './markdown.ts';
 export { inertFlagsWarning } from './inert.ts';

@@ -1,5 +1,6 @@
 /** docs/flags.md, rendered from the flag table (scripts/gen-flags-doc.ts writes it; a test keeps it fresh). */
-import { flagDefaultText, flagNames, flagsByGroup, flagTypeName, groupTitle, type DescribedFlag } from './describe.ts';
+import { flagDefaultText, flagNames, flagTypeName, groupTitle, type DescribedFlag } from './describe.ts';
+import { flagsByGroup } from './flags.ts';
 import { SPEAKER_DESCRIPTION, VIP_DESCRIPTION } from './help.ts';
 import { SPEAKER_FLAGS } from './speaker.ts';
 import { VIP_FLAGS } from './vip.ts';
