@@ -98,6 +98,15 @@ for (const command of ['speaker', 'vip']) {
   });
 }
 
+// announce: bgp's output (BGP, BFD) is imported when it starts: a VIP announcing over L2 never loads it.
+test('edge-ccm vip loads no BGP or BFD session code before its config asks for announce: bgp', () => {
+  const modules = new Set([...loadedModules('main.js'), ...loadedModules(chunkOf('src/cmd/vip.ts'))]);
+  expect(modules).toContain('src/announce/vip/l2-output.ts');
+  // Its config's checks (src/net/bgp/config.ts, routes.ts, constants.ts) are loaded: the file is read whole.
+  expect([...modules].filter((m) => /^src\/(net\/bfd\/|net\/bgp\/(?!config|routes|constants)|announce\/vip\/bgp-output\.ts$)/.test(m))).toEqual([]);
+  expect(loadedModules(chunkOf('src/announce/vip/bgp-output.ts'))).toContain('src/net/bgp/peer.ts');
+});
+
 test("the scan sees the manager's flag table where it is loaded: the chunk src/options/index.ts is in loads src/options/flags.ts", () => {
   expect(loadedModules(chunkOf('src/options/index.ts'))).toContain('src/options/flags.ts');
 });

@@ -5,14 +5,13 @@ import { errorMessage } from '../../util/errors.ts';
 import { LogLimiter } from '../../util/log-limiter.ts';
 import { Liveness, loggedLivenessProblems } from '../l2/liveness.ts';
 import { WarmUp } from '../l2/warm-up.ts';
-import { VipBgpOutput } from './bgp-output.ts';
 import type { ControlPlaneEndpointConfig } from './config-model.ts';
 import { decideVip, type VipDecision } from './decision.ts';
 import type { HealthRequest } from './health-connection.ts';
 import { ApiServerHealth, failureHint } from './health.ts';
 import { VipL2Output } from './l2-output.ts';
 import { VipMetrics } from './metrics.ts';
-import type { VipOutput } from './output.ts';
+import { DeferredOutput, type VipOutput } from './output.ts';
 import { newEpoch } from './word.ts';
 
 /**
@@ -96,13 +95,16 @@ export class VipAnnouncer {
     // Just woken from a pause, before the liveness check has judged it: say nothing.
     const paused = () => this.liveness.stalledFor() > this.liveness.timeoutMs;
     const config = opts.config;
-    this.output = config.announce === 'bgp' && config.bgp
-      ? new VipBgpOutput({
-          node: opts.node, config: { ...config, bgp: config.bgp }, log: this.log, registry: opts.registry,
+    const bgp = config.bgp;
+    // announce: bgp's module (BGP, BFD: a sixth of the VIP's code) is loaded when the output starts,
+    // so the hosts announcing over L2 never load it (issue 38, what runs on every host).
+    this.output = config.announce === 'bgp' && bgp
+      ? new DeferredOutput(async () => new (await import('./bgp-output.ts')).VipBgpOutput({
+          node: opts.node, config: { ...config, bgp }, log: this.log, registry: opts.registry,
           refusal: () => (paused() ? 'this process did not run for longer than the liveness timeout' : undefined),
           ...(opts.bfdPort !== undefined ? { bfdPort: opts.bfdPort } : {}),
           ...(opts.bfdPeerPort !== undefined ? { bfdPeerPort: opts.bfdPeerPort } : {}),
-        })
+        }))
       : new VipL2Output({ config, log: this.log, logLimit: this.logLimit, mayAnswer: () => !paused(), holding: () => this.holding, subnetInterface: opts.subnetInterface, floodPauseMs: opts.floodPauseMs });
     this.health = new ApiServerHealth({
       url: opts.config.healthURL,

@@ -20,3 +20,36 @@ export interface VipOutput {
   /** Gives everything up (SIGTERM): a release first, then sockets and sessions closed. */
   close(): Promise<void>;
 }
+
+/**
+ * An output whose module is loaded when it starts (a dynamic import). Until then it holds nothing:
+ * a release is a no-op (a pause noticed while it loads releases), a take is a fault of the caller
+ * (the announcer decides nothing before start() has returned).
+ */
+export class DeferredOutput implements VipOutput {
+  private inner?: VipOutput;
+
+  constructor(private readonly load: () => Promise<VipOutput>) {}
+
+  async start(): Promise<void> {
+    this.inner ??= await this.load();
+    await this.inner.start();
+  }
+
+  hold(on: boolean): void {
+    if (this.inner || on) this.started().hold(on);
+  }
+
+  bootstrapCheck(signal: AbortSignal): Promise<boolean> {
+    return this.started().bootstrapCheck(signal);
+  }
+
+  async close(): Promise<void> {
+    await this.inner?.close();
+  }
+
+  private started(): VipOutput {
+    if (!this.inner) throw new Error('the VIP output is used before it started');
+    return this.inner;
+  }
+}
