@@ -1,5 +1,7 @@
 import { expect, test } from 'bun:test';
 import { createRegistry } from './metrics.ts';
+import processCpuTotal from 'prom-client/lib/metrics/processCpuTotal.js';
+import { Registry } from '../util/prom.ts';
 
 test('the process metrics are prom-client\'s defaults without the event-loop delay histogram, whose timer woke the process 10 times a second', async () => {
   const names = (await createRegistry().getMetricsAsJSON()).map((m) => m.name);
@@ -17,4 +19,22 @@ test('nodejs_eventloop_lag_seconds is the wait of the scrape itself: a 60 ms blo
   });
   const lag = await registry.getSingleMetric('nodejs_eventloop_lag_seconds')?.get();
   expect(lag?.values[0]?.value).toBeGreaterThanOrEqual(0.06);
+});
+
+test("the process CPU counters are prom-client's processCpuTotal's: same names, help and type, the CPU spent counted", async () => {
+  const ours = createRegistry();
+  const theirs = new Registry();
+  processCpuTotal(theirs, {});
+  const end = performance.now() + 80;
+  while (performance.now() < end);
+  const names = ['process_cpu_user_seconds_total', 'process_cpu_system_seconds_total', 'process_cpu_seconds_total'];
+  // The user counter's collect brings all three up to date: scraped first, as a scrape of the registry does.
+  const read = async (registry: Registry) => (await registry.getMetricsAsJSON()).filter((m) => names.includes(m.name));
+  const [a, b] = [await read(ours), await read(theirs)];
+  expect(a.map(({ name, help, type }) => ({ name, help, type }))).toEqual(b.map(({ name, help, type }) => ({ name, help, type })));
+  const total = (ms: typeof a) => ms.find((m) => m.name === 'process_cpu_seconds_total')!.values[0]!.value;
+  expect(total(a)).toBeGreaterThanOrEqual(0.07);
+  expect(Math.abs(total(a) - total(b))).toBeLessThan(0.03);
+  const sum = (ms: typeof a) => ms.filter((m) => m.name !== 'process_cpu_seconds_total').reduce((s, m) => s + m.values[0]!.value, 0);
+  expect(sum(a)).toBeCloseTo(total(a), 6);
 });
