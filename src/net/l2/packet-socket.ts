@@ -27,6 +27,27 @@ export const PACKET_MULTICAST = 2;
 export const PACKET_OTHERHOST = 3;
 export const PACKET_OUTGOING = 4;
 
+/**
+ * Reads `socket` until it is empty or `max` frames were read, true at the cap (a flood: the caller
+ * reads again later), handing each frame (cut to `buffer`) with its packet type to `onFrame`. A
+ * failed read goes to `onError` and ends it, as does a socket closed by `onFrame`.
+ */
+export function drainFrames(socket: PacketSocket, buffer: Uint8Array, max: number, onFrame: (frame: Uint8Array, packetType: number) => void, onError: (error: Error) => void): boolean {
+  for (let i = 0; i < max; i++) {
+    if (!socket.isOpen) return false;
+    let received;
+    try {
+      received = socket.receive(buffer);
+    } catch (e) {
+      onError(e as Error);
+      return false;
+    }
+    if (!received) return false;
+    onFrame(buffer.subarray(0, received.length), received.packetType);
+  }
+  return true;
+}
+
 /** The kernel's index of an interface in this network namespace; throws naming it when there is none. */
 export function interfaceIndex(name: string): number {
   const cName = new TextEncoder().encode(`${name}\0`);

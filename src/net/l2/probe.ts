@@ -3,7 +3,7 @@ import { parseArp, arpProbeFrame } from './arp.ts';
 import { ETHERTYPE_ARP, ETHERTYPE_IPV6, formatMac, macEquals, parseEthernet } from './ethernet.ts';
 import { ICMPV6_NEIGHBOR_ADVERTISEMENT, neighborSolicitationFrame, parseNeighborMessage } from './ndp.ts';
 import { WatchedPacketSocket } from './doorbell.ts';
-import { ETH_P_ARP, ETH_P_IPV6, PACKET_OUTGOING } from './packet-socket.ts';
+import { drainFrames, ETH_P_ARP, ETH_P_IPV6, PACKET_OUTGOING } from './packet-socket.ts';
 import { NEIGHBOR_DISCOVERY_FILTER } from './responder.ts';
 
 /**
@@ -158,28 +158,19 @@ class LinkProbes {
 
   /** Reads the socket until it is empty or MAX_FRAMES_PER_READ frames were read (true at the cap), handing answers to their probes. */
   private read(): boolean {
-    const socket = this.watched.socket;
-    for (let i = 0; i < MAX_FRAMES_PER_READ; i++) {
-      if (!socket.isOpen) return false;
-      let received;
-      try {
-        received = socket.receive(this.buffer);
-      } catch (e) {
-        // Each probe on this link would have read the same error from a socket of its own.
-        for (const waiting of [...this.probes.values()]) for (const probe of [...waiting]) probe.finish(e as Error);
-        return false;
-      }
-      if (!received) return false;
-      if (received.packetType === PACKET_OUTGOING) continue;
-      const answer = probeAnswer(this.buffer.subarray(0, received.length), this.ourMac);
-      if (!answer) continue;
+    return drainFrames(this.watched.socket, this.buffer, MAX_FRAMES_PER_READ, (frame, packetType) => {
+      if (packetType === PACKET_OUTGOING) return;
+      const answer = probeAnswer(frame, this.ourMac);
+      if (!answer) return;
       for (const probe of [...(this.probes.get(Buffer.from(answer.address).toString('hex')) ?? [])]) {
         const after = probe.answered.get(answer.mac);
         if (after !== undefined && probe.sent > after) probe.finish({ holder: answer.mac });
         else if (after === undefined) probe.answered.set(answer.mac, probe.sent);
       }
-    }
-    return true;
+    }, (e) => {
+      // Each probe on this link would have read the same error from a socket of its own.
+      for (const waiting of [...this.probes.values()]) for (const probe of [...waiting]) probe.finish(e);
+    });
   }
 
   /** Takes a probe off; false when it was off already. The last one closes the socket. */

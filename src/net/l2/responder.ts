@@ -3,7 +3,7 @@ import { handleArpFrame, handleNdpFrame, unsolicitedAdvertisementFrame, type Fra
 import { gratuitousArpFrames } from './arp.ts';
 import { solicitedNodeAddress } from './ndp.ts';
 import { WatchedPacketSocket } from './doorbell.ts';
-import { ETH_P_ARP, ETH_P_IPV6, MulticastMembership, PACKET_OTHERHOST, PACKET_OUTGOING, PacketSocket, type BpfInstruction } from './packet-socket.ts';
+import { drainFrames, ETH_P_ARP, ETH_P_IPV6, MulticastMembership, PACKET_OTHERHOST, PACKET_OUTGOING, PacketSocket, type BpfInstruction } from './packet-socket.ts';
 import { RefusalTally, type MalformedReason, type MartianReason, type Refusal } from './refusals.ts';
 
 /**
@@ -373,27 +373,17 @@ export class L2Responder {
 
   /** Reads `socket` until it is empty or MAX_FRAMES_PER_READ frames were read; true at the cap. */
   private drain(link: InterfaceAnnouncer, socket: PacketSocket, handle: (frame: Uint8Array) => FrameOutcome, silent: boolean): boolean {
-    for (let i = 0; i < MAX_FRAMES_PER_READ; i++) {
-      // An event handler may have closed it (a new table set from onEvent).
-      if (!socket.isOpen) return false;
-      let received;
-      try {
-        received = socket.receive(this.buffer);
-      } catch (e) {
-        this.onEvent({ type: 'error', interface: link.name, message: (e as Error).message });
-        return false;
-      }
-      if (!received) return false;
+    // An event handler may close the socket (a new table set from onEvent): drainFrames stops then.
+    return drainFrames(socket, this.buffer, MAX_FRAMES_PER_READ, (frame, packetType) => {
       // Our own frames come back as OUTGOING; another host's unicast as OTHERHOST in promiscuous mode.
-      if (received.packetType === PACKET_OUTGOING || received.packetType === PACKET_OTHERHOST) continue;
-      const outcome = handle(this.buffer.subarray(0, received.length));
+      if (packetType === PACKET_OUTGOING || packetType === PACKET_OTHERHOST) return;
+      const outcome = handle(frame);
       if (silent && outcome.kind === 'answer') {
         this.counters.dropped += 1;
-        continue;
+        return;
       }
       this.apply(link, socket, outcome);
-    }
-    return true;
+    }, (e) => this.onEvent({ type: 'error', interface: link.name, message: e.message }));
   }
 
   private apply(link: InterfaceAnnouncer, socket: PacketSocket, outcome: FrameOutcome): void {
