@@ -507,6 +507,16 @@ test('without speaker.credentials the speaker gets no Secret of the controller (
   expect(speaker.env?.map((e) => e.name)).toEqual(['NODE_NAME', 'BUN_JSC_useDFGJIT', 'MIMALLOC_PURGE_HOLES_MIN_INTERVAL']);
 });
 
+// Both run without JSC's optimizing tiers (BENCHMARKS.md, "Footprint on every node"); the VIP's unit too.
+test('the controller and the speaker run with BUN_JSC_useDFGJIT=0 (deploy/kubernetes: the chart rendered), as edge-ccm.service and edge-ccm-vip.service do', () => {
+  const controller = container(must(parseManifests(readFileSync(join(MANIFESTS_DIR, 'deployment.yaml'), 'utf8')) as Obj[], 'Deployment'), 'edge-ccm');
+  const speaker = container(must(parseManifests(readFileSync(join(MANIFESTS_DIR, 'speaker.yaml'), 'utf8')) as Obj[], 'DaemonSet'), 'speaker');
+  for (const c of [controller, speaker]) expect(c.env?.find((e) => e.name === 'BUN_JSC_useDFGJIT')?.value).toBe('0');
+  for (const unit of ['edge-ccm.service', 'edge-ccm-vip.service']) {
+    expect(readFileSync(join(import.meta.dir, '../../deploy/systemd', unit), 'utf8')).toMatch(/^Environment=BUN_JSC_useDFGJIT=0$/m);
+  }
+});
+
 test('Chart.yaml appVersion is the version of edge-ccm (package.json), the default image tag', () => {
   const chart = parseYaml(readFileSync(join(CHART_DIR, 'Chart.yaml'), 'utf8')) as { appVersion: string };
   const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
