@@ -33,9 +33,12 @@ afterAll(async () => {
   await lab?.destroy();
 });
 
+type Result = { holder?: string; transient?: string; ms?: number; error?: string };
 interface Outcome {
-  results: Record<string, { holder?: string; transient?: string; ms?: number; error?: string }>;
+  results: Record<string, Result>;
   packetSockets: { whileProbing: number; after: number };
+  again?: Record<string, Result>;
+  packetSocketsAfterAgain?: number;
 }
 
 async function probe(request: Record<string, unknown>): Promise<Outcome> {
@@ -44,19 +47,22 @@ async function probe(request: Record<string, unknown>): Promise<Outcome> {
 
 test('25 addresses probed at once: the two held ones name the holder, the others are free; one socket and its doorbell per family, none left after', async () => {
   const addresses = [HELD_V4, ...FREE_V4, HELD_V6, ...FREE_V6];
-  const outcome = await probe({ interface: 'd0', addresses, count: 2, intervalMs: 300, sampledAfterMs: 150 });
+  // Sampled well before the first verdict (a holder's second answer, 500 ms in).
+  const outcome = await probe({ interface: 'd0', addresses, count: 2, intervalMs: 500, sampledAfterMs: 150 });
   expect(outcome.results[HELD_V4]).toMatchObject({ holder: peerMac });
   expect(outcome.results[HELD_V6]).toMatchObject({ holder: peerMac });
   for (const address of [...FREE_V4, ...FREE_V6]) expect({ address, ...outcome.results[address], ms: undefined }).toEqual({ address, ms: undefined });
-  // Two probes 300 ms apart, the second listened to for one interval: a free address is known free after 600 ms.
-  for (const address of FREE_V4) expect(outcome.results[address]!.ms).toBeGreaterThanOrEqual(590);
+  // Two probes 500 ms apart, the second listened to for one interval: a free address is known free after 1 s, not before.
+  for (const address of FREE_V4) expect(outcome.results[address]!.ms).toBeGreaterThanOrEqual(990);
   expect(outcome.packetSockets).toEqual({ whileProbing: 4, after: 0 });
 }, 60_000);
 
 test('an aborted probe ends at once with nothing found, the others run on; the last one out closes the socket', async () => {
-  const outcome = await probe({ interface: 'd0', addresses: [HELD_V4, FREE_V4[0]], count: 3, intervalMs: 300, abort: [FREE_V4[0]], abortAfterMs: 100, sampledAfterMs: 200 });
+  // The holder's verdict comes with its second answer, 1 s in: sampled before it.
+  const outcome = await probe({ interface: 'd0', addresses: [HELD_V4, FREE_V4[0]], count: 3, intervalMs: 1000, abort: [FREE_V4[0]], abortAfterMs: 100, sampledAfterMs: 200 });
   expect({ ...outcome.results[FREE_V4[0]!], ms: undefined }).toEqual({ ms: undefined });
-  expect(outcome.results[FREE_V4[0]!]!.ms).toBeLessThan(300);
+  // Ended by the abort, not by its own three seconds of probing.
+  expect(outcome.results[FREE_V4[0]!]!.ms).toBeLessThan(3000);
   expect(outcome.results[HELD_V4]).toMatchObject({ holder: peerMac });
   expect(outcome.packetSockets).toEqual({ whileProbing: 2, after: 0 });
 }, 60_000);
@@ -65,4 +71,13 @@ test('an interface that does not exist: the probe is refused, naming it', async 
   const outcome = await probe({ interface: 'nosuch0', addresses: [FREE_V4[0]], count: 1, intervalMs: 100, sampledAfterMs: 0 });
   expect(outcome.results[FREE_V4[0]!]!.error).toContain('nosuch0');
   expect(outcome.packetSockets.after).toBe(0);
+}, 60_000);
+
+test('the link goes down under the probes, the process alive: every probe on it fails naming the interface, the socket is closed; up again, a new probe finds the holder', async () => {
+  const outcome = await probe({ interface: 'd0', addresses: [HELD_V4, FREE_V4[0], FREE_V4[1]], count: 3, intervalMs: 500, linkDownAfterMs: 200, sampledAfterMs: 100, again: [HELD_V4, FREE_V4[0]] });
+  for (const address of [HELD_V4, FREE_V4[0]!, FREE_V4[1]!]) expect(outcome.results[address]!.error).toContain('d0');
+  expect(outcome.packetSockets).toEqual({ whileProbing: 2, after: 0 });
+  expect(outcome.again![HELD_V4]).toMatchObject({ holder: peerMac });
+  expect({ ...outcome.again![FREE_V4[0]!], ms: undefined }).toEqual({ ms: undefined });
+  expect(outcome.packetSocketsAfterAgain).toBe(0);
 }, 60_000);

@@ -142,8 +142,9 @@ export class WatchedPacketSocket {
 
   /**
    * Stops watching and closes both sockets. Bun's reader reads a duplicate of the doorbell's
-   * descriptor, which cancelling closes (before this returns, measured): no descriptor is left,
-   * and nothing reads a number the kernel may give to another descriptor.
+   * descriptor, which cancelling closes (before this returns, measured; a turn of the event loop
+   * later when that reader had failed, the link gone down: test/integration/l2-probe.test.ts): no
+   * descriptor is left, and nothing reads a number the kernel may give to another descriptor.
    */
   close(): void {
     if (this.stopped) return;
