@@ -4,13 +4,19 @@ import { unsolicitedAdvertisementFrame } from './answer.ts';
 import { ARP_REQUEST, arpProbeFrame, arpReplyFrame } from './arp.ts';
 import { parseMac } from './ethernet.ts';
 import { neighborSolicitationFrame } from './ndp.ts';
-import { probeAnswerHolder } from './probe.ts';
+import { probeAnswer } from './probe.ts';
 
 const OURS = parseMac('02:00:00:00:00:0a')!;
 const FOREIGN = parseMac('02:00:00:00:00:77')!;
 const bytes = (text: string) => ipToBytes(parseIP(text)!);
 
-describe('probeAnswerHolder: which frames show another station holding a probed address', () => {
+/** The MAC of the station `frame` shows holding `address`, as a probe of that address reads it (probe.ts hands an answer to the probes of its address). */
+function probeAnswerHolder(frame: Uint8Array, address: string, ourMac: Uint8Array): string | undefined {
+  const answer = probeAnswer(frame, ourMac);
+  return answer && Buffer.from(answer.address).equals(Buffer.from(bytes(address))) ? answer.mac : undefined;
+}
+
+describe('probeAnswer: which frames show another station holding a probed address', () => {
   const v4 = '198.51.100.201';
   const v6 = '2001:db8:1::201';
   // Our probe, and the foreign host's answer to it (as Linux sends it: to us, from the address).

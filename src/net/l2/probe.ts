@@ -194,7 +194,7 @@ function probesNeeded(probe: Probe): number {
 }
 
 /** The address (its bytes) a frame shows another station holding, and that station's MAC; undefined for any other frame. */
-function probeAnswer(frame: Uint8Array, ourMac: Uint8Array): { address: Uint8Array; mac: string } | undefined {
+export function probeAnswer(frame: Uint8Array, ourMac: Uint8Array): { address: Uint8Array; mac: string } | undefined {
   const ethernet = parseEthernet(frame);
   if (!ethernet || macEquals(ethernet.source, ourMac)) return undefined;
   if (ethernet.etherType === ETHERTYPE_ARP) {
@@ -208,11 +208,4 @@ function probeAnswer(frame: Uint8Array, ourMac: Uint8Array): { address: Uint8Arr
     return { address: parsed.message.target, mac: formatMac(parsed.message.linkLayerAddress ?? ethernet.source) };
   }
   return undefined;
-}
-
-/** The MAC of the station a frame shows holding `address` (canonical text), other than `ourMac`; undefined for any other frame. */
-export function probeAnswerHolder(frame: Uint8Array, address: string, ourMac: Uint8Array): string | undefined {
-  const answer = probeAnswer(frame, ourMac);
-  const ip = parseIP(address);
-  return answer && ip && Buffer.from(ipToBytes(ip)).equals(Buffer.from(answer.address)) ? answer.mac : undefined;
 }
