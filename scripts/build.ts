@@ -1,6 +1,6 @@
 /**
- * Builds the single-file executables with Bun.build's `compile` (not the CLI, so plugins could
- * be added here if ever needed). Usage: bun scripts/build.ts [--target host|all]
+ * Builds the single-file executables with Bun.build's `compile` (not the CLI: the plugins of
+ * scripts/build-plugins.ts). Usage: bun scripts/build.ts [--target host|all]
  *   host (default): dist/edge-ccm and dist/edge-ccm-linux-amd64 (same file)
  *   all:            also dist/edge-ccm-linux-arm64, cross-compiled offline from the aarch64
  *                   runtime of the same Bun version (npm package @oven/bun-linux-aarch64,
@@ -11,6 +11,7 @@ import { $ } from 'bun';
 import { copyFileSync, existsSync, mkdirSync, renameSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import pkg from '../package.json' with { type: 'json' };
+import { BUILD_PLUGINS } from './build-plugins.ts';
 
 const root = resolve(import.meta.dir, '..');
 const dist = join(root, 'dist');
@@ -39,6 +40,7 @@ async function compile(target: string, compileTarget: Bun.Build.CompileTarget, e
     // parse and evaluate the controllers and providers (BENCHMARKS.md, footprint).
     splitting: true,
     sourcemap: 'none',
+    plugins: BUILD_PLUGINS,
     define: {
       EDGE_CCM_VERSION: JSON.stringify(pkg.version),
       EDGE_CCM_COMMIT: JSON.stringify(commit + dirty),

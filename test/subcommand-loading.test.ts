@@ -2,6 +2,7 @@ import { afterAll, expect, test } from 'bun:test';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { BUILD_PLUGINS } from '../scripts/build-plugins.ts';
 
 /**
  * `edge-ccm speaker` and `edge-ccm vip` run on every node: they must not load the controllers,
@@ -15,7 +16,7 @@ const ROOT = resolve(import.meta.dir, '..');
 const out = mkdtempSync(join(tmpdir(), 'edge-ccm-chunks-'));
 afterAll(() => rmSync(out, { recursive: true, force: true }));
 
-const built = await Bun.build({ entrypoints: [join(ROOT, 'src/main.ts')], outdir: out, target: 'bun', format: 'esm', splitting: true });
+const built = await Bun.build({ entrypoints: [join(ROOT, 'src/main.ts')], outdir: out, target: 'bun', format: 'esm', splitting: true, plugins: BUILD_PLUGINS });
 if (!built.success) throw new Error(built.logs.join('\n'));
 const chunks = new Map(readdirSync(out).map((f) => [f, readFileSync(join(out, f), 'utf8')]));
 

@@ -1,4 +1,4 @@
-import { createLogger, type Logger } from '../log.ts';
+import { createLogger, writeStderr, writeStdout, type Logger } from '../log.ts';
 import { inertFlagsWarning, type Options } from '../options/index.ts';
 import { resolveFeatureGates } from '../options/feature-gates.ts';
 import { parseVModule } from '../util/vmodule.ts';
@@ -16,7 +16,7 @@ export function loggerFromOptions(options: Options): Logger {
     format: options.loggingFormat,
     verbosity: options.verbosity,
     vmodule: vmodule.ok ? vmodule.rules : [],
-    ...(split ? { write: (line: string) => process.stdout.write(line + '\n'), writeErrors: (line: string) => process.stderr.write(line + '\n') } : {}),
+    ...(split ? { write: writeStdout, writeErrors: writeStderr } : {}),
   });
 }
 

@@ -1,5 +1,5 @@
-import { randomInt } from 'node:crypto';
 import { hostname } from 'node:os';
+import { randomBelow } from '../util/digest.ts';
 import { Counter, type Registry } from '../util/prom.ts';
 import { perRegistry } from '../util/per-registry.ts';
 import type { LogFields, Logger } from '../log.ts';
@@ -116,7 +116,7 @@ export class EventCorrelator {
    * pick other names. client-go's UnixNano rarely collides; a millisecond clock plus a counter
    * from 0 in every process did, and the second Event was lost to AlreadyExists.
    */
-  private sequence = randomInt(1_000_000);
+  private sequence = randomBelow(1_000_000);
 
   constructor(options: CorrelatorOptions = {}) {
     this.now = options.now ?? Date.now;

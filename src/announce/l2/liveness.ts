@@ -1,5 +1,4 @@
-import { randomBytes } from 'node:crypto';
-import dgram from 'node:dgram';
+import { randomHex } from '../../util/digest.ts';
 import { formatIP, parseIP } from '../../net/ip.ts';
 import type { Logger } from '../../log.ts';
 import { errorMessage } from '../../util/errors.ts';
@@ -23,6 +22,11 @@ import type { LogLimiter } from '../../util/log-limiter.ts';
  * on the dead peer's socket only (as an 'error' event, recvmsg ECONNREFUSED), and names it: it is
  * kept as evidence that the peer's speaker is not running. Receiving stays on one socket bound
  * to the port; it sends nothing, so no ICMP error is reported on it.
+ *
+ * The sockets are the runtime's own (Bun.udpSocket), not node:dgram: node:dgram is JavaScript over
+ * the same sockets, and loading it costs a speaker or a vip 1.3 MiB of heap and 1.5 MiB of mapped
+ * code (BENCHMARKS.md, "What the runtime's node modules cost"). A bound '::' socket is dual stack
+ * whatever net.ipv6.bindv6only says (measured: Bun clears IPV6_V6ONLY).
  *
  * A heartbeat is accepted only when: it is at most MAX_PACKET bytes, starts with the magic, its
  * HMAC verifies (constant time), its JSON names a node this speaker knows and comes from one of
@@ -201,13 +205,24 @@ interface PeerState {
   refusedAt?: number;
 }
 
+type BoundSocket = Bun.udp.Socket<'uint8array'>;
+type ConnectedSocket = Bun.udp.ConnectedSocket<'uint8array'>;
+
 /** One connected socket per peer address (see the module comment for why). */
 interface PeerSocket {
-  socket: dgram.Socket;
+  /** Undefined while it connects (a moment: the first heartbeat to the peer may be skipped). */
+  socket?: ConnectedSocket;
   node: string;
-  connected: boolean;
-  /** The callback of every send to it. */
-  sent: (err: Error | null) => void;
+  /** Set by stop() or when the peer is gone: a socket connected after that is closed at once. */
+  dropped: boolean;
+}
+
+/**
+ * The error a UDP socket's error handler was given. Bun 1.4.5 calls it with the error alone
+ * while its types say (socket, error): whichever argument is an Error.
+ */
+function handlerError(args: readonly unknown[]): unknown {
+  return args.find((a) => a instanceof Error) ?? args[args.length - 1];
 }
 
 /**
@@ -229,9 +244,9 @@ export function loggedLivenessProblems(log: Logger, limiter: LogLimiter): Pick<L
 }
 
 export class Liveness {
-  private socket?: dgram.Socket;
+  private socket?: BoundSocket;
   private family: 4 | 6 = 6;
-  private readonly boot = randomBytes(8).toString('hex');
+  private readonly boot = randomHex(8);
   private seq = 0;
   private readonly heard = new Map<string, PeerState>();
   private readonly senders = new Map<string, PeerSocket>();
@@ -275,24 +290,31 @@ export class Liveness {
   private async open(): Promise<void> {
     const at = this.options.bindAddress;
     if (at) this.family = at.includes(':') ? 6 : 4;
+    const handlers = this.socketHandlers;
     const socket = at
-      ? await bind(this.port, this.family, at)
-      : await bind(this.port, 6).catch(() => {
+      ? await bind(this.port, at, handlers)
+      : await bind(this.port, '::', handlers).catch(() => {
           this.family = 4;
-          return bind(this.port, 4);
+          return bind(this.port, '0.0.0.0', handlers);
         });
     if (this.stopped) {
       socket.close();
       return;
     }
-    socket.on('message', (packet, remote) => this.receive(packet, remote.address));
-    socket.on('error', (e) => this.error('socket', e));
-    socket.on('close', () => {
-      if (this.socket !== socket) return;
-      this.socket = undefined;
-      if (!this.stopped) this.reopen('the socket closed');
-    });
     this.socket = socket;
+  }
+
+  /** The bound socket's: a heartbeat read; an error (a failed receive) counted and reported, the socket kept. */
+  private readonly socketHandlers: Bun.udp.SocketHandler<'uint8array'> = {
+    data: (_socket, packet, _port, address) => this.receive(packet, address),
+    error: (...args: unknown[]) => this.error('socket', handlerError(args)),
+  };
+
+  /** A bound socket closed under the speaker (the runtime has no close event: seen at each heartbeat) is bound again. */
+  private noticeClosedSocket(): void {
+    if (!this.socket?.closed) return;
+    this.socket = undefined;
+    if (!this.stopped) this.reopen('the socket closed');
   }
 
   /** Binds again after one interval (and again while that fails): the heartbeats must not end while the speaker runs. */
@@ -349,7 +371,7 @@ export class Liveness {
     this.state = 'leaving';
     clearInterval(this.sendTimer);
     for (let i = 0; i < LEAVING_COPIES && !this.stopped; i++) {
-      await this.beat(true);
+      this.beat();
       await Bun.sleep(5);
     }
     this.stop();
@@ -364,13 +386,8 @@ export class Liveness {
     this.reopenTimer = undefined;
     const socket = this.socket;
     this.socket = undefined;
-    for (const s of [socket, ...[...this.senders.values()].map((p) => p.socket)]) {
-      try {
-        s?.close();
-      } catch {
-        // Already closed.
-      }
-    }
+    closeQuietly(socket);
+    for (const peer of this.senders.values()) dropPeer(peer);
     this.senders.clear();
   }
 
@@ -379,20 +396,19 @@ export class Liveness {
     this.beatQueued = true;
     queueMicrotask(() => {
       this.beatQueued = false;
-      void this.beat();
+      this.beat();
     });
   }
 
   /**
-   * One heartbeat to every peer; with `awaited` (leaving: the sockets close next), resolves when
-   * every send has completed (or failed). Otherwise each send reports to its peer's own callback:
-   * no promise or closure per heartbeat.
+   * One heartbeat to every peer. A send is done when it returns (the runtime's UDP send is a
+   * sendmsg, not queued); a refusal comes later, on the peer's socket.
    */
-  private beat(awaited = false): Promise<void> {
-    if (this.stopped && this.state !== 'leaving') return Promise.resolve();
-    const sends: Promise<void>[] = [];
+  private beat(): void {
+    if (this.stopped && this.state !== 'leaving') return;
     try {
       this.noticePause();
+      this.noticeClosedSocket();
       // Signed once a peer is there to send to (a lone node signs nothing).
       let packet: Uint8Array | undefined;
       const wanted = new Set<string>();
@@ -402,54 +418,60 @@ export class Liveness {
         if (!to) continue;
         wanted.add(`${node} ${to}`);
         const peer = this.sender(node, to);
-        if (!peer.connected) continue;
+        if (!peer.socket) continue;
         this.counters.sent += 1;
         packet ??= encodeHeartbeat(this.options.key, { n: this.options.node, b: this.boot, s: ++this.seq, t: Date.now(), r: STATE_CODES[this.state], v: this.view });
-        if (!awaited) {
-          peer.socket.send(packet, peer.sent);
-          continue;
-        }
-        sends.push(new Promise((resolve) => peer.socket.send(packet!, (err) => {
-          peer.sent(err);
-          resolve();
-        })));
+        this.send(peer, packet);
       }
       // Peers gone from the Node objects (or readdressed): their sockets close, and nodes gone are forgotten.
       for (const [key, peer] of this.senders) {
         if (wanted.has(key)) continue;
         this.senders.delete(key);
-        peer.socket.close();
+        dropPeer(peer);
       }
       const known = this.options.peers();
       for (const node of this.heard.keys()) if (!known.has(node)) this.heard.delete(node);
     } catch (e) {
       this.error('internal', `sending heartbeats: ${errorMessage(e)}`);
     }
-    return awaited ? Promise.all(sends).then(() => undefined) : Promise.resolve();
   }
 
-  /** The connected socket to `node` at `to`, opened on first use (connecting takes a moment: the first heartbeat may be skipped). */
+  private send(peer: PeerSocket, packet: Uint8Array): void {
+    try {
+      // false: the socket's send buffer is full and the datagram was not sent (a lost heartbeat).
+      if (!peer.socket!.send(packet)) this.sendFailed(peer.node, new Error('send buffer full: heartbeat dropped'));
+    } catch (e) {
+      this.sendFailed(peer.node, e);
+    }
+  }
+
+  /**
+   * The connected socket to `node` at `to`, opened on first use (connecting takes a moment: the
+   * first heartbeat may be skipped). One that fails to open (no route yet, the bind address
+   * gone) is reported and tried again at the next heartbeat; one closed under us, likewise.
+   */
   private sender(node: string, to: string): PeerSocket {
     const key = `${node} ${to}`;
     const existing = this.senders.get(key);
-    if (existing) return existing;
-    const v6 = to.includes(':');
-    const socket = v6 ? dgram.createSocket('udp6') : dgram.createSocket('udp4');
-    const peer: PeerSocket = { socket, node, connected: false, sent: (err) => {
-      if (err) this.sendFailed(node, err);
-    } };
+    if (existing && !existing.socket?.closed) return existing;
+    if (existing) this.senders.delete(key);
+    const peer: PeerSocket = { node, dropped: false };
     this.senders.set(key, peer);
-    socket.on('error', (e) => this.sendFailed(node, e));
-    socket.on('close', () => {
-      if (this.senders.get(key) === peer) this.senders.delete(key);
-    });
-    const connect = () => socket.connect(this.port, to, () => {
-      peer.connected = true;
-    });
     const at = this.options.bindAddress;
     // Bound to the configured address, when it is of the same family, so the source is the one the peers expect.
-    if (at && at.includes(':') === v6 && at !== '::' && at !== '0.0.0.0') socket.bind(0, at, connect);
-    else connect();
+    const bindTo = at && at.includes(':') === to.includes(':') && at !== '::' && at !== '0.0.0.0' ? { hostname: at } : {};
+    Bun.udpSocket({
+      ...bindTo,
+      binaryType: 'uint8array',
+      connect: { hostname: to, port: this.port },
+      socket: { error: (...args: unknown[]) => this.sendFailed(node, handlerError(args)) },
+    }).then((socket) => {
+      if (peer.dropped) socket.close();
+      else peer.socket = socket;
+    }, (e) => {
+      if (this.senders.get(key) === peer) this.senders.delete(key);
+      if (!peer.dropped) this.sendFailed(node, e);
+    });
     return peer;
   }
 
@@ -599,7 +621,7 @@ export class Liveness {
    * meanwhile (measured), so heartbeats that waited are read before their senders are judged.
    */
   private check(): void {
-    if (this.stalledFor() > this.timeoutMs) void this.beat();
+    if (this.stalledFor() > this.timeoutMs) this.beat();
     const reports = this.reports();
     const next = new Set<string>([this.options.node]);
     for (const [node, r] of reports) if (r.heard && r.state !== 'leaving') next.add(node);
@@ -615,20 +637,22 @@ export class Liveness {
   }
 }
 
-function bind(port: number, family: 4 | 6, address = family === 6 ? '::' : '0.0.0.0'): Promise<dgram.Socket> {
-  return new Promise((resolve, reject) => {
-    const socket = family === 6 ? dgram.createSocket({ type: 'udp6', ipv6Only: false }) : dgram.createSocket('udp4');
-    // Only while binding: left attached, the first error of the bound socket (months later) would close it.
-    const failed = (e: Error) => {
-      socket.close();
-      reject(e);
-    };
-    socket.once('error', failed);
-    socket.bind(port, address, () => {
-      socket.off('error', failed);
-      resolve(socket);
-    });
-  });
+function bind(port: number, hostname: string, socket: Bun.udp.SocketHandler<'uint8array'>): Promise<BoundSocket> {
+  return Bun.udpSocket({ hostname, port, binaryType: 'uint8array', socket });
+}
+
+function closeQuietly(socket: { close(): void } | undefined): void {
+  try {
+    socket?.close();
+  } catch {
+    // Already closed.
+  }
+}
+
+/** A peer no longer sent to: its socket closed now, or as soon as it has connected. */
+function dropPeer(peer: PeerSocket): void {
+  peer.dropped = true;
+  closeQuietly(peer.socket);
 }
 
 function sameAddress(a: string, b: string): boolean {

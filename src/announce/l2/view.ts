@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { sha256Hex } from '../../util/digest.ts';
 import type { PeerReport } from './liveness.ts';
 
 /**
@@ -65,7 +65,7 @@ function gone(p: PeerReport | undefined): boolean {
 }
 
 export function viewDigest(alive: Iterable<string>): string {
-  return createHash('sha256').update([...alive].sort().join('\n')).digest('hex').slice(0, 16);
+  return sha256Hex([...alive].sort().join('\n')).slice(0, 16);
 }
 
 /** Ready peers heard whose view differs from ours (a peer sending no digest agrees with anyone). */

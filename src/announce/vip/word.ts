@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomHex, sha256Hex } from '../../util/digest.ts';
 
 /**
  * What one `edge-ccm vip` says about the VIP in its heartbeats (the liveness mesh's opaque `view`
@@ -24,12 +24,12 @@ const NONE = '-';
 
 /** A new epoch token: 8 hex characters (2^32: two stretches of one host never share one in practice). */
 export function newEpoch(): string {
-  return randomBytes(4).toString('hex');
+  return randomHex(4);
 }
 
 /** Who `host` is during `epoch`, as a word's `elects` names it. */
 export function electsToken(host: string, epoch: string): string {
-  return createHash('sha256').update(`${host}@${epoch}`).digest('hex').slice(0, 12);
+  return sha256Hex(`${host}@${epoch}`).slice(0, 12);
 }
 
 export function encodeWord(w: VipWord): string {

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { sha256Hex } from '../../util/digest.ts';
 import { formatIP, parseIP } from '../ip.ts';
 
 /**
@@ -48,7 +48,7 @@ function rank(node: string, key: string): string {
       remembered = 0;
       ranks.set(key, (byNode = new Map()));
     }
-    hash = createHash('sha256').update(`${node}#${key}`).digest('hex');
+    hash = sha256Hex(`${node}#${key}`);
     byNode.set(node, hash);
     remembered += 1;
   }
