@@ -28,6 +28,7 @@ import { applyManifests } from '../test/harness/manifests.ts';
 import { setReady } from '../test/harness/nodes.ts';
 import { freeLoopbackPorts } from '../test/harness/ports.ts';
 import { LoggedProcess } from '../test/harness/processes.ts';
+import { evictFromPageCache } from './page-cache.ts';
 import { forEachLimited } from '../src/util/parallel.ts';
 import { cpuSeconds, idleWindow } from './proc-sampler.ts';
 import { parseVariants } from './variants.ts';
@@ -111,6 +112,7 @@ try {
     const proc = spawnEnv(fileName, cmd, env);
     sides.push({ name, proc });
   };
+  evictFromPageCache([empty, METALLB, ...variants.map((v) => v.binary)]);
   spawn('bun floor (empty compiled binary)', [empty]);
   const ports = await freeLoopbackPorts(variants.length);
   variants.forEach((v, i) => spawn(v.name, [v.binary, 'speaker', `--cloud-config=${config}`, `--node-name=${NODE}`, `--kubeconfig=${cp.adminKubeconfig}`, `--liveness-key-file=${key}`, `--liveness-port=${ports[i]}`, '--metrics-bind-address=0'], v.env));

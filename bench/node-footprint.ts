@@ -31,6 +31,7 @@ import { phases, type Phase, type Side } from './node-footprint-sides.ts';
 import { clearReferenced, cpuSeconds, referencedMiB, residentMiB } from './proc-sampler.ts';
 import { anchors } from './anchors.ts';
 import { stringOption as opt } from './args.ts';
+import { evictFromPageCache } from './page-cache.ts';
 
 const ROOT = resolve(import.meta.dir, '..');
 const args = process.argv.slice(2);
@@ -100,6 +101,8 @@ async function runPhase(lab: NodeFootprintLab, phase: Phase): Promise<void> {
   const running: Running[] = [];
   try {
     for (const side of phase.sides) await side.setUp?.(lab);
+    // Each phase's binaries read from disk by its own processes (the phases run one after another).
+    evictFromPageCache(Object.values(binaries));
     for (const side of phase.sides) running.push({ side, procs: new Map(NODES.map((n) => [n, side.start(lab, n)])) });
     await Bun.sleep(SETTLE_S * 1000);
     const atStart = await idleWindow(running, STEP_IDLE_S);

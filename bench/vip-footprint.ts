@@ -26,6 +26,7 @@ import type { LoggedProcess } from '../test/harness/processes.ts';
 import { idleWindow } from './proc-sampler.ts';
 import { parseVariants } from './variants.ts';
 import { anchors } from './anchors.ts';
+import { evictFromPageCache } from './page-cache.ts';
 import { stringOption as opt } from './args.ts';
 
 const args = process.argv.slice(2);
@@ -55,6 +56,7 @@ if (!existsSync(KUBE_VIP)) throw new Error(`${KUBE_VIP} is missing: build kube-v
 const vip = await VipLab.build();
 try {
   await Promise.all(NODES.map((n) => vip.startApiServer(n)));
+  evictFromPageCache([KUBE_VIP, ...variants.map((v) => v.binary)]);
   const sides: { name: string; node: string; proc: LoggedProcess; metricsPort?: number }[] = [];
   pairs.forEach((p, i) => {
     const name = `edge-ccm vip (announce: l2${IFACE === 'eth0' ? '' : ` on ${IFACE}`}) ${p.name}, timings ${p.timings.name}`;

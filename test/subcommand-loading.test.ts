@@ -41,6 +41,28 @@ function loadedModules(chunk: string): Set<string> {
   return modules;
 }
 
+/**
+ * The runtime's modules (node:*, bun:*) that loading `chunk` evaluates: imported by a module of it
+ * or its static imports, or required by a bundled CommonJS module as it loads (a `require` inside
+ * a function runs when the function does, and is not counted).
+ */
+function runtimeModulesLoaded(chunk: string): Set<string> {
+  const seen = new Set<string>();
+  const found = new Set<string>();
+  const visit = (name: string) => {
+    if (seen.has(name)) return;
+    seen.add(name);
+    const code = chunks.get(name)!;
+    for (const m of code.matchAll(/^import\s[^;]*?\sfrom\s*"([^".][^"]*)";$/gm)) found.add(m[1]!.replace(/^node:/, ''));
+    // `x = __require("m");` on a line of its own: a CommonJS module's top level (a `return
+    // __require(...)` or an arrow's is inside a function; an assignment inside one is counted too).
+    for (const m of code.matchAll(/^\s*(?:(?:var|const|let)\s+)?[\w$]+\s*=\s*__require\("([^"]+)"\);$/gm)) found.add(m[1]!.replace(/^node:/, ''));
+    staticImports(code).forEach(visit);
+  };
+  visit(chunk);
+  return found;
+}
+
 /** The chunk whose own modules include `source` (the chunk a dynamic import of it loads). */
 function chunkOf(source: string): string {
   const found = [...chunks].find(([, code]) => code.includes(`\n// ${source}\n`));
@@ -100,6 +122,28 @@ for (const command of ['speaker', 'vip']) {
     expect([...modules].filter((m) => /^src\/options\/(index|flags(-[a-z]+)?|manager-help|validate)\.ts$/.test(m))).toEqual([]);
   });
 }
+
+// Each of node's modules written in JavaScript (node:crypto, node:dgram, node:util, process.stderr's
+// stream...) costs a per-node process 1-2 MiB of heap and mapped code when loaded (BENCHMARKS.md,
+// "What the runtime's node modules cost"): the sockets, hashes and console are the runtime's own.
+// What is left: the file reads (node:fs), os, path, bun:ffi for the raw sockets, node:v8 for
+// prom-client's nodejs_heap_space_* gauges; buffer and process are the runtime's own objects.
+const RUNTIME_MODULES: Record<string, string[]> = {
+  vip: ['buffer', 'bun:ffi', 'fs', 'fs/promises', 'os', 'process', 'v8'],
+  speaker: ['buffer', 'bun:ffi', 'fs', 'fs/promises', 'os', 'path', 'process', 'v8'],
+};
+for (const [command, expected] of Object.entries(RUNTIME_MODULES)) {
+  test(`edge-ccm ${command} loads only these of the runtime's modules at start: ${expected.join(', ')}`, () => {
+    const loaded = new Set([...runtimeModulesLoaded('main.js'), ...runtimeModulesLoaded(chunkOf(`src/cmd/${command}.ts`))]);
+    expect([...loaded].sort()).toEqual(expected);
+  });
+}
+
+test("the scan sees the runtime's modules where they are loaded: the manager loads node:crypto, client-node's CommonJS node:util", () => {
+  const manager = new Set([...runtimeModulesLoaded('main.js'), ...runtimeModulesLoaded(chunkOf('src/cmd/run.ts'))]);
+  expect(manager).toContain('crypto');
+  expect(manager).toContain('util');
+});
 
 // announce: bgp's output (BGP, BFD) is imported when it starts: a VIP announcing over L2 never loads it.
 test('edge-ccm vip loads no BGP or BFD session code before its config asks for announce: bgp', () => {

@@ -11,6 +11,12 @@ test('the process metrics are prom-client\'s defaults without the event-loop del
   expect(names.filter((n) => /^nodejs_eventloop_lag_(min|max|mean|stddev|p50|p90|p99)_seconds$/.test(n))).toEqual([]);
 });
 
+test("the gc histogram is left out because Bun makes no 'gc' performance entry for it to observe", async () => {
+  const { PerformanceObserver } = await import('node:perf_hooks');
+  expect(PerformanceObserver.supportedEntryTypes).not.toContain('gc');
+  expect((await createRegistry().getMetricsAsJSON()).map((m) => m.name)).not.toContain('nodejs_gc_duration_seconds');
+});
+
 test('nodejs_eventloop_lag_seconds is the wait of the scrape itself: a 60 ms block queued before it is in it', async () => {
   const registry = createRegistry();
   setImmediate(() => {

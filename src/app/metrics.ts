@@ -1,5 +1,4 @@
 import { Counter, Gauge, Histogram, Registry } from '../util/prom.ts';
-import gc from 'prom-client/lib/metrics/gc.js';
 import heapSizeAndUsed from 'prom-client/lib/metrics/heapSizeAndUsed.js';
 import heapSpacesSizeAndUsed from 'prom-client/lib/metrics/heapSpacesSizeAndUsed.js';
 import osMemoryHeap from 'prom-client/lib/metrics/osMemoryHeap.js';
@@ -30,11 +29,14 @@ export function createRegistry(): Registry {
  * prom-client's default 10 ms), most of an idle controller's wakeups; and in Bun 1.4.5 it records
  * only the delay beyond its own period, so a block shorter than the period reads as nothing (a
  * 50 ms block as 0.4 ms at 100 ms) and a longer one up to a period short (BENCHMARKS.md run 10).
- * The list is collectDefaultMetrics' (prom-client 15.1.3) less eventLoopLag.
+ * Nor its nodejs_gc_duration_seconds: it observes node's 'gc' performance entries, which Bun
+ * 1.4.5 never makes (PerformanceObserver.supportedEntryTypes has no 'gc'), so it was a histogram
+ * with no series, and its module loads node:perf_hooks' JavaScript into every process.
+ * The list is collectDefaultMetrics' (prom-client 15.1.3) less eventLoopLag and gc.
  */
 const PROCESS_METRICS = [
   processCpuSeconds, processStartTime, osMemoryHeap, processOpenFileDescriptors, processMaxFileDescriptors,
-  processResources, processHandles, processRequests, heapSizeAndUsed, heapSpacesSizeAndUsed, version, gc,
+  processResources, processHandles, processRequests, heapSizeAndUsed, heapSpacesSizeAndUsed, version,
 ];
 
 /**
