@@ -129,7 +129,7 @@ for (const command of ['speaker', 'vip']) {
 // What is left: the file reads (node:fs), os, path, bun:ffi for the raw sockets, node:v8 for
 // prom-client's nodejs_heap_space_* gauges; buffer and process are the runtime's own objects.
 const RUNTIME_MODULES: Record<string, string[]> = {
-  vip: ['buffer', 'bun:ffi', 'fs', 'fs/promises', 'os', 'process', 'v8'],
+  vip: ['buffer', 'bun:ffi', 'fs', 'os', 'process', 'v8'],
   speaker: ['buffer', 'bun:ffi', 'fs', 'fs/promises', 'os', 'path', 'process', 'v8'],
 };
 for (const [command, expected] of Object.entries(RUNTIME_MODULES)) {

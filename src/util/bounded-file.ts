@@ -1,5 +1,4 @@
 import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
-import { open } from 'node:fs/promises';
 
 /**
  * Reads a file that must be a regular file of at most `maxBytes`, for input an operator (or an
@@ -32,8 +31,14 @@ export function readBoundedFileSync(path: string, maxBytes: number): string {
   }
 }
 
-/** Reads `path` as UTF-8 without blocking the event loop (bounded as readBoundedFileSync). */
+/**
+ * Reads `path` as UTF-8 without blocking the event loop (bounded as readBoundedFileSync).
+ * node:fs/promises is imported on the first call: a process that only reads files at start (the
+ * vip) does not load its JavaScript (0.5 MiB of heap; BENCHMARKS.md, "What the runtime's node
+ * modules cost").
+ */
 export async function readBoundedFile(path: string, maxBytes: number): Promise<string> {
+  const { open } = await import('node:fs/promises');
   const handle = await open(path, OPEN_FLAGS);
   try {
     const reader = new BoundedReader(path, checkStats(path, await handle.stat(), maxBytes), maxBytes);
