@@ -10,6 +10,7 @@
  *     [--variant=NAME:BINARY[::ENV=V,...]]...   (default: dist/edge-ccm)
  *     [--timings=NAME:KEY=MS,...]...            (controlPlaneEndpoint.timings keys; default: the defaults)
  *     [--interface=eth0]                         (edge-ccm's; one no host has: the VIP without its L2 responder)
+ *     [--page-cache=cold|as-is]                  (cold: every binary dropped from the page cache first, bench/page-cache.ts)
  *
  * Every variant runs with every timings, all at once: each pair on all three hosts with a VIP
  * (198.51.100.20 and up), heartbeat port and metrics port of its own, so builds and timings are
@@ -49,6 +50,8 @@ const timings = (timingArgs.length ? timingArgs : ['defaults:']).map((t) => {
   return { name: t.slice(0, colon), values: Object.keys(values).length ? values : undefined };
 });
 const IFACE = opt('interface', 'eth0');
+const PAGE_CACHE = opt('page-cache', 'cold');
+if (PAGE_CACHE !== 'cold' && PAGE_CACHE !== 'as-is') throw new Error(`--page-cache=${PAGE_CACHE}: cold or as-is`);
 const pairs = variants.flatMap((v) => timings.map((t) => ({ ...v, timings: t })));
 if (pairs.length > 20) throw new Error(`${pairs.length} variant x timings pairs: at most 20 (their VIPs are 198.51.100.20-39)`);
 if (!existsSync(KUBE_VIP)) throw new Error(`${KUBE_VIP} is missing: build kube-vip there (BENCHMARKS.md, footprint, says how)`);
@@ -56,7 +59,7 @@ if (!existsSync(KUBE_VIP)) throw new Error(`${KUBE_VIP} is missing: build kube-v
 const vip = await VipLab.build();
 try {
   await Promise.all(NODES.map((n) => vip.startApiServer(n)));
-  evictFromPageCache([KUBE_VIP, ...variants.map((v) => v.binary)]);
+  if (PAGE_CACHE === 'cold') evictFromPageCache([KUBE_VIP, ...variants.map((v) => v.binary)]);
   const sides: { name: string; node: string; proc: LoggedProcess; metricsPort?: number }[] = [];
   pairs.forEach((p, i) => {
     const name = `edge-ccm vip (announce: l2${IFACE === 'eth0' ? '' : ` on ${IFACE}`}) ${p.name}, timings ${p.timings.name}`;
