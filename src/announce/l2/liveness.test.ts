@@ -260,6 +260,20 @@ describe('Liveness', () => {
     expect(reported).toEqual(['socket: recvmsg EHOSTUNREACH', `reopen: the socket closed; binding port ${port} again`]);
   });
 
+  // A peer socket that cannot be opened (here: an IPv6 link-local address without its interface,
+  // refused by connect() on this host, nothing sent) is reported and tried again at the next
+  // heartbeat: a socket that failed once (no route yet at boot) must not stay silent for good.
+  test('a peer socket that fails to open is reported and opened again at every heartbeat', async () => {
+    const [port] = await freeLoopbackPorts(1);
+    const reported: string[] = [];
+    const l = new Liveness({ node: 'n1', key: KEY, port: port!, intervalMs: 100, timeoutMs: 400, peers: () => new Map([['n1', ['127.0.0.1']], ['n2', ['fe80::1']]]), onError: (what, error) => reported.push(`${what}: ${error}`) });
+    await l.start();
+    started.push(l);
+    await eventually('three failed opens', () => (l.stats().errors.send ?? 0) >= 3, 10_000);
+    expect(reported.every((r) => r.startsWith('send: n2: '))).toBe(true);
+    expect(l.stats().errors.internal).toBeUndefined();
+  });
+
   test('a peers() that throws once costs one heartbeat, not the speaker', async () => {
     const [port] = await freeLoopbackPorts(1);
     let failures = 0;

@@ -460,12 +460,19 @@ export class Liveness {
     const at = this.options.bindAddress;
     // Bound to the configured address, when it is of the same family, so the source is the one the peers expect.
     const bindTo = at && at.includes(':') === to.includes(':') && at !== '::' && at !== '0.0.0.0' ? { hostname: at } : {};
-    Bun.udpSocket({
-      ...bindTo,
-      binaryType: 'uint8array',
-      connect: { hostname: to, port: this.port },
-      socket: { error: (...args: unknown[]) => this.sendFailed(node, handlerError(args)) },
-    }).then((socket) => {
+    let opening: Promise<ConnectedSocket>;
+    try {
+      opening = Bun.udpSocket({
+        ...bindTo,
+        binaryType: 'uint8array',
+        connect: { hostname: to, port: this.port },
+        socket: { error: (...args: unknown[]) => this.sendFailed(node, handlerError(args)) },
+      });
+    } catch (e) {
+      // Bun 1.4.5 throws some connect() errors (EAFNOSUPPORT) instead of rejecting: handled alike.
+      opening = Promise.reject(e);
+    }
+    opening.then((socket) => {
       if (peer.dropped) socket.close();
       else peer.socket = socket;
     }, (e) => {
@@ -637,8 +644,9 @@ export class Liveness {
   }
 }
 
-function bind(port: number, hostname: string, socket: Bun.udp.SocketHandler<'uint8array'>): Promise<BoundSocket> {
-  return Bun.udpSocket({ hostname, port, binaryType: 'uint8array', socket });
+/** Async: an error Bun throws (rather than rejects with) is a rejection too, so the IPv4 fallback sees it. */
+async function bind(port: number, hostname: string, socket: Bun.udp.SocketHandler<'uint8array'>): Promise<BoundSocket> {
+  return await Bun.udpSocket({ hostname, port, binaryType: 'uint8array', socket });
 }
 
 function closeQuietly(socket: { close(): void } | undefined): void {
