@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
  * prom-client's metric classes (counter.js, gauge.js, histogram.js, validation.js) `require('util')`
  * at load for error messages only: `util.format` for a value that is not a number, `util.inspect`
  * for labels a metric was not declared with.
- * Loading node:util's JavaScript costs a process 1.2 MiB of heap and 1 MiB of mapped code
+ * Loading node:util's JavaScript costs a process 1.1 MiB of heap and 1.3 MiB of mapped code
  * (BENCHMARKS.md, "What the runtime's node modules cost"), paid by the speaker and the vip for a
  * message they never build. Bundled, those files get a `util` whose `format` and `inspect` require
  * node:util on their first call (the bundler resolves node's modules before any plugin sees the

@@ -51,7 +51,7 @@ function buildLogger(opts: LoggerOptions, base: LogFields, verbosity: number): L
 /**
  * The runtime's console, not process.stderr: a synchronous write of the line (nothing lost when
  * the process dies after it), and no node stream modules loaded. process.stderr's stream costs a
- * process 1.7 MiB of heap and 2 MiB of mapped code (BENCHMARKS.md, "What the runtime's node
+ * process 1.7 MiB of heap and 2.6 MiB of mapped code (BENCHMARKS.md, "What the runtime's node
  * modules cost"). A single string argument is printed as it is: no %-formatting.
  */
 export const writeStderr = (line: string): void => console.error(line);

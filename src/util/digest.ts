@@ -1,7 +1,7 @@
 /**
  * SHA-256 in hex and random hex tokens from the runtime's native hashing and the Web Crypto
  * global, not node:crypto: loading node:crypto's JavaScript (and with it the runtime's parser and
- * the shared node internals) costs a per-node process 1.4 MiB of heap and 1.6 MiB of mapped code
+ * the shared node internals) costs a per-node process 1.3 MiB of heap and 1.9 MiB of mapped code
  * (BENCHMARKS.md, "What the runtime's node modules cost"). The digests are node:crypto's byte for
  * byte (digest.test.ts): peers of another version hash alike.
  */

@@ -24,7 +24,7 @@ import type { LogLimiter } from '../../util/log-limiter.ts';
  * to the port; it sends nothing, so no ICMP error is reported on it.
  *
  * The sockets are the runtime's own (Bun.udpSocket), not node:dgram: node:dgram is JavaScript over
- * the same sockets, and loading it costs a speaker or a vip 1.3 MiB of heap and 1.5 MiB of mapped
+ * the same sockets, and loading it costs a speaker or a vip 1.3 MiB of heap and 1.6 MiB of mapped
  * code (BENCHMARKS.md, "What the runtime's node modules cost"). A bound '::' socket is dual stack
  * whatever net.ipv6.bindv6only says (measured: Bun clears IPV6_V6ONLY).
  *

@@ -55,7 +55,7 @@ export function readHealthCredentials(files: HealthCheckFiles | undefined, repor
 
 /**
  * node:crypto, loaded the first time a file is checked: the default check (anonymous, unverified)
- * names no file, and a vip that never loads node:crypto holds 1.4 MiB less heap and 1.6 MiB less
+ * names no file, and a vip that never loads node:crypto holds 1.3 MiB less heap and 1.9 MiB less
  * mapped code (BENCHMARKS.md, "What the runtime's node modules cost").
  */
 function nodeCrypto(): typeof import('node:crypto') {
