@@ -421,7 +421,7 @@ export class Liveness {
         if (!peer.socket) continue;
         this.counters.sent += 1;
         packet ??= encodeHeartbeat(this.options.key, { n: this.options.node, b: this.boot, s: ++this.seq, t: Date.now(), r: STATE_CODES[this.state], v: this.view });
-        this.send(peer, packet);
+        this.send(peer.node, peer.socket, packet);
       }
       // Peers gone from the Node objects (or readdressed): their sockets close, and nodes gone are forgotten.
       for (const [key, peer] of this.senders) {
@@ -436,12 +436,12 @@ export class Liveness {
     }
   }
 
-  private send(peer: PeerSocket, packet: Uint8Array): void {
+  private send(node: string, socket: ConnectedSocket, packet: Uint8Array): void {
     try {
       // false: the socket's send buffer is full and the datagram was not sent (a lost heartbeat).
-      if (!peer.socket!.send(packet)) this.sendFailed(peer.node, new Error('send buffer full: heartbeat dropped'));
+      if (!socket.send(packet)) this.sendFailed(node, new Error('send buffer full: heartbeat dropped'));
     } catch (e) {
-      this.sendFailed(peer.node, e);
+      this.sendFailed(node, e);
     }
   }
 
@@ -460,19 +460,12 @@ export class Liveness {
     const at = this.options.bindAddress;
     // Bound to the configured address, when it is of the same family, so the source is the one the peers expect.
     const bindTo = at && at.includes(':') === to.includes(':') && at !== '::' && at !== '0.0.0.0' ? { hostname: at } : {};
-    let opening: Promise<ConnectedSocket>;
-    try {
-      opening = Bun.udpSocket({
-        ...bindTo,
-        binaryType: 'uint8array',
-        connect: { hostname: to, port: this.port },
-        socket: { error: (...args: unknown[]) => this.sendFailed(node, handlerError(args)) },
-      });
-    } catch (e) {
-      // Bun 1.4.5 throws some connect() errors (EAFNOSUPPORT) instead of rejecting: handled alike.
-      opening = Promise.reject(e);
-    }
-    opening.then((socket) => {
+    opened(() => Bun.udpSocket({
+      ...bindTo,
+      binaryType: 'uint8array',
+      connect: { hostname: to, port: this.port },
+      socket: { error: (...args: unknown[]) => this.sendFailed(node, handlerError(args)) },
+    })).then((socket) => {
       if (peer.dropped) socket.close();
       else peer.socket = socket;
     }, (e) => {
@@ -644,9 +637,16 @@ export class Liveness {
   }
 }
 
-/** Async: an error Bun throws (rather than rejects with) is a rejection too, so the IPv4 fallback sees it. */
-async function bind(port: number, hostname: string, socket: Bun.udp.SocketHandler<'uint8array'>): Promise<BoundSocket> {
-  return await Bun.udpSocket({ hostname, port, binaryType: 'uint8array', socket });
+function bind(port: number, hostname: string, socket: Bun.udp.SocketHandler<'uint8array'>): Promise<BoundSocket> {
+  return opened(() => Bun.udpSocket({ hostname, port, binaryType: 'uint8array', socket }));
+}
+
+/**
+ * A Bun.udpSocket call whose failures all reject: Bun 1.4.5 throws some instead (EAFNOSUPPORT
+ * from connect()), which left a peer silent for good and would skip the bound socket's IPv4 fallback.
+ */
+async function opened<T>(open: () => Promise<T>): Promise<T> {
+  return await open();
 }
 
 function closeQuietly(socket: { close(): void } | undefined): void {
