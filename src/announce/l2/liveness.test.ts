@@ -311,6 +311,25 @@ describe('Liveness', () => {
     expect(n1!.reports().get('n2')).toEqual({ heard: true, state: 'warming', view: '', refused: false });
   });
 
+  // As in the field: n2's process dies alone (stop(): its sockets closed, nothing said; its host
+  // and address stay), n1's heartbeats to it are refused, then a new process on n2 comes back.
+  // n1 keeps the same connected socket to n2 throughout: after the ICMP errors it must still
+  // reach the new process, and hear it.
+  test('a peer whose process died alone and came back is heard again, over the socket that saw it refuse', async () => {
+    const [port] = await freeLoopbackPorts(1);
+    const twoNodes = () => new Map([['n1', [ADDRESS.n1!]], ['n2', [ADDRESS.n2!]]]);
+    const { n1, n2 } = await mesh(port!, ['n1', 'n2'], KEY, twoNodes);
+    await eventually('both alive', () => n1!.alive().size === 2 && n2!.alive().size === 2, 10_000);
+    const socketToN2 = (n1 as unknown as { senders: Map<string, { socket?: unknown }> }).senders.get(`n2 ${ADDRESS.n2}`)?.socket;
+    expect(socketToN2).toBeDefined();
+    n2!.stop();
+    await eventually('n1 seeing n2 refuse and dead', () => n1!.reports().get('n2')?.refused === true && !n1!.alive().has('n2'), 10_000);
+    const { n2: back } = await mesh(port!, ['n2'], KEY, twoNodes);
+    await eventually('n1 and the new n2 hearing each other', () => n1!.alive().has('n2') && back!.alive().has('n1'), 10_000);
+    expect(n1!.reports().get('n2')).toMatchObject({ heard: true, refused: false });
+    expect((n1 as unknown as { senders: Map<string, { socket?: unknown }> }).senders.get(`n2 ${ADDRESS.n2}`)?.socket).toBe(socketToN2);
+  });
+
   test('state and view reach the peers at once; leave() makes a peer see "leaving" long before its timeout', async () => {
     const [port] = await freeLoopbackPorts(1);
     const l = await mesh(port!, ['n1', 'n2'], KEY, everyNode, () => ({ intervalMs: 1000, timeoutMs: 4000 }));
