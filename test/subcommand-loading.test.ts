@@ -25,20 +25,25 @@ function staticImports(code: string): string[] {
   return [...code.matchAll(/(?:\bfrom\s*|\bimport\s*)"\.\/([^"]+\.js)"/g)].map((m) => m[1]!);
 }
 
-/** The source modules evaluated when `chunk` is loaded: its own and its static imports', transitively. */
-function loadedModules(chunk: string): Set<string> {
+/** The code of `chunk` and of every chunk it imports statically, transitively: what loading it evaluates. */
+function loadedChunks(chunk: string): string[] {
   const seen = new Set<string>();
-  const modules = new Set<string>();
+  const codes: string[] = [];
   const visit = (name: string) => {
     if (seen.has(name)) return;
     seen.add(name);
     const code = chunks.get(name);
     if (code === undefined) throw new Error(`chunk ${name} not in the build`);
-    for (const m of code.matchAll(/^\/\/ ((?:src|providers|node_modules)\/\S+)$/gm)) modules.add(m[1]!);
+    codes.push(code);
     staticImports(code).forEach(visit);
   };
   visit(chunk);
-  return modules;
+  return codes;
+}
+
+/** The source modules evaluated when `chunk` is loaded: its own and its static imports', transitively. */
+function loadedModules(chunk: string): Set<string> {
+  return new Set(loadedChunks(chunk).flatMap((code) => [...code.matchAll(/^\/\/ ((?:src|providers|node_modules)\/\S+)$/gm)].map((m) => m[1]!)));
 }
 
 /**
@@ -47,19 +52,13 @@ function loadedModules(chunk: string): Set<string> {
  * a function runs when the function does, and is not counted).
  */
 function runtimeModulesLoaded(chunk: string): Set<string> {
-  const seen = new Set<string>();
   const found = new Set<string>();
-  const visit = (name: string) => {
-    if (seen.has(name)) return;
-    seen.add(name);
-    const code = chunks.get(name)!;
+  for (const code of loadedChunks(chunk)) {
     for (const m of code.matchAll(/^import\s[^;]*?\sfrom\s*"([^".][^"]*)";$/gm)) found.add(m[1]!.replace(/^node:/, ''));
     // `x = __require("m");` on a line of its own: a CommonJS module's top level (a `return
     // __require(...)` or an arrow's is inside a function; an assignment inside one is counted too).
     for (const m of code.matchAll(/^\s*(?:(?:var|const|let)\s+)?[\w$]+\s*=\s*__require\("([^"]+)"\);$/gm)) found.add(m[1]!.replace(/^node:/, ''));
-    staticImports(code).forEach(visit);
-  };
-  visit(chunk);
+  }
   return found;
 }
 
