@@ -29,6 +29,7 @@ import { setReady } from '../test/harness/nodes.ts';
 import { freeLoopbackPorts } from '../test/harness/ports.ts';
 import { LoggedProcess } from '../test/harness/processes.ts';
 import { evictFromPageCache } from './page-cache.ts';
+import { compileProgram } from './compile-program.ts';
 import { forEachLimited } from '../src/util/parallel.ts';
 import { cpuSeconds, idleWindow } from './proc-sampler.ts';
 import { parseVariants } from './variants.ts';
@@ -105,8 +106,7 @@ try {
   const emptySrc = join(dir, 'empty.ts');
   writeFileSync(emptySrc, 'setInterval(() => {}, 1 << 30);\n');
   const empty = join(dir, 'bun-empty');
-  const built = Bun.spawnSync([process.execPath, 'build', '--compile', '--minify', '--bytecode', `--outfile=${empty}`, emptySrc], { stdout: 'ignore', stderr: 'pipe' });
-  if (built.exitCode !== 0) throw new Error(`bun build --compile of an empty file: ${built.stderr.toString()}`);
+  compileProgram(emptySrc, empty);
   const spawn = (name: string, cmd: string[], env: Record<string, string> = {}) => {
     const fileName = name.replace(/[^a-z0-9-]+/gi, '_');
     const proc = spawnEnv(fileName, cmd, env);

@@ -21,10 +21,10 @@ function statusField(pid: number, field: string, status = readFileSync(`/proc/${
   return match?.[1] ? Number(match[1]) : 0;
 }
 
-/** The resident set and its anonymous part now, in MiB. */
-export function residentMiB(pid: number): { rss: number; anon: number } {
+/** The resident set and its anonymous and file-backed parts now, in MiB. */
+export function residentMiB(pid: number): { rss: number; anon: number; file: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  return { rss: statusField(pid, 'VmRSS', status) / 1024, anon: statusField(pid, 'RssAnon', status) / 1024 };
+  return { rss: statusField(pid, 'VmRSS', status) / 1024, anon: statusField(pid, 'RssAnon', status) / 1024, file: statusField(pid, 'RssFile', status) / 1024 };
 }
 
 /** CPU seconds (user + system) the process has used so far. */

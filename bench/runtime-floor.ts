@@ -27,6 +27,7 @@ import { join } from 'node:path';
 import { createCertificateAuthority, issueCertificate } from '../test/harness/certs.ts';
 import { idleWindow, stopProcess } from './proc-sampler.ts';
 import { stringOption as opt } from './args.ts';
+import { compileProgram } from './compile-program.ts';
 
 const args = process.argv.slice(2);
 const INTERVAL_MS = Number(opt('interval-ms', '250'));
@@ -142,7 +143,7 @@ let peer: { port: number; send(data: Uint8Array, port: number, address: string):
 let sender: ReturnType<typeof setInterval> | undefined;
 try {
   writeFileSync(join(dir, 'floor.ts'), BUN_PROGRAM);
-  run([process.execPath, 'build', '--compile', '--minify', '--bytecode', '--outfile=bun-floor', 'floor.ts'], dir);
+  compileProgram(join(dir, 'floor.ts'), join(dir, 'bun-floor'));
   writeFileSync(join(dir, 'main.go'), GO_PROGRAM);
   writeFileSync(join(dir, 'go.mod'), 'module floor\n\ngo 1.24\n');
   run([GO, 'build', '-trimpath', '-o', 'go-floor', '.'], dir, { CGO_ENABLED: '0', GOFLAGS: '-mod=mod', GOTOOLCHAIN: 'local' });

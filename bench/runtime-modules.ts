@@ -13,10 +13,12 @@
  * Prints a Markdown table; the last rows load several together (what the speaker and the vip
  * loaded before session 15, and after).
  */
-import { mkdtempSync, rmSync, writeFileSync, readFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { evictFromPageCache } from './page-cache.ts';
+import { residentMiB } from './proc-sampler.ts';
+import { compileProgram } from './compile-program.ts';
 import { stringOption as opt } from './args.ts';
 
 const SECONDS = Number(opt('seconds', '4'));
@@ -70,8 +72,7 @@ try {
     const src = join(dir, `p${i}.ts`);
     writeFileSync(src, `${BASE}\n${body}\n`);
     const out = join(dir, `p${i}`);
-    const built = Bun.spawnSync([process.execPath, 'build', '--compile', '--minify', '--bytecode', `--outfile=${out}`, src], { stdout: 'ignore', stderr: 'pipe' });
-    if (built.exitCode !== 0) throw new Error(`bun build --compile of ${PROGRAMS[i]![0]}: ${built.stderr.toString()}`);
+    compileProgram(src, out);
     return out;
   });
   const results = PROGRAMS.map(() => [] as { anon: number; file: number }[]);
@@ -82,9 +83,8 @@ try {
       try {
         await Bun.sleep(SECONDS * 1000);
         if (proc.exitCode !== null) throw new Error(`${PROGRAMS[i]![0]} exited (${proc.exitCode}) before it was measured`);
-        const status = readFileSync(`/proc/${proc.pid}/status`, 'utf8');
-        const kib = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
-        results[i]!.push({ anon: kib('RssAnon') / 1024, file: kib('RssFile') / 1024 });
+        const { anon, file } = residentMiB(proc.pid);
+        results[i]!.push({ anon, file });
       } finally {
         proc.kill('SIGKILL');
         await proc.exited;
