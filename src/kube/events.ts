@@ -1,5 +1,4 @@
 import { hostname } from 'node:os';
-import { randomBelow } from '../util/digest.ts';
 import { Counter, type Registry } from '../util/prom.ts';
 import { perRegistry } from '../util/per-registry.ts';
 import type { LogFields, Logger } from '../log.ts';
@@ -114,9 +113,10 @@ export class EventCorrelator {
    * The sub-millisecond digits of the next name, counted from a random start so that writers in other
    * processes (a speaker per node) naming an Event about the same object in the same millisecond
    * pick other names. client-go's UnixNano rarely collides; a millisecond clock plus a counter
-   * from 0 in every process did, and the second Event was lost to AlreadyExists.
+   * from 0 in every process did, and the second Event was lost to AlreadyExists. (Any random
+   * start will do: the modulo's slight bias is of no matter.)
    */
-  private sequence = randomBelow(1_000_000);
+  private sequence = crypto.getRandomValues(new Uint32Array(1))[0]! % 1_000_000;
 
   constructor(options: CorrelatorOptions = {}) {
     this.now = options.now ?? Date.now;

@@ -19,15 +19,3 @@ export function randomHex(bytes: number): string {
 }
 
 const HEX_BYTE = Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, '0'));
-
-/** A uniformly random integer in [0, max), max at most 2^32. */
-export function randomBelow(max: number): number {
-  if (!(Number.isInteger(max) && max > 0 && max <= 2 ** 32)) throw new RangeError(`randomBelow(${max}): an integer in 1..2^32`);
-  // Rejection sampling: the values past the last whole multiple of max would favour the low ones.
-  const limit = 2 ** 32 - (2 ** 32 % max);
-  const word = new Uint32Array(1);
-  for (;;) {
-    const v = crypto.getRandomValues(word)[0]!;
-    if (v < limit) return v % max;
-  }
-}
