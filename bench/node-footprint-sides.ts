@@ -21,7 +21,12 @@ export interface Binaries {
   kubeVip: string;
   /** edge-ccm speaker's --address-probes (its default 3). */
   addressProbes: number;
+  /** The environment edge-ccm's speaker runs with (the chart's DaemonSet sets one: SPEAKER_ENV). */
+  edgeCcmEnv: string[];
 }
+
+/** What the chart's speaker DaemonSet sets (deploy/helm/edge-ccm/templates/speaker-daemonset.yaml). */
+export const SPEAKER_ENV = ['BUN_JSC_useDFGJIT=0', 'MIMALLOC_PURGE_HOLES_MIN_INTERVAL=1000'];
 
 export interface Side {
   name: string;
@@ -58,7 +63,10 @@ async function routesMissing(lab: NodeFootprintLab, prefix: string): Promise<str
   return undefined;
 }
 
-function edgeCcm(name: string, announce: 'l2' | 'bgp', binary: string, addressProbes = 3): Side {
+/** SPEAKER_ENV's names taken out of what the speaker inherits, so that only --edge-ccm-env sets them. */
+const unsetSpeakerEnv = SPEAKER_ENV.flatMap((kv) => ['-u', kv.split('=')[0]!]);
+
+function edgeCcm(name: string, announce: 'l2' | 'bgp', b: Binaries, bfd = true): Side {
   let config = '';
   let key = '';
   return {
@@ -66,15 +74,18 @@ function edgeCcm(name: string, announce: 'l2' | 'bgp', binary: string, addressPr
     async setUp(lab) {
       config = join(lab.dir, `edge-ccm-${announce}.yaml`);
       const pool = `loadBalancer:\n  pools:\n    - { name: lan, addresses: [${SERVICE_RANGE.first}-${SERVICE_RANGE.last}], announce: ${announce} }\n`;
-      // The per-node sessions as docs/networking/bgp.md shows them: BFD on, every 200 ms (the multiplier: the lab's).
-      const bgp = `bgp:\n  localASN: ${EDGE_ASN}\n  routerID: ${ROUTER4}\n  loadBalancers: { announceFrom: nodes, bfd: { detectMultiplier: ${BFD_MULTIPLIER} } }\n  peers:\n    - { address: ${ROUTER4}, asn: ${EDGE_ROUTER_ASN}, families: [4] }\n`;
+      // The per-node sessions as docs/networking/bgp.md shows them: BFD on, every 200 ms (the multiplier: the lab's);
+      // or without BFD, as MetalLB's native mode runs (the router's `bfd on` then never sees an Up session, which leaves BGP up).
+      const bfdSetting = bfd ? `{ detectMultiplier: ${BFD_MULTIPLIER} }` : '{ enabled: false }';
+      const bgp = `bgp:\n  localASN: ${EDGE_ASN}\n  routerID: ${ROUTER4}\n  loadBalancers: { announceFrom: nodes, bfd: ${bfdSetting} }\n  peers:\n    - { address: ${ROUTER4}, asn: ${EDGE_ROUTER_ASN}, families: [4] }\n`;
       writeFileSync(config, announce === 'bgp' ? pool + bgp : pool);
       key = join(lab.dir, 'liveness.key');
       writeFileSync(key, randomBytes(32).toString('hex'), { mode: 0o600 });
     },
+    // `env` execs the speaker: the pid is the speaker's. The caller's environment is not the DaemonSet's.
     start: (lab, node) => lab.site.lab.spawnLogged(node, `edge-ccm-${announce}-${node}`, [
-      binary, 'speaker', `--cloud-config=${config}`, `--node-name=${node}`, `--kubeconfig=${lab.kubeconfig}`,
-      ...(announce === 'l2' ? [`--liveness-key-file=${key}`, `--address-probes=${addressProbes}`] : []),
+      'env', ...unsetSpeakerEnv, ...b.edgeCcmEnv, b.edgeCcm, 'speaker', `--cloud-config=${config}`, `--node-name=${node}`, `--kubeconfig=${lab.kubeconfig}`,
+      ...(announce === 'l2' ? [`--liveness-key-file=${key}`, `--address-probes=${b.addressProbes}`] : []),
     ]),
     missing: (lab) => (announce === 'l2' ? arpMissing(lab) : routesMissing(lab, 'edge')),
   };
@@ -146,13 +157,18 @@ export interface Phase {
 
 export function phases(b: Binaries): Record<string, Phase> {
   return {
-    'edge-ccm-l2': { name: 'L2: edge-ccm speaker', sides: [edgeCcm(`edge-ccm speaker (announce: l2${b.addressProbes === 3 ? '' : `, --address-probes=${b.addressProbes}`})`, 'l2', b.edgeCcm, b.addressProbes)] },
+    'edge-ccm-l2': { name: 'L2: edge-ccm speaker', sides: [edgeCcm(`edge-ccm speaker (announce: l2${b.addressProbes === 3 ? '' : `, --address-probes=${b.addressProbes}`})`, 'l2', b)] },
     'metallb-l2': { name: 'L2: MetalLB speaker', sides: [metallb('MetalLB speaker v0.15.2 (L2, memberlist)', 'l2', b.metallb)] },
     'kube-vip': { name: 'L2: kube-vip', sides: [kubeVip('kube-vip (services, ARP, leader election)', b.kubeVip)] },
     // Concurrent: each has its own sessions (its own router address and ASNs) and its own ports.
     bgp: {
       name: 'BGP: edge-ccm speaker and MetalLB speaker',
-      sides: [edgeCcm('edge-ccm speaker (announce: bgp, BFD)', 'bgp', b.edgeCcm), metallb('MetalLB speaker v0.15.2 (native BGP, memberlist)', 'bgp', b.metallb)],
+      sides: [edgeCcm('edge-ccm speaker (announce: bgp, BFD)', 'bgp', b), metallb('MetalLB speaker v0.15.2 (native BGP, memberlist)', 'bgp', b.metallb)],
+    },
+    // MetalLB's native BGP mode has no BFD: the same sessions without it on edge-ccm's side.
+    'bgp-no-bfd': {
+      name: 'BGP without BFD: edge-ccm speaker and MetalLB speaker',
+      sides: [edgeCcm('edge-ccm speaker (announce: bgp, no BFD)', 'bgp', b, false), metallb('MetalLB speaker v0.15.2 (native BGP, memberlist)', 'bgp', b.metallb)],
     },
   };
 }

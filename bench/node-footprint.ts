@@ -13,10 +13,12 @@
  * from each node's session in the router's table); after a phase nobody answers any more. Figures
  * are per process (mean and max of the three nodes); the load average goes with every CPU figure.
  *
- *   bun bench/node-footprint.ts [--services=10,100,1000] [--phases=edge-ccm-l2,metallb-l2,kube-vip,bgp]
+ *   bun bench/node-footprint.ts [--services=10,100,1000] [--phases=edge-ccm-l2,metallb-l2,kube-vip,bgp,bgp-no-bfd]
  *     [--settle-seconds=20] [--step-idle-seconds=60] [--idle-seconds=60]
  *     [--edge-ccm=dist/edge-ccm] [--metallb=~/.cache/edge-ccm/anchors/metallb-speaker] [--kube-vip=~/.cache/edge-ccm/anchors/kube-vip]
  *     [--metallb-crds=~/.cache/edge-ccm/anchors/src/metallb/config/crd/bases] [--address-probes=3 (edge-ccm speaker's, L2)]
+ *     [--by-mapping=yes: after every window, each side's file-backed MiB by mapped file and permissions]
+ *     [--edge-ccm-env=NAME=VALUE,... (edge-ccm speaker's environment; default the chart DaemonSet's, SPEAKER_ENV)]
  *
  * Needs root, the network tools (scripts/install-network-tools.sh), BIRD and the control-plane binaries.
  */
@@ -27,8 +29,8 @@ import { eventually } from '../test/harness/eventually.ts';
 import { NODES, type NodeName } from '../test/harness/l2-lab.ts';
 import type { LoggedProcess } from '../test/harness/processes.ts';
 import { NodeFootprintLab, serviceAddress } from './node-footprint-lab.ts';
-import { phases, type Phase, type Side } from './node-footprint-sides.ts';
-import { clearReferenced, cpuSeconds, referencedMiB, residentMiB } from './proc-sampler.ts';
+import { phases, SPEAKER_ENV, type Phase, type Side } from './node-footprint-sides.ts';
+import { clearReferenced, cpuSeconds, fileResidentByMapping, referencedMiB, residentMiB } from './proc-sampler.ts';
 import { anchors } from './anchors.ts';
 import { stringOption as opt } from './args.ts';
 import { evictFromPageCache } from './page-cache.ts';
@@ -45,8 +47,11 @@ const binaries = {
   kubeVip: opt('kube-vip', '') || anchors().kubeVip,
 };
 const ADDRESS_PROBES = Number(opt('address-probes', '3'));
+const BY_MAPPING = opt('by-mapping', 'no') === 'yes';
 const METALLB_CRDS = opt('metallb-crds', '') || anchors().metallbCrds;
-const ALL_PHASES = phases({ ...binaries, addressProbes: ADDRESS_PROBES });
+const EDGE_CCM_ENV = opt('edge-ccm-env', SPEAKER_ENV.join(',')).split(',').filter(Boolean);
+if (EDGE_CCM_ENV.some((kv) => !/^[A-Za-z_][A-Za-z0-9_]*=/.test(kv))) throw new Error(`--edge-ccm-env=${EDGE_CCM_ENV.join(',')}: NAME=VALUE,... expected`);
+const ALL_PHASES = phases({ ...binaries, addressProbes: ADDRESS_PROBES, edgeCcmEnv: EDGE_CCM_ENV });
 const PHASES = opt('phases', Object.keys(ALL_PHASES).join(',')).split(',').map((p) => {
   const phase = ALL_PHASES[p];
   if (!phase) throw new Error(`--phases: no phase ${p} (have ${Object.keys(ALL_PHASES).join(', ')})`);
@@ -96,6 +101,13 @@ function row(side: string, services: string, announcedS: string, perService: str
   console.log(line);
 }
 
+/** The file-backed MiB by mapping (mean of the three nodes), the mappings of 0.1 MiB and more. */
+function printMappings(r: Running): void {
+  const sum = new Map<string, number>();
+  for (const pid of pidsOf(r)) for (const [k, v] of fileResidentByMapping(pid)) sum.set(k, (sum.get(k) ?? 0) + v / NODES.length);
+  console.log(`  ${r.side.name} file-backed by mapping: ${[...sum].filter(([, v]) => v >= 0.1).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ')}`);
+}
+
 async function runPhase(lab: NodeFootprintLab, phase: Phase): Promise<void> {
   console.log(`\n## ${phase.name} (load ${load()})`);
   const running: Running[] = [];
@@ -107,6 +119,7 @@ async function runPhase(lab: NodeFootprintLab, phase: Phase): Promise<void> {
     await Bun.sleep(SETTLE_S * 1000);
     const atStart = await idleWindow(running, STEP_IDLE_S);
     running.forEach((r, i) => row(r.side.name, '0 (start)', '-', '-', atStart[i]!));
+    if (BY_MAPPING) running.forEach(printMappings);
     let previous = 0;
     for (const step of STEPS) {
       const cpu0 = running.map(cpuOf);
@@ -119,11 +132,13 @@ async function runPhase(lab: NodeFootprintLab, phase: Phase): Promise<void> {
       previous = step;
       const idle = await idleWindow(running, STEP_IDLE_S);
       running.forEach((r, i) => row(r.side.name, String(step), announcedS, fmt(perService[i]!, 1), idle[i]!));
+      if (BY_MAPPING) running.forEach(printMappings);
     }
     if (IDLE_S > 0) {
       const idle = await idleWindow(running, IDLE_S);
       await allAnnounce(lab, running, `every side still announcing after ${IDLE_S} s idle`);
       running.forEach((r, i) => row(r.side.name, `${previous} after ${IDLE_S} s idle`, '-', '-', idle[i]!));
+      if (BY_MAPPING) running.forEach(printMappings);
     }
   } finally {
     for (const r of running) await Promise.all([...r.procs.values()].map((p) => p.terminate(10_000)));

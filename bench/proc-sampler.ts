@@ -108,6 +108,34 @@ export function referencedMiB(pid: number): { total: number; code: number } {
   return { total, code };
 }
 
+/**
+ * The file-backed resident MiB of each file mapping, by file and permissions ("edge-ccm r-xp":
+ * the program's machine code; "r--p": its read-only data, ICU's tables among them; "rw-p": its data
+ * and, in a Bun executable, the bundle and its bytecode), from /proc/PID/smaps. Pages a process
+ * wrote in a private file mapping are anonymous and left out: they are counted as RssAnon.
+ */
+export function fileResidentByMapping(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  let key: string | undefined;
+  let rss = 0;
+  const flush = () => {
+    if (key !== undefined && rss > 0) out.set(key, (out.get(key) ?? 0) + rss / 1024);
+  };
+  for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
+    const mapping = /^[0-9a-f]+-[0-9a-f]+ (\S{4}) \S+ \S+ (\d+)\s*(.*)$/.exec(line);
+    if (mapping) {
+      flush();
+      key = mapping[2] !== '0' ? `${mapping[3]!.split('/').pop()} ${mapping[1]}` : undefined;
+      rss = 0;
+      continue;
+    }
+    const field = /^(Rss|Anonymous):\s+(\d+) kB/.exec(line);
+    if (field) rss += (field[1] === 'Rss' ? 1 : -1) * Number(field[2]);
+  }
+  flush();
+  return out;
+}
+
 /** What one process did over an idle window. */
 export interface IdleFigures {
   /** Resident MiB when the window opened, and when it closed (with its anonymous part). */

@@ -67,11 +67,11 @@ const rows: string[] = [];
 const lab = await NodeFootprintLab.build(join(ANCHORS, 'src/metallb/config/crd/bases'));
 try {
   for (const v of variants) {
-    // The lab's processes get the environment this process started with: a wrapper sets the variant's.
+    // The lab's processes get the environment this process started with, less SPEAKER_ENV's names: a wrapper sets the variant's.
     const wrapper = `${OUT}-${v.name.replace(/\W/g, '_')}.sh`;
     const env = { ...(v.env ?? {}), ...(CENSUS ? { CENSUS_OUT: `${wrapper}.census` } : {}) };
     writeFileSync(wrapper, `#!/bin/sh\n${Object.entries(env).map(([k, x]) => `export ${k}='${x}'\n`).join('')}exec ${v.binary} "$@"\n`, { mode: 0o755 });
-    const side = phases({ edgeCcm: wrapper, metallb: join(ANCHORS, 'metallb-speaker'), kubeVip: join(ANCHORS, 'kube-vip'), addressProbes: 3 })[PHASE]!.sides[0]!;
+    const side = phases({ edgeCcm: wrapper, metallb: join(ANCHORS, 'metallb-speaker'), kubeVip: join(ANCHORS, 'kube-vip'), addressProbes: 3, edgeCcmEnv: [] })[PHASE]!.sides[0]!;
     await side.setUp?.(lab);
     const procs = new Map(NODES.map((n) => [n, side.start(lab, n)]));
     try {
