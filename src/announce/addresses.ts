@@ -4,6 +4,7 @@ import { rangesContain } from '../lb/ranges.ts';
 import { nodeName } from '../kube/node-helpers.ts';
 import { serviceKey, wantsLoadBalancer } from '../kube/service-helpers.ts';
 import { formatIP, parseIP, type IP } from '../net/ip.ts';
+import { compareCodeUnits } from '../util/compare.ts';
 
 /**
  * Which load-balancer address is announced, from which nodes, by which protocol: the one loop
@@ -77,7 +78,7 @@ export function announcedAddresses(input: AddressInputs): AnnouncedAddress[] {
     }
     out.push({ address, ip, pool, services: services.map(serviceKey).sort(), nodes: [...nodes].sort() });
   }
-  return out.sort((a, b) => a.address.localeCompare(b.address));
+  return out.sort((a, b) => compareCodeUnits(a.address, b.address));
 }
 
 /**

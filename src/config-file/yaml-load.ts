@@ -4,6 +4,7 @@ import type { ConfigIssue, ConfigPath } from './issues.ts';
 import { MAX_CONFIG_STRING_LENGTH, MAX_YAML_ALIAS_COUNT, capStrings } from './limits.ts';
 import { isSecretPath, processSecrets, type ConfigWarningIssue, type SecretSource } from './secrets.ts';
 import { didYouMean } from '../util/did-you-mean.ts';
+import { compareCodeUnits } from '../util/compare.ts';
 
 /**
  * Reads a provider's YAML config file: every problem at once, each with the path of the value at
@@ -151,7 +152,7 @@ function otherUnknownKeys(issue: v.BaseIssue<unknown>, known: readonly string[])
 }
 
 function sortErrors(errors: ConfigError[]): ConfigError[] {
-  return errors.sort((a, b) => a.line - b.line || a.path.localeCompare(b.path));
+  return errors.sort((a, b) => a.line - b.line || compareCodeUnits(a.path, b.path));
 }
 
 export function formatPath(path: ConfigPath): string {

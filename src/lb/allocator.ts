@@ -5,6 +5,7 @@ import { AllocationError, familyName, type AddressRequest, type SharingTerms } f
 import { AddressClaims, ipKey, type AllocationPolicy } from './claims.ts';
 import type { AddressPoolStatus } from '../cloud/types.ts';
 import type { AddressRange } from './ranges.ts';
+import { compareCodeUnits } from '../util/compare.ts';
 
 /**
  * The load-balancer address allocator: which service holds which addresses, in memory, rebuilt
@@ -191,7 +192,7 @@ export class AddressAllocator {
       const services = [...this.assignments.values()]
         .map((a) => ({ service: a.key, addresses: a.addresses.filter((ip) => rangesContain(pool.ranges, ip)).map(formatIP) }))
         .filter((s) => s.addresses.length)
-        .sort((a, b) => a.service.localeCompare(b.service));
+        .sort((a, b) => compareCodeUnits(a.service, b.service));
       return { name: pool.name, addresses: pool.ranges.map(formatRange), families, services };
     });
   }

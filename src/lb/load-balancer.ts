@@ -16,6 +16,7 @@ import { type AddressRequest, type SharingTerms, ALLOW_SHARED_IP_ANNOTATION, All
 import { Backoff, type BackoffBounds } from '../util/backoff.ts';
 import { sleep } from '../util/time.ts';
 import { errorMessage } from '../util/errors.ts';
+import { compareCodeUnits } from '../util/compare.ts';
 
 /** Seconds the controller waits before retrying a service while the allocator is not rebuilt. */
 const REBUILD_RETRY_SECONDS = 2;
@@ -134,7 +135,7 @@ export class PoolLoadBalancer implements LoadBalancer {
     this.nodePools.clear();
     const ours = services
       .filter((s) => wantsLoadBalancer(s, this.classes()))
-      .sort((a, b) => creation(a).localeCompare(creation(b)) || serviceKey(a).localeCompare(serviceKey(b)));
+      .sort((a, b) => compareCodeUnits(creation(a), creation(b)) || compareCodeUnits(serviceKey(a), serviceKey(b)));
     let recorded = 0;
     for (const service of ours) {
       const addresses = (service.status?.loadBalancer?.ingress ?? []).map((i) => parseIP(i.ip ?? '')).filter((ip): ip is IP => !!ip);

@@ -5,6 +5,7 @@ import { formatIP, parseIP, type IPFamily } from '../net/ip.ts';
 import { inScope } from './allocator.ts';
 import type { PoolConfig } from './config-model.ts';
 import { AllocationError, familyName, type AddressRequest } from './requests.ts';
+import { compareCodeUnits } from '../util/compare.ts';
 
 /**
  * Node-address pools, for sites with no spare addresses (what k3s's ServiceLB and Cilium's node
@@ -116,7 +117,7 @@ export class NodeAddressPools {
 /** The pool's type of address of every eligible node, in one family, ordered by node name. */
 function addressesOf(nodes: readonly V1Node[], pool: PoolConfig, family: IPFamily): string[] {
   const out: string[] = [];
-  for (const node of [...nodes].sort((a, b) => nodeName(a).localeCompare(nodeName(b)))) {
+  for (const node of [...nodes].sort((a, b) => compareCodeUnits(nodeName(a), nodeName(b)))) {
     if (!nodeEligibleForLoadBalancer(node) || !(pool.nodeSelector?.(node.metadata?.labels ?? {}) ?? true)) continue;
     for (const a of nodeAddresses(node)) {
       const ip = a.type === pool.nodeAddresses ? parseIP(a.address) : undefined;

@@ -1,4 +1,5 @@
 import { objectName, poolName, type ImportResult, type ImportedPool, type ManifestObject } from './imported.ts';
+import { compareCodeUnits } from '../util/compare.ts';
 
 /**
  * kube-vip-cloud-provider's pools as edge-ccm pools: its ConfigMap (kube-system/kubevip), whose
@@ -43,6 +44,6 @@ export function importKubeVip(objects: readonly ManifestObject[]): ImportResult 
     includeNetworkAndBroadcast: !skipEnds && addresses.some((a) => a.includes('/')) ? true : undefined,
   }));
   // Global last, then by name: the file reads in the order services try the pools.
-  pools.sort((a, b) => (b.priority ?? 0) - (a.priority ?? 0) || a.name.localeCompare(b.name));
+  pools.sort((a, b) => (b.priority ?? 0) - (a.priority ?? 0) || compareCodeUnits(a.name, b.name));
   return { source: 'kube-vip', pools, unmapped };
 }

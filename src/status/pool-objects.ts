@@ -1,6 +1,7 @@
 import type { V1Condition } from '@kubernetes/client-node';
 import type { AddressPoolStatus } from '../cloud/types.ts';
 import { INSTANCE_LABEL, STATUS_API_VERSION } from './resources.ts';
+import { compareCodeUnits } from '../util/compare.ts';
 
 /**
  * The AddressPool objects edge-ccm publishes, computed from the pools in force (pure): one per
@@ -105,7 +106,7 @@ function firstLines(text: string): string {
 function normalize(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(normalize);
   if (v && typeof v === 'object') {
-    return Object.fromEntries(Object.entries(v).filter(([, x]) => x !== undefined).sort(([a], [b]) => a.localeCompare(b)).map(([k, x]) => [k, normalize(x)]));
+    return Object.fromEntries(Object.entries(v).filter(([, x]) => x !== undefined).sort(([a], [b]) => compareCodeUnits(a, b)).map(([k, x]) => [k, normalize(x)]));
   }
   return v;
 }

@@ -1,3 +1,4 @@
+import { compareCodeUnits } from '../../util/compare.ts';
 import { sha256Hex } from '../../util/digest.ts';
 import { formatIP, parseIP } from '../ip.ts';
 
@@ -14,7 +15,7 @@ export function rankNodes(address: string, nodes: Iterable<string>): string[] {
   const key = canonical(address);
   return [...new Set(nodes)]
     .map((node) => ({ node, hash: rank(node, key) }))
-    .sort((a, b) => compare(a.hash, b.hash) || (a.node < b.node ? -1 : 1))
+    .sort((a, b) => compareCodeUnits(a.hash, b.hash) || (a.node < b.node ? -1 : 1))
     .map((entry) => entry.node);
 }
 
@@ -24,7 +25,7 @@ export function electNode(address: string, nodes: Iterable<string>): string | un
   let best: { node: string; hash: string } | undefined;
   for (const node of nodes) {
     const hash = rank(node, key);
-    if (!best || compare(hash, best.hash) < 0 || (hash === best.hash && node < best.node)) best = { node, hash };
+    if (!best || compareCodeUnits(hash, best.hash) < 0 || (hash === best.hash && node < best.node)) best = { node, hash };
   }
   return best?.node;
 }
@@ -55,10 +56,6 @@ function rank(node: string, key: string): string {
   return hash;
 }
 
-/** Hex strings of one length order as the bytes they spell. */
-function compare(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}
 
 /** "2001:DB8::0001" and "2001:db8::1" must elect the same node on every speaker. */
 function canonical(address: string): string {

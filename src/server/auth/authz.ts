@@ -2,6 +2,7 @@ import type { KubeTransport } from '../../kube/transport.ts';
 import type { AuthorizationAttributes, AuthorizationDecision, Authorizer, UserInfo } from '../types.ts';
 import { postReview } from './review.ts';
 import { yesNoLookup, type CachedLookup, type YesNoCacheOptions } from './ttl-cache.ts';
+import { compareCodeUnits } from '../../util/compare.ts';
 
 
 interface SubjectAccessReview {
@@ -71,6 +72,6 @@ export class CachingAuthorizer implements Authorizer {
 function cacheKey({ user, verb, path }: AuthorizationAttributes): string {
   const extra = Object.entries(user.extra ?? {})
     .map(([k, v]) => [k, [...v].sort()] as const)
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    .sort(([a], [b]) => compareCodeUnits(a, b));
   return JSON.stringify([user.username, user.uid ?? '', [...user.groups].sort(), extra, verb, path]);
 }
