@@ -7,10 +7,13 @@
  * with the load average (the machine is shared).
  *
  *   bun bench/vip-footprint.ts [--kube-vip=PATH (default: built by scripts/install-anchors.sh)] [--settle-seconds=20] [--idle-seconds=60]
- *     [--variant=NAME:BINARY[::ENV=V,...]]...   (default: dist/edge-ccm)
+ *     [--variant=NAME:BINARY[::ENV=V,...]]...   (default: dist/edge-ccm; a variant without ENV runs with the
+ *                                                 systemd unit's Environment= lines, deploy/systemd/edge-ccm-vip.service)
  *     [--timings=NAME:KEY=MS,...]...            (controlPlaneEndpoint.timings keys; default: the defaults)
  *     [--interface=eth0]                         (edge-ccm's; one no host has: the VIP without its L2 responder)
  *     [--page-cache=cold|as-is]                  (cold: every binary dropped from the page cache first, bench/page-cache.ts)
+ *     [--kube-vip-lease=NAME:D,R,P]...           (kube-vip groups, each with its Lease's duration, renew deadline and
+ *                                                 retry in seconds, its own Lease and VIP; default: one at kube-vip's defaults)
  *
  * Every variant runs with every timings, all at once: each pair on all three hosts with a VIP
  * (198.51.100.20 and up), heartbeat port and metrics port of its own, so builds and timings are
@@ -35,9 +38,24 @@ const KUBE_VIP = (opt('kube-vip', '') || anchors().kubeVip);
 const SETTLE_S = Number(opt('settle-seconds', '20'));
 const IDLE_S = Number(opt('idle-seconds', '60'));
 // No host's own: n1's LAN address is 198.51.100.11 (test/harness/l2-lab.ts), which this bench gave
-// kube-vip until session 13; the edge-ccm variants take 198.51.100.20-39.
-const KUBE_VIP_ADDRESS = '198.51.100.40';
-const variants = parseVariants(args, [`edge-ccm:${join(import.meta.dir, '../dist/edge-ccm')}`]);
+// kube-vip until session 13; the edge-ccm variants take 198.51.100.20-39, kube-vip's groups 40-49.
+const kubeVipGroups = args.filter((a) => a.startsWith('--kube-vip-lease=')).map((a, i) => {
+  const value = a.slice('--kube-vip-lease='.length);
+  const [name, timers] = value.split(':');
+  const lease = (timers ?? '').split(',').map(Number);
+  if (!name || !/^[a-z0-9-]+$/.test(name) || lease.length !== 3 || lease.some((n) => !Number.isInteger(n) || n <= 0)) {
+    throw new Error(`--kube-vip-lease=${value}: NAME:D,R,P expected (a lowercase name, then three whole seconds: duration, renew deadline, retry)`);
+  }
+  return { name, lease: lease as [number, number, number], address: `198.51.100.${40 + i}`, metricsPort: 2112 + i };
+});
+if (kubeVipGroups.length > 10) throw new Error(`${kubeVipGroups.length} --kube-vip-lease groups: at most 10 (their VIPs are 198.51.100.40-49)`);
+/** What the VIP's unit sets (`Environment=NAME=VALUE` lines): the VIP as installed runs with it. */
+const UNIT_ENV = Object.fromEntries(readFileSync(join(import.meta.dir, '../deploy/systemd/edge-ccm-vip.service'), 'utf8')
+  .split('\n').filter((l) => l.startsWith('Environment=')).map((l) => {
+    const kv = l.slice('Environment='.length);
+    return [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)];
+  }));
+const variants = parseVariants(args, [`edge-ccm:${join(import.meta.dir, '../dist/edge-ccm')}`]).map((v) => ({ ...v, env: v.env ?? UNIT_ENV }));
 const timingArgs = args.filter((a) => a.startsWith('--timings=')).map((a) => a.slice('--timings='.length));
 const timings = (timingArgs.length ? timingArgs : ['defaults:']).map((t) => {
   const colon = t.indexOf(':');
@@ -68,16 +86,20 @@ try {
       sides.push({ name, node: n, metricsPort: 7480 + i, proc: vip.startVipVariant(n, { name: fileName, binary: p.binary, address: `198.51.100.${20 + i}`, heartbeatPort: 7950 + i, metricsPort: 7480 + i, iface: IFACE, ...(p.timings.values ? { timings: p.timings.values } : {}), ...(p.env ? { env: p.env } : {}) }) });
     }
   });
-  for (const n of NODES) {
-    sides.push({
-      name: 'kube-vip (control plane, ARP, leader election)', node: n,
-      proc: vip.startKubeVip(n, { binary: KUBE_VIP, address: KUBE_VIP_ADDRESS }),
-    });
+  for (const g of kubeVipGroups.length ? kubeVipGroups : [undefined]) {
+    for (const n of NODES) {
+      sides.push({
+        name: `kube-vip (control plane, ARP, leader election${g ? `, lease ${g.lease.join('/')} s` : ''})`, node: n,
+        proc: vip.startKubeVip(n, g ? { binary: KUBE_VIP, address: g.address, lease: g.lease, group: { name: g.name, metricsPort: g.metricsPort } } : { binary: KUBE_VIP, address: '198.51.100.40' }),
+      });
+    }
   }
   await Bun.sleep(SETTLE_S * 1000);
   for (const s of sides) if (!s.proc.running) throw new Error(`${s.name} on ${s.node} exited: ${readFileSync(s.proc.logPath, 'utf8').slice(-2000)}`);
-  const holders = await Promise.all(NODES.map(async (n) => (await vip.site.lab.ip(n, '-o', 'addr', 'show', 'dev', 'eth0')).includes(KUBE_VIP_ADDRESS) ? n : undefined));
-  console.log(`kube-vip's address held by: ${holders.filter(Boolean).join(',') || 'none'}`);
+  for (const address of kubeVipGroups.length ? kubeVipGroups.map((g) => g.address) : ['198.51.100.40']) {
+    const holders = await Promise.all(NODES.map(async (n) => (await vip.site.lab.ip(n, '-o', 'addr', 'show', 'dev', 'eth0')).includes(`${address}/`) ? n : undefined));
+    console.log(`kube-vip's address ${address} held by: ${holders.filter(Boolean).join(',') || 'none'}`);
+  }
   // Each edge-ccm vip's own view: holding, API server healthy, quorum, pauses (a process that misses its deadlines says so here).
   for (const s of sides) {
     if (s.metricsPort === undefined) continue;

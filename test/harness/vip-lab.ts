@@ -218,7 +218,11 @@ export class VipLab {
    * of the lab's system:masters token) with its Lease in kube-system. `lease` overrides kube-vip's
    * lease duration, renew deadline and retry period (seconds; its defaults are 15, 10, 2).
    */
-  startKubeVip(node: NodeName, o: { binary: string; address: string; lease?: [number, number, number] }): LoggedProcess {
+  /**
+   * kube-vip in edge-ccm's place on `node`. `group` lets several kube-vip groups run at once (the
+   * footprint bench's lease timers side by side): its own Lease name, metrics port and log name.
+   */
+  startKubeVip(node: NodeName, o: { binary: string; address: string; lease?: [number, number, number]; group?: { name: string; metricsPort: number } }): LoggedProcess {
     const kubeconfig = join(this.site.lab.dir, 'kube-vip.kubeconfig');
     // Written once: a kube-vip starting on another host may be reading it.
     if (!existsSync(kubeconfig)) writeFileSync(kubeconfig, [
@@ -228,8 +232,9 @@ export class VipLab {
       'contexts: [{name: c, context: {cluster: c, user: u}}]', '',
     ].join('\n'), { mode: 0o600 });
     const lease = o.lease ? [`--leaseDuration=${o.lease[0]}`, `--leaseRenewDuration=${o.lease[1]}`, `--leaseRetry=${o.lease[2]}`] : [];
-    return this.site.lab.spawnLogged(node, `kube-vip-${node}`, kubeVipCommand(o.binary, kubeconfig, ['--controlplane', '--arp', '--leaderElection', '--interface=eth0',
-      `--address=${o.address}`, `--port=${API_PORT}`, `--nodeName=${node}`, '--prometheusHTTPServer=127.0.0.1:2112', ...lease]));
+    const group = o.group ? [`--leaseName=plndr-cp-lock-${o.group.name}`] : [];
+    return this.site.lab.spawnLogged(node, o.group ? `kube-vip-${o.group.name}-${node}` : `kube-vip-${node}`, kubeVipCommand(o.binary, kubeconfig, ['--controlplane', '--arp', '--leaderElection', '--interface=eth0',
+      `--address=${o.address}`, `--port=${API_PORT}`, `--nodeName=${node}`, `--prometheusHTTPServer=127.0.0.1:${o.group?.metricsPort ?? 2112}`, ...lease, ...group]));
   }
 
   /** GET `path` of the node's `edge-ccm vip` metrics server: the body, or undefined when it did not answer 200. */
