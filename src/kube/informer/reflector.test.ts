@@ -2,7 +2,7 @@ import { expect, test } from 'bun:test';
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import { KubeApiError } from '../errors.ts';
 import { Backoff } from '../../util/backoff.ts';
-import { Informer } from './informer.ts';
+import { Informer, stripManagedFields } from './informer.ts';
 import { Reflector, type ReflectorOptions } from './reflector.ts';
 import { Store, type StoreChange } from './store.ts';
 import { CONFIGMAPS, type ListResult } from '../resources.ts';
@@ -226,4 +226,24 @@ test('only a failure without an answer waits through retryWait; an answered one 
   });
   await reflector.run(abort.signal);
   expect(waits).toEqual(['sleep 800', 'retryWait 1600']);
+});
+
+test("with stripManagedFields, the store holds neither the list's nor the watch's managedFields, and every other field", async () => {
+  const managed = [{ manager: 'kubectl', operation: 'Update', fieldsV1: { 'f:data': { 'f:k': {} } } }];
+  const withFields = (name: string, rv: string): V1ConfigMap => ({ metadata: { name, namespace: 'ns', resourceVersion: rv, labels: { l: name }, managedFields: managed }, data: { k: name } });
+  const abort = new AbortController();
+  const transport = new ScriptedTransport([list('10', [withFields('a', '3')])], [{ events: [
+    { type: 'ADDED', object: withFields('b', '11') },
+    { type: 'MODIFIED', object: withFields('a', '12') },
+  ] }], () => abort.abort());
+  const store = new Store<V1ConfigMap>();
+  const changed: (V1ConfigMap | undefined)[] = [];
+  await configMapReflector(transport, { store, transform: stripManagedFields, onChange: (c) => changed.push(c.obj, 'oldObj' in c ? c.oldObj : undefined) }).run(abort.signal);
+  for (const name of ['a', 'b']) {
+    const held = store.get(`ns/${name}`)!;
+    expect(held.metadata).toEqual({ name, namespace: 'ns', resourceVersion: name === 'a' ? '12' : '11', labels: { l: name } });
+    expect(held.data).toEqual({ k: name });
+  }
+  expect(changed.length).toBeGreaterThan(0);
+  for (const object of changed.filter(Boolean)) expect(object!.metadata).not.toHaveProperty('managedFields');
 });
