@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROUTER4 } from '../test/harness/bgp-lab.ts';
 import { NODES, type NodeName } from '../test/harness/l2-lab.ts';
@@ -25,8 +25,14 @@ export interface Binaries {
   edgeCcmEnv: string[];
 }
 
-/** What the chart's speaker DaemonSet sets (deploy/helm/edge-ccm/templates/speaker-daemonset.yaml). */
-export const SPEAKER_ENV = ['BUN_JSC_useDFGJIT=0', 'MIMALLOC_PURGE_HOLES_MIN_INTERVAL=1000'];
+/**
+ * What the chart's speaker DaemonSet sets: its env entries with a literal value
+ * (deploy/helm/edge-ccm/templates/speaker-daemonset.yaml; the node name and the credentials'
+ * folder come from the pod and the values, not from the speaker's tuning).
+ */
+export const SPEAKER_ENV = [...readFileSync(join(import.meta.dir, '../deploy/helm/edge-ccm/templates/speaker-daemonset.yaml'), 'utf8')
+  .matchAll(/^\s+- name: (\w+)\n\s+value: "([^"{}]*)"$/gm)].map(([, name, value]) => `${name}=${value}`);
+if (SPEAKER_ENV.length === 0) throw new Error("no env entry with a literal value found in the speaker DaemonSet's template: bench/node-footprint-sides.ts reads it");
 
 export interface Side {
   name: string;
