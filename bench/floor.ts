@@ -4,19 +4,30 @@
  * (one node PATCH: taint removed, labels, providerID; one status PATCH: addresses), with the
  * same worker count and client rate limit as the CCMs. No provider calls, no events, no lease.
  * Usage: floor --kubeconfig=PATH --concurrency=N --qps=Q --burst=B   (prints "ready" once watching)
+ *
+ * With --lifecycle-pass-ms=MS --lease-renew-ms=MS --lease-name=NAME, also the least an idle
+ * lifecycle controller does (the steady state's "floor-lifecycle" side): the nodes kept from the
+ * list and the watch; every MS a pass over them that reads each node's Ready condition and, for a
+ * NotReady one, looks for one taint (what a pass must read to decide, nothing asked, nothing
+ * written); its Lease in kube-system renewed by one update every renew period.
  */
 import type { V1Node } from '@kubernetes/client-node';
+import type { Lease } from '../src/kube/leader-election.ts';
 import { BunKubeTransport } from '../src/kube/transport.ts';
-import { NODES, ResourceClient } from '../src/kube/resources.ts';
+import { LEASES, NODES, ResourceClient } from '../src/kube/resources.ts';
 import { loadKubeConfig } from '../src/app/kubeconfig.ts';
 
 const UNINITIALIZED = 'node.cloudprovider.kubernetes.io/uninitialized';
 const INGRESS_IP = '192.0.2.10';
 
+function optionalFlag(name: string): string | undefined {
+  return process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+}
+
 function flag(name: string): string {
-  const arg = process.argv.find((a) => a.startsWith(`--${name}=`));
-  if (!arg) throw new Error(`--${name}= is required`);
-  return arg.slice(name.length + 3);
+  const value = optionalFlag(name);
+  if (value === undefined) throw new Error(`--${name}= is required`);
+  return value;
 }
 
 const transport = new BunKubeTransport(loadKubeConfig({ kubeconfig: flag('kubeconfig') }), { qps: Number(flag('qps')), burst: Number(flag('burst')), userAgent: 'bench-floor' });
@@ -73,9 +84,49 @@ process.on('SIGTERM', () => {
   process.exit(0);
 });
 
+const PASS_MS = optionalFlag('lifecycle-pass-ms');
+/** The nodes as the watch last showed them; kept only with --lifecycle-pass-ms. */
+const known = PASS_MS === undefined ? undefined : new Map<string, V1Node>();
+/** The taint a pass looks for on a NotReady node (upstream's cloud node lifecycle manages this one). */
+const SHUTDOWN = 'node.cloudprovider.kubernetes.io/shutdown';
+
+/** One pass: each node's Ready condition, and for a NotReady node one taint. Returns how many NotReady nodes carry it. */
+function lifecyclePass(nodesNow: Map<string, V1Node>): number {
+  let tainted = 0;
+  for (const node of nodesNow.values()) {
+    let ready = false;
+    const conditions = node.status?.conditions;
+    if (conditions) for (const c of conditions) if (c.type === 'Ready') ready = c.status === 'True';
+    if (ready) continue;
+    const taints = node.spec?.taints;
+    if (taints) for (const t of taints) if (t.key === SHUTDOWN) tainted += 1;
+  }
+  return tainted;
+}
+
+/** Takes the Lease (created when missing) and renews it every period with one update, as a leader does. */
+async function holdLease(name: string, renewMs: number): Promise<void> {
+  const leases = new ResourceClient<Lease>(transport, LEASES);
+  const spec = () => ({ holderIdentity: 'bench-floor', leaseDurationSeconds: 15, renewTime: new Date().toISOString().replace('Z', '000Z') });
+  let lease = await leases.get(name, { namespace: 'kube-system' }).catch(() => undefined)
+    ?? await leases.create({ metadata: { name, namespace: 'kube-system' }, spec: spec() }, { namespace: 'kube-system' });
+  const timer = setInterval(() => {
+    void leases.update({ ...lease, spec: { ...lease.spec, ...spec() } }, { namespace: 'kube-system' })
+      .then((renewed) => { lease = renewed; }, (e: Error) => console.error(`lease renewal: ${e.message}`));
+  }, renewMs);
+  controller.signal.addEventListener('abort', () => clearInterval(timer));
+}
+
 const list = await nodes.list();
 for (const node of list.items) enqueue(node);
+if (known) for (const node of list.items) known.set(node.metadata?.name ?? '', node);
 void pool();
+if (known) {
+  await holdLease(flag('lease-name'), Number(flag('lease-renew-ms')));
+  let shutDown = 0; // kept, so that the pass's result is used
+  setInterval(() => { shutDown = lifecyclePass(known); }, Number(PASS_MS));
+  process.on('SIGUSR1', () => console.log(`NotReady nodes with the shutdown taint: ${shutDown}`));
+}
 console.log('ready');
 // A watch the API server ends (under load it closes watchers that fall behind) is followed by a
 // fresh list and a new watch, as any controller does (run 5 saw the floor stall with 5632 of its
@@ -85,6 +136,8 @@ while (!controller.signal.aborted) {
   try {
     for await (const event of transport.watch<V1Node>(nodes.collectionPath(), { watch: true, resourceVersion, allowWatchBookmarks: true }, controller.signal)) {
       if (event.type === 'ADDED' || event.type === 'MODIFIED') enqueue(event.object);
+      if (known && (event.type === 'ADDED' || event.type === 'MODIFIED')) known.set(event.object.metadata?.name ?? '', event.object);
+      if (known && event.type === 'DELETED') known.delete(event.object.metadata?.name ?? '');
     }
   } catch (e) {
     if (controller.signal.aborted) break;
@@ -92,5 +145,9 @@ while (!controller.signal.aborted) {
   }
   const again = await nodes.list();
   for (const node of again.items) enqueue(node);
+  if (known) {
+    known.clear();
+    for (const node of again.items) known.set(node.metadata?.name ?? '', node);
+  }
   resourceVersion = again.metadata.resourceVersion;
 }

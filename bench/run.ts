@@ -5,7 +5,7 @@
  *   --quick               nodes 100 and 1000 only (default also 5000)
  *   --steady-seconds=N    length of the steady-state window (default 300)
  *   --only=nodes,services,steady   a subset of the workloads
- *   --sides=edge-ccm,reference,floor   a subset of the sides (also reference-json: the reference asking for JSON; edge-ccm-h1: edge-ccm with DISABLE_HTTP2)
+ *   --sides=edge-ccm,reference,floor   a subset of the sides (also reference-json: the reference asking for JSON; edge-ccm-h1: edge-ccm with DISABLE_HTTP2; floor-lifecycle, steady state only: the floor with an idle lifecycle pass and a Lease, bench/floor.ts)
  *   --timeout-seconds=N   give up on one run after N seconds (default 900)
  *   --settle-max-seconds=N  steady state: wait at most N s for a side to stop writing (default 900)
  *   --profiles=defaults,raised,unbound   client limits (unbound: 20 syncs, qps/burst 100000)
@@ -79,7 +79,7 @@ async function waitReady(side: SideProcess, admin: KubeTransport, leaseName: str
   for (;;) {
     if (side.proc.exitCode !== null) throw new Error(`${side.side} exited (${side.proc.exitCode}):\n${readFileSync(side.logPath, 'utf8').slice(-3000)}`);
     if (Date.now() > deadline) throw new Error(`${side.side} not ready within 120s:\n${readFileSync(side.logPath, 'utf8').slice(-3000)}`);
-    if (side.side === 'floor') {
+    if (side.side === 'floor' || side.side === 'floor-lifecycle') {
       if (readFileSync(side.logPath, 'utf8').includes('ready')) return Date.now() - side.startedAt;
     } else {
       const lease = await leases.get(leaseName, { namespace: 'kube-system' }).catch(() => undefined);
@@ -219,7 +219,7 @@ async function steadyRuns(nodeCount: number, serviceCount: number, rep: number):
     log(`steady state: preparing ${nodeCount} nodes and ${serviceCount} services`);
     await prepareSteadyState(admin, nodeCount, serviceCount);
     const results: RunResult[] = [];
-    for (const side of sidesInOrder(['edge-ccm', 'edge-ccm-h1', 'reference', 'reference-json'], rep)) {
+    for (const side of sidesInOrder(['edge-ccm', 'edge-ccm-h1', 'reference', 'reference-json', 'floor-lifecycle'], rep)) {
       log(`steady state ${nodeCount}+${serviceCount}: ${side}, repetition ${rep + 1}`);
       const s = await session(cp, admin, side, 'steady');
       const { proc, sampler, readyMs } = await startSide(s, side, DEFAULTS, `bench-${side}-steady`);

@@ -15,7 +15,7 @@ export const BENCH_CACHE = process.env.EDGE_CCM_BENCH_DIR
  * Only with --sides: `reference-json`, the reference asking for JSON as edge-ccm does (upstream's
  * default is protobuf); `edge-ccm-h1`, edge-ccm with DISABLE_HTTP2 set (HTTP/1.1 to the API server).
  */
-export type SideName = 'edge-ccm' | 'edge-ccm-h1' | 'reference' | 'reference-json' | 'floor';
+export type SideName = 'edge-ccm' | 'edge-ccm-h1' | 'reference' | 'reference-json' | 'floor' | 'floor-lifecycle';
 
 /** Concurrency and client rate limits, passed to every side alike. */
 export interface Profile {
@@ -77,9 +77,11 @@ function profileFlags(profile: Profile): string[] {
 }
 
 export function commandFor(l: SideLaunch): string[] {
-  if (l.side === 'floor') {
+  if (l.side === 'floor' || l.side === 'floor-lifecycle') {
+    // floor-lifecycle: the node lifecycle controller's period and a leader's renewal, at upstream's defaults (5 s, 2 s).
+    const lifecycle = l.side === 'floor-lifecycle' ? ['--lifecycle-pass-ms=5000', '--lease-renew-ms=2000', `--lease-name=${l.leaseName}`] : [];
     return [join(BENCH_CACHE, 'floor'), `--kubeconfig=${l.kubeconfig}`,
-      `--concurrency=${l.profile.concurrency}`, `--qps=${l.profile.qps}`, `--burst=${l.profile.burst}`];
+      `--concurrency=${l.profile.concurrency}`, `--qps=${l.profile.qps}`, `--burst=${l.profile.burst}`, ...lifecycle];
   }
   const common = [
     '--cloud-provider=fake',
