@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROUTER4 } from '../test/harness/bgp-lab.ts';
 import { NODES, type NodeName } from '../test/harness/l2-lab.ts';
 import type { LoggedProcess } from '../test/harness/processes.ts';
 import { kubeVipCommand } from '../test/harness/kube-vip.ts';
+import { chartEnvironment } from './deployed-env.ts';
 import { BFD_MULTIPLIER, EDGE_ASN, EDGE_ROUTER_ASN, METALLB_ASN, METALLB_NS, METALLB_ROUTER4, METALLB_ROUTER_ASN, SERVICE_RANGE, serviceAddress, type NodeFootprintLab } from './node-footprint-lab.ts';
 
 /**
@@ -25,14 +26,8 @@ export interface Binaries {
   edgeCcmEnv: string[];
 }
 
-/**
- * What the chart's speaker DaemonSet sets: its env entries with a literal value
- * (deploy/helm/edge-ccm/templates/speaker-daemonset.yaml; the node name and the credentials'
- * folder come from the pod and the values, not from the speaker's tuning).
- */
-export const SPEAKER_ENV = [...readFileSync(join(import.meta.dir, '../deploy/helm/edge-ccm/templates/speaker-daemonset.yaml'), 'utf8')
-  .matchAll(/^\s+- name: (\w+)\n\s+value: "([^"{}]*)"$/gm)].map(([, name, value]) => `${name}=${value}`);
-if (SPEAKER_ENV.length === 0) throw new Error("no env entry with a literal value found in the speaker DaemonSet's template: bench/node-footprint-sides.ts reads it");
+/** What the chart's speaker DaemonSet sets (its env entries with a literal value), as NAME=VALUE. */
+export const SPEAKER_ENV = Object.entries(chartEnvironment('speaker-daemonset.yaml')).map(([name, value]) => `${name}=${value}`);
 
 export interface Side {
   name: string;

@@ -1,6 +1,7 @@
 import { closeSync, openSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Subprocess } from 'bun';
+import { chartEnvironment } from './deployed-env.ts';
 
 /**
  * The processes under test. Every side runs as its own client-certificate user (so the audit
@@ -15,6 +16,9 @@ export const BENCH_CACHE = process.env.EDGE_CCM_BENCH_DIR
  * Only with --sides: `reference-json`, the reference asking for JSON as edge-ccm does (upstream's
  * default is protobuf); `edge-ccm-h1`, edge-ccm with DISABLE_HTTP2 set (HTTP/1.1 to the API server).
  */
+/** What the chart's controller Deployment sets (its env entries with a literal value). */
+const CONTROLLER_ENV = chartEnvironment('deployment.yaml');
+
 export type SideName = 'edge-ccm' | 'edge-ccm-h1' | 'reference' | 'reference-json' | 'floor' | 'floor-lifecycle';
 
 /** Concurrency and client rate limits, passed to every side alike. */
@@ -110,7 +114,8 @@ export function launchSide(l: SideLaunch): SideProcess {
   const startedAt = Date.now();
   let proc: Subprocess;
   try {
-    const env = l.side === 'edge-ccm-h1' ? { ...process.env, DISABLE_HTTP2: '1' } : process.env;
+    // edge-ccm as its Deployment runs it; the floors under the same runtime settings (their floor is the runtime's, tuned alike).
+    const env = l.side.startsWith('reference') ? process.env : { ...process.env, ...CONTROLLER_ENV, ...(l.side === 'edge-ccm-h1' ? { DISABLE_HTTP2: '1' } : {}) };
     proc = Bun.spawn({ cmd: commandFor(l), env, stdin: 'ignore', stdout: fd, stderr: fd });
   } finally {
     closeSync(fd);

@@ -32,6 +32,7 @@ import { parseVariants } from './variants.ts';
 import { anchors } from './anchors.ts';
 import { evictFromPageCache } from './page-cache.ts';
 import { stringOption as opt } from './args.ts';
+import { unitEnvironment } from './deployed-env.ts';
 
 const args = process.argv.slice(2);
 const KUBE_VIP = (opt('kube-vip', '') || anchors().kubeVip);
@@ -50,11 +51,7 @@ const kubeVipGroups = args.filter((a) => a.startsWith('--kube-vip-lease=')).map(
 });
 if (kubeVipGroups.length > 10) throw new Error(`${kubeVipGroups.length} --kube-vip-lease groups: at most 10 (their VIPs are 198.51.100.40-49)`);
 /** What the VIP's unit sets (`Environment=NAME=VALUE` lines): the VIP as installed runs with it. */
-const UNIT_ENV = Object.fromEntries(readFileSync(join(import.meta.dir, '../deploy/systemd/edge-ccm-vip.service'), 'utf8')
-  .split('\n').filter((l) => l.startsWith('Environment=')).map((l) => {
-    const kv = l.slice('Environment='.length);
-    return [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)];
-  }));
+const UNIT_ENV = unitEnvironment('edge-ccm-vip.service');
 const variants = parseVariants(args, [`edge-ccm:${join(import.meta.dir, '../dist/edge-ccm')}`]).map((v) => ({ ...v, env: v.env ?? UNIT_ENV }));
 const timingArgs = args.filter((a) => a.startsWith('--timings=')).map((a) => a.slice('--timings='.length));
 const timings = (timingArgs.length ? timingArgs : ['defaults:']).map((t) => {
