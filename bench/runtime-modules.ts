@@ -3,7 +3,8 @@
  * is the same small base (an HTTP server asked every 100 ms, a UDP socket sending to itself,
  * bun:ffi called once, a SIGTERM handler, os.networkInterfaces(), an HMAC by Bun.CryptoHasher, a
  * console.error line: what a vip needs of the runtime without node's JavaScript modules) plus one
- * thing: a node module loaded and used, or the runtime's own way to do the same. Compiled as
+ * thing: a node module loaded and used, or the runtime's own way to do the same (and ICU's
+ * collation, which localeCompare brings, against a plain comparison). Compiled as
  * scripts/build.ts compiles (`--minify --bytecode`), every binary dropped from the page cache
  * before it starts (bench/page-cache.ts), run with the unit's BUN_JSC_useDFGJIT=0; RSS read after
  * --seconds, anonymous and file-backed apart.
@@ -49,6 +50,10 @@ const STDERR_STREAM = `setInterval(() => process.stderr.write(''), 100);`;
 const V8 = `globalThis.keep = require('node:v8').getHeapSpaceStatistics();`;
 const PERF_HOOKS = `globalThis.keep = require('node:perf_hooks').constants;`;
 const PATH = `globalThis.keep = require('node:path').join('a', 'b');`;
+// 200 addresses sorted every 100 ms, as the speaker sorts its announced addresses: ICU's collation against code units.
+const ADDRESSES = `const xs = Array.from({ length: 200 }, (_, i) => '198.51.100.' + ((i * 37) % 250));`;
+const SORT_LOCALE = `${ADDRESSES} setInterval(() => { globalThis.keep = [...xs].sort((a, b) => a.localeCompare(b)); }, 100);`;
+const SORT_CODE_UNITS = `${ADDRESSES} setInterval(() => { globalThis.keep = [...xs].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)); }, 100);`;
 
 const PROGRAMS: [name: string, body: string][] = [
   ['the base alone', ''],
@@ -62,6 +67,8 @@ const PROGRAMS: [name: string, body: string][] = [
   ['+ node:perf_hooks', PERF_HOOKS],
   ['+ node:path', PATH],
   ['+ Bun.file().text() (the runtime\'s file read)', `setInterval(() => Bun.file('/etc/hostname').text(), 100);`],
+  ['+ sorting 200 addresses by localeCompare (ICU collation)', SORT_LOCALE],
+  ['+ sorting 200 addresses by code units (src/util/compare.ts)', SORT_CODE_UNITS],
   ['the vip before session 15: + fs, fs/promises, crypto, dgram, util, stderr stream, v8, perf_hooks', [FS_SYNC, FS_PROMISES, NODE_CRYPTO, DGRAM, UTIL, STDERR_STREAM, V8, PERF_HOOKS].join('\n')],
   ['the vip now: + fs, v8', [FS_SYNC, V8].join('\n')],
 ];
