@@ -93,17 +93,10 @@ export function clearReferenced(pid: number): void {
 export function referencedMiB(pid: number): { total: number; code: number } {
   let total = 0;
   let code = 0;
-  let executableFile = false;
-  for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
-    const mapping = /^[0-9a-f]+-[0-9a-f]+ (\S{4}) \S+ \S+ (\d+)/.exec(line);
-    if (mapping) {
-      executableFile = mapping[1]![2] === 'x' && mapping[2] !== '0';
-      continue;
-    }
-    const referenced = /^Referenced:\s+(\d+) kB/.exec(line);
-    if (!referenced) continue;
-    total += Number(referenced[1]) / 1024;
-    if (executableFile) code += Number(referenced[1]) / 1024;
+  for (const m of smapsMappings(pid)) {
+    const referenced = (m.kiB.get('Referenced') ?? 0) / 1024;
+    total += referenced;
+    if (m.perms[2] === 'x' && m.file) code += referenced;
   }
   return { total, code };
 }
@@ -116,23 +109,29 @@ export function referencedMiB(pid: number): { total: number; code: number } {
  */
 export function fileResidentByMapping(pid: number): Map<string, number> {
   const out = new Map<string, number>();
-  let key: string | undefined;
-  let rss = 0;
-  const flush = () => {
-    if (key !== undefined && rss > 0) out.set(key, (out.get(key) ?? 0) + rss / 1024);
-  };
+  for (const m of smapsMappings(pid)) {
+    const fileKiB = (m.kiB.get('Rss') ?? 0) - (m.kiB.get('Anonymous') ?? 0);
+    if (!m.file || fileKiB <= 0) continue;
+    const key = `${m.path.split('/').pop()} ${m.perms}`;
+    out.set(key, (out.get(key) ?? 0) + fileKiB / 1024);
+  }
+  return out;
+}
+
+/** One mapping of /proc/PID/smaps: its permissions, whether a file backs it (inode not 0), its path, its "Name: N kB" fields. */
+interface SmapsMapping { perms: string; file: boolean; path: string; kiB: Map<string, number> }
+
+function smapsMappings(pid: number): SmapsMapping[] {
+  const out: SmapsMapping[] = [];
   for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
     const mapping = /^[0-9a-f]+-[0-9a-f]+ (\S{4}) \S+ \S+ (\d+)\s*(.*)$/.exec(line);
     if (mapping) {
-      flush();
-      key = mapping[2] !== '0' ? `${mapping[3]!.split('/').pop()} ${mapping[1]}` : undefined;
-      rss = 0;
+      out.push({ perms: mapping[1]!, file: mapping[2] !== '0', path: mapping[3]!, kiB: new Map() });
       continue;
     }
-    const field = /^(Rss|Anonymous):\s+(\d+) kB/.exec(line);
-    if (field) rss += (field[1] === 'Rss' ? 1 : -1) * Number(field[2]);
+    const field = /^(\w+):\s+(\d+) kB/.exec(line);
+    if (field && out.length) out[out.length - 1]!.kiB.set(field[1]!, Number(field[2]));
   }
-  flush();
   return out;
 }
 
