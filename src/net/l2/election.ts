@@ -15,7 +15,7 @@ export function rankNodes(address: string, nodes: Iterable<string>): string[] {
   const key = canonical(address);
   return [...new Set(nodes)]
     .map((node) => ({ node, hash: rank(node, key) }))
-    .sort((a, b) => compareCodeUnits(a.hash, b.hash) || (a.node < b.node ? -1 : 1))
+    .sort((a, b) => compareCodeUnits(a.hash, b.hash) || compareCodeUnits(a.node, b.node))
     .map((entry) => entry.node);
 }
 
