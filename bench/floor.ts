@@ -111,8 +111,11 @@ async function holdLease(name: string, renewMs: number): Promise<void> {
   let lease = await leases.get(name, { namespace: 'kube-system' }).catch(() => undefined)
     ?? await leases.create({ metadata: { name, namespace: 'kube-system' }, spec: spec() }, { namespace: 'kube-system' });
   const timer = setInterval(() => {
-    void leases.update({ ...lease, spec: { ...lease.spec, ...spec() } }, { namespace: 'kube-system' })
-      .then((renewed) => { lease = renewed; }, (e: Error) => console.error(`lease renewal: ${e.message}`));
+    void leases.update({ ...lease, spec: { ...lease.spec, ...spec() } }, { namespace: 'kube-system' }).then((renewed) => { lease = renewed; }, (e: Error) => {
+      console.error(`lease renewal: ${e.message}`);
+      // A refused update (a conflict) leaves our copy stale: read it again, or every later update is refused too.
+      void leases.get(name, { namespace: 'kube-system' }).then((current) => { lease = current; }, () => {});
+    });
   }, renewMs);
   controller.signal.addEventListener('abort', () => clearInterval(timer));
 }
