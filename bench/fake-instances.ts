@@ -9,10 +9,6 @@ import { FULFILLED_FALSE } from '../src/util/settled.ts';
  */
 export const FAKE_EXISTENCE: Pick<Instances, 'instanceExists' | 'instancesExist' | 'instanceShutdown'> = {
   instanceExists: async () => 'exists',
-  instancesExist: async (nodes) => {
-    const answers = new Map<string, Existence>();
-    for (const n of nodes) answers.set(n.metadata?.name ?? '', 'exists');
-    return answers;
-  },
+  instancesExist: async (nodes) => new Array<Existence>(nodes.length).fill('exists'),
   instanceShutdown: () => FULFILLED_FALSE,
 };

@@ -29,9 +29,9 @@ export class LxdInstances implements Instances {
     return this.existence(node, await this.match(node, new ListPass(this.cache, signal), signal));
   }
 
-  async instancesExist(nodes: readonly V1Node[], signal?: AbortSignal): Promise<Map<string, Existence>> {
+  async instancesExist(nodes: readonly V1Node[], signal?: AbortSignal): Promise<Existence[]> {
     const pass = new ListPass(this.cache, signal);
-    return new Map(await Promise.all(nodes.map(async (n) => [n.metadata?.name ?? '', this.existence(n, await this.match(n, pass, signal))] as const)));
+    return Promise.all(nodes.map(async (n) => this.existence(n, await this.match(n, pass, signal))));
   }
 
   /** Stopped: shut down; Running: not; anything else (starting, frozen, error) or no instance: undefined. */

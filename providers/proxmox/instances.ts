@@ -26,10 +26,9 @@ export class ProxmoxInstances implements Instances {
   }
 
   /** One snapshot per cluster for the whole list, whatever its length. */
-  async instancesExist(nodes: readonly V1Node[], signal?: AbortSignal): Promise<Map<string, Existence>> {
+  async instancesExist(nodes: readonly V1Node[], signal?: AbortSignal): Promise<Existence[]> {
     const pass = new SnapshotPass(signal);
-    const answers = await Promise.all(nodes.map(async (n) => [n.metadata?.name ?? '', this.existence(n, await this.match(n, pass))] as const));
-    return new Map(answers);
+    return Promise.all(nodes.map(async (n) => this.existence(n, await this.match(n, pass))));
   }
 
   /** Stopped: shut down; running: not; anything else (host offline: status unknown), or no VM: undefined. */

@@ -27,11 +27,10 @@ export class StaticInstances implements Instances {
     return this.inventory().existence(node);
   }
 
-  async instancesExist(nodes: readonly V1Node[]): Promise<Map<string, Existence>> {
+  async instancesExist(nodes: readonly V1Node[]): Promise<Existence[]> {
     const inventory = this.inventory(); // one configuration for the whole answer
-    // A loop, not new Map(nodes.map(...)): no pair array per node, every period.
-    const answers = new Map<string, Existence>();
-    for (const n of nodes) answers.set(n.metadata?.name ?? '', inventory.existence(n));
+    const answers = new Array<Existence>(nodes.length);
+    for (let i = 0; i < nodes.length; i++) answers[i] = inventory.existence(nodes[i]!);
     return answers;
   }
 

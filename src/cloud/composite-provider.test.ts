@@ -103,7 +103,7 @@ describe('CompositeProvider dispatch', () => {
     expect(await composite.instances.instanceExists(foreign)).toBe('unknown');
     expect(await composite.instances.instanceMetadata(foreign)).toBeNull();
     expect(await composite.instances.instanceShutdown(foreign)).toBeUndefined();
-    expect(await composite.instances.instancesExist([foreign])).toEqual(new Map([['x1', 'unknown']]));
+    expect(await composite.instances.instancesExist([foreign])).toEqual(['unknown']);
     // Annotated for another platform while waiting: the same.
     const annotated = node('x2', { platform: 'lxd' });
     expect(composite.servesNode(annotated)).toBe(false);
@@ -146,7 +146,7 @@ describe('CompositeProvider dispatch', () => {
     const answers = await composite.instances.instancesExist([
       node('s1', { providerID: 'static://s1' }), node('gone', { providerID: 'static://gone' }), node('p1', { providerID: 'proxmox://p1' }),
     ]);
-    expect(answers).toEqual(new Map<string, Existence>([['s1', 'exists'], ['gone', 'not-found'], ['p1', 'unknown']]));
+    expect(answers).toEqual<Existence[]>(['exists', 'not-found', 'unknown']);
     // The partitions' instances feed the checks (the lifecycle controller asks through them).
     for (const p of composite.partitions) await p.instances!.instanceExists(node('s1', { providerID: `${p.platform}://s1` })).catch(() => undefined);
     const checks = composite.healthChecks();

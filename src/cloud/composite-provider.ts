@@ -147,24 +147,27 @@ export class CompositeProvider implements CloudProvider {
   }
 
   /** Each provider asked about its own nodes only; one that fails or hangs leaves only its nodes unknown. */
-  private async instancesExist(nodes: readonly V1Node[], signal?: AbortSignal): Promise<Map<string, Existence>> {
-    const answers = new Map<string, Existence>(nodes.map((n) => [nodeName(n), 'unknown']));
-    const groups = new Map<ProviderPartition, V1Node[]>();
-    for (const node of nodes) {
+  private async instancesExist(nodes: readonly V1Node[], signal?: AbortSignal): Promise<Existence[]> {
+    const answers = new Array<Existence>(nodes.length).fill('unknown');
+    /** Each provider's nodes, and where each stands in `nodes` (the answers are by position). */
+    const groups = new Map<ProviderPartition, { nodes: V1Node[]; at: number[] }>();
+    nodes.forEach((node, i) => {
       const partition = this.partitionOf(node);
-      if (!partition?.instances) continue;
-      const group = groups.get(partition);
-      if (group) group.push(node);
-      else groups.set(partition, [node]);
-    }
+      if (!partition?.instances) return;
+      let group = groups.get(partition);
+      if (!group) groups.set(partition, (group = { nodes: [], at: [] }));
+      group.nodes.push(node);
+      group.at.push(i);
+    });
     await Promise.all([...groups].map(async ([partition, group]) => {
       const instances = partition.instances!;
       try {
         if (instances.instancesExist) {
-          const reply = await instances.instancesExist(group, signal);
-          for (const node of group) answers.set(nodeName(node), reply.get(nodeName(node)) ?? 'unknown');
+          const reply = await instances.instancesExist(group.nodes, signal);
+          // A reply of another length cannot be matched to the nodes: they stay unknown.
+          if (reply.length === group.nodes.length) group.at.forEach((at, i) => (answers[at] = reply[i] ?? 'unknown'));
         } else {
-          await Promise.all(group.map(async (node) => answers.set(nodeName(node), await instances.instanceExists(node, signal).catch((): Existence => 'unknown'))));
+          await Promise.all(group.nodes.map(async (node, i) => (answers[group.at[i]!] = await instances.instanceExists(node, signal).catch((): Existence => 'unknown'))));
         }
       } catch {
         // Its nodes stay unknown; the others' answers stand.
@@ -248,6 +251,6 @@ function watched(instances: Instances, health: ProviderHealth): Instances {
     instanceShutdown: (node, signal) => instances.instanceShutdown(node, signal),
     instanceMetadata: (node, signal) => told(instances.instanceMetadata(node, signal), () => undefined),
     instancesExist: instances.instancesExist && ((nodes, signal) => told(instances.instancesExist!(nodes, signal),
-      (reply) => (nodes.length > 0 && nodes.every((n) => (reply.get(nodeName(n)) ?? 'unknown') === 'unknown') ? `could not tell about any of its ${nodes.length} nodes` : undefined))),
+      (reply) => (nodes.length > 0 && nodes.every((_, i) => (reply[i] ?? 'unknown') === 'unknown') ? `could not tell about any of its ${nodes.length} nodes` : undefined))),
   };
 }

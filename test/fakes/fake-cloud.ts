@@ -303,7 +303,7 @@ export class FakeCloud implements CloudProvider {
     if (bulk) {
       instances.instancesExist = async (nodes, signal) => {
         await this.call('instancesExist', undefined, signal);
-        return new Map(nodes.map((n) => [n.metadata?.name ?? '', this.answerFor(n).error ? 'unknown' : this.answerFor(n).existence ?? 'exists']));
+        return nodes.map((n) => (this.answerFor(n).error ? 'unknown' : this.answerFor(n).existence ?? 'exists'));
       };
     }
     return instances;

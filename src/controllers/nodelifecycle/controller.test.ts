@@ -213,14 +213,27 @@ describe('asking the provider', () => {
     const cloud = new FakeCloud();
     cloud.setNode('a', { existence: 'not-found' }).setNode('b', { error: new Error('boom') });
     const answers = await askExistence(cloud.instances!, [node('a', 'False'), node('b', 'False'), node('c', 'False')], { timeoutMs: 5000 });
-    expect(Object.fromEntries(answers)).toEqual({ a: 'not-found', b: 'unknown', c: 'exists' });
+    expect(answers).toEqual(['not-found', 'unknown', 'exists']);
 
     cloud.latencyMs = 60_000;
     const hung = await askExistence(cloud.instances!, [node('a', 'False')], { timeoutMs: 30 });
-    expect(Object.fromEntries(hung)).toEqual({ a: 'unknown' });
+    expect(hung).toEqual(['unknown']);
 
-    const bulk = { ...cloud.instances!, instancesExist: async () => new Map<string, Existence>([['a', 'gone' as Existence]]) };
-    expect(Object.fromEntries(await askExistence(bulk, [node('a', 'False'), node('b', 'False')], { timeoutMs: 5000 }))).toEqual({ a: 'unknown', b: 'unknown' });
+    // A bulk answer out of the three values: that node unknown, the others as answered.
+    const errors: string[] = [];
+    const onError = (_: V1Node[], error: string) => void errors.push(error);
+    const odd = { ...cloud.instances!, instancesExist: async () => ['gone' as Existence, 'exists' as Existence] };
+    expect(await askExistence(odd, [node('a', 'False'), node('b', 'False')], { timeoutMs: 5000, onError })).toEqual(['unknown', 'exists']);
+    // Answers are by position: a list of another length (or no list) cannot be matched, every node unknown, and said why.
+    for (const reply of [['exists'], ['exists', 'exists', 'exists'], new Map([['a', 'exists'], ['b', 'exists']])]) {
+      const wrong = { ...cloud.instances!, instancesExist: async () => reply as unknown as Existence[] };
+      expect(await askExistence(wrong, [node('a', 'False'), node('b', 'False')], { timeoutMs: 5000, onError })).toEqual(['unknown', 'unknown']);
+    }
+    expect(errors).toEqual([
+      "the provider's bulk answer has 1 answers for 2 nodes; taken as unknown",
+      "the provider's bulk answer has 3 answers for 2 nodes; taken as unknown",
+      "the provider's bulk answer is not a list for 2 nodes; taken as unknown",
+    ]);
   });
 
   test('shutdown questions: answers given at once are taken in the same turn, pending ones raced and bounded, failures unknown', async () => {

@@ -20,6 +20,7 @@ import { errorMessage } from '../../util/errors.ts';
 import { ACKNOWLEDGE_NODE_DELETIONS_ANNOTATION, type BreakerLink } from './breaker-link.ts';
 import { type HeldConditionWriter, type HeldState, heldConditionPatch } from './held-condition.ts';
 import { CLOUD_NODE_LIFECYCLE_CONTROLLER } from '../../names.ts';
+import { SteadyPass } from './steady.ts';
 
 /** Taint writes (and the shutdown questions before them) in flight at once. */
 export const WRITE_CONCURRENCY = 10;
@@ -34,6 +35,8 @@ export interface LifecycleControllerDeps {
   statusObject?: string;
   /** When set, each held node gets the condition edge-ccm.io/DeletionHeld saying why (held-condition.ts). */
   heldConditions?: HeldConditionWriter;
+  /** false: every pass judges every node, even one repeating a quiet pass (steady.ts); for the tests that compare both. */
+  steadyShortcut?: boolean;
 }
 
 /** What one pass did; returned for logs and tests. */
@@ -64,8 +67,16 @@ interface Group {
   state: PartitionState;
   nodes: V1Node[];
   asked: V1Node[];
-  existing: V1Node[];
+  /** NotReady nodes whose machine exists: asked whether shut down once the writes (taints they lose first) are done. */
+  existing: readonly V1Node[];
   candidates: V1Node[];
+}
+
+/** What judging and deciding every node gave: the report so far, the writes to make, and whether the pass is quiet (steady.ts). */
+interface Decisions {
+  report: Omit<MonitorReport, 'breaker' | 'breakers'>;
+  writes: (() => Promise<void>)[];
+  quiet: boolean;
 }
 
 /** Several verdicts read as one, for the EdgeCCMStatus object and the report: open when any is; counts added. */
@@ -115,6 +126,8 @@ export class CloudNodeLifecycleController implements Controller {
   private readonly snapshots: ProviderSnapshots;
   /** Last state logged per providerID scheme, so a distrusted answer is logged when it starts and ends, not every period. */
   private readonly groupStates = new Map<string, GroupJudgement['state']>();
+  /** The last quiet pass's inputs, so a pass repeating it skips the judgement (steady.ts); undefined: shortcut off. */
+  private readonly steady: SteadyPass | undefined;
 
   constructor(
     private readonly ctx: LifecycleControllerContext,
@@ -131,6 +144,7 @@ export class CloudNodeLifecycleController implements Controller {
     this.single = { name: ctx.cloud.providerName ?? '', platform: '', instances: this.instances };
     const partitionOf = ctx.cloud.partitionOf?.bind(ctx.cloud);
     this.groupOf = partitionOf ? (node) => partitionOf(node)?.platform ?? providerIDScheme(node) : providerIDScheme;
+    this.steady = deps.steadyShortcut === false ? undefined : new SteadyPass();
     this.snapshots = new ProviderSnapshots({
       shrinkMaxShare: this.options.shrinkMaxShare,
       gracePeriodMs: this.options.gracePeriodMs,
@@ -237,55 +251,19 @@ export class CloudNodeLifecycleController implements Controller {
         signal,
         onError: (failed, error) => this.log.error('error checking if nodes exist in the cloud provider', { provider: g.partition.name, nodes: failed.map(nodeName), error }),
       });
-      countBy(reply.values(), (answer, n) => this.metrics.existenceAnswers.inc({ answer, provider: g.partition.name }, n));
+      countBy(reply, (answer, n) => this.metrics.existenceAnswers.inc({ answer, provider: g.partition.name }, n));
       return reply;
     }));
-    const provided = replies.length === 1 ? replies[0]! : new Map(replies.flatMap((r) => [...r]));
-    const snapshot = this.snapshots.judge(asked, provided, now, this.groupOf);
-    this.reportSnapshot(snapshot, asked);
-    const answers = snapshot.answers;
-
-    const report: Omit<MonitorReport, 'breaker' | 'breakers'> = { answers, distrusted: snapshot.distrusted, held: new Map(), quarantined: [], deleted: [] };
-    // The writes are bound methods, not arrows: an arrow in this loop's body would capture its
-    // variables, which then cost a scope object per node and iteration, write or not.
-    const writes: (() => Promise<void>)[] = [];
-    for (const group of groups) {
-      /** NotReady nodes whose machine exists: asked whether shut down once the writes (taints they lose first) are done. */
-      const existing = group.existing;
-      const candidates = group.candidates;
-      for (const node of group.nodes) {
-        const name = nodeName(node);
-        if (this.deletedUids.size && this.deletedUids.has(node.metadata?.uid ?? '')) continue; // deleted; the informer has not caught up yet
-        // The memory maps are empty in the usual pass: no lookups in them for every node then.
-        const { action, streak } = decide(node, answers.get(name), this.streaks.size ? this.streaks.get(name) : undefined, now, this.options);
-        if (streak) this.streaks.set(name, streak);
-        else if (this.streaks.size) this.streaks.delete(name);
-        if (action.kind !== 'hold' && this.announced.size) this.announced.delete(name);
-        switch (action.kind) {
-          case 'ready':
-            if (action.removeTaints.length > 0) writes.push(this.removeTaints.bind(this, node, action.removeTaints, signal));
-            break;
-          case 'exists':
-            if (action.removeTaints.length > 0) writes.push(this.removeTaints.bind(this, node, action.removeTaints, signal));
-            existing.push(node);
-            break;
-          case 'unknown':
-            if (!snapshot.distrusted.has(name)) this.log.debug(2, 'cloud provider cannot tell whether node exists; doing nothing', { node: name });
-            break;
-          case 'hold':
-            this.hold(node, action.reason, report, streak, group.partition.name);
-            break;
-          case 'quarantine':
-            this.hold(node, 'policy', report, streak, group.partition.name);
-            report.quarantined.push(name);
-            if (!action.alreadyTainted) writes.push(this.quarantine.bind(this, node, signal));
-            break;
-          case 'delete':
-            candidates.push(node);
-            break;
-        }
-      }
+    // A pass repeating the last quiet one (the usual idle pass) decides nothing new: steady.ts.
+    const steady = this.steady?.repeats(groups, replies) === true;
+    let decisions: Decisions;
+    if (steady) {
+      groups.forEach((group, g) => (group.existing = this.steady!.existing(g)));
+      decisions = { report: { answers: this.steady!.answers, distrusted: new Map(), held: new Map(), quarantined: [], deleted: [] }, writes: [], quiet: true };
+    } else {
+      decisions = this.decideEveryNode(groups, asked, replies, now, signal);
     }
+    const { report, writes } = decisions;
     await forEachLimited(writes, WRITE_CONCURRENCY, (write) => write());
     // Then the shutdown question of each NotReady node whose machine exists (at idle, most of a
     // pass's work), as many at once as the writes, each provider under its own deadline.
@@ -321,8 +299,77 @@ export class CloudNodeLifecycleController implements Controller {
     // The object's acknowledgment let these through: spent (the publisher removes the annotation).
     if ([...verdicts.values()].some((v) => v.open && v.deletable.some(viaObject))) link?.acknowledgmentUsed();
     link?.report({ open: verdict.open, gone: verdict.gone, allowed: verdict.allowed, population: verdict.population, windowMs: this.options.breaker.windowMs, held: verdict.held.map(nodeName) });
-    for (const [group, v] of verdicts) await this.writeHeldConditions(group.nodes, report, v, now, signal);
+    // A steady pass changes no condition (the quiet pass it repeats had none to change) and keeps the memory as it is.
+    if (!steady) {
+      let conditionWrites = 0;
+      for (const [group, v] of verdicts) conditionWrites += await this.writeHeldConditions(group.nodes, report, v, now, signal);
+      if (decisions.quiet && conditionWrites === 0) this.steady?.remember(groups, replies, report.answers);
+      else this.steady?.forget();
+    }
     return { ...report, breaker: verdict, breakers: new Map([...verdicts].map(([g, v]) => [g.partition.name, v])) };
+  }
+
+  /**
+   * The full pass: the answers judged (snapshot.ts) and every node decided. Quiet when it found
+   * nothing to do and nothing to remember, which lets the next pass with the same nodes and
+   * answers skip this (steady.ts).
+   */
+  private decideEveryNode(groups: Group[], asked: readonly V1Node[], replies: readonly (readonly Existence[])[], now: number, signal?: AbortSignal): Decisions {
+    // By name for the judgement and the report: built on a full pass only, not on the steady ones.
+    const provided = new Map<string, Existence>();
+    groups.forEach((g, i) => g.asked.forEach((node, at) => provided.set(nodeName(node), replies[i]![at]!)));
+    const snapshot = this.snapshots.judge(asked, provided, now, this.groupOf);
+    this.reportSnapshot(snapshot, asked);
+    const answers = snapshot.answers;
+    let quiet = snapshot.distrusted.size === 0 && [...snapshot.groups.values()].every((g) => g.state === 'trusted');
+
+    const report: Omit<MonitorReport, 'breaker' | 'breakers'> = { answers, distrusted: snapshot.distrusted, held: new Map(), quarantined: [], deleted: [] };
+    // The writes are bound methods, not arrows: an arrow in this loop's body would capture its
+    // variables, which then cost a scope object per node and iteration, write or not.
+    const writes: (() => Promise<void>)[] = [];
+    for (const group of groups) {
+      const existing: V1Node[] = [];
+      group.existing = existing;
+      const candidates = group.candidates;
+      for (const node of group.nodes) {
+        const name = nodeName(node);
+        if (this.deletedUids.size && this.deletedUids.has(node.metadata?.uid ?? '')) continue; // deleted; the informer has not caught up yet
+        // The memory maps are empty in the usual pass: no lookups in them for every node then.
+        const { action, streak } = decide(node, answers.get(name), this.streaks.size ? this.streaks.get(name) : undefined, now, this.options);
+        if (streak) this.streaks.set(name, streak);
+        else if (this.streaks.size) this.streaks.delete(name);
+        if (action.kind !== 'hold' && this.announced.size) this.announced.delete(name);
+        switch (action.kind) {
+          case 'ready':
+            if (action.removeTaints.length > 0) writes.push(this.removeTaints.bind(this, node, action.removeTaints, signal));
+            break;
+          case 'exists':
+            if (action.removeTaints.length > 0) writes.push(this.removeTaints.bind(this, node, action.removeTaints, signal));
+            existing.push(node);
+            break;
+          case 'unknown':
+            quiet = false;
+            if (!snapshot.distrusted.has(name)) this.log.debug(2, 'cloud provider cannot tell whether node exists; doing nothing', { node: name });
+            break;
+          case 'hold':
+            this.hold(node, action.reason, report, streak, group.partition.name);
+            break;
+          case 'quarantine':
+            this.hold(node, 'policy', report, streak, group.partition.name);
+            report.quarantined.push(name);
+            if (!action.alreadyTainted) writes.push(this.quarantine.bind(this, node, signal));
+            break;
+          case 'delete':
+            candidates.push(node);
+            break;
+        }
+      }
+    }
+    // Two of these are guards, never the only reason: a streak comes with a hold, and a judgement
+    // other than 'trusted' either distrusts answers or repeats itself too ('no-read', 'confirmed').
+    quiet &&= writes.length === 0 && report.held.size === 0 && groups.every((g) => g.candidates.length === 0) &&
+      this.streaks.size === 0 && this.announced.size === 0 && this.deletedUids.size === 0;
+    return { report, writes, quiet };
   }
 
   /**
@@ -330,7 +377,7 @@ export class CloudNodeLifecycleController implements Controller {
    * event per period on each NotReady node whose deletion that prevents (aggregated by the
    * recorder while the message stays the same).
    */
-  private reportSnapshot(snapshot: SnapshotJudgement, asked: V1Node[]): void {
+  private reportSnapshot(snapshot: SnapshotJudgement, asked: readonly V1Node[]): void {
     for (const reason of DISTRUST_REASONS) {
       this.metrics.answerDistrusted.set({ reason }, [...snapshot.groups.values()].filter((g) => g.state === reason).length);
     }
@@ -390,10 +437,10 @@ export class CloudNodeLifecycleController implements Controller {
     this.announced.set(name, reason);
   }
 
-  /** The DeletionHeld condition on every managed node, as this pass left it (only changes are written). */
-  private async writeHeldConditions(nodes: V1Node[], report: Omit<MonitorReport, 'breaker' | 'breakers'>, verdict: BreakerVerdict<V1Node>, now: number, signal?: AbortSignal): Promise<void> {
+  /** The DeletionHeld condition on every managed node, as this pass left it (only changes are written); returns how many it wrote or tried to. */
+  private async writeHeldConditions(nodes: V1Node[], report: Omit<MonitorReport, 'breaker' | 'breakers'>, verdict: BreakerVerdict<V1Node>, now: number, signal?: AbortSignal): Promise<number> {
     const writer = this.deps.heldConditions;
-    if (!writer) return;
+    if (!writer) return 0;
     const at = new Date(now);
     const writes: (() => Promise<void>)[] = [];
     // No node held or distrusted (the usual pass): no node's state to look up, only stale conditions to remove.
@@ -405,6 +452,7 @@ export class CloudNodeLifecycleController implements Controller {
       if (patch) writes.push(this.writeHeldCondition.bind(this, writer, node, patch, signal));
     }
     await forEachLimited(writes, WRITE_CONCURRENCY, (write) => write());
+    return writes.length;
   }
 
   private async writeHeldCondition(writer: HeldConditionWriter, node: V1Node, patch: Record<string, unknown>, signal?: AbortSignal): Promise<void> {

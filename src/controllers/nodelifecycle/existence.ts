@@ -52,32 +52,38 @@ export interface ExistenceOptions {
 }
 
 /**
- * One answer per node name. Uses the provider's bulk call when it has one (one call per period,
- * whatever the number of NotReady nodes), else one call per node with bounded concurrency.
+ * One answer per node, the i-th about nodes[i]. Uses the provider's bulk call when it has one (one
+ * call per period, whatever the number of NotReady nodes), else one call per node with bounded
+ * concurrency.
  */
-export async function askExistence(instances: Instances, nodes: readonly V1Node[], opts: ExistenceOptions): Promise<Map<string, Existence>> {
-  const answers = new Map<string, Existence>();
+export async function askExistence(instances: Instances, nodes: readonly V1Node[], opts: ExistenceOptions): Promise<Existence[]> {
+  const answers = new Array<Existence>(nodes.length).fill('unknown');
   if (nodes.length === 0) return answers;
   const deadline = opts.deadline ?? providerDeadline(opts.timeoutMs, opts.signal);
   try {
     if (instances.instancesExist) {
       const bulk = instances.instancesExist.bind(instances);
-      let reply: Map<string, Existence> | undefined;
+      let reply: unknown;
       try {
         // The list itself, not a copy (every period, every node): the provider only reads it.
         reply = await deadline.run((signal) => bulk(nodes, signal));
       } catch (e) {
         opts.onError?.([...nodes], errorMessage(e));
+        return answers;
       }
-      // The usual reply (one valid answer per node asked, nothing else) is taken as it is: copying
-      // 5000 answers every period costs more than checking them. It is only read from here on.
-      if (reply instanceof Map && reply.size === nodes.length && answersEveryNode(reply, nodes)) return reply;
-      for (const node of nodes) answers.set(nodeName(node), validExistence(reply instanceof Map ? reply.get(nodeName(node)) : undefined));
+      // Answers are by position: a reply of another length cannot be matched to the nodes.
+      if (!Array.isArray(reply) || reply.length !== nodes.length) {
+        opts.onError?.([...nodes], `the provider's bulk answer ${Array.isArray(reply) ? `has ${reply.length} answers` : 'is not a list'} for ${nodes.length} nodes; taken as unknown`);
+        return answers;
+      }
+      // The usual reply (a valid answer for each node) is taken as it is: it is only read from here on.
+      if (everyAnswerValid(reply)) return reply as Existence[];
+      for (let i = 0; i < reply.length; i++) answers[i] = validExistence(reply[i]);
       return answers;
     }
     const failed: V1Node[] = [];
     let failure = '';
-    await forEachLimited(nodes, EXISTENCE_CHECK_CONCURRENCY, async (node) => {
+    await forEachLimited(nodes, EXISTENCE_CHECK_CONCURRENCY, async (node, i) => {
       let answer: Existence = 'unknown';
       try {
         answer = validExistence(await deadline.run((signal) => instances.instanceExists(node, signal)));
@@ -90,7 +96,7 @@ export async function askExistence(instances: Instances, nodes: readonly V1Node[
           opts.onError?.([node], errorMessage(e));
         }
       }
-      answers.set(nodeName(node), answer);
+      answers[i] = answer;
     });
     if (failed.length > 0) opts.onError?.(failed, failure);
     return answers;
@@ -142,9 +148,9 @@ export async function forEachShutDown(
   await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, nodes.length)) }, worker));
 }
 
-/** Whether the reply holds a valid answer for each node: a plain loop, no closure per node (every period, every node). */
-function answersEveryNode(reply: ReadonlyMap<string, unknown>, nodes: readonly V1Node[]): boolean {
-  for (const node of nodes) if (!EXISTENCE_VALUES.has(reply.get(nodeName(node)))) return false;
+/** Whether each answer is one of the three: a plain loop, no closure per node (every period, every node). */
+function everyAnswerValid(reply: readonly unknown[]): boolean {
+  for (let i = 0; i < reply.length; i++) if (!EXISTENCE_VALUES.has(reply[i])) return false;
   return true;
 }
 
