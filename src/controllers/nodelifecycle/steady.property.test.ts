@@ -290,3 +290,33 @@ test('a pass repeating a quiet one judges nothing; a changed node, answer or out
     ProviderSnapshots.prototype.judge = judge;
   }
 });
+
+test('a provider handing back one list it changes in place is judged again when an answer changes', async () => {
+  const answers: Existence[] = ['exists', 'exists'];
+  const nodes = [nodeOf('a', false), nodeOf('b', false)];
+  const store = new Informer<V1Node>({ transport: unusedTransport, type: NODES });
+  for (const n of nodes) store.store.upsert(n);
+  const cloud: CloudProvider = {
+    providerName: 'static',
+    instances: { instanceExists: async () => 'unknown', instancesExist: async () => answers, instanceShutdown: async () => false, instanceMetadata: async () => null },
+  };
+  const ctx = controllerContext({ transport: unusedTransport, recorder: new RecordingEventRecorder(), registry: new Registry(), cloud, nodeInformer: store, isManagedNode: () => true });
+  const controller = new CloudNodeLifecycleController(ctx, { gracePeriodMs: 0, notFoundThreshold: 1, deletionPolicy: 'never' }, { clock: new FakeClock(1_000_000) });
+  let judged = 0;
+  const judge = ProviderSnapshots.prototype.judge;
+  ProviderSnapshots.prototype.judge = function (...args) {
+    judged++;
+    return judge.apply(this, args);
+  };
+  try {
+    await controller.monitorNodes();
+    await controller.monitorNodes();
+    expect(judged).toBe(1);
+    answers[1] = 'not-found';
+    const report = await controller.monitorNodes();
+    expect(judged).toBe(2);
+    expect([...report.held]).toEqual([['b', 'policy']]);
+  } finally {
+    ProviderSnapshots.prototype.judge = judge;
+  }
+});

@@ -37,9 +37,13 @@ export class SteadyPass {
     return this.last?.groups[g]?.existing ?? [];
   }
 
-  /** Keeps a quiet pass's inputs. The lists are the pass's own (nothing changes them afterwards). */
+  /**
+   * Keeps a quiet pass's inputs. The node lists are the pass's own (nothing changes them
+   * afterwards); the answers are copied: a provider handing back one list it changes in place
+   * would otherwise always look the same.
+   */
   remember(groups: readonly { partition: unknown; asked: readonly V1Node[]; existing: readonly V1Node[] }[], replies: readonly (readonly Existence[])[], answersByName: ReadonlyMap<string, Existence>): void {
-    this.last = { groups: groups.map((g, i) => ({ partition: g.partition, asked: g.asked, answers: replies[i]!, existing: g.existing })), answersByName };
+    this.last = { groups: groups.map((g, i) => ({ partition: g.partition, asked: g.asked, answers: replies[i]!.slice(), existing: g.existing })), answersByName };
   }
 
   /** The last pass did something (or may have): the next one judges every node. */
