@@ -29,9 +29,7 @@ export class StaticInstances implements Instances {
 
   async instancesExist(nodes: readonly V1Node[]): Promise<Existence[]> {
     const inventory = this.inventory(); // one configuration for the whole answer
-    const answers = new Array<Existence>(nodes.length);
-    for (let i = 0; i < nodes.length; i++) answers[i] = inventory.existence(nodes[i]!);
-    return answers;
+    return nodes.map((n) => inventory.existence(n));
   }
 
   /**

@@ -240,9 +240,7 @@ export class CloudNodeLifecycleController implements Controller {
     // provider with the bulk call answers in one call; others are asked node by node.
     // One loop over the store for both lists: this runs every period over every node.
     const groups = this.groupNodes();
-    const nodes = groups.length === 1 ? groups[0]!.nodes : groups.flatMap((g) => g.nodes);
-    const asked = groups.length === 1 ? groups[0]!.asked : groups.flatMap((g) => g.asked);
-    this.forgetAbsent(nodes);
+    this.forgetAbsent(groups);
     // Each provider asked about its own nodes, all at once: one that fails or hangs leaves only its nodes unknown.
     const replies = await Promise.all(groups.map(async (g) => {
       const reply = await askExistence(g.partition.instances!, g.asked, {
@@ -255,13 +253,14 @@ export class CloudNodeLifecycleController implements Controller {
       return reply;
     }));
     // A pass repeating the last quiet one (the usual idle pass) decides nothing new: steady.ts.
-    const steady = this.steady?.repeats(groups, replies) === true;
+    const repeated = this.steady?.repeated(groups, replies);
+    const steady = repeated !== undefined;
     let decisions: Decisions;
-    if (steady) {
-      groups.forEach((group, g) => (group.existing = this.steady!.existing(g)));
-      decisions = { report: { answers: this.steady!.answers, distrusted: new Map(), held: new Map(), quarantined: [], deleted: [] }, writes: [], quiet: true };
+    if (repeated) {
+      groups.forEach((group, g) => (group.existing = repeated.groups[g]!.existing));
+      decisions = { report: { answers: repeated.answersByName, distrusted: new Map(), held: new Map(), quarantined: [], deleted: [] }, writes: [], quiet: true };
     } else {
-      decisions = this.decideEveryNode(groups, asked, replies, now, signal);
+      decisions = this.decideEveryNode(groups, replies, now, signal);
     }
     const { report, writes } = decisions;
     await forEachLimited(writes, WRITE_CONCURRENCY, (write) => write());
@@ -314,7 +313,8 @@ export class CloudNodeLifecycleController implements Controller {
    * nothing to do and nothing to remember, which lets the next pass with the same nodes and
    * answers skip this (steady.ts).
    */
-  private decideEveryNode(groups: Group[], asked: readonly V1Node[], replies: readonly (readonly Existence[])[], now: number, signal?: AbortSignal): Decisions {
+  private decideEveryNode(groups: Group[], replies: readonly (readonly Existence[])[], now: number, signal?: AbortSignal): Decisions {
+    const asked = groups.length === 1 ? groups[0]!.asked : groups.flatMap((g) => g.asked);
     // By name for the judgement and the report: built on a full pass only, not on the steady ones.
     const provided = new Map<string, Existence>();
     groups.forEach((g, i) => g.asked.forEach((node, at) => provided.set(nodeName(node), replies[i]![at]!)));
@@ -414,9 +414,10 @@ export class CloudNodeLifecycleController implements Controller {
     }
   }
 
-  private forgetAbsent(nodes: V1Node[]): void {
-    // Nothing remembered (the usual pass): no sets of every node's name and UID to build.
+  private forgetAbsent(groups: readonly Group[]): void {
+    // Nothing remembered (the usual pass): no list of every node, no sets of their names and UIDs to build.
     if (this.streaks.size === 0 && this.announced.size === 0 && this.deletedUids.size === 0) return;
+    const nodes = groups.flatMap((g) => g.nodes);
     const present = new Set(nodes.map(nodeName));
     for (const name of this.streaks.keys()) if (!present.has(name)) this.streaks.delete(name);
     for (const name of this.announced.keys()) if (!present.has(name)) this.announced.delete(name);

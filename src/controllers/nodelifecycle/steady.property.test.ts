@@ -222,14 +222,30 @@ function apply(step: Step, outside: Outside, worlds: World[]): void {
   }
 }
 
+/** Counts the snapshot judgements (one per full pass) until restored. */
+function countJudgements(): { readonly count: number; restore(): void } {
+  const judge = ProviderSnapshots.prototype.judge;
+  let count = 0;
+  ProviderSnapshots.prototype.judge = function (...args) {
+    count++;
+    return judge.apply(this, args);
+  };
+  return {
+    get count() {
+      return count;
+    },
+    restore: () => void (ProviderSnapshots.prototype.judge = judge),
+  };
+}
+
 test('a controller taking the steady shortcut writes, tells and reports exactly what one judging every node every pass does', async () => {
   // Counted, so that the property is known to have run the shortcut, not only the full pass.
   let skipped = 0;
-  const repeats = SteadyPass.prototype.repeats;
-  SteadyPass.prototype.repeats = function (...args) {
-    const again = repeats.apply(this, args);
-    if (again) skipped++;
-    return again;
+  const repeated = SteadyPass.prototype.repeated;
+  SteadyPass.prototype.repeated = function (...args) {
+    const quiet = repeated.apply(this, args);
+    if (quiet) skipped++;
+    return quiet;
   };
   try {
     await fc.assert(fc.asyncProperty(fc.array(stepArb, { minLength: 1, maxLength: 40 }), async (steps) => {
@@ -249,7 +265,7 @@ test('a controller taking the steady shortcut writes, tells and reports exactly 
       }
     }), { numRuns: 300 });
   } finally {
-    SteadyPass.prototype.repeats = repeats;
+    SteadyPass.prototype.repeated = repeated;
   }
   expect(skipped).toBeGreaterThan(100);
 });
@@ -257,18 +273,13 @@ test('a controller taking the steady shortcut writes, tells and reports exactly 
 test('a pass repeating a quiet one judges nothing; a changed node, answer or outage brings the judgement back', async () => {
   const outside: Outside = { answers: new Map(), shutdown: new Map(), down: false, writesFail: false };
   const world = new World(outside, true);
-  let judged = 0;
-  const judge = ProviderSnapshots.prototype.judge;
-  ProviderSnapshots.prototype.judge = function (...args) {
-    judged++;
-    return judge.apply(this, args);
-  };
+  const judgements = countJudgements();
   try {
     const judgedBy = async (before: () => void) => {
       before();
-      const from = judged;
+      const from = judgements.count;
       await world.pass();
-      return judged - from;
+      return judgements.count - from;
     };
     expect(await judgedBy(() => {})).toBe(1); // the first pass
     expect(await judgedBy(() => {})).toBe(0); // a repeat of a quiet pass
@@ -287,36 +298,30 @@ test('a pass repeating a quiet one judges nothing; a changed node, answer or out
     expect(await judgedBy(() => world.remove('n4'))).toBe(1);
     expect(await judgedBy(() => (outside.down = true))).toBe(1);
   } finally {
-    ProviderSnapshots.prototype.judge = judge;
+    judgements.restore();
   }
 });
 
 test('a provider handing back one list it changes in place is judged again when an answer changes', async () => {
   const answers: Existence[] = ['exists', 'exists'];
-  const nodes = [nodeOf('a', false), nodeOf('b', false)];
   const store = new Informer<V1Node>({ transport: unusedTransport, type: NODES });
-  for (const n of nodes) store.store.upsert(n);
+  for (const n of [nodeOf('a', false), nodeOf('b', false)]) store.store.upsert(n);
   const cloud: CloudProvider = {
     providerName: 'static',
     instances: { instanceExists: async () => 'unknown', instancesExist: async () => answers, instanceShutdown: async () => false, instanceMetadata: async () => null },
   };
   const ctx = controllerContext({ transport: unusedTransport, recorder: new RecordingEventRecorder(), registry: new Registry(), cloud, nodeInformer: store, isManagedNode: () => true });
   const controller = new CloudNodeLifecycleController(ctx, { gracePeriodMs: 0, notFoundThreshold: 1, deletionPolicy: 'never' }, { clock: new FakeClock(1_000_000) });
-  let judged = 0;
-  const judge = ProviderSnapshots.prototype.judge;
-  ProviderSnapshots.prototype.judge = function (...args) {
-    judged++;
-    return judge.apply(this, args);
-  };
+  const judgements = countJudgements();
   try {
     await controller.monitorNodes();
     await controller.monitorNodes();
-    expect(judged).toBe(1);
+    expect(judgements.count).toBe(1);
     answers[1] = 'not-found';
     const report = await controller.monitorNodes();
-    expect(judged).toBe(2);
+    expect(judgements.count).toBe(2);
     expect([...report.held]).toEqual([['b', 'policy']]);
   } finally {
-    ProviderSnapshots.prototype.judge = judge;
+    judgements.restore();
   }
 });

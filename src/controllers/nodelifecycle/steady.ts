@@ -13,28 +13,21 @@ import type { Existence } from '../../cloud/types.ts';
  * and NotReady; the provider is still asked everything, every period, and the breaker evaluated.
  */
 export class SteadyPass {
-  private last: Remembered | undefined;
+  private last: QuietPass | undefined;
 
-  /** Whether this pass's nodes and answers are, group by group, those of the remembered quiet pass. */
-  repeats(groups: readonly { partition: unknown; asked: readonly V1Node[] }[], replies: readonly (readonly Existence[])[]): boolean {
+  /**
+   * The remembered quiet pass when this pass's nodes and answers are, group by group, its own;
+   * undefined when anything differs (or nothing is remembered).
+   */
+  repeated(groups: readonly { partition: unknown; asked: readonly V1Node[] }[], replies: readonly (readonly Existence[])[]): QuietPass | undefined {
     const last = this.last;
-    if (!last || last.groups.length !== groups.length) return false;
+    if (!last || last.groups.length !== groups.length) return undefined;
     for (let g = 0; g < groups.length; g++) {
       const before = last.groups[g]!;
       const group = groups[g]!;
-      if (before.partition !== group.partition || !sameItems(before.asked, group.asked) || !sameItems(before.answers, replies[g]!)) return false;
+      if (before.partition !== group.partition || !sameItems(before.asked, group.asked) || !sameItems(before.answers, replies[g]!)) return undefined;
     }
-    return true;
-  }
-
-  /** The quiet pass's answers by node name (its report's). */
-  get answers(): ReadonlyMap<string, Existence> {
-    return this.last?.answersByName ?? new Map();
-  }
-
-  /** The g-th group's NotReady nodes whose machine exists, as the quiet pass found them. */
-  existing(g: number): readonly V1Node[] {
-    return this.last?.groups[g]?.existing ?? [];
+    return last;
   }
 
   /**
@@ -52,9 +45,10 @@ export class SteadyPass {
   }
 }
 
-interface Remembered {
-  groups: { partition: unknown; asked: readonly V1Node[]; answers: readonly Existence[]; existing: readonly V1Node[] }[];
-  answersByName: ReadonlyMap<string, Existence>;
+/** A quiet pass's inputs, and what a pass repeating it reuses: each group's NotReady existing nodes, the report's answers by name. */
+export interface QuietPass {
+  readonly groups: readonly { partition: unknown; asked: readonly V1Node[]; answers: readonly Existence[]; existing: readonly V1Node[] }[];
+  readonly answersByName: ReadonlyMap<string, Existence>;
 }
 
 /** Same length, same item at every position (references: no object is read). */
