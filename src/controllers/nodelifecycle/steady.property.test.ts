@@ -296,6 +296,19 @@ test('a pass repeating a quiet one judges nothing; a changed node, answer or out
     expect(world.writes).toEqual([`taint n3 ${SHUTDOWN_TAINT.key}`]);
     expect(await judgedBy(() => {})).toBe(1); // n3 changed (tainted)
     expect(await judgedBy(() => world.remove('n4'))).toBe(1);
+    // A write that failed leaves the node as it was: the pass was not quiet, the next one tries again.
+    outside.writesFail = true;
+    world.writes.length = 0;
+    expect(await judgedBy(() => world.change('n1', (n) => (n.status!.conditions = [{ type: 'Ready', status: 'True' }])))).toBe(1);
+    expect(await judgedBy(() => {})).toBe(0);
+    expect(await judgedBy(() => world.change('n1', (n) => (n.spec!.taints = [QUARANTINE_TAINT])))).toBe(1);
+    expect(await judgedBy(() => {})).toBe(1);
+    expect(world.writes.filter((w) => w.includes(' n1 '))).toEqual([`untaint n1 ${QUARANTINE_TAINT.key}`, `untaint n1 ${QUARANTINE_TAINT.key}`]);
+    // So is a DeletionHeld condition left over whose removal failed.
+    expect(await judgedBy(() => world.change('n2', (n) => n.status!.conditions!.push({ type: DELETION_HELD_CONDITION, status: 'True', reason: 'GracePeriod', message: 'old' })))).toBe(1);
+    expect(await judgedBy(() => {})).toBe(1);
+    expect(world.writes.filter((w) => w === 'condition n2')).toEqual(['condition n2', 'condition n2']);
+    outside.writesFail = false;
     expect(await judgedBy(() => (outside.down = true))).toBe(1);
   } finally {
     judgements.restore();
