@@ -85,8 +85,15 @@ process.on('SIGTERM', () => {
 });
 
 const PASS_MS = optionalFlag('lifecycle-pass-ms');
-/** The nodes as the watch last showed them; kept only with --lifecycle-pass-ms. */
+/**
+ * The nodes as the watch last showed them, kept only with --lifecycle-pass-ms: what any informer
+ * keeps, without metadata.managedFields (as edge-ccm's informers and upstream's trim them).
+ */
 const known = PASS_MS === undefined ? undefined : new Map<string, V1Node>();
+function keep(node: V1Node): void {
+  if (node.metadata) delete node.metadata.managedFields;
+  known?.set(node.metadata?.name ?? '', node);
+}
 /** The taint a pass looks for on a NotReady node (upstream's cloud node lifecycle manages this one). */
 const SHUTDOWN = 'node.cloudprovider.kubernetes.io/shutdown';
 
@@ -122,7 +129,7 @@ async function holdLease(name: string, renewMs: number): Promise<void> {
 
 const list = await nodes.list();
 for (const node of list.items) enqueue(node);
-if (known) for (const node of list.items) known.set(node.metadata?.name ?? '', node);
+if (known) for (const node of list.items) keep(node);
 void pool();
 if (known) {
   await holdLease(flag('lease-name'), Number(flag('lease-renew-ms')));
@@ -139,7 +146,7 @@ while (!controller.signal.aborted) {
   try {
     for await (const event of transport.watch<V1Node>(nodes.collectionPath(), { watch: true, resourceVersion, allowWatchBookmarks: true }, controller.signal)) {
       if (event.type === 'ADDED' || event.type === 'MODIFIED') enqueue(event.object);
-      if (known && (event.type === 'ADDED' || event.type === 'MODIFIED')) known.set(event.object.metadata?.name ?? '', event.object);
+      if (known && (event.type === 'ADDED' || event.type === 'MODIFIED')) keep(event.object);
       if (known && event.type === 'DELETED') known.delete(event.object.metadata?.name ?? '');
     }
   } catch (e) {
@@ -150,7 +157,7 @@ while (!controller.signal.aborted) {
   for (const node of again.items) enqueue(node);
   if (known) {
     known.clear();
-    for (const node of again.items) known.set(node.metadata?.name ?? '', node);
+    for (const node of again.items) keep(node);
   }
   resourceVersion = again.metadata.resourceVersion;
 }

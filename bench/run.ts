@@ -5,7 +5,7 @@
  *   --quick               nodes 100 and 1000 only (default also 5000)
  *   --steady-seconds=N    length of the steady-state window (default 300)
  *   --only=nodes,services,steady   a subset of the workloads
- *   --sides=edge-ccm,reference,floor   a subset of the sides (also reference-json: the reference asking for JSON; edge-ccm-h1: edge-ccm with DISABLE_HTTP2; floor-lifecycle, steady state only: the floor with an idle lifecycle pass and a Lease, bench/floor.ts)
+ *   --sides=edge-ccm,reference,floor   a subset of the sides (also reference-json: the reference asking for JSON; edge-ccm-h1: edge-ccm with DISABLE_HTTP2; floor-lifecycle: the floor keeping every node it watches, with a lifecycle pass every 5 s and a Lease, bench/floor.ts)
  *   --timeout-seconds=N   give up on one run after N seconds (default 900)
  *   --settle-max-seconds=N  steady state: wait at most N s for a side to stop writing (default 900)
  *   --profiles=defaults,raised,unbound   client limits (unbound: 20 syncs, qps/burst 100000)
@@ -267,7 +267,7 @@ const save = () => {
 try {
   if (only.has('nodes')) {
     for (const n of nodeSizes) for (const profile of profiles) for (let rep = 0; rep < repeat; rep++) {
-      for (const side of sidesInOrder(['edge-ccm', 'edge-ccm-h1', 'reference', 'reference-json', 'floor'], rep)) {
+      for (const side of sidesInOrder(['edge-ccm', 'edge-ccm-h1', 'reference', 'reference-json', 'floor', 'floor-lifecycle'], rep)) {
         results.push(await burstRun('nodes', n, side, profile, rep));
         save();
       }

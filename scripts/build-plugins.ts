@@ -26,5 +26,34 @@ export const promClientLazyUtil: BunPlugin = {
   },
 };
 
-/** Every plugin the executable's bundle is built with (scripts/build.ts, test/subcommand-loading.test.ts). */
-export const BUILD_PLUGINS: BunPlugin[] = [promClientLazyUtil];
+/**
+ * client-node's KubeConfig module (dist/config.js) imports its generated API (`./gen/index.js`:
+ * every model class and API client, 765 modules) for one method, `makeApiClient`, which edge-ccm
+ * never calls: it reads the kubeconfig with KubeConfig and talks to the API server through
+ * src/kube/transport.ts. Loading the generated API costs the controller's process about 4.6 MiB at
+ * start (BENCHMARKS.md, run 8: 2.7 MiB anonymous, 1.9 MiB of mapped code) and is paid again at
+ * every peak. Bundled, config.js gets two stand-ins that throw, naming this file, if ever called.
+ * The bundle only: tests run client-node as published. A config.js that no longer imports exactly
+ * these two names from there fails the build, as does a bundle that still holds the generated API
+ * (test/subcommand-loading.test.ts).
+ */
+const GENERATED_API_IMPORT = "import { createConfiguration, ServerConfiguration, } from './gen/index.js';";
+const GENERATED_API_LEFT_OUT = [
+  "const leftOut = () => { throw new Error(\"client-node's makeApiClient is left out of edge-ccm's executable (scripts/build-plugins.ts)\"); };",
+  'const createConfiguration = leftOut;',
+  'class ServerConfiguration { constructor() { leftOut(); } }',
+].join(' ');
+
+export const clientNodeWithoutGeneratedApi: BunPlugin = {
+  name: 'client-node-without-generated-api',
+  setup(build) {
+    build.onLoad({ filter: /[\\/]node_modules[\\/]@kubernetes[\\/]client-node[\\/]dist[\\/]config\.js$/ }, (args) => {
+      const text = readFileSync(args.path, 'utf8');
+      if (!text.includes(GENERATED_API_IMPORT)) throw new Error(`${args.path}: no "${GENERATED_API_IMPORT}" to leave out (scripts/build-plugins.ts): client-node changed`);
+      return { loader: 'js', contents: text.replace(GENERATED_API_IMPORT, GENERATED_API_LEFT_OUT) };
+    });
+  },
+};
+
+/** Every plugin the executable's bundle is built with (scripts/compile.ts, test/subcommand-loading.test.ts). */
+export const BUILD_PLUGINS: BunPlugin[] = [promClientLazyUtil, clientNodeWithoutGeneratedApi];

@@ -161,3 +161,14 @@ test("the scan sees client-node where it is loaded: the manager's chunk loads it
   const manager = loadedModules(chunkOf('src/cmd/run.ts'));
   expect([...loadedModules('main.js'), ...manager]).toContain('node_modules/@kubernetes/client-node/dist/config.js');
 });
+
+// KubeConfig's module imports client-node's generated API for makeApiClient alone, which edge-ccm
+// never calls; scripts/build-plugins.ts leaves it out of the bundle (4-13 MiB at the controller's
+// and the floor's burst peak, BENCHMARKS.md).
+test("the manager loads client-node's KubeConfig without its generated API", () => {
+  const modules = new Set([...loadedModules('main.js'), ...loadedModules(chunkOf('src/cmd/run.ts'))]);
+  expect(modules).toContain('node_modules/@kubernetes/client-node/dist/config.js');
+  expect([...modules].filter((m) => m.startsWith('node_modules/@kubernetes/client-node/dist/gen/') && m !== 'node_modules/@kubernetes/client-node/dist/gen/rxjsStub.js')).toEqual([]);
+  // Its stand-ins say where they come from if anything ever calls them.
+  expect([...chunks.values()].some((code) => code.includes("client-node's makeApiClient is left out of edge-ccm's executable (scripts/build-plugins.ts)"))).toBe(true);
+});
