@@ -155,6 +155,25 @@ describe('CompositeProvider dispatch', () => {
     expect(() => checks[1]!.check()).toThrow('proxmox provider cannot tell whether its machines exist since');
   });
 
+  test('a bulk answer that cannot be matched by position: only its nodes unknown, and its health check says why', async () => {
+    for (const [reply, why] of [
+      [['exists'], 'its bulk answer has 1 answers for 2 nodes; taken as unknown'],
+      [new Map([['p1', 'exists']]), 'its bulk answer is not a list for 2 nodes; taken as unknown'],
+    ] as const) {
+      const a = platformProvider('static', ['s1']);
+      const b = platformProvider('proxmox', ['p1', 'p2']);
+      b.instances!.instancesExist = async () => reply as unknown as Existence[];
+      const composite = new CompositeProvider([{ name: 'static', provider: a }, { name: 'proxmox', provider: b }]);
+      const answers = await composite.instances.instancesExist([
+        node('p1', { providerID: 'proxmox://p1' }), node('s1', { providerID: 'static://s1' }), node('p2', { providerID: 'proxmox://p2' }),
+      ]);
+      expect(answers).toEqual<Existence[]>(['unknown', 'exists', 'unknown']);
+      const checks = composite.healthChecks();
+      expect(() => checks[0]!.check()).not.toThrow();
+      expect(() => checks[1]!.check()).toThrow(why);
+    }
+  });
+
   test('a provider answering a providerID of another platform is refused', async () => {
     const { a, composite } = setup();
     a.instances!.instanceMetadata = async () => ({ providerID: 'proxmox://s1', instanceType: '', nodeAddresses: [], zone: '', region: '' });

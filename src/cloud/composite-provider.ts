@@ -164,8 +164,8 @@ export class CompositeProvider implements CloudProvider {
       try {
         if (instances.instancesExist) {
           const reply = await instances.instancesExist(group.nodes, signal);
-          // A reply of another length cannot be matched to the nodes: they stay unknown.
-          if (reply.length === group.nodes.length) group.at.forEach((at, i) => (answers[at] = reply[i] ?? 'unknown'));
+          // A reply of another length cannot be matched to the nodes: they stay unknown (its health says so: watched()).
+          if (Array.isArray(reply) && reply.length === group.nodes.length) group.at.forEach((at, i) => (answers[at] = reply[i] ?? 'unknown'));
         } else {
           await Promise.all(group.nodes.map(async (node, i) => (answers[group.at[i]!] = await instances.instanceExists(node, signal).catch((): Existence => 'unknown'))));
         }
@@ -250,7 +250,11 @@ function watched(instances: Instances, health: ProviderHealth): Instances {
     instanceExists: (node, signal) => told(instances.instanceExists(node, signal), (a) => (a === 'unknown' ? `cannot tell whether the machine of node ${nodeName(node)} exists` : undefined)),
     instanceShutdown: (node, signal) => instances.instanceShutdown(node, signal),
     instanceMetadata: (node, signal) => told(instances.instanceMetadata(node, signal), () => undefined),
-    instancesExist: instances.instancesExist && ((nodes, signal) => told(instances.instancesExist!(nodes, signal),
-      (reply) => (nodes.length > 0 && nodes.every((_, i) => (reply[i] ?? 'unknown') === 'unknown') ? `could not tell about any of its ${nodes.length} nodes` : undefined))),
+    instancesExist: instances.instancesExist && ((nodes, signal) => told(instances.instancesExist!(nodes, signal), (reply) => {
+      // A reply that cannot be matched to the nodes by position leaves them all unknown (instancesExist above): said here, not silently.
+      if (!Array.isArray(reply)) return `its bulk answer is not a list for ${nodes.length} nodes; taken as unknown`;
+      if (reply.length !== nodes.length) return `its bulk answer has ${reply.length} answers for ${nodes.length} nodes; taken as unknown`;
+      return nodes.length > 0 && nodes.every((_, i) => (reply[i] ?? 'unknown') === 'unknown') ? `could not tell about any of its ${nodes.length} nodes` : undefined;
+    })),
   };
 }
