@@ -111,6 +111,8 @@ try {
   });
   sides.forEach((s, i) => console.log(`${s.name} on ${s.node}: wake-ups/s by thread: ${figures[i]!.byThread}`));
   console.log(`| side | host | RSS after ${SETTLE_S} s (MiB) | RSS after ${IDLE_S} s idle (MiB) | of it anonymous (MiB) | touched in the idle window (of it machine code), MiB | idle CPU-s/min | wake-ups/s (voluntary context switches, all threads) | load avg (1 min) |\n|---|---|---|---|---|---|---|---|---|\n${rows.join('\n')}`);
+  // Stopped gracefully (the lab's cleanup SIGKILLs), so a variant run with BUN_OPTIONS=--cpu-prof writes its profile.
+  await Promise.all(sides.filter((s) => s.metricsPort !== undefined).map((s) => s.proc.terminate(5_000)));
 } finally {
   await vip.destroy();
 }
