@@ -30,9 +30,9 @@ export const promClientLazyUtil: BunPlugin = {
  * client-node's KubeConfig module (dist/config.js) imports its generated API (`./gen/index.js`:
  * every model class and API client, 765 modules) for one method, `makeApiClient`, which edge-ccm
  * never calls: it reads the kubeconfig with KubeConfig and talks to the API server through
- * src/kube/transport.ts. Loading the generated API costs the controller's process about 4.6 MiB at
- * start (BENCHMARKS.md, run 8: 2.7 MiB anonymous, 1.9 MiB of mapped code) and is paid again at
- * every peak. Bundled, config.js gets two stand-ins that throw, naming this file, if ever called.
+ * src/kube/transport.ts. Loading the generated API cost the controller 1.6-2.3 MiB at start and
+ * 4-6 MiB at the 5,000-node burst's peak, the bench's floor 13 MiB there (BENCHMARKS.md, session
+ * 18). Bundled, config.js gets two stand-ins that throw, naming this file, if ever called.
  * The bundle only: tests run client-node as published. A config.js that no longer imports exactly
  * these two names from there fails the build, as does a bundle that still holds the generated API
  * (test/subcommand-loading.test.ts).

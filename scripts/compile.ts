@@ -71,4 +71,3 @@ if (import.meta.main) {
   }
   await compileExecutable(entry, target);
 }
-
