@@ -2,7 +2,7 @@ import type { V1Node } from '@kubernetes/client-node';
 import type { EventRecorder } from '../kube/event-recorder.ts';
 import { hasTaint, nodeEventSubject, nodeName, TAINT_EXTERNAL_CLOUD_PROVIDER } from '../kube/node-helpers.ts';
 import { errorMessage } from '../util/errors.ts';
-import type { CloudProvider, Existence, InstanceMetadata, Instances, ProviderContext, ProviderPartition } from './types.ts';
+import { unmatchedBulkAnswer, type CloudProvider, type Existence, type InstanceMetadata, type Instances, type ProviderContext, type ProviderPartition } from './types.ts';
 
 /**
  * Several providers in one process (beyond upstream; KEP-5778's "explicit node ownership"): one
@@ -164,8 +164,8 @@ export class CompositeProvider implements CloudProvider {
       try {
         if (instances.instancesExist) {
           const reply = await instances.instancesExist(group.nodes, signal);
-          // A reply of another length cannot be matched to the nodes: they stay unknown (its health says so: watched()).
-          if (Array.isArray(reply) && reply.length === group.nodes.length) group.at.forEach((at, i) => (answers[at] = reply[i] ?? 'unknown'));
+          // A reply that cannot be matched to the nodes leaves them unknown (its health says so: watched()).
+          if (unmatchedBulkAnswer(reply, group.nodes.length) === undefined) group.at.forEach((at, i) => (answers[at] = reply[i] ?? 'unknown'));
         } else {
           await Promise.all(group.nodes.map(async (node, i) => (answers[group.at[i]!] = await instances.instanceExists(node, signal).catch((): Existence => 'unknown'))));
         }
@@ -252,8 +252,8 @@ function watched(instances: Instances, health: ProviderHealth): Instances {
     instanceMetadata: (node, signal) => told(instances.instanceMetadata(node, signal), () => undefined),
     instancesExist: instances.instancesExist && ((nodes, signal) => told(instances.instancesExist!(nodes, signal), (reply) => {
       // A reply that cannot be matched to the nodes by position leaves them all unknown (instancesExist above): said here, not silently.
-      if (!Array.isArray(reply)) return `its bulk answer is not a list for ${nodes.length} nodes; taken as unknown`;
-      if (reply.length !== nodes.length) return `its bulk answer has ${reply.length} answers for ${nodes.length} nodes; taken as unknown`;
+      const unmatched = unmatchedBulkAnswer(reply, nodes.length);
+      if (unmatched !== undefined) return `its ${unmatched}`;
       return nodes.length > 0 && nodes.every((_, i) => (reply[i] ?? 'unknown') === 'unknown') ? `could not tell about any of its ${nodes.length} nodes` : undefined;
     })),
   };

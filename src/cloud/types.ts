@@ -55,6 +55,17 @@ export interface Instances {
   instancesExist?(nodes: readonly V1Node[], signal?: AbortSignal): Promise<Existence[]>;
 }
 
+/**
+ * Why a bulk existence answer cannot be matched to `count` nodes by position ("bulk answer has 3
+ * answers for 2 nodes; taken as unknown"), or undefined when it can: the one rule the lifecycle
+ * controller and the several-providers composite both apply before reading answers by position.
+ */
+export function unmatchedBulkAnswer(reply: unknown, count: number): string | undefined {
+  if (!Array.isArray(reply)) return `bulk answer is not a list for ${count} nodes; taken as unknown`;
+  if (reply.length !== count) return `bulk answer has ${reply.length} answers for ${count} nodes; taken as unknown`;
+  return undefined;
+}
+
 export interface LoadBalancerResult {
   status: V1LoadBalancerStatus;
   exists: boolean;

@@ -1,6 +1,6 @@
 import { forEachLimited } from '../../util/parallel.ts';
 import type { V1Node } from '@kubernetes/client-node';
-import type { Existence, Instances } from '../../cloud/types.ts';
+import { unmatchedBulkAnswer, type Existence, type Instances } from '../../cloud/types.ts';
 import { nodeName } from '../../kube/node-helpers.ts';
 import { errorMessage } from '../../util/errors.ts';
 import { Deadline } from '../../util/deadline.ts';
@@ -72,13 +72,15 @@ export async function askExistence(instances: Instances, nodes: readonly V1Node[
         return answers;
       }
       // Answers are by position: a reply of another length cannot be matched to the nodes.
-      if (!Array.isArray(reply) || reply.length !== nodes.length) {
-        opts.onError?.([...nodes], `the provider's bulk answer ${Array.isArray(reply) ? `has ${reply.length} answers` : 'is not a list'} for ${nodes.length} nodes; taken as unknown`);
+      const unmatched = unmatchedBulkAnswer(reply, nodes.length);
+      if (unmatched !== undefined) {
+        opts.onError?.([...nodes], `the provider's ${unmatched}`);
         return answers;
       }
+      const list = reply as readonly unknown[]; // matched: a list, one entry per node
       // The usual reply (a valid answer for each node) is taken as it is: it is only read from here on.
-      if (everyAnswerValid(reply)) return reply as Existence[];
-      for (let i = 0; i < reply.length; i++) answers[i] = validExistence(reply[i]);
+      if (everyAnswerValid(list)) return list as Existence[];
+      for (let i = 0; i < list.length; i++) answers[i] = validExistence(list[i]);
       return answers;
     }
     const failed: V1Node[] = [];
