@@ -1,6 +1,6 @@
 /**
  * Builds bench/heap-main.ts (edge-ccm with a heap census) into dist/edge-ccm-heap, compiled as
- * scripts/build.ts compiles edge-ccm, then, given files, summarises what they hold:
+ * edge-ccm is (scripts/compile.ts), then, given files, summarises what they hold:
  *
  *   bun bench/heap-census.ts build
  *   bun bench/footprint.ts ... --variant=heap:dist/edge-ccm-heap::EDGE_CCM_HEAP_DIR=/tmp/h,EDGE_CCM_HEAP_SNAPSHOT=1
@@ -11,6 +11,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { compileExecutable } from '../scripts/compile.ts';
 
 const ROOT = resolve(import.meta.dir, '..');
 const [verb, ...files] = process.argv.slice(2);
@@ -18,13 +19,7 @@ const MiB = (n: number) => (n / 1048576).toFixed(2);
 
 if (verb === 'build') {
   const out = join(ROOT, 'dist/edge-ccm-heap');
-  const result = await Bun.build({
-    entrypoints: [join(ROOT, 'bench/heap-main.ts')], format: 'esm', minify: true, bytecode: true, splitting: true, sourcemap: 'none',
-    define: { EDGE_CCM_VERSION: '"heap"', EDGE_CCM_COMMIT: '"heap"' },
-    compile: { target: 'bun-linux-x64', outfile: out, autoloadDotenv: false, autoloadBunfig: false, autoloadTsconfig: false, autoloadPackageJson: false },
-  });
-  if (!result.success) throw new Error(result.logs.join('\n'));
-  console.log(out);
+  await compileExecutable(join(ROOT, 'bench/heap-main.ts'), out);
 } else if (verb === 'summary') {
   const stats = JSON.parse(readFileSync(files[0]!, 'utf8')) as { memoryUsage: NodeJS.MemoryUsage; heapStats: { heapSize: number; heapCapacity: number; extraMemorySize: number; objectCount: number; objectTypeCounts: Record<string, number> } };
   const m = stats.memoryUsage;
