@@ -254,7 +254,6 @@ export class CloudNodeLifecycleController implements Controller {
     }));
     // A pass repeating the last quiet one (the usual idle pass) decides nothing new: steady.ts.
     const repeated = this.steady?.repeated(groups, replies);
-    const steady = repeated !== undefined;
     let decisions: Decisions;
     if (repeated) {
       groups.forEach((group, g) => (group.existing = repeated.groups[g]!.existing));
@@ -299,7 +298,7 @@ export class CloudNodeLifecycleController implements Controller {
     if ([...verdicts.values()].some((v) => v.open && v.deletable.some(viaObject))) link?.acknowledgmentUsed();
     link?.report({ open: verdict.open, gone: verdict.gone, allowed: verdict.allowed, population: verdict.population, windowMs: this.options.breaker.windowMs, held: verdict.held.map(nodeName) });
     // A steady pass changes no condition (the quiet pass it repeats had none to change) and keeps the memory as it is.
-    if (!steady) {
+    if (!repeated) {
       let conditionWrites = 0;
       for (const [group, v] of verdicts) conditionWrites += await this.writeHeldConditions(group.nodes, report, v, now, signal);
       if (decisions.quiet && conditionWrites === 0) this.steady?.remember(groups, replies, report.answers);
