@@ -4,8 +4,8 @@ import type { MalformedReason } from './refusals.ts';
 /** ARP for IPv4 over Ethernet (RFC 826) and the announcements of RFC 5227. */
 export const ARP_REQUEST = 1;
 export const ARP_REPLY = 2;
-const HTYPE_ETHERNET = 1;
-const PTYPE_IPV4 = 0x0800;
+export const HTYPE_ETHERNET = 1;
+export const PTYPE_IPV4 = 0x0800;
 /** The fixed size of an Ethernet/IPv4 ARP packet; more bytes are the frame's padding. */
 export const ARP_PACKET_LENGTH = 28;
 

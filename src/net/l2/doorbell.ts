@@ -77,6 +77,16 @@ export class WatchedPacketSocket {
     return watched;
   }
 
+  /**
+   * Replaces both sockets' filter, the frame socket's first: a frame let in by the new filter
+   * meanwhile may be queued without a ring (the doorbell still judging by the old one), so the
+   * caller reads the frame socket once after this. The other way round it could ring for nothing.
+   */
+  setFilter(filter: readonly BpfInstruction[]): void {
+    this.socket.setFilter(filter);
+    this.doorbell.setFilter(doorbellFilter(filter));
+  }
+
   /** Rings read since the start: a wake-up of the event loop each. */
   get rings(): number {
     return this.ringCount;

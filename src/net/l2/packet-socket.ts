@@ -87,7 +87,7 @@ export class PacketSocket {
     if (fd < 0) throw new SocketError(`socket(AF_PACKET) for ${interfaceName}`);
     const socket = new PacketSocket(interfaceName, index, fd);
     try {
-      if (filter) socket.attachFilter(filter);
+      if (filter) socket.setFilter(filter);
       if (options.receiveBufferBytes !== undefined) socket.setReceiveBuffer(options.receiveBufferBytes);
       const address = new Uint8Array(SOCKADDR_LL_SIZE);
       const view = new DataView(address.buffer);
@@ -126,7 +126,8 @@ export class PacketSocket {
     if (libc().setsockopt(this.fd, SOL_SOCKET, SO_RCVBUF, ptr(value), 4) !== 0) throw new SocketError(`setting the receive buffer on ${this.interfaceName}`);
   }
 
-  private attachFilter(program: BpfInstruction[]): void {
+  /** Attaches `program`, or replaces the one attached (the kernel swaps them at once): frames are judged by one or the other. */
+  setFilter(program: readonly BpfInstruction[]): void {
     attachSocketFilter(this.fd, program, `the frame filter on ${this.interfaceName}`);
   }
 

@@ -2,6 +2,7 @@ import { formatIP, ipToBytes, parseIP, type IP } from '../ip.ts';
 import { handleArpFrame, handleNdpFrame, unsolicitedAdvertisementFrame, type FrameOutcome, type LinkState } from './answer.ts';
 import { gratuitousArpFrames } from './arp.ts';
 import { solicitedNodeAddress } from './ndp.ts';
+import { arpFilter } from './arp-filter.ts';
 import { WatchedPacketSocket } from './doorbell.ts';
 import { drainFrames, ETH_P_ARP, ETH_P_IPV6, MulticastMembership, PACKET_OTHERHOST, PACKET_OUTGOING, PacketSocket, type BpfInstruction } from './packet-socket.ts';
 import { RefusalTally, type MalformedReason, type MartianReason, type Refusal } from './refusals.ts';
@@ -16,7 +17,8 @@ import { RefusalTally, type MalformedReason, type MartianReason, type Refusal } 
  * epoll loop wakes us when a frame has arrived), never by a blocking call: the event loop stays
  * free, and no Worker thread is needed (a Worker costs a whole JS VM, and one blocked in recv()
  * cannot be ended until a frame arrives). An idle responder is never woken: no timer runs but the
- * one repeating takeover announcements while some are pending. A ring reads its socket until it
+ * one repeating takeover announcements while some are pending, and the ARP socket's kernel filter
+ * (arp-filter.ts) keeps out the segment's ARP about other hosts' addresses. A ring reads its socket until it
  * is empty, at most MAX_FRAMES_PER_READ frames; when that cap is reached (a flood), the socket is
  * read again after floodPauseMs, as the 10 ms polling tick used to, so a flood costs at most the
  * CPU it did (issue 34). Measured with bench/l2-poll-cost.ts (docs/networking/l2.md).
@@ -117,6 +119,8 @@ class InterfaceAnnouncer {
   readonly ipv4: LinkState = { mac: new Uint8Array(6), addresses: new Set() };
   readonly ipv6: LinkState = { mac: new Uint8Array(6), addresses: new Set() };
   pending: PendingAnnouncement[] = [];
+  /** The IPv4 addresses the ARP socket's filter lets in (arp-filter.ts), as one key; undefined before the first. */
+  arpFilterKey?: string;
 
   constructor(readonly name: string) {}
 
@@ -129,8 +133,23 @@ class InterfaceAnnouncer {
     this.ndp?.close();
     this.groups?.close();
     this.arp = this.ndp = this.groups = undefined;
+    this.arpFilterKey = undefined;
     this.joined.clear();
     this.pending = [];
+  }
+
+  /**
+   * Lets into the ARP socket only frames about the IPv4 addresses announced here (arp-filter.ts):
+   * true when the filter changed, and the socket must then be read once (WatchedPacketSocket.setFilter).
+   */
+  filterArp(): boolean {
+    if (!this.arp) return false;
+    const addresses = [...this.ipv4.addresses].sort();
+    const key = addresses.join(',');
+    if (key === this.arpFilterKey) return false;
+    this.arp.setFilter(arpFilter(addresses.map((a) => ipToBytes(parseIP(a)!))));
+    this.arpFilterKey = key;
+    return true;
   }
 }
 
@@ -171,6 +190,7 @@ export class L2Responder {
   setAnnouncements(table: AnnouncementTable): AnnouncementProblem[] {
     this.readAll();
     const problems: AnnouncementProblem[] = [];
+    let refiltered = false;
     for (const [name, link] of this.links) {
       if (!table.has(name)) this.removeLink(link);
     }
@@ -186,11 +206,14 @@ export class L2Responder {
       this.links.set(name, link);
       try {
         this.updateLink(link, ipv4, ipv6, [...wanted].length === 0);
+        if (link.filterArp()) refiltered = true;
       } catch (e) {
         problems.push({ interface: name, message: `cannot announce on ${name}: ${(e as Error).message}` });
         this.removeLink(link);
       }
     }
+    // A frame the new filter let in before the doorbell's changed is queued without a ring.
+    if (refiltered) this.readAll();
     this.scheduleAnnouncements();
     return problems;
   }
