@@ -44,10 +44,21 @@ const drop = op(RET_K, 0);
 /** Falls through when A equals k; otherwise `otherwise` (accept: the frame goes to userspace, or drop). */
 const unless = (k: number, otherwise: BpfInstruction): BpfInstruction[] => [op(JEQ_K, k, 1, 0), otherwise];
 
-/** IPv4 addresses (4 bytes each) -> the socket's filter; above MAX_FILTERED_ADDRESSES one that takes every frame. */
-export function arpFilter(addresses: readonly Uint8Array[]): BpfInstruction[] {
-  if (addresses.length > MAX_FILTERED_ADDRESSES) return [accept];
-  const words = [...new Set(addresses.map((a) => new DataView(a.buffer, a.byteOffset, 4).getUint32(0)))];
+/** A dotted-quad IPv4 address as formatIP writes it -> its 32-bit value (parseIP costs about 9 us; a speaker may hold 1,000). */
+function ipv4Word(text: string): number {
+  const parts = text.split('.');
+  if (parts.length !== 4) throw new Error(`${JSON.stringify(text)} is not an IPv4 address as formatIP writes it`);
+  return parts.reduce((word, part) => word * 256 + Number(part), 0);
+}
+
+/**
+ * IPv4 addresses (dotted quads as formatIP writes them) -> the socket's filter; above
+ * MAX_FILTERED_ADDRESSES one that takes every frame.
+ */
+export function arpFilter(addresses: ReadonlySet<string> | readonly string[]): BpfInstruction[] {
+  const unique = new Set(addresses);
+  if (unique.size > MAX_FILTERED_ADDRESSES) return [accept];
+  const words = [...unique].map(ipv4Word);
   // A matching address accepts; the next instruction is skipped otherwise.
   const acceptAny = words.flatMap((word) => [op(JEQ_K, word, 0, 1), accept]);
   return [

@@ -119,8 +119,8 @@ class InterfaceAnnouncer {
   readonly ipv4: LinkState = { mac: new Uint8Array(6), addresses: new Set() };
   readonly ipv6: LinkState = { mac: new Uint8Array(6), addresses: new Set() };
   pending: PendingAnnouncement[] = [];
-  /** The IPv4 addresses the ARP socket's filter lets in (arp-filter.ts), as one key; undefined before the first. */
-  arpFilterKey?: string;
+  /** The IPv4 addresses the ARP socket's filter lets in (arp-filter.ts); undefined before the first. */
+  arpFiltered?: ReadonlySet<string>;
 
   constructor(readonly name: string) {}
 
@@ -133,7 +133,7 @@ class InterfaceAnnouncer {
     this.ndp?.close();
     this.groups?.close();
     this.arp = this.ndp = this.groups = undefined;
-    this.arpFilterKey = undefined;
+    this.arpFiltered = undefined;
     this.joined.clear();
     this.pending = [];
   }
@@ -143,12 +143,10 @@ class InterfaceAnnouncer {
    * true when the filter changed, and the socket must then be read once (WatchedPacketSocket.setFilter).
    */
   filterArp(): boolean {
-    if (!this.arp) return false;
-    const addresses = [...this.ipv4.addresses].sort();
-    const key = addresses.join(',');
-    if (key === this.arpFilterKey) return false;
-    this.arp.setFilter(arpFilter(addresses.map((a) => ipToBytes(parseIP(a)!))));
-    this.arpFilterKey = key;
+    const addresses = this.ipv4.addresses;
+    if (!this.arp || (this.arpFiltered?.size === addresses.size && [...addresses].every((a) => this.arpFiltered!.has(a)))) return false;
+    this.arp.setFilter(arpFilter(addresses));
+    this.arpFiltered = new Set(addresses);
     return true;
   }
 }
