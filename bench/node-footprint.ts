@@ -19,6 +19,7 @@
  *     [--metallb-crds=~/.cache/edge-ccm/anchors/src/metallb/config/crd/bases] [--address-probes=3 (edge-ccm speaker's, L2)]
  *     [--by-mapping=yes: after every window, each side's file-backed MiB by mapped file and permissions]
  *     [--edge-ccm-env=NAME=VALUE,... (edge-ccm speaker's environment; default the chart DaemonSet's, SPEAKER_ENV)]
+ *     [--lan-arp-per-second=N (a segment's everyday ARP through every phase, bench/lan-arp.ts; default 0)]
  *
  * Needs root, the network tools (scripts/install-network-tools.sh), BIRD and the control-plane binaries.
  */
@@ -34,6 +35,7 @@ import { clearReferenced, cpuSeconds, fileResidentByMapping, referencedMiB, resi
 import { anchors } from './anchors.ts';
 import { stringOption as opt } from './args.ts';
 import { evictFromPageCache } from './page-cache.ts';
+import { lanArpPerSecond, startLanArp } from './lan-arp.ts';
 
 const ROOT = resolve(import.meta.dir, '..');
 const args = process.argv.slice(2);
@@ -47,6 +49,7 @@ const binaries = {
   kubeVip: opt('kube-vip', '') || anchors().kubeVip,
 };
 const ADDRESS_PROBES = Number(opt('address-probes', '3'));
+const LAN_ARP_PER_SECOND = lanArpPerSecond();
 const BY_MAPPING = opt('by-mapping', 'no') === 'yes';
 const METALLB_CRDS = opt('metallb-crds', '') || anchors().metallbCrds;
 const EDGE_CCM_ENV = opt('edge-ccm-env', SPEAKER_ENV.join(',')).split(',').filter(Boolean);
@@ -158,6 +161,7 @@ async function runPhase(lab: NodeFootprintLab, phase: Phase): Promise<void> {
 console.log(`node footprint: services ${STEPS.join(',')}, settle ${SETTLE_S} s, idle per step ${STEP_IDLE_S} s, final idle ${IDLE_S} s; ${new Date().toISOString()}, load ${load()}`);
 const lab = await NodeFootprintLab.build(METALLB_CRDS);
 try {
+  startLanArp(lab.site.lab, LAN_ARP_PER_SECOND);
   for (const phase of PHASES) await runPhase(lab, phase);
 } finally {
   await lab.destroy();

@@ -67,6 +67,30 @@ export function voluntarySwitchesByThread(pid: number): Map<string, number> {
   return out;
 }
 
+/**
+ * CPU nanoseconds by thread name (threads of one name summed), from /proc/PID/task/TID/schedstat:
+ * which thread the idle CPU goes to, at nanosecond resolution (the stat file counts 10 ms ticks).
+ */
+export function cpuNanosByThread(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const task of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const name = readFileSync(`/proc/${pid}/task/${task}/comm`, 'utf8').trim();
+      const ns = Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'utf8').split(' ')[0]);
+      out.set(name, (out.get(name) ?? 0) + ns);
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return out;
+}
+
+/** CPU-ms a minute by thread between two cpuNanosByThread readings, as "name 12.3, ..." (busiest first). */
+export function threadCpu(before: Map<string, number>, after: Map<string, number>, seconds: number): string {
+  return [...after].map(([name, ns]) => [name, ((ns - (before.get(name) ?? 0)) / 1e6) * (60 / seconds)] as const)
+    .filter(([, ms]) => ms >= 0.05).sort((a, b) => b[1] - a[1]).map(([name, ms]) => `${name} ${ms.toFixed(1)}`).join(', ');
+}
+
 /** Per second between two voluntarySwitchesByThread readings, as "name 12.3, ..." (busiest first). */
 export function threadWakeups(before: Map<string, number>, after: Map<string, number>, seconds: number): string {
   return [...after].map(([name, n]) => [name, (n - (before.get(name) ?? 0)) / seconds] as const)
@@ -146,6 +170,8 @@ export interface IdleFigures {
   wakeupsPerSecond: number;
   /** The same by thread name, busiest first (threadWakeups). */
   byThread: string;
+  /** CPU-ms a minute by thread name, busiest first (threadCpu). */
+  cpuByThread: string;
   /** Resident MiB touched in the window (referencedMiB), and of it machine code from files. */
   referenced: number;
   referencedCode: number;
@@ -160,6 +186,7 @@ export async function idleWindow(pids: readonly number[], seconds: number): Prom
   const cpu0 = pids.map(cpuSeconds);
   const woken0 = pids.map(voluntarySwitches);
   const byThread0 = pids.map(voluntarySwitchesByThread);
+  const cpuByThread0 = pids.map(cpuNanosByThread);
   const load0 = loadavg()[0]!;
   for (const pid of pids) clearReferenced(pid);
   await Bun.sleep(seconds * 1000);
@@ -174,6 +201,7 @@ export async function idleWindow(pids: readonly number[], seconds: number): Prom
       cpuPerMinute: ((cpuSeconds(pid) - cpu0[i]!) * 60) / seconds,
       wakeupsPerSecond: (voluntarySwitches(pid) - woken0[i]!) / seconds,
       byThread: threadWakeups(byThread0[i]!, voluntarySwitchesByThread(pid), seconds),
+      cpuByThread: threadCpu(cpuByThread0[i]!, cpuNanosByThread(pid), seconds),
       referenced: touched.total,
       referencedCode: touched.code,
     };

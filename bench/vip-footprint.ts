@@ -14,6 +14,8 @@
  *     [--page-cache=cold|as-is]                  (cold: every binary dropped from the page cache first, bench/page-cache.ts)
  *     [--kube-vip-lease=NAME:D,R,P]...           (kube-vip groups, each with its Lease's duration, renew deadline and
  *                                                 retry in seconds, its own Lease and VIP; default: one at kube-vip's defaults)
+ *     [--lan-arp-per-second=N]                   (a segment's everyday ARP, bench/lan-arp.ts: the client asks for an
+ *                                                 address nobody holds N times a second, from the settle on; default 0)
  *
  * Every variant runs with every timings, all at once: each pair on all three hosts with a VIP
  * (198.51.100.20 and up), heartbeat port and metrics port of its own, so builds and timings are
@@ -33,6 +35,7 @@ import { anchors } from './anchors.ts';
 import { evictFromPageCache } from './page-cache.ts';
 import { stringOption as opt } from './args.ts';
 import { unitEnvironment } from './deployed-env.ts';
+import { lanArpPerSecond, startLanArp } from './lan-arp.ts';
 
 const args = process.argv.slice(2);
 const KUBE_VIP = (opt('kube-vip', '') || anchors().kubeVip);
@@ -65,6 +68,7 @@ const timings = (timingArgs.length ? timingArgs : ['defaults:']).map((t) => {
   return { name: t.slice(0, colon), values: Object.keys(values).length ? values : undefined };
 });
 const IFACE = opt('interface', 'eth0');
+const LAN_ARP_PER_SECOND = lanArpPerSecond();
 const PAGE_CACHE = opt('page-cache', 'cold');
 if (PAGE_CACHE !== 'cold' && PAGE_CACHE !== 'as-is') throw new Error(`--page-cache=${PAGE_CACHE}: cold or as-is`);
 const pairs = variants.flatMap((v) => timings.map((t) => ({ ...v, timings: t })));
@@ -91,6 +95,7 @@ try {
       });
     }
   }
+  startLanArp(vip.site.lab, LAN_ARP_PER_SECOND);
   await Bun.sleep(SETTLE_S * 1000);
   for (const s of sides) if (!s.proc.running) throw new Error(`${s.name} on ${s.node} exited: ${readFileSync(s.proc.logPath, 'utf8').slice(-2000)}`);
   for (const address of kubeVipGroups.length ? kubeVipGroups.map((g) => g.address) : ['198.51.100.40']) {
@@ -109,7 +114,7 @@ try {
     const f = figures[i]!;
     return `| ${s.name} | ${s.node} | ${f.rssStart.toFixed(1)} | ${f.rssEnd.toFixed(1)} | ${f.anonEnd.toFixed(1)} | ${f.referenced.toFixed(1)} (${f.referencedCode.toFixed(1)}) | ${f.cpuPerMinute.toFixed(3)} | ${f.wakeupsPerSecond.toFixed(1)} | ${load} |`;
   });
-  sides.forEach((s, i) => console.log(`${s.name} on ${s.node}: wake-ups/s by thread: ${figures[i]!.byThread}`));
+  sides.forEach((s, i) => console.log(`${s.name} on ${s.node}: wake-ups/s by thread: ${figures[i]!.byThread}; CPU-ms/min by thread: ${figures[i]!.cpuByThread}`));
   console.log(`| side | host | RSS after ${SETTLE_S} s (MiB) | RSS after ${IDLE_S} s idle (MiB) | of it anonymous (MiB) | touched in the idle window (of it machine code), MiB | idle CPU-s/min | wake-ups/s (voluntary context switches, all threads) | load avg (1 min) |\n|---|---|---|---|---|---|---|---|---|\n${rows.join('\n')}`);
   // Stopped gracefully (the lab's cleanup SIGKILLs), so a variant run with BUN_OPTIONS=--cpu-prof writes its profile.
   await Promise.all(sides.filter((s) => s.metricsPort !== undefined).map((s) => s.proc.terminate(5_000)));
