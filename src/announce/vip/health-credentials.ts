@@ -19,25 +19,24 @@ export function readHealthCredentials(files: HealthCheckFiles | undefined, repor
   if (!files) return ANONYMOUS_UNVERIFIED;
   let problems = 0;
   const at = (key: keyof HealthCheckFiles): ConfigPath => ['controlPlaneEndpoint', 'healthCheck', key];
-  /** The file's text, after `check` (which throws what is wrong with it); undefined (reported) when unreadable or wrong. */
-  const read = (key: keyof HealthCheckFiles, check: (text: string) => void): string | undefined => {
+  /** The file's text and what `parse` read from it (it throws what is wrong); undefined (reported) when unreadable or wrong. */
+  const read = <T>(key: keyof HealthCheckFiles, parse: (text: string) => T): { text: string; value: T } | undefined => {
     const file = files[key];
     if (!file) return undefined;
     try {
       const text = source.readFile(resolveCredentialPath(file, (name) => source.env(name)));
-      check(text);
-      return text;
+      return { text, value: parse(text) };
     } catch (e) {
       problems += 1;
       report(at(key), `${file}: ${errorMessage(e)}`);
       return undefined;
     }
   };
-  const ca = read('caFile', (text) => void certificate(text));
-  const cert = read('clientCertificateFile', (text) => void certificate(text));
-  const key = read('clientKeyFile', (text) => void privateKey(text));
-  const token = read('tokenFile', (text) => void bearerToken(text));
-  if (cert && key && !certificate(cert).checkPrivateKey(privateKey(key))) {
+  const ca = read('caFile', certificate);
+  const cert = read('clientCertificateFile', certificate);
+  const key = read('clientKeyFile', privateKey);
+  const token = read('tokenFile', bearerToken);
+  if (cert && key && !cert.value.checkPrivateKey(key.value)) {
     problems += 1;
     report(at('clientKeyFile'), `${files.clientKeyFile}: not the key of ${files.clientCertificateFile}'s certificate`);
   }
@@ -45,11 +44,11 @@ export function readHealthCredentials(files: HealthCheckFiles | undefined, repor
   return {
     tls: {
       rejectUnauthorized: ca !== undefined,
-      ...(ca ? { ca } : {}),
+      ...(ca ? { ca: ca.text } : {}),
       ...(files.serverName ? { serverName: files.serverName } : {}),
-      ...(cert && key ? { cert, key } : {}),
+      ...(cert && key ? { cert: cert.text, key: key.text } : {}),
     },
-    headers: token ? { authorization: `Bearer ${bearerToken(token)}` } : {},
+    headers: token ? { authorization: `Bearer ${token.value}` } : {},
   };
 }
 
