@@ -5,8 +5,8 @@ import { concat, octets, oid, pem, printable, seq, set, text } from './der-write
  * A representative set of the crafted kubelet-serving requests of issue 33, for a compromised node
  * to file through a real API server: each is the node's own request (`own`) read one way and, read
  * another way (as Go's pem.Decode and x509.ParseCertificateRequest read it), a request for what it
- * wants (`wanted`: another node's name, its address, the API server's). The full set, with random
- * mutations and Go's reading of each, is test/integration/csr-differential.test.ts.
+ * wants (`wanted`: another node's name, its address, the API server's). test/integration/csr-differential.test.ts
+ * checks these and many more, with random mutations, against Go's reading of each.
  */
 
 export type AttackClass =

@@ -6,6 +6,7 @@ import {
   defaultSigning, extension, extensionRequest, ipSan, kubeletAttributes, kubeletSubject, newKey, OID, pssSigning, rdn, request, requestInfo,
   sanValue, type Kubelet, type Signing, type TestKey,
 } from '../harness/csr-craft.ts';
+import { craftedServingRequests } from '../harness/csr-attacks.ts';
 import { buildCsrReader, readWithGo, type GoVerdict } from '../harness/csr-reader.ts';
 import { bits, bmp, concat, int, nul, octets, oid, parseTree, pem, printable, seq, serialize, set, text, tlv, utf8, type DerNode } from '../harness/der-writer.ts';
 import { mulberry32, seedFromEnv } from '../harness/seeded-random.ts';
@@ -153,31 +154,30 @@ function craftedCases(): Case[] {
     { name: 'critical TRUE SAN and a keyUsage extension', text: withExtensions(extension(OID.SAN, goodSan, true), extension(OID.KEY_USAGE, bits(Uint8Array.of(0x80)))), approve: true },
     { name: 'upper-case DNS SAN', text: pem(request({ key: ec }, { ...GOOD, dns: ['WORKER-1'] })), approve: true },
 
+    // The representative set a compromised node files through the real API server (test/e2e): one or
+    // more of each class below, and asking outright.
+    ...craftedServingRequests(GOOD, EVIL).map(({ name, text }) => ({ name, text })),
+
     // 1. PEM framing.
-    { name: 'space before the first block, a second block', text: ` ${goodPem}${evilPem}` },
     { name: 'two blocks', text: `${goodPem}${evilPem}` },
-    { name: 'nested BEGIN with one END', text: `-----BEGIN CERTIFICATE REQUEST-----\n${goodB64}\n${evilPem}` },
     { name: 'END of another type', text: `-----BEGIN CERTIFICATE REQUEST-----\n${goodB64}\n-----END CERTIFICATE-----\n${evilPem}` },
     { name: 'text after the BEGIN marker', text: `-----BEGIN CERTIFICATE REQUEST----- x\n${goodB64}\n-----END CERTIFICATE REQUEST-----\n${evilPem}` },
     { name: 'text after the END marker', text: `-----BEGIN CERTIFICATE REQUEST-----\n${goodB64}\n-----END CERTIFICATE REQUEST----- x\n${evilPem}` },
-    ...['\v', '\u00a0', '\u2028', '\f', '!', '_'].map((c) => ({ name: `U+${c.charCodeAt(0).toString(16)} inside the base64`, text: `${block(insertAt(goodB64, 10, c))}${evilPem}` })),
-    { name: 'base64url', text: `${block(goodB64.replace(/\+/g, '-').replace(/\//g, '_'))}${evilPem}` },
+    ...['\v', '\u2028', '\f', '!', '_'].map((c) => ({ name: `U+${c.charCodeAt(0).toString(16)} inside the base64`, text: `${block(insertAt(goodB64, 10, c))}${evilPem}` })),
     { name: 'a key: value header line', text: `${block(`key: value\n\n${goodB64}`)}` },
     { name: 'Proc-Type header (Go reads it, the approver refuses headers)', text: block(`Proc-Type: 4,ENCRYPTED\n\n${goodB64}`) },
     { name: '==== in mid-block', text: `${block(`${goodB64}\n====\n${evilB64}`)}${evilPem}` },
     { name: 'NEW CERTIFICATE REQUEST', text: pem(good, 'NEW CERTIFICATE REQUEST') },
-    { name: 'a CERTIFICATE block first', text: `${pem(evil, 'CERTIFICATE')}${goodPem}` },
     { name: 'a byte-order mark before the block', text: `\ufeff${goodPem}` },
     { name: 'junk line before the block', text: `hello\n${goodPem}` },
     { name: 'non-canonical base64 (stray bits in the last character)', text: block(strayBits(good)) },
 
     // 2. An Extension with two OCTET STRINGs.
-    { name: 'SAN extension with two OCTET STRINGs, evil first', text: withExtensions(seq(oid(OID.SAN), octets(evilSan), octets(goodSan))) },
     { name: 'SAN extension with two OCTET STRINGs, good first', text: withExtensions(seq(oid(OID.SAN), octets(goodSan), octets(evilSan))) },
     { name: 'SAN extension with a critical flag after the value', text: withExtensions(seq(oid(OID.SAN), octets(goodSan), Uint8Array.of(1, 1, 0xff))) },
 
     // 3. A second CN with a non-string tag (Go skips it and names the first).
-    ...[0x04, 0x1a, 0x1b, 0x1c, 0x06, 0x02, 0x80, 0xa0, 0x30, 0x31].map((tag) => ({
+    ...[0x1b, 0x1c, 0x06, 0x02, 0x80, 0xa0, 0x30, 0x31].map((tag) => ({
       name: `a second CN of tag 0x${tag.toString(16)}`,
       text: withSubject(seq(rdn(OID.O, printable('system:nodes')), rdn(OID.CN, printable(EVIL.cn)), rdn(OID.CN, tag & 0x20 ? tlv(tag, utf8(USER)) : text(tag, USER)))),
     })),
@@ -196,11 +196,8 @@ function craftedCases(): Case[] {
     { name: 'a non-minimal OID (SAN id)', text: withExtensions(seq(oid(OID.SAN, 2), octets(goodSan))) },
     { name: 'an OID arc above 2^31-1 in an extra extension', text: withExtensions(extension(OID.SAN, goodSan), extension('1.2.4294967296', nul())) },
     { name: 'a trailing zero byte', text: pem(request({ key: ec, trailing: Uint8Array.of(0) }, GOOD)) },
-    { name: 'a whole second request after the first', text: pem(concat(good, evil)) },
     { name: 'duplicate SAN extensions', text: withExtensions(extension(OID.SAN, goodSan), extension(OID.SAN, goodSan)) },
-    { name: 'duplicate SAN extensions, evil second', text: withExtensions(extension(OID.SAN, goodSan), extension(OID.SAN, evilSan)) },
     { name: 'duplicate extensionRequest attributes', text: pem(request({ key: ec, attributes: [...kubeletAttributes(GOOD), ...kubeletAttributes(GOOD)] }, GOOD)) },
-    { name: 'an extensionRequest with two values', text: pem(request({ key: ec, attributes: [seq(oid(OID.EXTENSION_REQUEST), set(seq(extension(OID.SAN, goodSan)), seq(extension(OID.SAN, evilSan))))] }, GOOD)) },
     { name: 'a challengePassword attribute besides', text: pem(request({ key: ec, attributes: [...kubeletAttributes(GOOD), seq(oid(OID.CHALLENGE_PASSWORD), set(utf8('x')))] }, GOOD)) },
     { name: 'an attribute that does not parse (Go skips it)', text: pem(request({ key: ec, attributes: [...kubeletAttributes(GOOD), seq(oid(OID.EXTENSION_REQUEST))] }, GOOD)) },
     { name: 'version as OCTET STRING', text: pem(request({ key: ec, version: octets(Uint8Array.of(0)) }, GOOD)) },
