@@ -178,6 +178,30 @@ describe('silence', () => {
   }, TEST_TIMEOUT_MS);
 });
 
+describe('the ARP filter', () => {
+  test('follows its socket: the IPv4 address taken away (an IPv6-only table) and given back, ARP about others again rings nothing', async () => {
+    await announceElected();
+    const node = owner(SERVICE_IPV4);
+    try {
+      // No IPv4 address on eth0 and not standby: its ARP socket is closed; then a new one is opened.
+      expect(await responder(node).announce({ eth0: [SERVICE_IPV6] })).toEqual([]);
+      expect(await responder(node).announce({ eth0: [SERVICE_IPV4] })).toEqual([]);
+      await responder(node).settled();
+      const before = (await responder(node).stats()).stats;
+      const clientMac = parseMac(site.client.lanMac)!;
+      const others = Array.from({ length: 10 }, (_, i) => buildEthernet(BROADCAST_MAC, clientMac, ETHERTYPE_ARP, serializeArp({
+        operation: ARP_REQUEST, senderMac: clientMac, senderIp: ipToBytes(parseIP(site.client.lanIPv4)!), targetMac: ZERO_MAC, targetIp: ipToBytes(parseIP(`198.51.100.${150 + i}`)!),
+      })));
+      await mustRun(['ip', 'netns', 'exec', site.lab.ns('client'), process.execPath, FRAME_SENDER, 'eth0', ...others.map((f) => Buffer.from(f).toString('hex'))]);
+      await Bun.sleep(500);
+      expect((await responder(node).stats()).stats.rings).toBe(before.rings);
+      expect(await site.arpAnswers(SERVICE_IPV4)).toEqual([macOf(node)]);
+    } finally {
+      await announceElected();
+    }
+  }, TEST_TIMEOUT_MS);
+});
+
 describe('malformed frames', () => {
   test('are counted and never answered, and answering goes on', async () => {
     await announceElected();

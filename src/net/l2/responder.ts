@@ -119,8 +119,8 @@ class InterfaceAnnouncer {
   readonly ipv4: LinkState = { mac: new Uint8Array(6), addresses: new Set() };
   readonly ipv6: LinkState = { mac: new Uint8Array(6), addresses: new Set() };
   pending: PendingAnnouncement[] = [];
-  /** The IPv4 addresses the ARP socket's filter lets in (arp-filter.ts); undefined before the first. */
-  arpFiltered?: ReadonlySet<string>;
+  /** The ARP socket whose filter was last set (arp-filter.ts), and the IPv4 addresses it lets in. */
+  arpFiltered?: { socket: WatchedPacketSocket; addresses: ReadonlySet<string> };
 
   constructor(readonly name: string) {}
 
@@ -144,9 +144,11 @@ class InterfaceAnnouncer {
    */
   filterArp(): boolean {
     const addresses = this.ipv4.addresses;
-    if (!this.arp || (this.arpFiltered?.size === addresses.size && [...addresses].every((a) => this.arpFiltered!.has(a)))) return false;
+    const last = this.arpFiltered;
+    // Checked against the socket too: one closed and opened again (an IPv6-only table between) has no filter yet.
+    if (!this.arp || (last?.socket === this.arp && last.addresses.size === addresses.size && [...addresses].every((a) => last.addresses.has(a)))) return false;
     this.arp.setFilter(arpFilter(addresses));
-    this.arpFiltered = new Set(addresses);
+    this.arpFiltered = { socket: this.arp, addresses: new Set(addresses) };
     return true;
   }
 }
