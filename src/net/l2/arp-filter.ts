@@ -19,7 +19,7 @@ import type { BpfInstruction } from './packet-socket.ts';
  * above MAX_FILTERED_ADDRESSES the socket takes every ARP frame, as it did without a filter (the
  * kernel caps a program at 4096 instructions). Proven against handleArpFrame by
  * arp-filter.property.test.ts, and against the kernel with real frames by
- * test/integration/l2-idle.test.ts.
+ * test/integration/l2-idle.test.ts and l2-announce.test.ts.
  */
 export const MAX_FILTERED_ADDRESSES = 1000;
 
