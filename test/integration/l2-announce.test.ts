@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { join } from 'node:path';
 import { ipToBytes, parseIP } from '../../src/net/ip.ts';
 import { electNode } from '../../src/net/l2/election.ts';
 import { ARP_REQUEST, serializeArp } from '../../src/net/l2/arp.ts';
@@ -9,6 +8,7 @@ import { MALFORMED_REASONS, MARTIAN_REASONS, type MalformedReason } from '../../
 import { eventually } from '../harness/eventually.ts';
 import { L2Lab, failoverGap, NODES, SERVICE_IPV4, SERVICE_IPV6, SIDE_IPV4, SIDE_IPV6, UNASSIGNED_IPV4, UNASSIGNED_IPV6, type Attempt, type NodeName } from '../harness/l2-lab.ts';
 import { ResponderChild } from '../harness/l2-responder.ts';
+import { sendRawFrames, arpFrame } from '../harness/raw-frames.ts';
 import { mustRun } from '../harness/netns.ts';
 
 /**
@@ -21,7 +21,6 @@ const LAN_ADDRESSES = [SERVICE_IPV4, SERVICE_IPV6];
 const SIDE_ADDRESSES = [SIDE_IPV4, SIDE_IPV6];
 /** arping and ndisc6 wait a second per probe, and a failover takes a few: room for a loaded machine. */
 const TEST_TIMEOUT_MS = 120_000;
-const FRAME_SENDER = join(import.meta.dir, '..', 'fakes', 'l2-frame-sender-main.ts');
 
 let site: L2Lab;
 const responders = new Map<NodeName, ResponderChild>();
@@ -189,10 +188,7 @@ describe('the ARP filter', () => {
       await responder(node).settled();
       const before = (await responder(node).stats()).stats;
       const clientMac = parseMac(site.client.lanMac)!;
-      const others = Array.from({ length: 10 }, (_, i) => buildEthernet(BROADCAST_MAC, clientMac, ETHERTYPE_ARP, serializeArp({
-        operation: ARP_REQUEST, senderMac: clientMac, senderIp: ipToBytes(parseIP(site.client.lanIPv4)!), targetMac: ZERO_MAC, targetIp: ipToBytes(parseIP(`198.51.100.${150 + i}`)!),
-      })));
-      await mustRun(['ip', 'netns', 'exec', site.lab.ns('client'), process.execPath, FRAME_SENDER, 'eth0', ...others.map((f) => Buffer.from(f).toString('hex'))]);
+      await sendRawFrames(site.lab, 'client', 'eth0', Array.from({ length: 10 }, (_, i) => arpFrame({ mac: clientMac, sender: site.client.lanIPv4, target: `198.51.100.${150 + i}` })));
       await Bun.sleep(500);
       expect((await responder(node).stats()).stats.rings).toBe(before.rings);
       expect(await site.arpAnswers(SERVICE_IPV4)).toEqual([macOf(node)]);
@@ -231,7 +227,7 @@ describe('malformed frames', () => {
     const node6 = owner(SERVICE_IPV6);
     const before4 = (await responder(node4).stats()).stats;
     const before6 = (await responder(node6).stats()).stats;
-    await mustRun(['ip', 'netns', 'exec', site.lab.ns('client'), process.execPath, FRAME_SENDER, 'eth0', ...Object.values(junk).map((f) => Buffer.from(f).toString('hex'))]);
+    await sendRawFrames(site.lab, 'client', 'eth0', Object.values(junk));
     const reasonsSeen = async (node: NodeName, names: string[]) => {
       const counts = (await responder(node).stats()).stats.malformedReasons;
       const before = node === node4 ? before4 : before6;
@@ -284,8 +280,7 @@ describe('malformed frames', () => {
     const node6 = owner(SERVICE_IPV6);
     const before4 = (await responder(node4).stats()).stats;
     const before6 = (await responder(node6).stats()).stats;
-    const hex = (frames: Uint8Array[]) => frames.map((f) => Buffer.from(f).toString('hex'));
-    const send = (frames: Uint8Array[]) => mustRun(['ip', 'netns', 'exec', site.lab.ns('client'), process.execPath, FRAME_SENDER, 'eth0', `--repeat=${ROUNDS}`, ...hex(frames)], 60_000);
+    const send = (frames: Uint8Array[]) => sendRawFrames(site.lab, 'client', 'eth0', frames, { repeat: ROUNDS, timeoutMs: 60_000 });
     const martianCount = (s: typeof before4) => Object.values(s.martianReasons).reduce((a, b) => a + b, 0);
     // The martians first, few enough that none is dropped; each node reads every broadcast, the
     // solicitations reach the IPv6 owner (the switch snoops MLD).

@@ -2,13 +2,10 @@ import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { readdirSync, readFileSync } from 'node:fs';
 import { eventually } from '../harness/eventually.ts';
 import { ResponderChild } from '../harness/l2-responder.ts';
-import { mustRun, NetnsLab, requireTools } from '../harness/netns.ts';
-import { ARP_REPLY, ARP_REQUEST, serializeArp } from '../../src/net/l2/arp.ts';
-import { BROADCAST_MAC, buildEthernet, ETHERTYPE_ARP, parseMac, ZERO_MAC } from '../../src/net/l2/ethernet.ts';
-import { ipToBytes, parseIP } from '../../src/net/ip.ts';
-import { join } from 'node:path';
-
-const FRAME_SENDER = join(import.meta.dir, '..', 'fakes', 'l2-frame-sender-main.ts');
+import { NetnsLab, requireTools } from '../harness/netns.ts';
+import { ARP_REPLY, ARP_REQUEST } from '../../src/net/l2/arp.ts';
+import { BROADCAST_MAC, parseMac } from '../../src/net/l2/ethernet.ts';
+import { arpFrame, sendRawFrames } from '../harness/raw-frames.ts';
 
 /**
  * Issue 38: an idle responder is not woken. The responder runs alone in a namespace, announcing
@@ -82,30 +79,25 @@ test('idle, the responder reads nothing and is not woken; a request then is answ
   expect(after.rings).toBeGreaterThan(idle.rings);
 }, 60_000);
 
-/** Sends raw frames out of p0 (test/fakes/l2-frame-sender-main.ts): they arrive on d0. */
-async function sendFrames(frames: Uint8Array[]): Promise<void> {
-  await mustRun(['ip', 'netns', 'exec', lab.ns('host'), process.execPath, FRAME_SENDER, 'p0', ...frames.map((f) => Buffer.from(f).toString('hex'))]);
-}
-
 const STATION = parseMac('02:00:00:00:00:99')!;
-const arpFrame = (operation: number, sender: string, target: string, senderMac = STATION) =>
-  buildEthernet(BROADCAST_MAC, STATION, ETHERTYPE_ARP, serializeArp({ operation, senderMac, senderIp: ipToBytes(parseIP(sender)!), targetMac: ZERO_MAC, targetIp: ipToBytes(parseIP(target)!) }));
+const sendFrames = (frames: Uint8Array[]) => sendRawFrames(lab, 'host', 'p0', frames);
+const arpAbout = (operation: number, sender: string, target: string, senderMac = STATION) => arpFrame({ mac: STATION, operation, sender, target, senderMac });
 
 test('ARP about other hosts\' addresses never reaches it (the kernel\'s filter, arp-filter.ts); a claim of its address and a malformed frame still do', async () => {
   const before = (await responder.stats()).stats;
   const martians = (s: typeof before) => Object.values(s.martianReasons).reduce((a, b) => a + b, 0);
   // A segment's everyday ARP: requests and replies between other hosts, and a martian about them.
   await sendFrames([
-    ...Array.from({ length: 20 }, (_, i) => arpFrame(ARP_REQUEST, '198.51.100.254', `198.51.100.${50 + i}`)),
-    arpFrame(ARP_REPLY, '198.51.100.50', '198.51.100.254'),
-    arpFrame(ARP_REQUEST, '198.51.100.254', '198.51.100.77', BROADCAST_MAC),
+    ...Array.from({ length: 20 }, (_, i) => arpAbout(ARP_REQUEST, '198.51.100.254', `198.51.100.${50 + i}`)),
+    arpAbout(ARP_REPLY, '198.51.100.50', '198.51.100.254'),
+    arpAbout(ARP_REQUEST, '198.51.100.254', '198.51.100.77', BROADCAST_MAC),
   ]);
   await Bun.sleep(500);
   const quiet = (await responder.stats()).stats;
   expect({ rings: quiet.rings, martians: martians(quiet), malformed: quiet.malformedFrames }).toEqual({ rings: before.rings, martians: martians(before), malformed: before.malformedFrames });
 
   // Another station speaking from its address, and a frame of an unknown operation about others.
-  await sendFrames([arpFrame(ARP_REPLY, ADDRESS, '198.51.100.254'), Object.assign(arpFrame(ARP_REQUEST, '198.51.100.254', '198.51.100.77'), { 21: 9 })]);
+  await sendFrames([arpAbout(ARP_REPLY, ADDRESS, '198.51.100.254'), Object.assign(arpAbout(ARP_REQUEST, '198.51.100.254', '198.51.100.77'), { 21: 9 })]);
   await eventually('the claim and the malformed frame read', async () => {
     const s = (await responder.stats()).stats;
     return (s.claims[ADDRESS] ?? 0) > (before.claims[ADDRESS] ?? 0) && s.malformedReasons['arp-operation'] > before.malformedReasons['arp-operation'];
