@@ -52,49 +52,50 @@ export function voluntarySwitches(pid: number): number {
   return total;
 }
 
-/** voluntarySwitches by thread name (threads of one name summed): which thread wakes up. */
-export function voluntarySwitchesByThread(pid: number): Map<string, number> {
+/** `read(task directory)` summed by thread name (threads of one name summed); threads that ended meanwhile left out. */
+function byThreadName(pid: number, read: (dir: string) => { name: string; value: number }): Map<string, number> {
   const out = new Map<string, number>();
   for (const task of readdirSync(`/proc/${pid}/task`)) {
     try {
-      const status = readFileSync(`/proc/${pid}/task/${task}/status`, 'utf8');
-      const name = /^Name:\s+(.*)$/m.exec(status)?.[1] ?? '?';
-      out.set(name, (out.get(name) ?? 0) + Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0));
+      const { name, value } = read(`/proc/${pid}/task/${task}`);
+      out.set(name, (out.get(name) ?? 0) + value);
     } catch {
       // the thread ended meanwhile
     }
   }
   return out;
+}
+
+/** voluntarySwitches by thread name: which thread wakes up. */
+export function voluntarySwitchesByThread(pid: number): Map<string, number> {
+  return byThreadName(pid, (dir) => {
+    const status = readFileSync(`${dir}/status`, 'utf8');
+    return { name: /^Name:\s+(.*)$/m.exec(status)?.[1] ?? '?', value: Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0) };
+  });
 }
 
 /**
- * CPU nanoseconds by thread name (threads of one name summed), from /proc/PID/task/TID/schedstat:
- * which thread the idle CPU goes to, at nanosecond resolution (the stat file counts 10 ms ticks).
+ * CPU nanoseconds by thread name, from /proc/PID/task/TID/schedstat: which thread the idle CPU goes
+ * to, at nanosecond resolution (the stat file counts 10 ms ticks).
  */
 export function cpuNanosByThread(pid: number): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const task of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const name = readFileSync(`/proc/${pid}/task/${task}/comm`, 'utf8').trim();
-      const ns = Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'utf8').split(' ')[0]);
-      out.set(name, (out.get(name) ?? 0) + ns);
-    } catch {
-      // the thread ended meanwhile
-    }
-  }
-  return out;
+  return byThreadName(pid, (dir) => ({ name: readFileSync(`${dir}/comm`, 'utf8').trim(), value: Number(readFileSync(`${dir}/schedstat`, 'utf8').split(' ')[0]) }));
 }
 
-/** CPU-ms a minute by thread between two cpuNanosByThread readings, as "name 12.3, ..." (busiest first). */
-export function threadCpu(before: Map<string, number>, after: Map<string, number>, seconds: number): string {
-  return [...after].map(([name, ns]) => [name, ((ns - (before.get(name) ?? 0)) / 1e6) * (60 / seconds)] as const)
-    .filter(([, ms]) => ms >= 0.05).sort((a, b) => b[1] - a[1]).map(([name, ms]) => `${name} ${ms.toFixed(1)}`).join(', ');
+/** The change between two by-thread readings, scaled and rounded to one decimal, as "name 12.3, ..." (largest first, below `least` left out). */
+function threadChanges(before: Map<string, number>, after: Map<string, number>, scale: number, least: number): string {
+  return [...after].map(([name, n]) => [name, (n - (before.get(name) ?? 0)) * scale] as const)
+    .filter(([, v]) => v >= least).sort((a, b) => b[1] - a[1]).map(([name, v]) => `${name} ${v.toFixed(1)}`).join(', ');
 }
 
-/** Per second between two voluntarySwitchesByThread readings, as "name 12.3, ..." (busiest first). */
+/** Per second between two voluntarySwitchesByThread readings (busiest first). */
 export function threadWakeups(before: Map<string, number>, after: Map<string, number>, seconds: number): string {
-  return [...after].map(([name, n]) => [name, (n - (before.get(name) ?? 0)) / seconds] as const)
-    .filter(([, rate]) => rate >= 0.05).sort((a, b) => b[1] - a[1]).map(([name, rate]) => `${name} ${rate.toFixed(1)}`).join(', ');
+  return threadChanges(before, after, 1 / seconds, 0.05);
+}
+
+/** CPU-ms a minute between two cpuNanosByThread readings (busiest first). */
+export function threadCpu(before: Map<string, number>, after: Map<string, number>, seconds: number): string {
+  return threadChanges(before, after, 60 / seconds / 1e6, 0.05);
 }
 
 /**
