@@ -83,18 +83,25 @@ const STATION = parseMac('02:00:00:00:00:99')!;
 const sendFrames = (frames: Uint8Array[]) => sendRawFrames(lab, 'host', 'p0', frames);
 const arpAbout = (operation: number, sender: string, target: string, senderMac = STATION) => arpFrame({ mac: STATION, operation, sender, target, senderMac });
 
-test('ARP about other hosts\' addresses never reaches it (the kernel\'s filter, arp-filter.ts); a claim of its address and a malformed frame still do', async () => {
+type Stats = Awaited<ReturnType<ResponderChild['stats']>>['stats'];
+const martians = (s: Stats) => Object.values(s.martianReasons).reduce((a, b) => a + b, 0);
+const quietFigures = (s: Stats) => ({ rings: s.rings, martians: martians(s), malformed: s.malformedFrames });
+
+/** A segment's everyday ARP (requests and replies between other hosts, a martian about them) sent from the peer end: the responder's stats after it, and before. */
+async function arpAboutOthers(): Promise<{ before: Stats; after: Stats }> {
   const before = (await responder.stats()).stats;
-  const martians = (s: typeof before) => Object.values(s.martianReasons).reduce((a, b) => a + b, 0);
-  // A segment's everyday ARP: requests and replies between other hosts, and a martian about them.
   await sendFrames([
     ...Array.from({ length: 20 }, (_, i) => arpAbout(ARP_REQUEST, '198.51.100.254', `198.51.100.${50 + i}`)),
     arpAbout(ARP_REPLY, '198.51.100.50', '198.51.100.254'),
     arpAbout(ARP_REQUEST, '198.51.100.254', '198.51.100.77', BROADCAST_MAC),
   ]);
   await Bun.sleep(500);
-  const quiet = (await responder.stats()).stats;
-  expect({ rings: quiet.rings, martians: martians(quiet), malformed: quiet.malformedFrames }).toEqual({ rings: before.rings, martians: martians(before), malformed: before.malformedFrames });
+  return { before, after: (await responder.stats()).stats };
+}
+
+test('ARP about other hosts\' addresses never reaches it (the kernel\'s filter, arp-filter.ts); a claim of its address and a malformed frame still do', async () => {
+  const { before, after: quiet } = await arpAboutOthers();
+  expect(quietFigures(quiet)).toEqual(quietFigures(before));
 
   // Another station speaking from its address, and a frame of an unknown operation about others.
   await sendFrames([arpAbout(ARP_REPLY, ADDRESS, '198.51.100.254'), Object.assign(arpAbout(ARP_REQUEST, '198.51.100.254', '198.51.100.77'), { 21: 9 })]);
@@ -114,6 +121,9 @@ test('its interface down and up again: the doorbell is watched again and request
   const errors = responder.events.slice(errorsBefore).flatMap((e) => (e.type === 'error' ? [e.message] : []));
   // The frame socket's read reports it (as the polling responder did); the doorbell's own is not repeated.
   expect(errors).toEqual([expect.stringMatching(/^receiving on d0: Network is down/)]);
+  // The socket survived the bounce, and with it its filter: ARP about others still wakes nothing.
+  const { before, after } = await arpAboutOthers();
+  expect(quietFigures(after)).toEqual(quietFigures(before));
 }, 60_000);
 
 test('taken away, both sockets of the pair and Bun\'s duplicate of the doorbell are closed', async () => {
