@@ -48,7 +48,8 @@ const ALLOWED: [room: string, may: string[]][] = [
   ['src/node-addresses', ['src/config-file', 'src/lb', 'src/net', ...BASE]],
   ['src/config-sections.ts', ['src/node-rules', 'src/announce', 'src/lb', 'src/config-file', 'src/cloud', 'src/kube', 'src/net', ...BASE]],
   // A provider: the core and the contract; never another provider.
-  ['providers/', ['src/config-sections.ts', 'src/node-rules', 'src/announce', 'src/lb', 'src/config-file', 'src/http-api', 'src/node-addresses', 'src/cloud', 'src/kube', 'src/net', ...BASE]],
+  ['src/shared-sections-provider.ts', ['src/announce', 'src/lb', 'src/config-file', 'src/cloud', ...BASE]],
+  ['providers/', ['src/shared-sections-provider.ts', 'src/config-sections.ts', 'src/node-rules', 'src/lb', 'src/config-file', 'src/http-api', 'src/node-addresses', 'src/cloud', 'src/kube', 'src/net', ...BASE]],
   ['src/migrate', ['src/lb', 'src/net', ...BASE]],
   // The flags: parsers of the rooms whose values they check, the lifecycle's and the L2 liveness's defaults, and the controllers' names.
   ['src/options', ['src/net', 'src/server', 'src/controllers/nodelifecycle/options.ts', 'src/announce/l2/liveness.ts', 'src/names.ts', ...BASE]],

@@ -1,17 +1,12 @@
-import type { CloudProvider, Instances, ProviderContext, Routes } from '../../src/cloud/types.ts';
+import type { Registry } from 'prom-client';
+import type { CloudProvider, Instances, ProviderContext } from '../../src/cloud/types.ts';
 import { currentInstances } from '../../src/cloud/current-instances.ts';
 import type { Logger } from '../../src/log.ts';
 import type { BackoffBounds } from '../../src/util/backoff.ts';
-import { registerReloadMetrics } from '../../src/config-file/metrics.ts';
 import { processSecrets, type SecretSource } from '../../src/config-file/secrets.ts';
-import { providerFileOptions, watchProviderConfig, type ProviderFileOptions, type WatchedConfig } from '../../src/config-file/watch.ts';
+import { providerFileOptions } from '../../src/config-file/watch.ts';
 import { formatConfigErrors } from '../../src/config-file/yaml-load.ts';
-import { FileBackedProvider } from '../../src/config-file/file-backed-provider.ts';
-import { ProviderBgp } from '../../src/announce/bgp/source.ts';
-import type { AddressAllocator } from '../../src/lb/allocator.ts';
-import { DEFAULT_REBUILD_RETRY, PoolLoadBalancer, rebuildFromServices, type RebuildRetry } from '../../src/lb/load-balancer.ts';
-import { registerPoolMetrics } from '../../src/lb/metrics.ts';
-import { perRegistry } from '../../src/util/per-registry.ts';
+import { SharedSectionsProvider, type SharedSectionsProviderOptions } from '../../src/shared-sections-provider.ts';
 import { errorMessage } from '../../src/util/errors.ts';
 import { LxdApi } from './api.ts';
 import { LXD_PROVIDER_ID_PREFIX, type LxdConfig } from './config-model.ts';
@@ -31,10 +26,9 @@ import { readServerInfo } from './server.ts';
 
 export const LXD_PROVIDER_NAME = 'lxd';
 
-export interface LxdProviderOptions extends ProviderFileOptions {
+export interface LxdProviderOptions extends SharedSectionsProviderOptions {
   secrets?: SecretSource;
   backoff?: BackoffBounds;
-  rebuildRetry?: RebuildRetry;
 }
 
 interface Generation {
@@ -43,54 +37,31 @@ interface Generation {
   instances: LxdInstances;
 }
 
-export class LxdProvider extends FileBackedProvider<LxdConfig> implements CloudProvider {
+export class LxdProvider extends SharedSectionsProvider<LxdConfig> implements CloudProvider {
   readonly providerName = LXD_PROVIDER_NAME;
   /** Its nodes' providerIDs are lxd://PROJECT/NAME. */
   readonly platform = LXD_PROVIDER_ID_PREFIX.slice(0, -3);
   readonly instances: Required<Instances>;
-  readonly loadBalancer: PoolLoadBalancer;
-  readonly bgp: ProviderBgp;
-  readonly routes?: Routes;
 
   private generation: Generation;
-  private readonly allocator: AddressAllocator;
-  protected readonly file: WatchedConfig<LxdConfig>;
   private metrics?: ApiMetrics;
-  private readonly logger: Logger;
 
   constructor(initial: LxdConfig, private readonly options: LxdProviderOptions) {
-    super();
-    this.logger = options.logger;
+    super(LXD_PROVIDER_NAME, initial, options, (text) => loadLxdConfig(text, options.secrets ?? processSecrets));
     this.generation = this.build(initial);
     this.instances = currentInstances(() => this.generation.instances);
-    ({ allocator: this.allocator, loadBalancer: this.loadBalancer } = PoolLoadBalancer.forConfig(initial.loadBalancer, () => this.generation.config.loadBalancer, options.logger.with({ component: 'lxd-lb' })));
-    this.bgp = new ProviderBgp(this.generation.config);
-    this.routes = this.bgp.routesAtStart();
-    this.file = watchProviderConfig('lxd provider', options, (text) => loadLxdConfig(text, options.secrets ?? processSecrets), (config) => this.apply(config));
   }
 
   currentConfig(): LxdConfig {
     return this.generation.config;
   }
 
-  private readonly metricsOnce = perRegistry((registry): ApiMetrics => {
-    const api = registerLxdMetrics(registry);
-    registerPoolMetrics(registry, () => this.allocator.usage(), LXD_PROVIDER_NAME);
-    registerReloadMetrics(registry, () => this.file.reloads(), LXD_PROVIDER_NAME);
-    return api;
-  });
-
-  async initialize(ctx: ProviderContext): Promise<void> {
-    if (ctx.registry) this.metrics = this.metricsOnce(ctx.registry);
-    await this.file.start();
-    this.loadBalancer.reportEventsTo(ctx.recorder);
-    this.bgp.beginTerm(ctx.signal);
-    void this.logDaemon(ctx.signal);
-    await rebuildFromServices(this.loadBalancer, ctx, this.options.rebuildRetry ?? DEFAULT_REBUILD_RETRY, this.logger);
+  protected override registerOwnMetrics(registry: Registry): void {
+    this.metrics = registerLxdMetrics(registry);
   }
 
-  close(): void {
-    this.file.stop();
+  protected override beginOwnTerm(ctx: ProviderContext): void {
+    void this.logDaemon(ctx.signal);
   }
 
   /** Says once which daemon answers (LXD or Incus) and whether it trusts us: the first thing to look at when nothing initialises. */
@@ -112,10 +83,8 @@ export class LxdProvider extends FileBackedProvider<LxdConfig> implements CloudP
     return { config, api, instances: new LxdInstances(api, cache, config, this.logger.with({ component: 'lxd' })) };
   }
 
-  private apply(config: LxdConfig): void {
+  protected apply(config: LxdConfig): void {
     this.generation = this.build(config);
-    this.allocator.setPools(config.loadBalancer.pools, config.loadBalancer);
-    this.bgp.use(config);
     this.logger.info('lxd provider configuration loaded', { endpoint: this.generation.api.where, projects: config.projects === 'all' ? 'all' : config.projects.join(','), pools: config.loadBalancer.pools.length });
   }
 }

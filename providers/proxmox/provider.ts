@@ -1,17 +1,12 @@
-import type { CloudProvider, Instances, ProviderContext, Routes } from '../../src/cloud/types.ts';
+import type { Registry } from 'prom-client';
+import type { CloudProvider, Instances, ProviderContext } from '../../src/cloud/types.ts';
 import { currentInstances } from '../../src/cloud/current-instances.ts';
 import type { Logger } from '../../src/log.ts';
 import type { BackoffBounds } from '../../src/util/backoff.ts';
-import { registerReloadMetrics } from '../../src/config-file/metrics.ts';
 import { processSecrets, type SecretSource } from '../../src/config-file/secrets.ts';
-import { providerFileOptions, watchProviderConfig, type ConfigReloadResult, type ProviderFileOptions, type WatchedConfig } from '../../src/config-file/watch.ts';
+import { providerFileOptions, type ConfigReloadResult } from '../../src/config-file/watch.ts';
 import { formatConfigErrors } from '../../src/config-file/yaml-load.ts';
-import { FileBackedProvider } from '../../src/config-file/file-backed-provider.ts';
-import { ProviderBgp } from '../../src/announce/bgp/source.ts';
-import type { AddressAllocator } from '../../src/lb/allocator.ts';
-import { DEFAULT_REBUILD_RETRY, PoolLoadBalancer, rebuildFromServices, type RebuildRetry } from '../../src/lb/load-balancer.ts';
-import { registerPoolMetrics } from '../../src/lb/metrics.ts';
-import { perRegistry } from '../../src/util/per-registry.ts';
+import { SharedSectionsProvider, type SharedSectionsProviderOptions } from '../../src/shared-sections-provider.ts';
 import { ProxmoxApi } from './api.ts';
 import { PROXMOX_PROVIDER_ID_PREFIX, type ProxmoxCluster, type ProxmoxConfig } from './config-model.ts';
 import { loadProxmoxConfig } from './config-load.ts';
@@ -43,13 +38,11 @@ import { errorMessage } from '../../src/util/errors.ts';
 
 export const PROXMOX_PROVIDER_NAME = 'proxmox';
 
-export interface ProxmoxProviderOptions extends ProviderFileOptions {
+export interface ProxmoxProviderOptions extends SharedSectionsProviderOptions {
   /** Reads tokenSecretFile, passwordFile, caFile and the *Env variables, at start and on each reload. */
   secrets?: SecretSource;
   /** API back-off bounds (tests shorten them); default from each cluster's maxBackoffSeconds. */
   backoff?: BackoffBounds;
-  /** Backoff bounds when listing services for the load-balancer rebuild fails. */
-  rebuildRetry?: RebuildRetry;
   now?: () => number;
 }
 
@@ -60,67 +53,40 @@ interface Generation {
   instances: ProxmoxInstances;
 }
 
-export class ProxmoxProvider extends FileBackedProvider<ProxmoxConfig> implements CloudProvider {
+export class ProxmoxProvider extends SharedSectionsProvider<ProxmoxConfig> implements CloudProvider {
   readonly providerName = PROXMOX_PROVIDER_NAME;
   /** Its nodes' providerIDs are proxmox://REGION/VMID. */
   readonly platform = PROXMOX_PROVIDER_ID_PREFIX.slice(0, -3);
   /** Stable for the app; each call is answered by the generation in force when it starts. */
   readonly instances: Required<Instances>;
-  readonly loadBalancer: PoolLoadBalancer;
-  readonly bgp: ProviderBgp;
-  /** Pod CIDRs over BGP, when the file at start announces them. */
-  readonly routes?: Routes;
   /** topologyLabelResync as read at start: the node controller reads it once. */
   readonly relabelNodes: boolean;
 
   private generation: Generation;
-  private readonly allocator: AddressAllocator;
-  protected readonly file: WatchedConfig<ProxmoxConfig>;
   /** onChange listeners, as told of live migrations (with topologyLabelResync); the file tells its own. */
   private readonly moveListeners = new Set<() => void>();
   private readonly stop = new AbortController();
   private metrics?: ApiMetrics;
   private poller?: Promise<void>;
-  private readonly logger: Logger;
 
   constructor(initial: ProxmoxConfig, private readonly options: ProxmoxProviderOptions) {
-    super();
-    this.logger = options.logger;
+    super(PROXMOX_PROVIDER_NAME, initial, options, (text) => loadProxmoxConfig(text, options.secrets ?? processSecrets));
     this.relabelNodes = initial.topologyLabelResync;
     this.generation = this.build(initial);
     this.instances = currentInstances(() => this.generation.instances);
-    ({ allocator: this.allocator, loadBalancer: this.loadBalancer } = PoolLoadBalancer.forConfig(initial.loadBalancer, () => this.generation.config.loadBalancer, options.logger.with({ component: 'proxmox-lb' })));
-    this.bgp = new ProviderBgp(this.generation.config);
-    this.routes = this.bgp.routesAtStart();
-    this.file = watchProviderConfig('proxmox provider', options, (text) => loadProxmoxConfig(text, options.secrets ?? processSecrets), (config) => this.apply(config));
   }
 
-  /** The configuration in force (the last good one). */
   currentConfig(): ProxmoxConfig {
     return this.generation.config;
   }
 
-  /** initialize runs once per leadership term, on the process's one registry. */
-  private readonly metricsOnce = perRegistry((registry): ApiMetrics => {
-    const api = registerProxmoxMetrics(registry);
-    registerPoolMetrics(registry, () => this.allocator.usage(), PROXMOX_PROVIDER_NAME);
-    registerReloadMetrics(registry, () => this.file.reloads(), PROXMOX_PROVIDER_NAME);
-    return api;
-  });
+  protected override registerOwnMetrics(registry: Registry): void {
+    this.metrics = registerProxmoxMetrics(registry);
+  }
 
-  /**
-   * Registers the metrics, starts watching the file and the re-sync poller (when on), and rebuilds
-   * the load-balancer addresses. Called at the start of each leadership term; the addresses are
-   * forgotten and the poller stopped when it ends.
-   */
-  async initialize(ctx: ProviderContext): Promise<void> {
-    if (ctx.registry) this.metrics = this.metricsOnce(ctx.registry);
-    await this.file.start();
-    // One poller per leadership term: the last one ended with its term's signal.
+  /** The re-sync poller (when on), one per leadership term: the last one ended with its term's signal. */
+  protected override beginOwnTerm(ctx: ProviderContext): void {
     if (this.relabelNodes) this.poller = this.pollPlacements(AbortSignal.any([ctx.signal, this.stop.signal]));
-    this.loadBalancer.reportEventsTo(ctx.recorder);
-    this.bgp.beginTerm(ctx.signal);
-    await rebuildFromServices(this.loadBalancer, ctx, this.options.rebuildRetry ?? DEFAULT_REBUILD_RETRY, this.logger);
   }
 
   /** Called after each good reload, and when a VM moved to another host (with topologyLabelResync). */
@@ -133,8 +99,8 @@ export class ProxmoxProvider extends FileBackedProvider<ProxmoxConfig> implement
     };
   }
 
-  async close(): Promise<void> {
-    this.file.stop();
+  override async close(): Promise<void> {
+    await super.close();
     this.stop.abort();
     await this.poller;
   }
@@ -162,15 +128,13 @@ export class ProxmoxProvider extends FileBackedProvider<ProxmoxConfig> implement
   }
 
   /**
-   * Puts a good configuration in force: pools at once (classes are read live), and a new
-   * generation swapped in one assignment. The views it drops hold no timers or connections:
+   * Puts a good configuration's clusters in force: a new generation swapped in one assignment
+   * (the pools and BGP follow it, SharedSectionsProvider). The views it drops hold no timers or connections:
    * calls under way finish on them and they are collected.
    */
-  private apply(config: ProxmoxConfig): void {
+  protected apply(config: ProxmoxConfig): void {
     const previous = this.generation;
     this.generation = this.build(config, previous);
-    this.allocator.setPools(config.loadBalancer.pools, config.loadBalancer);
-    this.bgp.use(config);
     if (config.topologyLabelResync !== this.relabelNodes) {
       this.logger.warn('topologyLabelResync changed in the configuration file; it takes effect after a restart', { inForce: this.relabelNodes, inFile: config.topologyLabelResync });
     }
