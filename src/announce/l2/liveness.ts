@@ -3,6 +3,7 @@ import { formatIP, parseIP } from '../../net/ip.ts';
 import type { Logger } from '../../log.ts';
 import { errorMessage } from '../../util/errors.ts';
 import type { LogLimiter } from '../../util/log-limiter.ts';
+import { Metronome } from '../../util/metronome.ts';
 
 /**
  * Which speakers are alive, learnt without the API server: every speaker sends a small UDP
@@ -168,6 +169,8 @@ export interface LivenessOptions {
   intervalMs?: number;
   timeoutMs?: number;
   maxClockSkewMs?: number;
+  /** Sends the heartbeats on this metronome's beat (shared with another periodic job: one wake-up for both); default one of its own. */
+  metronome?: Metronome;
   /** The other nodes and their addresses (from the Node objects), read at every send and receive. */
   peers: () => ReadonlyMap<string, readonly string[]>;
   /** Called when the set of nodes heard changes, or what a peer says (state, view) or a refusal does. */
@@ -251,7 +254,8 @@ export class Liveness {
   private readonly heard = new Map<string, PeerState>();
   private readonly senders = new Map<string, PeerSocket>();
   private current = new Set<string>();
-  private sendTimer?: ReturnType<typeof setInterval>;
+  /** Stops the heartbeats' beat. */
+  private stopBeat?: () => void;
   /** Armed for the earliest moment a heard peer's timeout runs out; undefined while none is heard. */
   private deadlineTimer?: ReturnType<typeof setTimeout>;
   /** When this process last sent its heartbeats (performance.now()); undefined before the start. */
@@ -283,7 +287,7 @@ export class Liveness {
     this.stopped = false;
     await this.open();
     this.lastSentAt = performance.now();
-    this.sendTimer = setInterval(() => this.beat(), this.intervalMs);
+    this.stopBeat = (this.options.metronome ?? new Metronome()).every(this.intervalMs, () => this.beat());
     this.beat();
   }
 
@@ -369,7 +373,7 @@ export class Liveness {
   async leave(): Promise<void> {
     if (this.stopped) return;
     this.state = 'leaving';
-    clearInterval(this.sendTimer);
+    this.stopBeat?.();
     for (let i = 0; i < LEAVING_COPIES && !this.stopped; i++) {
       this.beat();
       await Bun.sleep(5);
@@ -379,7 +383,7 @@ export class Liveness {
 
   stop(): void {
     this.stopped = true;
-    clearInterval(this.sendTimer);
+    this.stopBeat?.();
     clearTimeout(this.deadlineTimer);
     this.deadlineTimer = undefined;
     clearTimeout(this.reopenTimer);

@@ -13,6 +13,7 @@ import { VipL2Output } from './l2-output.ts';
 import { VipMetrics } from './metrics.ts';
 import { DeferredOutput, type VipOutput } from './output.ts';
 import { newEpoch } from './word.ts';
+import { Metronome } from '../../util/metronome.ts';
 
 /**
  * `edge-ccm vip`: one per control-plane host. Checks its own API server, hears the other hosts'
@@ -78,7 +79,11 @@ export class VipAnnouncer {
     this.vipKey = opts.config.addresses.map((a) => a.address).join(',');
     const t = opts.config.timings;
     const peers = new Map([...opts.config.hosts].filter(([name]) => name !== opts.node).map(([name, address]) => [name, [address]]));
+    // The heartbeats and the API server checks on one beat when their intervals are the same (the
+    // defaults, 250 ms): one wake-up of the process for both (util/metronome.ts says what it saves).
+    const metronome = new Metronome();
     this.liveness = new Liveness({
+      metronome,
       node: opts.node,
       key: opts.key,
       port: opts.config.heartbeatPort,
@@ -107,6 +112,7 @@ export class VipAnnouncer {
         }))
       : new VipL2Output({ config, log: this.log, logLimit: this.logLimit, mayAnswer: () => !paused(), holding: () => this.holding, subnetInterface: opts.subnetInterface, floodPauseMs: opts.floodPauseMs });
     this.health = new ApiServerHealth({
+      metronome,
       url: opts.config.healthURL,
       intervalMs: t.healthIntervalMs,
       timeoutMs: t.healthTimeoutMs,

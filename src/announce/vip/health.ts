@@ -1,4 +1,5 @@
 import { errorMessage } from '../../util/errors.ts';
+import { Metronome } from '../../util/metronome.ts';
 import { ANONYMOUS_UNVERIFIED, HealthConnection, type HealthRequest } from './health-connection.ts';
 
 /**
@@ -6,9 +7,10 @@ import { ANONYMOUS_UNVERIFIED, HealthConnection, type HealthRequest } from './he
  * does not return 200 within the timeout failed (a hung server that keeps its port is caught like
  * a dead one). `unhealthyAfter` failures in a row make it unhealthy, `healthyAfter` successes in a
  * row healthy again; it starts unhealthy (at bootstrap the VIP comes up at its first answers,
- * never before). Checks never overlap: the next starts one interval after the previous started,
- * or at once when it took longer, or when the server closed the kept-alive connection meanwhile
- * (checkNow).
+ * never before). Checks never overlap: one at the start, then one at each beat of the interval
+ * (a beat that finds the previous check still running passes), and one at once when the server
+ * closed the kept-alive connection meanwhile (checkNow). The beat may be shared with another
+ * periodic job (`metronome`: the VIP's heartbeats), so that both cost one wake-up.
  *
  * By default the certificate is not verified and no credential is sent: the check reads only the
  * status (the API server's serving certificate need not name 127.0.0.1, and its CA may not exist
@@ -33,6 +35,8 @@ export interface HealthOptions {
    * and this is how its reason gets told.
    */
   onNewFailure?: (why: string) => void;
+  /** The beat the checks follow; default one of its own. */
+  metronome?: Metronome;
   /** One check: resolves to its outcome, "200" when healthy. Default: a GET on a kept-alive connection (health-connection.ts). */
   check?: (url: string, timeoutMs: number, request: HealthRequest) => Promise<string>;
 }
@@ -60,7 +64,8 @@ export class HealthVerdict {
 
 export class ApiServerHealth {
   private readonly verdict: HealthVerdict;
-  private timer?: ReturnType<typeof setTimeout>;
+  /** Stops the checks' beat. */
+  private stopBeat?: () => void;
   private stopped = true;
   /** The kept-alive connection of the default check; none with opts.check. */
   private readonly connection?: HealthConnection;
@@ -90,12 +95,15 @@ export class ApiServerHealth {
 
   start(): void {
     this.stopped = false;
+    this.stopBeat = (this.opts.metronome ?? new Metronome()).every(this.opts.intervalMs, () => {
+      if (!this.checking) void this.tick();
+    });
     void this.tick();
   }
 
   stop(): void {
     this.stopped = true;
-    clearTimeout(this.timer);
+    this.stopBeat?.();
     this.connection?.close();
   }
 
@@ -107,13 +115,11 @@ export class ApiServerHealth {
    */
   private checkNow(): void {
     if (this.stopped || this.checking || this.early) return;
-    clearTimeout(this.timer);
     void this.tick(true);
   }
 
   private async tick(early = false): Promise<void> {
     if (this.stopped) return;
-    const started = performance.now();
     this.checking = true;
     this.early = early;
     const outcome = await this.check().catch((e) => errorMessage(e));
@@ -122,7 +128,6 @@ export class ApiServerHealth {
     if (outcome !== '200' && outcome !== this.last) this.opts.onNewFailure?.(outcome);
     this.last = outcome;
     if (this.verdict.record(outcome === '200')) this.opts.onChange(this.verdict.healthy, outcome);
-    this.timer = setTimeout(() => void this.tick(), Math.max(0, this.opts.intervalMs - (performance.now() - started)));
   }
 }
 
