@@ -8,7 +8,8 @@
  *
  *   bun bench/vip-footprint.ts [--kube-vip=PATH (default: built by scripts/install-anchors.sh)] [--settle-seconds=20] [--idle-seconds=60]
  *     [--variant=NAME:BINARY[::ENV=V,...]]...   (default: dist/edge-ccm; a variant without ENV runs with the
- *                                                 systemd unit's Environment= lines, deploy/systemd/edge-ccm-vip.service)
+ *                                                 systemd unit's Environment= lines, deploy/systemd/edge-ccm-vip.service;
+ *                                                 either is the whole environment, with systemd's PATH: not added to the shell's)
  *     [--timings=NAME:KEY=MS,...]...            (controlPlaneEndpoint.timings keys; default: the defaults)
  *     [--interface=eth0]                         (edge-ccm's; one no host has: the VIP without its L2 responder)
  *     [--page-cache=cold|as-is]                  (cold: every binary dropped from the page cache first, bench/page-cache.ts)

@@ -35,6 +35,8 @@ const BFD = { intervalMs: 200, multiplier: 3 };
 /** Each host's `edge-ccm vip` serves /metrics and /readyz here, inside its own namespace. */
 const VIP_METRICS_PORT = 7473;
 const ETCD = 'http://198.51.100.99:2379';
+/** What systemd gives a unit's processes for PATH (its compiled-in default, no Environment= of ours sets it). */
+const SYSTEMD_DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin';
 
 export class VipLab {
   readonly apiServers = new Map<NodeName, LoggedProcess>();
@@ -185,8 +187,9 @@ export class VipLab {
    * For benches running several builds or timings side by side: an L2 config of its own (VIP
    * `address`, heartbeats on `heartbeatPort`, `timings` as controlPlaneEndpoint.timings takes
    * them), announced on `iface` (default eth0), written once under `name`, and `binary` started
-   * with it on `node`, metrics on `metricsPort`. Not in this.vips: the caller ends it (destroy()
-   * ends the lab's namespaces).
+   * with it on `node`, metrics on `metricsPort`, under `env` alone (and systemd's PATH), as the
+   * unit starts it: nothing of the caller's shell reaches one variant and not the figures' other
+   * sides. Not in this.vips: the caller ends it (destroy() ends the lab's namespaces).
    */
   startVipVariant(node: NodeName, v: { name: string; binary: string; address: string; heartbeatPort: number; metricsPort: number; timings?: Record<string, number>; env?: Record<string, string>; iface?: string }): LoggedProcess {
     const config = join(this.site.lab.dir, `vip-config-${v.name}.yaml`);
@@ -202,14 +205,15 @@ export class VipLab {
       '',
     ].join('\n'));
     const args = ['vip', `--cloud-config=${config}`, `--node-name=${node}`, `--liveness-key-file=${this.keyPath}`, `--metrics-bind-address=127.0.0.1:${v.metricsPort}`];
-    return this.spawnVip(node, `vip-${v.name}-${node}`, args, v.binary, v.env);
+    return this.spawnVip(node, `vip-${v.name}-${node}`, args, v.binary, { PATH: SYSTEMD_DEFAULT_PATH, ...v.env }, true);
   }
 
-  private spawnVip(node: NodeName, logName: string, args: string[], binary?: string, env: Record<string, string> = {}): LoggedProcess {
+  /** With `onlyEnv`, `env` is the whole environment (env -i); otherwise it is added to this process's. */
+  private spawnVip(node: NodeName, logName: string, args: string[], binary?: string, env: Record<string, string> = {}, onlyEnv = false): LoggedProcess {
     const cmd = ccmBinaryCommand(args, binary);
     const vars = Object.entries(env).map(([k, v]) => `${k}=${v}`);
     // env(1) execs: the pid stays the vip's own.
-    return this.site.lab.spawnLogged(node, logName, vars.length ? ['/usr/bin/env', ...vars, ...cmd] : cmd);
+    return this.site.lab.spawnLogged(node, logName, vars.length || onlyEnv ? ['/usr/bin/env', ...(onlyEnv ? ['-i'] : []), ...vars, ...cmd] : cmd);
   }
 
   /**
