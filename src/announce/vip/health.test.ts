@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import { ApiServerHealth, HealthVerdict } from './health.ts';
+import { Metronome } from '../../util/metronome.ts';
 import { checkStatus, closeHealthChecks } from '../../../test/harness/health-check.ts';
 
 describe('HealthVerdict', () => {
@@ -54,5 +55,32 @@ describe('checkStatus against a local server', () => {
     health.stop();
     expect(changes).toEqual([[true, '200'], [false, 'timeout after 5 ms']]);
     expect(health.healthy).toBe(false);
+  });
+
+  test('a check that runs through a beat is followed at once by the next, not a whole interval later', async () => {
+    // The first check lasts until the first beat has come (a timeout as long as the interval, run
+    // late); the second must start when it ends, not at the beat after, as when each check was
+    // timed from the previous one's start. Told by order, not by time: the beats are the test's own.
+    const seen: string[] = [];
+    const metronome = new Metronome();
+    let firstBeat = () => {};
+    const beaten = new Promise<void>((resolve) => (firstBeat = resolve));
+    const stopBeats = metronome.every(300, () => {
+      seen.push('beat');
+      firstBeat();
+    });
+    const health = new ApiServerHealth({
+      url: 'x', intervalMs: 300, timeoutMs: 300, unhealthyAfter: 3, healthyAfter: 1, onChange: () => {}, metronome,
+      check: async () => {
+        seen.push('check');
+        if (seen.length === 1) await beaten;
+        return '200';
+      },
+    });
+    health.start();
+    while (seen.filter((e) => e === 'check').length < 2 || seen.filter((e) => e === 'beat').length < 2) await Bun.sleep(5);
+    health.stop();
+    stopBeats();
+    expect(seen.slice(0, 4)).toEqual(['check', 'beat', 'check', 'beat']);
   });
 });

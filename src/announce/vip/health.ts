@@ -7,9 +7,10 @@ import { ANONYMOUS_UNVERIFIED, HealthConnection, type HealthRequest } from './he
  * does not return 200 within the timeout failed (a hung server that keeps its port is caught like
  * a dead one). `unhealthyAfter` failures in a row make it unhealthy, `healthyAfter` successes in a
  * row healthy again; it starts unhealthy (at bootstrap the VIP comes up at its first answers,
- * never before). Checks never overlap: one at the start, then one at each beat of the interval
- * (a beat that finds the previous check still running passes), and one at once when the server
- * closed the kept-alive connection meanwhile (checkNow). The beat may be shared with another
+ * never before). Checks never overlap: one at the start, then one at each beat of the interval,
+ * one at once after a check that ran through a beat (it took the whole interval: a timeout as long
+ * as the interval, or an early check), and one at once when the server closed the kept-alive
+ * connection meanwhile (checkNow). The beat may be shared with another
  * periodic job (`metronome`: the VIP's heartbeats), so that both cost one wake-up.
  *
  * By default the certificate is not verified and no credential is sent: the check reads only the
@@ -71,6 +72,8 @@ export class ApiServerHealth {
   private readonly connection?: HealthConnection;
   private readonly check: () => Promise<string>;
   private checking = false;
+  /** A beat came while a check ran: the next check starts as soon as it ends. */
+  private beatMissed = false;
   /** The check running was started early (the connection closed): the next close waits for the interval. */
   private early = false;
   /** The last check's outcome. */
@@ -96,7 +99,8 @@ export class ApiServerHealth {
   start(): void {
     this.stopped = false;
     this.stopBeat = (this.opts.metronome ?? new Metronome()).every(this.opts.intervalMs, () => {
-      if (!this.checking) void this.tick();
+      if (this.checking) this.beatMissed = true;
+      else void this.tick();
     });
     void this.tick();
   }
@@ -128,6 +132,10 @@ export class ApiServerHealth {
     if (outcome !== '200' && outcome !== this.last) this.opts.onNewFailure?.(outcome);
     this.last = outcome;
     if (this.verdict.record(outcome === '200')) this.opts.onChange(this.verdict.healthy, outcome);
+    if (this.beatMissed) {
+      this.beatMissed = false;
+      void this.tick();
+    }
   }
 }
 
