@@ -52,6 +52,13 @@ export function voluntarySwitches(pid: number): number {
   return total;
 }
 
+/** The main thread alone (its task id is the pid): CPU nanoseconds (schedstat) and times it went to sleep and was woken. */
+export function mainThreadFigures(pid: number): { cpuNs: number; sleeps: number } {
+  const cpuNs = Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')[0]);
+  const sleeps = Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/task/${pid}/status`, 'utf8'))?.[1] ?? 0);
+  return { cpuNs, sleeps };
+}
+
 /** `read(task directory)` summed by thread name (threads of one name summed); threads that ended meanwhile left out. */
 function byThreadName(pid: number, read: (dir: string) => { name: string; value: number }): Map<string, number> {
   const out = new Map<string, number>();

@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { numberOption as opt } from './args.ts';
 import { unitEnvironment } from './deployed-env.ts';
 import { LoadSampler } from './machine.ts';
-import { stopProcess } from './proc-sampler.ts';
+import { mainThreadFigures as mainThread, stopProcess } from './proc-sampler.ts';
 
 const intervalMs = opt('interval-ms', 250);
 const windowS = opt('window-seconds', 60);
@@ -48,12 +48,6 @@ function selfSigned(): { cert: string; key: string } {
   const made = Bun.spawnSync(['openssl', 'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', join(dir, 'k.pem'), '-out', join(dir, 'c.pem'), '-days', '1', '-subj', '/CN=127.0.0.1'], { stderr: 'pipe' });
   if (made.exitCode !== 0) throw new Error(`openssl (apt-get install openssl): ${made.stderr.toString()}`);
   return { cert: readFileSync(join(dir, 'c.pem'), 'utf8'), key: readFileSync(join(dir, 'k.pem'), 'utf8') };
-}
-
-function mainThread(pid: number): { cpuNs: number; sleeps: number } {
-  const cpuNs = Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')[0]);
-  const sleeps = Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/task/${pid}/status`, 'utf8'))?.[1]);
-  return { cpuNs, sleeps };
 }
 
 writeFileSync(join(dir, 'servers.ts'), servers);
